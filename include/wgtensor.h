@@ -1,0 +1,456 @@
+/*
+ * wgtensor — tensors and ML ops on WebGPU (WGSL compute) with a CPU reference.
+ *
+ * Conventions
+ *   - Every name has the prefix wgt_; handles are opaque.
+ *   - Errors are sticky per context: a failing call returns NULL (or a status),
+ *     records a status code and a message that names the call, the shapes and the
+ *     cause; later calls on that context return at once (NULL / the same status)
+ *     until wgt_context_clear_error() is called. No call aborts the process on
+ *     bad input.
+ *   - Tensors are reference counted. A tensor returned by a wgt_ call is owned by
+ *     the caller (release it with wgt_tensor_release) unless a scope is open: then
+ *     the innermost scope releases it at wgt_scope_pop unless it was kept.
+ *   - Shapes are written [d0, d1, ...]; dim 0 is the slowest-varying. Negative
+ *     axes count from the end, as in NumPy.
+ */
+#ifndef WGTENSOR_H
+#define WGTENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WGT_MAX_DIMS 8
+
+/* ------------------------------------------------------------------ status */
+
+typedef enum wgt_status {
+    WGT_OK = 0,
+    WGT_ERR_INVALID_ARGUMENT,       /* NULL pointer, bad flag, bad axis, bad value */
+    WGT_ERR_SHAPE_MISMATCH,         /* shapes do not broadcast / agree */
+    WGT_ERR_DTYPE,                  /* dtype not accepted by the op */
+    WGT_ERR_OUT_OF_MEMORY,          /* message gives bytes requested and available */
+    WGT_ERR_DEVICE_LOST,            /* the GPU device was lost; the context is dead */
+    WGT_ERR_NO_ADAPTER,             /* no WebGPU adapter: fall back to the CPU */
+    WGT_ERR_SHADER_COMPILE,         /* WGSL did not compile; message has line:column */
+    WGT_ERR_INVALID_WORKGROUP_SIZE, /* workgroup size or count over the device limits */
+    WGT_ERR_UNSUPPORTED,            /* op/dtype the backend does not implement */
+    WGT_ERR_IO,                     /* file could not be read or written */
+    WGT_ERR_BAD_FORMAT,             /* file contents not in the expected format */
+    WGT_ERR_TIMEOUT,                /* a wait on the GPU passed its deadline */
+    WGT_ERR_CONTEXT_MISMATCH,       /* tensors from two different contexts */
+    WGT_ERR_INTERNAL,               /* a bug in wgtensor or the WebGPU implementation */
+    WGT_STATUS_COUNT
+} wgt_status;
+
+/* Short constant name of a status, e.g. "WGT_ERR_SHAPE_MISMATCH". Never NULL. */
+const char *wgt_status_string(wgt_status status);
+
+/* ------------------------------------------------------------------ dtypes */
+
+typedef enum wgt_dtype {
+    WGT_F32 = 0,
+    WGT_F16,  /* IEEE half; stored packed, computed in f32 */
+    WGT_I32,
+    WGT_U8,
+    WGT_BOOL, /* one byte, 0 or 1 */
+    WGT_DTYPE_COUNT
+} wgt_dtype;
+
+const char *wgt_dtype_name(wgt_dtype dtype); /* "f32", "f16", ... */
+size_t wgt_dtype_size(wgt_dtype dtype);      /* bytes per element */
+
+/* ---------------------------------------------------------------- adapters */
+
+typedef enum wgt_backend_kind {
+    WGT_BACKEND_AUTO = 0, /* WebGPU if an adapter exists (or WGT_BACKEND says), else CPU */
+    WGT_BACKEND_CPU,
+    WGT_BACKEND_WEBGPU
+} wgt_backend_kind;
+
+typedef enum wgt_adapter_type {
+    WGT_ADAPTER_ANY = 0,
+    WGT_ADAPTER_DISCRETE_GPU,
+    WGT_ADAPTER_INTEGRATED_GPU,
+    WGT_ADAPTER_CPU,
+    WGT_ADAPTER_UNKNOWN
+} wgt_adapter_type;
+
+typedef enum wgt_power_preference {
+    WGT_POWER_DEFAULT = 0, /* best adapter: discrete > integrated > CPU; Vulkan/Metal/D3D12 > GL */
+    WGT_POWER_HIGH_PERFORMANCE,
+    WGT_POWER_LOW_POWER
+} wgt_power_preference;
+
+/* Limits that matter for compute, as the adapter reports them. */
+typedef struct wgt_adapter_limits {
+    uint64_t max_buffer_size;
+    uint64_t max_storage_buffer_binding_size;
+    uint32_t max_storage_buffers_per_shader_stage;
+    uint32_t max_compute_workgroup_storage_size;
+    uint32_t max_compute_invocations_per_workgroup;
+    uint32_t max_compute_workgroup_size_x;
+    uint32_t max_compute_workgroup_size_y;
+    uint32_t max_compute_workgroup_size_z;
+    uint32_t max_compute_workgroups_per_dimension;
+    uint32_t min_storage_buffer_offset_alignment;
+    uint32_t min_uniform_buffer_offset_alignment;
+    uint32_t subgroup_min_size;
+    uint32_t subgroup_max_size;
+} wgt_adapter_limits;
+
+typedef struct wgt_adapter_info {
+    int index;               /* position in enumeration order; stable within a process */
+    char name[128];          /* e.g. "NVIDIA H100 80GB HBM3" */
+    char vendor[64];
+    char architecture[64];
+    char driver[128];        /* driver description, e.g. "580.159.04" */
+    char backend[16];        /* "Vulkan", "Metal", "D3D12", "OpenGL", ... */
+    wgt_adapter_type type;
+    uint32_t vendor_id, device_id;
+    bool shader_f16;         /* WGSL `enable f16` available */
+    bool subgroups;          /* WGSL subgroup built-ins available */
+    bool timestamp_query;    /* GPU timestamps for profiling */
+    wgt_adapter_limits limits;
+} wgt_adapter_info;
+
+/* Lists every WebGPU adapter. *infos is allocated by the library; free it with
+ * wgt_adapters_free. Returns WGT_ERR_NO_ADAPTER (and *count = 0) when none exist. */
+wgt_status wgt_adapters_enumerate(wgt_adapter_info **infos, size_t *count);
+void wgt_adapters_free(wgt_adapter_info *infos);
+const char *wgt_adapter_type_name(wgt_adapter_type type); /* "discrete", "cpu", ... */
+
+/* ----------------------------------------------------------------- context */
+
+typedef struct wgt_context wgt_context;
+typedef struct wgt_tensor wgt_tensor;
+
+typedef struct wgt_context_options {
+    wgt_backend_kind backend;          /* env WGT_BACKEND=cpu|webgpu overrides AUTO */
+    int adapter_index;                 /* -1: choose; env WGT_ADAPTER=<index|name substring> */
+    const char *adapter_name;          /* substring of the adapter name, or NULL */
+    wgt_adapter_type adapter_type;     /* WGT_ADAPTER_ANY: no constraint */
+    wgt_power_preference power;
+    uint64_t memory_budget_bytes;      /* 0: the device's max buffer size bounds nothing else */
+    uint32_t wait_timeout_ms;          /* deadline of any single GPU wait; 0: 10000 ms */
+    int cpu_threads;                   /* CPU backend threads; 0: all cores */
+} wgt_context_options;
+
+/* Fills defaults: AUTO backend, adapter_index -1, timeout 10 s. */
+void wgt_context_options_init(wgt_context_options *options);
+
+/* Always returns a context (NULL only if memory for it cannot be allocated). If
+ * creation failed, wgt_context_status() says why (e.g. WGT_ERR_NO_ADAPTER) and
+ * the context is unusable: destroy it. options may be NULL for defaults. */
+wgt_context *wgt_context_create(const wgt_context_options *options);
+void wgt_context_destroy(wgt_context *ctx);
+
+wgt_status wgt_context_status(const wgt_context *ctx);
+const char *wgt_context_error_message(const wgt_context *ctx); /* "" when OK */
+/* Clears a recoverable error so the context can be used again. Device loss and
+ * failed creation are not recoverable: the status stays. Returns the status left. */
+wgt_status wgt_context_clear_error(wgt_context *ctx);
+
+wgt_backend_kind wgt_context_backend(const wgt_context *ctx);
+/* Adapter in use (WebGPU) or a description of the CPU. */
+wgt_status wgt_context_adapter_info(wgt_context *ctx, wgt_adapter_info *info);
+
+/* Waits until all work recorded so far has finished on the device. */
+wgt_status wgt_synchronize(wgt_context *ctx);
+
+/* ------------------------------------------------------------- statistics */
+
+typedef struct wgt_memory_stats {
+    uint64_t bytes_in_use;        /* held by live tensors (rounded to size class) */
+    uint64_t bytes_reserved;      /* in use + cached free blocks */
+    uint64_t peak_bytes_in_use;
+    uint64_t budget_bytes;        /* 0: none */
+    uint64_t allocations;         /* allocation requests served */
+    uint64_t pool_hits;           /* requests served from the cache */
+    uint64_t device_allocations;  /* buffers created on the device */
+} wgt_memory_stats;
+
+typedef struct wgt_pipeline_stats {
+    uint64_t hits, misses;
+    double compile_ms;            /* total time creating shader modules and pipelines */
+    uint64_t entries;
+} wgt_pipeline_stats;
+
+typedef struct wgt_execution_stats {
+    uint64_t dispatches;          /* compute dispatches recorded */
+    uint64_t submits;             /* queue submits */
+    uint64_t uploads, downloads;  /* host<->device transfers */
+} wgt_execution_stats;
+
+wgt_status wgt_memory_stats_get(wgt_context *ctx, wgt_memory_stats *stats);
+wgt_status wgt_pipeline_stats_get(wgt_context *ctx, wgt_pipeline_stats *stats);
+wgt_status wgt_execution_stats_get(wgt_context *ctx, wgt_execution_stats *stats);
+/* Releases cached free device blocks (bytes_reserved falls to bytes_in_use). */
+wgt_status wgt_memory_trim(wgt_context *ctx);
+wgt_status wgt_memory_set_budget(wgt_context *ctx, uint64_t budget_bytes);
+
+/* ------------------------------------------------------------------ scopes */
+
+/* Every tensor created after push belongs to the scope; pop releases those not
+ * kept or already released. Scopes nest. */
+wgt_status wgt_scope_push(wgt_context *ctx);
+wgt_status wgt_scope_pop(wgt_context *ctx);
+/* Moves t out of its scope into the enclosing one (or to the caller if none). */
+wgt_tensor *wgt_scope_keep(wgt_tensor *t);
+
+/* ---------------------------------------------------------------- tensors */
+
+/* Tensor with uninitialized contents, contiguous, shape[ndim]. ndim 0 = scalar. */
+wgt_tensor *wgt_tensor_empty(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape);
+/* Copies host data (contiguous, row-major, dtype layout; f16 as uint16 bits). */
+wgt_tensor *wgt_tensor_from_host(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape,
+                                 const void *data);
+/* Reads the tensor (any view) into host memory as a contiguous array; waits for
+ * the device. bytes must be at least numel * dtype size. */
+wgt_status wgt_tensor_read(wgt_tensor *t, void *data, size_t bytes);
+/* Overwrites the tensor's elements (any view) from contiguous host data. */
+wgt_status wgt_tensor_write(wgt_tensor *t, const void *data, size_t bytes);
+
+wgt_tensor *wgt_tensor_retain(wgt_tensor *t);
+void wgt_tensor_release(wgt_tensor *t);
+
+wgt_context *wgt_tensor_context(const wgt_tensor *t);
+wgt_dtype wgt_tensor_dtype(const wgt_tensor *t);
+int wgt_tensor_ndim(const wgt_tensor *t);
+int64_t wgt_tensor_dim(const wgt_tensor *t, int axis);       /* negative axes allowed */
+const int64_t *wgt_tensor_shape(const wgt_tensor *t);
+const int64_t *wgt_tensor_strides(const wgt_tensor *t);      /* in elements */
+int64_t wgt_tensor_offset(const wgt_tensor *t);              /* in elements */
+int64_t wgt_tensor_numel(const wgt_tensor *t);
+bool wgt_tensor_is_contiguous(const wgt_tensor *t);
+/* "[2, 3] f32" into buf; returns buf. */
+const char *wgt_tensor_describe(const wgt_tensor *t, char *buf, size_t size);
+
+/* Creation: [shape] */
+wgt_tensor *wgt_zeros(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape);
+wgt_tensor *wgt_ones(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape);
+wgt_tensor *wgt_full(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, double value);
+/* [ceil((stop-start)/step)]: start, start+step, ... < stop */
+wgt_tensor *wgt_arange(wgt_context *ctx, wgt_dtype dtype, double start, double stop, double step);
+/* [count]: evenly spaced from start to stop inclusive */
+wgt_tensor *wgt_linspace(wgt_context *ctx, wgt_dtype dtype, double start, double stop, int64_t count);
+/* [n, m]: ones on the diagonal */
+wgt_tensor *wgt_eye(wgt_context *ctx, wgt_dtype dtype, int64_t n, int64_t m);
+/* Counter-based (Philox 4x32-10): element i of a tensor drawn with seed s is the
+ * same number on every backend. rand: uniform [0, 1); randn: standard normal. */
+wgt_tensor *wgt_rand(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, uint64_t seed);
+wgt_tensor *wgt_randn(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, uint64_t seed);
+
+/* ------------------------------------------------------------------ views */
+/* Views share storage with their source; none copies. */
+
+/* Same elements, new shape; one dim may be -1. Needs compatible strides, else
+ * WGT_ERR_INVALID_ARGUMENT (use wgt_contiguous first, or wgt_reshape). */
+wgt_tensor *wgt_view(wgt_tensor *t, int ndim, const int64_t *shape);
+/* Like view, but copies when the strides do not allow a view. */
+wgt_tensor *wgt_reshape(wgt_tensor *t, int ndim, const int64_t *shape);
+/* perm[ndim]: output dim i is input dim perm[i]. */
+wgt_tensor *wgt_permute(wgt_tensor *t, const int *perm);
+wgt_tensor *wgt_transpose(wgt_tensor *t, int axis0, int axis1);
+/* Elements start, start+step, ... < stop along axis (step >= 1; start/stop
+ * clamped as in Python, negative values count from the end). */
+wgt_tensor *wgt_slice(wgt_tensor *t, int axis, int64_t start, int64_t stop, int64_t step);
+/* Broadcast to shape (NumPy rules, size-1 dims get stride 0). */
+wgt_tensor *wgt_expand(wgt_tensor *t, int ndim, const int64_t *shape);
+wgt_tensor *wgt_squeeze(wgt_tensor *t, int axis);  /* axis must have size 1 */
+wgt_tensor *wgt_unsqueeze(wgt_tensor *t, int axis);
+/* Contiguous copy, or a new handle on the same storage if already contiguous. */
+wgt_tensor *wgt_contiguous(wgt_tensor *t);
+
+/* ---------------------------------------------------------------- op list */
+/* Every op the library offers; the parity table and the docs iterate over it. */
+typedef enum wgt_op {
+    /* binary, NumPy broadcasting, dtype promotion bool < u8 < i32 < f16 < f32 */
+    WGT_OP_ADD, WGT_OP_SUB, WGT_OP_MUL, WGT_OP_DIV, WGT_OP_POW,
+    WGT_OP_MAXIMUM, WGT_OP_MINIMUM,
+    WGT_OP_EQ, WGT_OP_NE, WGT_OP_LT, WGT_OP_LE, WGT_OP_GT, WGT_OP_GE,
+    WGT_OP_LOGICAL_AND, WGT_OP_LOGICAL_OR,
+    WGT_OP_WHERE,
+    /* unary */
+    WGT_OP_NEG, WGT_OP_ABS, WGT_OP_SIGN, WGT_OP_EXP, WGT_OP_LOG, WGT_OP_LOG1P,
+    WGT_OP_SQRT, WGT_OP_RSQRT, WGT_OP_RECIPROCAL, WGT_OP_SIN, WGT_OP_COS,
+    WGT_OP_TANH, WGT_OP_SIGMOID, WGT_OP_RELU, WGT_OP_LEAKY_RELU, WGT_OP_ELU,
+    WGT_OP_GELU, WGT_OP_GELU_TANH, WGT_OP_SILU, WGT_OP_SOFTPLUS, WGT_OP_CLAMP,
+    WGT_OP_FLOOR, WGT_OP_CEIL, WGT_OP_ROUND, WGT_OP_LOGICAL_NOT,
+    /* fused elementwise expression */
+    WGT_OP_FUSED,
+    /* reductions */
+    WGT_OP_SUM, WGT_OP_MEAN, WGT_OP_MAX, WGT_OP_MIN, WGT_OP_PROD, WGT_OP_VAR,
+    WGT_OP_STD, WGT_OP_ARGMAX, WGT_OP_ARGMIN, WGT_OP_CUMSUM,
+    WGT_OP_SOFTMAX, WGT_OP_LOG_SOFTMAX,
+    WGT_OP_MATMUL,
+    /* data movement */
+    WGT_OP_COPY, WGT_OP_CAST, WGT_OP_FILL, WGT_OP_CONCAT, WGT_OP_STACK, WGT_OP_SPLIT,
+    WGT_OP_SLICE_ASSIGN, WGT_OP_GATHER, WGT_OP_INDEX_SELECT, WGT_OP_SCATTER_ADD,
+    WGT_OP_EMBEDDING, WGT_OP_PAD, WGT_OP_TRIL, WGT_OP_TRIU, WGT_OP_ONE_HOT, WGT_OP_TOPK,
+    /* creation */
+    WGT_OP_ARANGE, WGT_OP_LINSPACE, WGT_OP_EYE, WGT_OP_RAND, WGT_OP_RANDN,
+    WGT_OP_COUNT
+} wgt_op;
+
+const char *wgt_op_name(wgt_op op); /* "add", "log_softmax", ... */
+
+/* ------------------------------------------------------------ elementwise */
+/* Binary: a [...], b [...] broadcast -> out [broadcast shape]. */
+wgt_tensor *wgt_add(wgt_tensor *a, wgt_tensor *b);
+wgt_tensor *wgt_sub(wgt_tensor *a, wgt_tensor *b);
+wgt_tensor *wgt_mul(wgt_tensor *a, wgt_tensor *b);
+/* True division; result is floating (ints -> f32). x/0 = ±inf, 0/0 = NaN. */
+wgt_tensor *wgt_div(wgt_tensor *a, wgt_tensor *b);
+wgt_tensor *wgt_pow(wgt_tensor *a, wgt_tensor *b);     /* floating result */
+wgt_tensor *wgt_maximum(wgt_tensor *a, wgt_tensor *b); /* NaN propagates */
+wgt_tensor *wgt_minimum(wgt_tensor *a, wgt_tensor *b);
+/* Comparisons and logic return WGT_BOOL. NaN compares unequal to everything. */
+wgt_tensor *wgt_eq(wgt_tensor *a, wgt_tensor *b);
+wgt_tensor *wgt_ne(wgt_tensor *a, wgt_tensor *b);
+wgt_tensor *wgt_lt(wgt_tensor *a, wgt_tensor *b);
+wgt_tensor *wgt_le(wgt_tensor *a, wgt_tensor *b);
+wgt_tensor *wgt_gt(wgt_tensor *a, wgt_tensor *b);
+wgt_tensor *wgt_ge(wgt_tensor *a, wgt_tensor *b);
+wgt_tensor *wgt_logical_and(wgt_tensor *a, wgt_tensor *b);
+wgt_tensor *wgt_logical_or(wgt_tensor *a, wgt_tensor *b);
+wgt_tensor *wgt_logical_not(wgt_tensor *a);
+/* cond, a, b broadcast together -> cond != 0 ? a : b */
+wgt_tensor *wgt_where(wgt_tensor *cond, wgt_tensor *a, wgt_tensor *b);
+/* Binary op with a scalar right-hand side: a op value (value takes a's dtype
+ * when a is integral and value is integral, else the result is floating). */
+wgt_tensor *wgt_binary_scalar(wgt_op op, wgt_tensor *a, double value);
+/* Any binary op by enum (WGT_OP_ADD ... WGT_OP_LOGICAL_OR). */
+wgt_tensor *wgt_binary(wgt_op op, wgt_tensor *a, wgt_tensor *b);
+
+/* Unary: x [...] -> [...]. Float functions of integer input return f32. */
+wgt_tensor *wgt_unary(wgt_op op, wgt_tensor *x); /* any unary op without a parameter */
+wgt_tensor *wgt_neg(wgt_tensor *x);
+wgt_tensor *wgt_abs(wgt_tensor *x);
+wgt_tensor *wgt_sign(wgt_tensor *x);
+wgt_tensor *wgt_exp(wgt_tensor *x);
+wgt_tensor *wgt_log(wgt_tensor *x);
+wgt_tensor *wgt_log1p(wgt_tensor *x);
+wgt_tensor *wgt_sqrt(wgt_tensor *x);
+wgt_tensor *wgt_rsqrt(wgt_tensor *x);
+wgt_tensor *wgt_reciprocal(wgt_tensor *x);
+wgt_tensor *wgt_sin(wgt_tensor *x);
+wgt_tensor *wgt_cos(wgt_tensor *x);
+wgt_tensor *wgt_tanh(wgt_tensor *x);
+wgt_tensor *wgt_sigmoid(wgt_tensor *x);
+wgt_tensor *wgt_relu(wgt_tensor *x);
+wgt_tensor *wgt_leaky_relu(wgt_tensor *x, double negative_slope);
+wgt_tensor *wgt_elu(wgt_tensor *x, double alpha);
+wgt_tensor *wgt_gelu(wgt_tensor *x);      /* exact: x * Phi(x), with erf */
+wgt_tensor *wgt_gelu_tanh(wgt_tensor *x); /* tanh approximation */
+wgt_tensor *wgt_silu(wgt_tensor *x);
+wgt_tensor *wgt_softplus(wgt_tensor *x);
+wgt_tensor *wgt_clamp(wgt_tensor *x, double lo, double hi);
+wgt_tensor *wgt_floor(wgt_tensor *x);
+wgt_tensor *wgt_ceil(wgt_tensor *x);
+wgt_tensor *wgt_round(wgt_tensor *x);     /* half to even, as NumPy */
+
+/* Fused elementwise expression, one kernel for the whole expression, e.g.
+ * wgt_fused(ctx, "sqrt(a*b + c)", inputs, 3). Inputs broadcast together; the
+ * letters a, b, c, ... name inputs[0], inputs[1], ... Operators: + - * / and
+ * comparisons, && || !, ?: is not offered: use where(c, x, y). Functions: every
+ * unary op name, pow, maximum/max, minimum/min, where, clamp(x, lo, hi). Numeric
+ * literals are constants. The compiled kernel is cached by expression and dtypes. */
+wgt_tensor *wgt_fused(wgt_context *ctx, const char *expression, wgt_tensor *const *inputs, int n_inputs);
+
+/* ------------------------------------------------------------- reductions */
+/* x [...] reduced over axes[n_axes] (n_axes = 0: all axes, to a scalar).
+ * keepdim keeps reduced axes with size 1. Sum/mean/var/std of ints give f32
+ * (sum of i32 gives i32). max/min/argmax/argmin propagate NaN like NumPy. */
+wgt_tensor *wgt_reduce(wgt_op op, wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
+wgt_tensor *wgt_sum(wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
+wgt_tensor *wgt_mean(wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
+wgt_tensor *wgt_max(wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
+wgt_tensor *wgt_min(wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
+wgt_tensor *wgt_prod(wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
+/* correction: 0 population, 1 sample (Bessel) variance. */
+wgt_tensor *wgt_var(wgt_tensor *x, const int *axes, int n_axes, int correction, bool keepdim);
+wgt_tensor *wgt_std(wgt_tensor *x, const int *axes, int n_axes, int correction, bool keepdim);
+/* x [...] -> i32 index of the first max/min along axis. */
+wgt_tensor *wgt_argmax(wgt_tensor *x, int axis, bool keepdim);
+wgt_tensor *wgt_argmin(wgt_tensor *x, int axis, bool keepdim);
+/* x [...] -> [...] inclusive prefix sum along axis. */
+wgt_tensor *wgt_cumsum(wgt_tensor *x, int axis);
+/* x [...] -> [...], numerically stable (max subtracted). */
+wgt_tensor *wgt_softmax(wgt_tensor *x, int axis);
+wgt_tensor *wgt_log_softmax(wgt_tensor *x, int axis);
+
+/* ----------------------------------------------------------------- matmul */
+/* a [..., M, K] x b [..., K, N] -> [..., M, N]; batch dims broadcast. 1-D
+ * operands follow NumPy: a [K] is a row vector, b [K] a column (matrix-vector).
+ * Transposed views (wgt_transpose) are read in place, never copied. */
+wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b);
+
+/* ---------------------------------------------------------- data movement */
+wgt_tensor *wgt_copy(wgt_tensor *x);                   /* fresh contiguous copy */
+wgt_tensor *wgt_cast(wgt_tensor *x, wgt_dtype dtype);  /* float->int truncates toward 0 */
+/* Sets every element of t (any view) to value. */
+wgt_status wgt_fill(wgt_tensor *t, double value);
+/* dst (any view) = src broadcast to dst's shape, cast to dst's dtype. This is
+ * slice assignment: wgt_assign(wgt_slice(x, ...), y). */
+wgt_status wgt_assign(wgt_tensor *dst, wgt_tensor *src);
+/* tensors[n] equal except along axis -> concatenated along axis. */
+wgt_tensor *wgt_concat(wgt_tensor *const *tensors, int n, int axis);
+/* tensors[n] equal shapes [...] -> [..., n at axis, ...] */
+wgt_tensor *wgt_stack(wgt_tensor *const *tensors, int n, int axis);
+/* Views of x, sizes[n] along axis summing to dim(axis); out[n] receives them. */
+wgt_status wgt_split(wgt_tensor *x, int axis, const int64_t *sizes, int n, wgt_tensor **out);
+/* torch.gather: index i32 [same ndim as x] -> out[index shape],
+ * out[i][j][k] = x[i][index[i][j][k]][k] for axis 1. Out-of-range -> error. */
+wgt_tensor *wgt_gather(wgt_tensor *x, int axis, wgt_tensor *index);
+/* x [..., D, ...], index i32 [n] -> [..., n, ...] rows of x chosen along axis. */
+wgt_tensor *wgt_index_select(wgt_tensor *x, int axis, wgt_tensor *index);
+/* Returns a copy of dst where out[i][index[i][j]] += src[i][j] (axis 1);
+ * index and src have the same shape. f32 and i32. */
+wgt_tensor *wgt_scatter_add(wgt_tensor *dst, int axis, wgt_tensor *index, wgt_tensor *src);
+/* weight [V, D], ids i32 [...] -> [..., D] */
+wgt_tensor *wgt_embedding(wgt_tensor *weight, wgt_tensor *ids);
+/* pads[2*ndim]: (before, after) per dim, >= 0, filled with value. */
+wgt_tensor *wgt_pad(wgt_tensor *x, const int64_t *pads, double value);
+/* x [..., M, N]: keep elements with col - row <= k (tril) / >= k (triu). */
+wgt_tensor *wgt_tril(wgt_tensor *x, int64_t k);
+wgt_tensor *wgt_triu(wgt_tensor *x, int64_t k);
+/* ids i32 [...] -> dtype [..., num_classes]; ids outside [0, n) give all zeros. */
+wgt_tensor *wgt_one_hot(wgt_tensor *ids, int64_t num_classes, wgt_dtype dtype);
+/* x [..., N] -> values [..., k] (x's dtype), indices i32 [..., k] along the last
+ * axis, largest first (smallest first if !largest); ties: lower index first. */
+wgt_status wgt_topk(wgt_tensor *x, int64_t k, bool largest, wgt_tensor **values, wgt_tensor **indices);
+
+/* --------------------------------------------------------- custom kernels */
+/* Runs caller-supplied WGSL on the WebGPU backend. Buffers are bound in order
+ * at @group(0) @binding(0..n_buffers-1) as var<storage, read_write> (or
+ * read-only where read_only[i]); if uniform_size > 0 the uniform bytes are bound
+ * at binding n_buffers as var<uniform>. Each tensor binds its whole storage; the
+ * tensor must be contiguous. Errors: WGT_ERR_SHADER_COMPILE (message carries the
+ * compiler's line:column), WGT_ERR_INVALID_WORKGROUP_SIZE (size over the device
+ * limits, or a count over max_compute_workgroups_per_dimension). */
+typedef struct wgt_custom_kernel {
+    const char *wgsl;
+    const char *entry_point;
+    wgt_tensor *const *buffers;
+    const bool *read_only;   /* NULL: all read_write */
+    int n_buffers;
+    const void *uniform;
+    size_t uniform_size;
+    uint32_t workgroups[3];  /* a count of 0 in any dimension records nothing */
+} wgt_custom_kernel;
+
+wgt_status wgt_custom_kernel_run(wgt_context *ctx, const wgt_custom_kernel *kernel);
+
+/* --------------------------------------------------------------- version */
+const char *wgt_version(void); /* "0.1.0" */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WGTENSOR_H */

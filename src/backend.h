@@ -1,0 +1,149 @@
+/*
+ * The backend seam: one function table (struct wgt_backend_vtable) that the CPU
+ * and WebGPU backends fill. Adding a backend means filling this table, nothing else.
+ *
+ * A backend runs a small set of primitive kernels (enum wgt_kernel_kind). The op
+ * front-end (src/ops) turns every public op into one or more kernel calls: all
+ * elementwise ops, casts, copies, fills, slice assignment, tril/triu, one_hot,
+ * arange/linspace/eye and rand/randn are expression programs (src/core/expr.h) run
+ * by the ELEMENTWISE kernel; the other kinds are reductions, scans, softmax,
+ * matmul, gather, scatter_add and topk.
+ *
+ * Every kernel reads its inputs through views (shape, strides, offset in
+ * elements), so transposed, sliced and broadcast (stride 0) inputs need no copy.
+ * Outputs are views too (slice assignment writes through a strided view).
+ */
+#ifndef WGT_BACKEND_H
+#define WGT_BACKEND_H
+
+#include "wgtensor.h"
+#include "core/expr.h"
+
+/* Device memory as the front-end sees it: reference counted, shared by views.
+ * handle is the backend's own object (a host pointer for the CPU, a buffer
+ * block for WebGPU). */
+typedef struct wgt_storage {
+    int refcount;
+    size_t bytes;      /* allocated: requested rounded up to 4 */
+    size_t requested;  /* bytes holding elements; the rest is padding */
+    void *handle;
+} wgt_storage;
+
+/* A tensor as a kernel sees it. Element (i0, i1, ...) lives at element index
+ * offset + sum(i_k * strides[k]) of storage, elements of dtype size. */
+typedef struct wgt_tensor_view {
+    wgt_storage *storage;
+    wgt_dtype dtype;
+    int ndim;
+    int64_t shape[WGT_MAX_DIMS];
+    int64_t strides[WGT_MAX_DIMS];
+    int64_t offset;
+} wgt_tensor_view;
+
+typedef enum wgt_kernel_kind {
+    WGT_KERNEL_ELEMENTWISE, /* out = expr(inputs); inputs already broadcast to out's shape */
+    WGT_KERNEL_REDUCE,      /* out = reduce(x) over axes in reduce_mask */
+    WGT_KERNEL_CUMSUM,      /* out = inclusive prefix sum of x along axis */
+    WGT_KERNEL_SOFTMAX,     /* out = (log_)softmax(x) along axis */
+    WGT_KERNEL_MATMUL,      /* out[b, m, n] = sum_k a[b, m, k] * b[b, k, n] */
+    WGT_KERNEL_GATHER,      /* out[c] = x[c with c[axis] = index[c]] */
+    WGT_KERNEL_SCATTER_ADD, /* out[c with c[axis] = index[c]] += src[c] (out pre-filled) */
+    WGT_KERNEL_TOPK,        /* values/indices of the k largest (smallest) along the last axis */
+    WGT_KERNEL_COUNT
+} wgt_kernel_kind;
+
+typedef enum wgt_reduce_kind {
+    WGT_REDUCE_SUM, WGT_REDUCE_MEAN, WGT_REDUCE_MAX, WGT_REDUCE_MIN, WGT_REDUCE_PROD,
+    WGT_REDUCE_VAR, WGT_REDUCE_STD, WGT_REDUCE_ARGMAX, WGT_REDUCE_ARGMIN,
+    WGT_REDUCE_COUNT
+} wgt_reduce_kind;
+
+#define WGT_MAX_KERNEL_INPUTS 8
+
+/*
+ * One kernel invocation. Which fields matter depends on kind:
+ *
+ * ELEMENTWISE  inputs[0..n_inputs) all with out's shape (broadcast by stride 0);
+ *              expr->nodes reference them by INPUT(k). outputs[0] any view.
+ * REDUCE       inputs[0] x [d0..dn); outputs[0] contiguous: x's shape with the
+ *              reduced dims set to 1 (always keepdim form; the front-end drops
+ *              them with a view). reduce_mask bit k set = dim k reduced.
+ *              ARGMAX/ARGMIN reduce exactly one dim and write i32. VAR/STD use
+ *              correction (0 or 1). Output dtype: see src/ops/reduce.c.
+ * CUMSUM       inputs[0] x, outputs[0] contiguous same shape, axis.
+ * SOFTMAX      inputs[0] x, outputs[0] contiguous same shape, axis, log_softmax.
+ * MATMUL       inputs[0] a [B.., M, K], inputs[1] b [B.., K, N], outputs[0]
+ *              out [B.., M, N] contiguous; a and b already broadcast to the
+ *              same batch dims (stride 0 where broadcast). ndim >= 2 for all.
+ * GATHER       inputs[0] x, inputs[1] index (i32, out's shape), outputs[0]
+ *              contiguous, axis. Index values in [-D, D) (negative wraps);
+ *              outside that the output element is 0.
+ * SCATTER_ADD  inputs[0] index (i32), inputs[1] src (index's shape), outputs[0]
+ *              out (already a copy of dst), axis. Out-of-range indices skipped.
+ * TOPK         inputs[0] x [..., N] (last axis), outputs[0] values [..., k]
+ *              (x's dtype), outputs[1] indices i32 [..., k], k, largest.
+ *              Sorted: largest first (smallest first if !largest); NaN counts
+ *              as larger than everything; ties go to the lower index.
+ */
+typedef struct wgt_kernel_call {
+    wgt_kernel_kind kind;
+    const char *op_name;         /* public call name, for messages and profiling */
+    int n_inputs;
+    wgt_tensor_view inputs[WGT_MAX_KERNEL_INPUTS];
+    int n_outputs;
+    wgt_tensor_view outputs[2];
+    const wgt_expr *expr;        /* ELEMENTWISE */
+    wgt_reduce_kind reduce;      /* REDUCE */
+    uint32_t reduce_mask;        /* REDUCE */
+    int correction;              /* REDUCE VAR/STD */
+    int axis;                    /* CUMSUM, SOFTMAX, GATHER, SCATTER_ADD */
+    bool log_softmax;            /* SOFTMAX */
+    int64_t k;                   /* TOPK */
+    bool largest;                /* TOPK */
+} wgt_kernel_call;
+
+typedef struct wgt_backend wgt_backend;
+
+/* Members marked optional may be NULL; the front-end then reports
+ * WGT_ERR_UNSUPPORTED (or zeroed statistics). Every member that can fail records
+ * its error on backend->ctx with wgt_error() and returns the status. */
+typedef struct wgt_backend_vtable {
+    const char *name;                           /* "cpu", "webgpu" */
+    void (*destroy)(wgt_backend *b);            /* frees everything, waits for the device */
+    wgt_status (*adapter_info)(wgt_backend *b, wgt_adapter_info *info);
+
+    /* Allocates bytes (> 0, multiple of 4) of storage; contents undefined. */
+    wgt_status (*storage_alloc)(wgt_backend *b, size_t bytes, void **handle);
+    /* Returns storage. Must be safe while kernels that use it are still queued. */
+    void (*storage_free)(wgt_backend *b, void *handle);
+    /* offset and bytes are multiples of 4; writes are ordered after earlier kernels. */
+    wgt_status (*storage_write)(wgt_backend *b, void *handle, size_t offset, const void *src, size_t bytes);
+    /* Waits for all earlier work that writes handle, then copies out. */
+    wgt_status (*storage_read)(wgt_backend *b, void *handle, size_t offset, void *dst, size_t bytes);
+
+    /* Whether run() implements this call (kind, dtypes, ranks). Must not fail. */
+    bool (*supports)(wgt_backend *b, const wgt_kernel_call *call);
+    /* Records or runs the kernel. May return before the device finishes. */
+    wgt_status (*run)(wgt_backend *b, const wgt_kernel_call *call);
+    wgt_status (*synchronize)(wgt_backend *b);
+
+    /* optional */
+    wgt_status (*memory_stats)(wgt_backend *b, wgt_memory_stats *stats);
+    wgt_status (*pipeline_stats)(wgt_backend *b, wgt_pipeline_stats *stats);
+    wgt_status (*execution_stats)(wgt_backend *b, wgt_execution_stats *stats);
+    wgt_status (*memory_trim)(wgt_backend *b);
+    wgt_status (*memory_set_budget)(wgt_backend *b, uint64_t budget_bytes);
+    /* buffers[i] are storages with byte sizes; see wgt_custom_kernel. */
+    wgt_status (*custom_kernel)(wgt_backend *b, const wgt_custom_kernel *k, wgt_storage *const *storages);
+} wgt_backend_vtable;
+
+struct wgt_backend {
+    const wgt_backend_vtable *vt;
+    wgt_context *ctx;
+};
+
+/* Constructors. On failure they record the error on ctx and return NULL. */
+wgt_backend *wgt_cpu_backend_create(wgt_context *ctx, const wgt_context_options *options);
+wgt_backend *wgt_webgpu_backend_create(wgt_context *ctx, const wgt_context_options *options);
+
+#endif /* WGT_BACKEND_H */

@@ -1,0 +1,77 @@
+/*
+ * Private core types: the context (sticky error, scopes, backend) and the tensor
+ * (a view plus ownership). Only src/ sees this header.
+ */
+#ifndef WGT_INTERNAL_H
+#define WGT_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "wgtensor.h"
+
+#define WGT_MESSAGE_SIZE 1024
+
+typedef struct wgt_scope {
+    wgt_tensor **tensors;
+    size_t count, capacity;
+} wgt_scope;
+
+struct wgt_context {
+    wgt_status status;              /* sticky: WGT_OK until an error */
+    bool fatal;                     /* creation failed or device lost: never clears */
+    char message[WGT_MESSAGE_SIZE];
+    wgt_backend *backend;
+    wgt_backend_kind backend_kind;
+    wgt_context_options options;
+    wgt_scope *scopes;              /* stack; scopes[n_scopes-1] is innermost */
+    int n_scopes, scopes_capacity;
+    int64_t live_tensors;
+};
+
+struct wgt_tensor {
+    wgt_context *ctx;
+    int refcount;
+    wgt_tensor_view view;                  /* view.storage holds one storage reference */
+    int scope_level;                /* index into ctx->scopes, -1 if unscoped */
+    size_t scope_slot;              /* position in that scope's array */
+};
+
+/* Records an error on ctx (first error wins; later ones are ignored until
+ * cleared) and returns status. fmt names the call first: "wgt_add: ...". */
+wgt_status wgt_error(wgt_context *ctx, wgt_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Marks the context permanently failed (device lost). */
+void wgt_error_fatal(wgt_context *ctx, wgt_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* "[2, 3, 4]" into buf; returns buf. */
+const char *wgt_shape_string(int ndim, const int64_t *shape, char *buf, size_t size);
+int64_t wgt_shape_numel(int ndim, const int64_t *shape);
+/* Row-major contiguous strides (in elements) for shape. */
+void wgt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+bool wgt_view_is_contiguous(const wgt_tensor_view *v);
+
+/* New tensor object that shares storage (takes a new storage reference) and is
+ * registered in the current scope. NULL on OOM (error recorded). */
+wgt_tensor *wgt_tensor_wrap(wgt_context *ctx, const wgt_tensor_view *view);
+/* New contiguous tensor with fresh storage. */
+wgt_tensor *wgt_tensor_alloc(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, const char *op);
+
+/* Front-end checks shared by all ops. Each records an error naming op and
+ * returns false on failure. */
+bool wgt_check_tensor(const wgt_tensor *t, const char *op, const char *arg);
+bool wgt_check_same_context(const wgt_tensor *a, const wgt_tensor *b, const char *op);
+/* Normalizes axis into [0, ndim); false + error if out of range. */
+bool wgt_normalize_axis(wgt_context *ctx, int *axis, int ndim, const char *op);
+
+/* Sends a kernel call to the context's backend after checking support. */
+wgt_status wgt_run_kernel(wgt_context *ctx, const wgt_kernel_call *call);
+
+/* Storage reference helpers (the backend allocates / frees the handle). */
+wgt_storage *wgt_storage_create(wgt_context *ctx, size_t bytes, const char *op);
+void wgt_storage_retain(wgt_storage *s);
+void wgt_storage_release(wgt_context *ctx, wgt_storage *s);
+
+#endif /* WGT_INTERNAL_H */

@@ -1,0 +1,36 @@
+/*
+ * Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"),
+ * the counter-based generator behind wgt_rand / wgt_randn. The WGSL twin lives in
+ * src/webgpu/webgpu_elementwise.c; both must produce identical words for the same
+ * (key, counter), which tests/test_random.c checks.
+ */
+#ifndef WGT_PHILOX_H
+#define WGT_PHILOX_H
+
+#include <stdint.h>
+
+#define WGT_PHILOX_M0 0xD2511F53u
+#define WGT_PHILOX_M1 0xCD9E8D57u
+#define WGT_PHILOX_W0 0x9E3779B9u
+#define WGT_PHILOX_W1 0xBB67AE85u
+
+/* out[4] = philox(key = (k0, k1), counter = (c0, c1, c2, c3)) */
+static inline void wgt_philox4x32_10(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1, uint32_t c2,
+                                     uint32_t c3, uint32_t out[4])
+{
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)WGT_PHILOX_M0 * c0;
+        uint64_t p1 = (uint64_t)WGT_PHILOX_M1 * c2;
+        uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+        uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+        k0 += WGT_PHILOX_W0;
+        k1 += WGT_PHILOX_W1;
+    }
+    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+
+#endif /* WGT_PHILOX_H */

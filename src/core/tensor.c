@@ -1,0 +1,350 @@
+/* Tensors: storage ownership, creation from and reading back to the host, accessors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+bool wgt_scope_add(wgt_context *ctx, wgt_tensor *t);
+void wgt_scope_remove(wgt_tensor *t);
+
+/* ------------------------------------------------------------ shape helpers */
+
+const char *wgt_shape_string(int ndim, const int64_t *shape, char *buf, size_t size)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < ndim && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+int64_t wgt_shape_numel(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+void wgt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
+{
+    int64_t stride = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = stride;
+        stride *= shape[i] > 0 ? shape[i] : 1;
+    }
+}
+
+bool wgt_view_is_contiguous(const wgt_tensor_view *v)
+{
+    int64_t expected = 1;
+    for (int i = v->ndim - 1; i >= 0; i--) {
+        if (v->shape[i] == 1) continue; /* stride of a size-1 dim never matters */
+        if (v->shape[i] == 0) return true;
+        if (v->strides[i] != expected) return false;
+        expected *= v->shape[i];
+    }
+    return true;
+}
+
+/* ----------------------------------------------------------------- storage */
+
+wgt_storage *wgt_storage_create(wgt_context *ctx, size_t bytes, const char *op)
+{
+    wgt_storage *s = calloc(1, sizeof(*s));
+    if (!s) {
+        wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        return NULL;
+    }
+    /* Backends work in 4-byte words (WebGPU copies need it); never allocate 0. */
+    s->requested = bytes;
+    s->bytes = bytes < 4 ? 4 : (bytes + 3) & ~(size_t)3;
+    s->refcount = 1;
+    if (ctx->backend->vt->storage_alloc(ctx->backend, s->bytes, &s->handle) != WGT_OK) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void wgt_storage_retain(wgt_storage *s) { s->refcount++; }
+
+void wgt_storage_release(wgt_context *ctx, wgt_storage *s)
+{
+    if (!s || --s->refcount > 0) return;
+    ctx->backend->vt->storage_free(ctx->backend, s->handle);
+    free(s);
+}
+
+/* ------------------------------------------------------------------ tensors */
+
+wgt_tensor *wgt_tensor_wrap(wgt_context *ctx, const wgt_tensor_view *view)
+{
+    wgt_tensor *t = calloc(1, sizeof(*t));
+    if (!t) {
+        wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor: out of host memory");
+        return NULL;
+    }
+    t->ctx = ctx;
+    t->refcount = 1;
+    t->view = *view;
+    wgt_storage_retain(view->storage);
+    if (!wgt_scope_add(ctx, t)) {
+        wgt_storage_release(ctx, view->storage);
+        free(t);
+        wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor: out of host memory");
+        return NULL;
+    }
+    ctx->live_tensors++;
+    return t;
+}
+
+static bool check_shape(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, const char *op)
+{
+    if ((unsigned)dtype >= WGT_DTYPE_COUNT) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dtype);
+        return false;
+    }
+    if (ndim < 0 || ndim > WGT_MAX_DIMS) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: ndim %d outside [0, %d]", op, ndim, WGT_MAX_DIMS);
+        return false;
+    }
+    if (ndim > 0 && !shape) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: shape is NULL with ndim %d", op, ndim);
+        return false;
+    }
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) {
+            char buf[160];
+            wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: negative size in shape %s", op,
+                      wgt_shape_string(ndim, shape, buf, sizeof(buf)));
+            return false;
+        }
+        if (shape[i] > 0 && numel > INT64_MAX / 8 / shape[i]) {
+            char buf[160];
+            wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: shape %s is too large to address", op,
+                      wgt_shape_string(ndim, shape, buf, sizeof(buf)));
+            return false;
+        }
+        numel *= shape[i];
+    }
+    return true;
+}
+
+wgt_tensor *wgt_tensor_alloc(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, const char *op)
+{
+    if (!check_shape(ctx, dtype, ndim, shape, op)) return NULL;
+    wgt_tensor_view view = {0};
+    view.dtype = dtype;
+    view.ndim = ndim;
+    for (int i = 0; i < ndim; i++) view.shape[i] = shape[i];
+    wgt_contiguous_strides(ndim, shape, view.strides);
+    size_t bytes = (size_t)wgt_shape_numel(ndim, shape) * wgt_dtype_size(dtype);
+    view.storage = wgt_storage_create(ctx, bytes, op);
+    if (!view.storage) return NULL;
+    wgt_tensor *t = wgt_tensor_wrap(ctx, &view);
+    wgt_storage_release(ctx, view.storage); /* the tensor holds the only reference */
+    return t;
+}
+
+wgt_tensor *wgt_tensor_empty(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape)
+{
+    if (!ctx || ctx->status != WGT_OK) return NULL;
+    return wgt_tensor_alloc(ctx, dtype, ndim, shape, "wgt_tensor_empty");
+}
+
+wgt_tensor *wgt_tensor_from_host(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape,
+                                 const void *data)
+{
+    if (!ctx || ctx->status != WGT_OK) return NULL;
+    if (!check_shape(ctx, dtype, ndim, shape, "wgt_tensor_from_host")) return NULL;
+    size_t bytes = (size_t)wgt_shape_numel(ndim, shape) * wgt_dtype_size(dtype);
+    if (!data && bytes > 0) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_tensor_from_host: data is NULL");
+        return NULL;
+    }
+    wgt_tensor *t = wgt_tensor_alloc(ctx, dtype, ndim, shape, "wgt_tensor_from_host");
+    if (!t || bytes == 0) return t;
+    if (wgt_tensor_write(t, data, bytes) != WGT_OK) {
+        wgt_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+wgt_tensor *wgt_tensor_retain(wgt_tensor *t)
+{
+    if (t) t->refcount++;
+    return t;
+}
+
+void wgt_tensor_release(wgt_tensor *t)
+{
+    if (!t || --t->refcount > 0) return;
+    wgt_scope_remove(t);
+    t->ctx->live_tensors--;
+    wgt_storage_release(t->ctx, t->view.storage);
+    free(t);
+}
+
+/* ------------------------------------------------------------- checks */
+
+bool wgt_check_tensor(const wgt_tensor *t, const char *op, const char *arg)
+{
+    /* With no tensor there is no context to record on; callers return NULL. */
+    if (!t) return false;
+    if (t->ctx->status != WGT_OK) return false;
+    (void)op;
+    (void)arg;
+    return true;
+}
+
+bool wgt_check_same_context(const wgt_tensor *a, const wgt_tensor *b, const char *op)
+{
+    if (a->ctx == b->ctx) return true;
+    wgt_error(a->ctx, WGT_ERR_CONTEXT_MISMATCH, "%s: tensors belong to two different contexts", op);
+    return false;
+}
+
+bool wgt_normalize_axis(wgt_context *ctx, int *axis, int ndim, const char *op)
+{
+    int rank = ndim > 0 ? ndim : 1;
+    if (*axis < -rank || *axis >= rank) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: axis %d out of range for %d dims", op, *axis, ndim);
+        return false;
+    }
+    if (*axis < 0) *axis += rank;
+    return true;
+}
+
+wgt_status wgt_run_kernel(wgt_context *ctx, const wgt_kernel_call *call)
+{
+    if (!ctx->backend->vt->supports(ctx->backend, call)) {
+        const wgt_tensor_view *x = call->n_inputs ? &call->inputs[0] : &call->outputs[0];
+        char buf[160];
+        return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: the %s backend does not support %s %s", call->op_name,
+                         ctx->backend->vt->name, wgt_dtype_name(x->dtype),
+                         wgt_shape_string(x->ndim, x->shape, buf, sizeof(buf)));
+    }
+    return ctx->backend->vt->run(ctx->backend, call);
+}
+
+/* ------------------------------------------------------------- host I/O */
+
+/* Byte range [first, first+bytes) of a contiguous view, widened to 4-byte words. */
+static void word_range(const wgt_tensor_view *v, size_t bytes, size_t *first, size_t *aligned_first, size_t *aligned_bytes)
+{
+    *first = (size_t)v->offset * wgt_dtype_size(v->dtype);
+    *aligned_first = *first & ~(size_t)3;
+    size_t end = (*first + bytes + 3) & ~(size_t)3;
+    *aligned_bytes = end - *aligned_first;
+}
+
+wgt_status wgt_tensor_read(wgt_tensor *t, void *data, size_t bytes)
+{
+    if (!t) return WGT_ERR_INVALID_ARGUMENT;
+    wgt_context *ctx = t->ctx;
+    if (ctx->status != WGT_OK) return ctx->status;
+    size_t need = (size_t)wgt_shape_numel(t->view.ndim, t->view.shape) * wgt_dtype_size(t->view.dtype);
+    if (!data && need > 0) return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_tensor_read: data is NULL");
+    if (bytes < need)
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_tensor_read: buffer of %zu bytes, tensor needs %zu",
+                         bytes, need);
+    if (need == 0) return WGT_OK;
+    if (!wgt_view_is_contiguous(&t->view)) {
+        wgt_tensor *c = wgt_contiguous(t);
+        if (!c) return ctx->status;
+        wgt_status s = wgt_tensor_read(c, data, bytes);
+        wgt_tensor_release(c);
+        return s;
+    }
+    size_t first, aligned_first, aligned_bytes;
+    word_range(&t->view, need, &first, &aligned_first, &aligned_bytes);
+    if (aligned_first == first && aligned_bytes == need)
+        return ctx->backend->vt->storage_read(ctx->backend, t->view.storage->handle, first, data, need);
+    unsigned char *tmp = malloc(aligned_bytes);
+    if (!tmp) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor_read: out of host memory");
+    wgt_status s = ctx->backend->vt->storage_read(ctx->backend, t->view.storage->handle, aligned_first, tmp,
+                                                  aligned_bytes);
+    if (s == WGT_OK) memcpy(data, tmp + (first - aligned_first), need);
+    free(tmp);
+    return s;
+}
+
+wgt_status wgt_tensor_write(wgt_tensor *t, const void *data, size_t bytes)
+{
+    if (!t) return WGT_ERR_INVALID_ARGUMENT;
+    wgt_context *ctx = t->ctx;
+    if (ctx->status != WGT_OK) return ctx->status;
+    size_t need = (size_t)wgt_shape_numel(t->view.ndim, t->view.shape) * wgt_dtype_size(t->view.dtype);
+    if (!data && need > 0) return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_tensor_write: data is NULL");
+    if (bytes < need)
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_tensor_write: %zu bytes given, tensor needs %zu",
+                         bytes, need);
+    if (need == 0) return WGT_OK;
+    size_t first, aligned_first, aligned_bytes;
+    word_range(&t->view, need, &first, &aligned_first, &aligned_bytes);
+    bool overlaps = false;
+    for (int i = 0; i < t->view.ndim; i++)
+        if (t->view.strides[i] == 0 && t->view.shape[i] > 1) overlaps = true;
+    if (overlaps)
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT,
+                         "wgt_tensor_write: the tensor is a broadcast view (stride 0); its elements overlap");
+    if (wgt_view_is_contiguous(&t->view) && aligned_first == first) {
+        if (first + need > t->view.storage->bytes)
+            return wgt_error(ctx, WGT_ERR_INTERNAL, "wgt_tensor_write: view exceeds its storage");
+        if (aligned_bytes == need)
+            return ctx->backend->vt->storage_write(ctx->backend, t->view.storage->handle, first, data, need);
+        if (first + need == t->view.storage->requested) {
+            /* The last word's spare bytes are storage padding: write it whole. */
+            unsigned char tail[4] = {0};
+            size_t body = need & ~(size_t)3;
+            wgt_status s = body ? ctx->backend->vt->storage_write(ctx->backend, t->view.storage->handle, first, data,
+                                                                  body)
+                                : WGT_OK;
+            memcpy(tail, (const unsigned char *)data + body, need - body);
+            if (s == WGT_OK)
+                s = ctx->backend->vt->storage_write(ctx->backend, t->view.storage->handle, first + body, tail, 4);
+            return s;
+        }
+    }
+    /* Strided or sub-word-misaligned: upload contiguously, then copy through the view. */
+    wgt_tensor *tmp = wgt_tensor_from_host(ctx, t->view.dtype, t->view.ndim, t->view.shape, data);
+    if (!tmp) return ctx->status;
+    wgt_status s = wgt_assign(t, tmp);
+    wgt_tensor_release(tmp);
+    return s;
+}
+
+/* --------------------------------------------------------------- accessors */
+
+wgt_context *wgt_tensor_context(const wgt_tensor *t) { return t ? t->ctx : NULL; }
+wgt_dtype wgt_tensor_dtype(const wgt_tensor *t) { return t ? t->view.dtype : WGT_DTYPE_COUNT; }
+int wgt_tensor_ndim(const wgt_tensor *t) { return t ? t->view.ndim : -1; }
+const int64_t *wgt_tensor_shape(const wgt_tensor *t) { return t ? t->view.shape : NULL; }
+const int64_t *wgt_tensor_strides(const wgt_tensor *t) { return t ? t->view.strides : NULL; }
+int64_t wgt_tensor_offset(const wgt_tensor *t) { return t ? t->view.offset : 0; }
+int64_t wgt_tensor_numel(const wgt_tensor *t) { return t ? wgt_shape_numel(t->view.ndim, t->view.shape) : 0; }
+bool wgt_tensor_is_contiguous(const wgt_tensor *t) { return t && wgt_view_is_contiguous(&t->view); }
+
+int64_t wgt_tensor_dim(const wgt_tensor *t, int axis)
+{
+    if (!t) return -1;
+    if (axis < 0) axis += t->view.ndim;
+    if (axis < 0 || axis >= t->view.ndim) return -1;
+    return t->view.shape[axis];
+}
+
+const char *wgt_tensor_describe(const wgt_tensor *t, char *buf, size_t size)
+{
+    if (!buf || size == 0) return buf;
+    if (!t) {
+        snprintf(buf, size, "(null)");
+        return buf;
+    }
+    char shape[160];
+    snprintf(buf, size, "%s %s", wgt_shape_string(t->view.ndim, t->view.shape, shape, sizeof(shape)),
+             wgt_dtype_name(t->view.dtype));
+    return buf;
+}

@@ -1,0 +1,432 @@
+/*
+ * The CPU backend: the reference every other backend is checked against, and
+ * the fallback when no WebGPU adapter exists. Storage is 64-byte aligned host
+ * memory, kernels run synchronously on the calling thread (parallel inside with
+ * OpenMP), so synchronize has nothing to wait for.
+ *
+ * This file holds the vtable, storage, the checks every call passes before a
+ * kernel sees it, and the strided walk shared by the kernels.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cblas.h>
+#include <omp.h>
+
+#include "cpu/cpu_internal.h"
+
+/* Every allocation carries a header with its size, so writes and reads can be
+ * bounds-checked and memory statistics kept without a side table. The header is
+ * one alignment unit, so the data stays 64-byte aligned. */
+#define CPU_ALIGNMENT 64
+
+typedef struct cpu_allocation_header {
+    size_t bytes;      /* as requested */
+    size_t reserved;   /* rounded up, header excluded */
+} cpu_allocation_header;
+
+static cpu_allocation_header *header_of(void *handle)
+{
+    return (cpu_allocation_header *)((char *)handle - CPU_ALIGNMENT);
+}
+
+/* --------------------------------------------------------------- messages */
+
+const char *cpu_call_name(const wgt_kernel_call *call, char *buf, size_t size)
+{
+    static const char *const kind_names[WGT_KERNEL_COUNT] = {
+        "elementwise", "reduce", "cumsum", "softmax", "matmul", "gather", "scatter_add", "topk"};
+    const char *name = call ? call->op_name : NULL;
+    if (!name || !*name) {
+        name = call && (unsigned)call->kind < WGT_KERNEL_COUNT ? kind_names[call->kind] : "cpu_kernel";
+    }
+    snprintf(buf, size, "%s%s", strncmp(name, "wgt_", 4) == 0 ? "" : "wgt_", name);
+    return buf;
+}
+
+const char *cpu_shape_string(int ndim, const int64_t *shape, char *buf, size_t size)
+{
+    size_t used = 0;
+    if (size == 0) return buf;
+    buf[0] = '\0';
+    used += (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < ndim && used < size; d++) {
+        used += (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld", (long long)shape[d]);
+    }
+    if (used < size) snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+wgt_status cpu_fail(cpu_backend *b, const wgt_kernel_call *call, wgt_status status, const char *fmt, ...)
+{
+    char name[64], message[512];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof message, fmt, args);
+    va_end(args);
+    return wgt_error(b->base.ctx, status, "%s: %s (cpu backend)", cpu_call_name(call, name, sizeof name), message);
+}
+
+/* ------------------------------------------------------------ strided walk */
+
+void cpu_walk_init(cpu_walk *w, int ndim, const int64_t *shape, int n_views, const int64_t *const *strides)
+{
+    w->n_views = n_views;
+    w->ndim = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 1) continue; /* size-1 dims never move */
+        int k = w->ndim;
+        bool merges = k > 0;
+        /* dim d continues dim k-1 when stepping k-1 equals stepping d all the way */
+        for (int v = 0; v < n_views && merges; v++) {
+            merges = w->strides[v][k - 1] == strides[v][d] * shape[d];
+        }
+        if (merges) {
+            w->shape[k - 1] *= shape[d];
+            for (int v = 0; v < n_views; v++) w->strides[v][k - 1] = strides[v][d];
+        } else {
+            w->shape[k] = shape[d];
+            for (int v = 0; v < n_views; v++) w->strides[v][k] = strides[v][d];
+            w->ndim++;
+        }
+    }
+    if (w->ndim == 0) { /* a scalar, or all dims of size 1: one element */
+        w->ndim = 1;
+        w->shape[0] = 1;
+        for (int v = 0; v < n_views; v++) w->strides[v][0] = 0;
+    }
+}
+
+void cpu_walk_seek(const cpu_walk *w, int64_t linear, cpu_walk_position *pos)
+{
+    for (int v = 0; v < w->n_views; v++) pos->offsets[v] = 0;
+    for (int d = w->ndim - 1; d >= 0; d--) {
+        int64_t c = w->shape[d] > 0 ? linear % w->shape[d] : 0;
+        linear = w->shape[d] > 0 ? linear / w->shape[d] : 0;
+        pos->coord[d] = c;
+        for (int v = 0; v < w->n_views; v++) pos->offsets[v] += c * w->strides[v][d];
+    }
+}
+
+/* ------------------------------------------------------------- call checks */
+
+/* A view is sound when its dtype and rank are valid, its shape is not negative
+ * and every element it can address lies inside its storage. */
+static wgt_status check_view(cpu_backend *b, const wgt_kernel_call *call, const wgt_tensor_view *v, const char *what)
+{
+    if ((unsigned)v->dtype >= WGT_DTYPE_COUNT) return cpu_fail(b, call, WGT_ERR_DTYPE, "%s has an invalid dtype %d", what, (int)v->dtype);
+    if (v->ndim < 0 || v->ndim > WGT_MAX_DIMS) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%s has rank %d, outside 0..%d", what, v->ndim, WGT_MAX_DIMS);
+    int64_t low = v->offset, high = v->offset;
+    bool empty = false;
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->shape[d] < 0) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%s has a negative dim %d", what, d);
+        if (v->shape[d] == 0) empty = true;
+        else if (v->strides[d] < 0) low += (v->shape[d] - 1) * v->strides[d];
+        else high += (v->shape[d] - 1) * v->strides[d];
+    }
+    if (empty) return WGT_OK; /* addresses nothing */
+    if (!v->storage || !v->storage->handle) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%s has no storage", what);
+    size_t size = cpu_dtype_size(v->dtype);
+    if (low < 0 || (uint64_t)(high + 1) * size > v->storage->bytes) {
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT,
+                        "%s addresses elements %lld..%lld, outside its storage of %zu bytes", what,
+                        (long long)low, (long long)high, v->storage->bytes);
+    }
+    return WGT_OK;
+}
+
+static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
+{
+    static const int expected_outputs[WGT_KERNEL_COUNT] = {1, 1, 1, 1, 1, 1, 1, 2};
+    static const int expected_inputs[WGT_KERNEL_COUNT] = {-1, 1, 1, 1, 2, 2, 2, 1};
+    if ((unsigned)call->kind >= WGT_KERNEL_COUNT) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "unknown kernel kind %d", (int)call->kind);
+    int n_in = expected_inputs[call->kind];
+    if (call->kind == WGT_KERNEL_ELEMENTWISE) {
+        if (!call->expr) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "elementwise call without an expression");
+        n_in = call->n_inputs;
+        if (n_in < 0 || n_in > WGT_MAX_KERNEL_INPUTS) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%d inputs, at most %d", n_in, WGT_MAX_KERNEL_INPUTS);
+    }
+    if (call->n_inputs != n_in || call->n_outputs < expected_outputs[call->kind]) {
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%d inputs and %d outputs, expected %d and %d",
+                        call->n_inputs, call->n_outputs, n_in, expected_outputs[call->kind]);
+    }
+    char what[32];
+    for (int i = 0; i < n_in; i++) {
+        snprintf(what, sizeof what, "input %d", i);
+        wgt_status s = check_view(b, call, &call->inputs[i], what);
+        if (s) return s;
+    }
+    for (int i = 0; i < expected_outputs[call->kind]; i++) {
+        snprintf(what, sizeof what, "output %d", i);
+        wgt_status s = check_view(b, call, &call->outputs[i], what);
+        if (s) return s;
+    }
+    return WGT_OK;
+}
+
+/* ---------------------------------------------------------------- supports */
+
+static bool dtype_in(wgt_dtype dtype, unsigned mask) { return (unsigned)dtype < WGT_DTYPE_COUNT && (mask >> dtype) & 1u; }
+#define DTYPE_BIT(d) (1u << (d))
+#define ANY_DTYPE (DTYPE_BIT(WGT_F32) | DTYPE_BIT(WGT_F16) | DTYPE_BIT(WGT_I32) | DTYPE_BIT(WGT_U8) | DTYPE_BIT(WGT_BOOL))
+#define FLOAT_DTYPES (DTYPE_BIT(WGT_F32) | DTYPE_BIT(WGT_F16))
+
+static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
+{
+    if (!call || (unsigned)call->kind >= WGT_KERNEL_COUNT) return false;
+    const wgt_tensor_view *x = &call->inputs[0], *out = &call->outputs[0];
+    switch (call->kind) {
+    case WGT_KERNEL_ELEMENTWISE:
+        if (!call->expr || call->n_inputs < 0 || call->n_inputs > WGT_MAX_KERNEL_INPUTS) return false;
+        for (int i = 0; i < call->n_inputs; i++) {
+            if (!dtype_in(call->inputs[i].dtype, ANY_DTYPE)) return false;
+        }
+        return dtype_in(out->dtype, ANY_DTYPE);
+    case WGT_KERNEL_REDUCE:
+        if ((unsigned)call->reduce >= WGT_REDUCE_COUNT || !dtype_in(x->dtype, ANY_DTYPE)) return false;
+        if (call->reduce == WGT_REDUCE_ARGMAX || call->reduce == WGT_REDUCE_ARGMIN) return out->dtype == WGT_I32;
+        return dtype_in(out->dtype, ANY_DTYPE);
+    case WGT_KERNEL_CUMSUM:
+        return dtype_in(x->dtype, ANY_DTYPE) && dtype_in(out->dtype, ANY_DTYPE);
+    case WGT_KERNEL_SOFTMAX:
+        return dtype_in(x->dtype, FLOAT_DTYPES) && dtype_in(out->dtype, FLOAT_DTYPES);
+    case WGT_KERNEL_MATMUL:
+        return dtype_in(x->dtype, FLOAT_DTYPES | DTYPE_BIT(WGT_I32)) && call->inputs[1].dtype == x->dtype &&
+               out->dtype == x->dtype;
+    case WGT_KERNEL_GATHER:
+        return dtype_in(x->dtype, ANY_DTYPE) && call->inputs[1].dtype == WGT_I32 && out->dtype == x->dtype;
+    case WGT_KERNEL_SCATTER_ADD:
+        return call->inputs[0].dtype == WGT_I32 && dtype_in(out->dtype, DTYPE_BIT(WGT_F32) | DTYPE_BIT(WGT_I32)) &&
+               call->inputs[1].dtype == out->dtype;
+    case WGT_KERNEL_TOPK:
+        return dtype_in(x->dtype, ANY_DTYPE) && out->dtype == x->dtype && call->outputs[1].dtype == WGT_I32;
+    default:
+        return false;
+    }
+}
+
+/* --------------------------------------------------------------------- run */
+
+static wgt_status cpu_run(wgt_backend *base, const wgt_kernel_call *call)
+{
+    cpu_backend *b = (cpu_backend *)base;
+    if (!call) return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_run_kernel: NULL kernel call (cpu backend)");
+    wgt_status status = check_call(b, call);
+    if (status) return status;
+    if (!cpu_supports(base, call)) {
+        return cpu_fail(b, call, WGT_ERR_UNSUPPORTED, "kernel not supported for input dtype %s, output dtype %s",
+                        wgt_dtype_name(call->inputs[0].dtype), wgt_dtype_name(call->outputs[0].dtype));
+    }
+    b->execution.dispatches++;
+    switch (call->kind) {
+    case WGT_KERNEL_ELEMENTWISE: return cpu_run_elementwise(b, call);
+    case WGT_KERNEL_REDUCE: return cpu_run_reduce(b, call);
+    case WGT_KERNEL_CUMSUM: return cpu_run_cumsum(b, call);
+    case WGT_KERNEL_SOFTMAX: return cpu_run_softmax(b, call);
+    case WGT_KERNEL_MATMUL: return cpu_run_matmul(b, call);
+    case WGT_KERNEL_GATHER: return cpu_run_gather(b, call);
+    case WGT_KERNEL_SCATTER_ADD: return cpu_run_scatter_add(b, call);
+    case WGT_KERNEL_TOPK: return cpu_run_topk(b, call);
+    default: return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "unknown kernel kind");
+    }
+}
+
+static wgt_status cpu_synchronize(wgt_backend *base)
+{
+    return WGT_OK; /* every kernel has finished when run() returns */
+}
+
+/* ----------------------------------------------------------------- storage */
+
+static wgt_status cpu_storage_alloc(wgt_backend *base, size_t bytes, void **handle)
+{
+    cpu_backend *b = (cpu_backend *)base;
+    *handle = NULL;
+    size_t reserved = (bytes + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
+    if (bytes == 0 || reserved < bytes || reserved > SIZE_MAX - CPU_ALIGNMENT) {
+        return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_storage_alloc: cannot allocate %zu bytes (cpu backend)", bytes);
+    }
+    if (b->budget_bytes && b->memory.bytes_in_use + reserved > b->budget_bytes) {
+        return wgt_error(base->ctx, WGT_ERR_OUT_OF_MEMORY,
+                         "wgt_storage_alloc: %zu bytes requested, %llu of the %llu-byte budget available (cpu backend)",
+                         bytes, (unsigned long long)(b->budget_bytes - b->memory.bytes_in_use),
+                         (unsigned long long)b->budget_bytes);
+    }
+    char *block = aligned_alloc(CPU_ALIGNMENT, reserved + CPU_ALIGNMENT);
+    if (!block) {
+        return wgt_error(base->ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_storage_alloc: %zu bytes requested, host allocation failed (cpu backend)", bytes);
+    }
+    cpu_allocation_header *h = (cpu_allocation_header *)block;
+    h->bytes = bytes;
+    h->reserved = reserved;
+    b->memory.allocations++;
+    b->memory.device_allocations++;
+    b->memory.bytes_in_use += reserved;
+    b->memory.bytes_reserved += reserved;
+    if (b->memory.bytes_in_use > b->memory.peak_bytes_in_use) b->memory.peak_bytes_in_use = b->memory.bytes_in_use;
+    *handle = block + CPU_ALIGNMENT;
+    return WGT_OK;
+}
+
+static void cpu_storage_free(wgt_backend *base, void *handle)
+{
+    cpu_backend *b = (cpu_backend *)base;
+    if (!handle) return;
+    cpu_allocation_header *h = header_of(handle);
+    b->memory.bytes_in_use -= h->reserved;
+    b->memory.bytes_reserved -= h->reserved;
+    free(h);
+}
+
+static wgt_status check_range(wgt_backend *base, const char *op, void *handle, size_t offset, const void *host, size_t bytes)
+{
+    if (!handle || (!host && bytes)) return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "%s: NULL storage or host pointer (cpu backend)", op);
+    size_t size = header_of(handle)->bytes;
+    if (offset > size || bytes > size - offset) {
+        return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "%s: bytes %zu..%zu outside storage of %zu bytes (cpu backend)",
+                         op, offset, offset + bytes, size);
+    }
+    return WGT_OK;
+}
+
+static wgt_status cpu_storage_write(wgt_backend *base, void *handle, size_t offset, const void *src, size_t bytes)
+{
+    wgt_status s = check_range(base, "wgt_tensor_write", handle, offset, src, bytes);
+    if (s) return s;
+    if (bytes) memcpy((char *)handle + offset, src, bytes);
+    ((cpu_backend *)base)->execution.uploads++;
+    return WGT_OK;
+}
+
+static wgt_status cpu_storage_read(wgt_backend *base, void *handle, size_t offset, void *dst, size_t bytes)
+{
+    wgt_status s = check_range(base, "wgt_tensor_read", handle, offset, dst, bytes);
+    if (s) return s;
+    if (bytes) memcpy(dst, (char *)handle + offset, bytes);
+    ((cpu_backend *)base)->execution.downloads++;
+    return WGT_OK;
+}
+
+/* ------------------------------------------------------- info and statistics */
+
+/* Value of "key : value" from /proc/cpuinfo, or fallback. */
+static void read_cpuinfo(const char *key, char *out, size_t size, const char *fallback)
+{
+    snprintf(out, size, "%s", fallback);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    size_t key_length = strlen(key);
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, key_length) != 0) continue;
+        char *colon = strchr(line, ':');
+        if (!colon) continue;
+        char *value = colon + 1;
+        while (*value == ' ' || *value == '\t') value++;
+        value[strcspn(value, "\n")] = '\0';
+        snprintf(out, size, "%s", value);
+        break;
+    }
+    fclose(f);
+}
+
+static wgt_status cpu_adapter_info(wgt_backend *base, wgt_adapter_info *info)
+{
+    cpu_backend *b = (cpu_backend *)base;
+    if (!info) return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_context_adapter_info: NULL info (cpu backend)");
+    memset(info, 0, sizeof *info);
+    info->index = -1; /* not one of the WebGPU adapters */
+    read_cpuinfo("model name", info->name, sizeof info->name, "CPU");
+    read_cpuinfo("vendor_id", info->vendor, sizeof info->vendor, "unknown");
+    struct utsname machine;
+    snprintf(info->architecture, sizeof info->architecture, "%.63s", uname(&machine) == 0 ? machine.machine : "unknown");
+#ifdef OPENBLAS_VERSION
+    snprintf(info->driver, sizeof info->driver, "%d threads, %s", b->threads, openblas_get_config());
+#else
+    snprintf(info->driver, sizeof info->driver, "%d threads, CBLAS", b->threads);
+#endif
+    snprintf(info->backend, sizeof info->backend, "CPU");
+    info->type = WGT_ADAPTER_CPU;
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    uint64_t memory = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : UINT64_MAX;
+    /* Only the limits that mean something on a CPU; workgroup limits stay 0. */
+    info->limits.max_buffer_size = memory;
+    info->limits.max_storage_buffer_binding_size = memory;
+    info->limits.max_storage_buffers_per_shader_stage = WGT_MAX_KERNEL_INPUTS + 2;
+    info->limits.min_storage_buffer_offset_alignment = 4;
+    info->limits.min_uniform_buffer_offset_alignment = 4;
+    return WGT_OK;
+}
+
+static wgt_status cpu_memory_stats(wgt_backend *base, wgt_memory_stats *stats)
+{
+    cpu_backend *b = (cpu_backend *)base;
+    *stats = b->memory;
+    stats->budget_bytes = b->budget_bytes;
+    return WGT_OK;
+}
+
+static wgt_status cpu_execution_stats(wgt_backend *base, wgt_execution_stats *stats)
+{
+    *stats = ((cpu_backend *)base)->execution;
+    return WGT_OK;
+}
+
+static wgt_status cpu_memory_trim(wgt_backend *base)
+{
+    return WGT_OK; /* nothing is cached: freed storage goes straight back to the C library */
+}
+
+static wgt_status cpu_memory_set_budget(wgt_backend *base, uint64_t budget_bytes)
+{
+    ((cpu_backend *)base)->budget_bytes = budget_bytes;
+    return WGT_OK;
+}
+
+static void cpu_destroy(wgt_backend *base)
+{
+    free(base);
+}
+
+static const wgt_backend_vtable cpu_vtable = {
+    .name = "cpu",
+    .destroy = cpu_destroy,
+    .adapter_info = cpu_adapter_info,
+    .storage_alloc = cpu_storage_alloc,
+    .storage_free = cpu_storage_free,
+    .storage_write = cpu_storage_write,
+    .storage_read = cpu_storage_read,
+    .supports = cpu_supports,
+    .run = cpu_run,
+    .synchronize = cpu_synchronize,
+    .memory_stats = cpu_memory_stats,
+    .pipeline_stats = NULL,   /* no pipelines to cache */
+    .execution_stats = cpu_execution_stats,
+    .memory_trim = cpu_memory_trim,
+    .memory_set_budget = cpu_memory_set_budget,
+    .custom_kernel = NULL,    /* WGSL needs the WebGPU backend */
+};
+
+wgt_backend *wgt_cpu_backend_create(wgt_context *ctx, const wgt_context_options *options)
+{
+    cpu_backend *b = calloc(1, sizeof *b);
+    if (!b) {
+        wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_context_create: cannot allocate the cpu backend");
+        return NULL;
+    }
+    b->base.vt = &cpu_vtable;
+    b->base.ctx = ctx;
+    int requested = options ? options->cpu_threads : 0;
+    b->threads = requested > 0 ? requested : omp_get_max_threads();
+    if (b->threads < 1) b->threads = 1;
+#ifdef OPENBLAS_VERSION
+    /* OpenBLAS keeps one process-wide thread count; follow an explicit request. */
+    if (requested > 0) openblas_set_num_threads(requested);
+#endif
+    b->budget_bytes = options ? options->memory_budget_bytes : 0;
+    return &b->base;
+}

@@ -1,0 +1,280 @@
+/*
+ * Private to the CPU backend: the backend object, dtype conversions (f16 with
+ * round-to-nearest-even, the saturating float -> int cast of src/core/expr.h),
+ * scalar loads/stores by dtype, and the strided walk every kernel uses to visit
+ * a view (or several views of one shape) in row-major order.
+ *
+ * Conversions here are the library's single definition of the store rules on
+ * the CPU; the WebGPU backend must match them bit for bit.
+ */
+#ifndef WGT_CPU_INTERNAL_H
+#define WGT_CPU_INTERNAL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend.h"
+#include "core/internal.h"
+
+/* Work below this many elements runs on one thread: starting a parallel region
+ * costs more than the work saves. */
+#define CPU_PARALLEL_THRESHOLD 32768
+
+typedef struct cpu_backend {
+    wgt_backend base;         /* first, so a wgt_backend * is a cpu_backend * */
+    int threads;              /* OpenMP threads for kernels */
+    uint64_t budget_bytes;    /* 0: no budget */
+    wgt_memory_stats memory;
+    wgt_execution_stats execution;
+} cpu_backend;
+
+/* ------------------------------------------------------------- dtypes */
+
+static inline size_t cpu_dtype_size(wgt_dtype dtype)
+{
+    switch (dtype) {
+    case WGT_F32: case WGT_I32: return 4;
+    case WGT_F16: return 2;
+    case WGT_U8: case WGT_BOOL: return 1;
+    default: return 0;
+    }
+}
+
+static inline bool cpu_dtype_is_float(wgt_dtype dtype) { return dtype == WGT_F32 || dtype == WGT_F16; }
+
+static inline uint32_t cpu_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static inline float cpu_bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* IEEE half -> float, exact (subnormals, inf and NaN included). */
+static inline float cpu_f16_to_f32(uint16_t h)
+{
+    uint32_t magnitude = (uint32_t)(h & 0x7fffu) << 13; /* exponent and mantissa in float position */
+    uint32_t exponent = magnitude & 0x0f800000u;
+    magnitude += (uint32_t)(127 - 15) << 23;            /* rebias */
+    float f;
+    if (exponent == 0x0f800000u) {                      /* inf / NaN: exponent all ones */
+        f = cpu_bits_f32(magnitude + ((uint32_t)(128 - 16) << 23));
+    } else if (exponent == 0) {                         /* zero / subnormal: renormalize by subtraction */
+        f = cpu_bits_f32(magnitude + (1u << 23)) - cpu_bits_f32(113u << 23);
+    } else {
+        f = cpu_bits_f32(magnitude);
+    }
+    return cpu_bits_f32(cpu_f32_bits(f) | ((uint32_t)(h & 0x8000u) << 16));
+}
+
+/* float -> IEEE half, round to nearest even; overflow gives inf, NaN a quiet NaN
+ * with the sign kept. Relies on float addition rounding to nearest (no
+ * -ffast-math) for subnormal results. */
+static inline uint16_t cpu_f32_to_f16(float f)
+{
+    const uint32_t f32_infinity = 255u << 23;
+    const uint32_t f16_overflow = (127u + 16u) << 23;      /* 2^16: rounds to inf from here */
+    const uint32_t denormal_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    uint32_t u = cpu_f32_bits(f);
+    uint32_t sign = u & 0x80000000u;
+    u ^= sign;
+    uint16_t out;
+    if (u >= f16_overflow) {
+        out = u > f32_infinity ? 0x7e00 : 0x7c00;
+    } else if (u < (113u << 23)) {
+        /* Result is subnormal or zero: adding 0.5 shifts the mantissa bits into
+         * place and the FPU does the rounding. */
+        float shifted = cpu_bits_f32(u) + cpu_bits_f32(denormal_magic);
+        out = (uint16_t)(cpu_f32_bits(shifted) - denormal_magic);
+    } else {
+        uint32_t mantissa_odd = (u >> 13) & 1u;
+        u += ((uint32_t)(15 - 127) << 23) + 0xfffu;        /* rebias and round half up ... */
+        u += mantissa_odd;                                  /* ... or half to even */
+        out = (uint16_t)(u >> 13);
+    }
+    return (uint16_t)(out | (sign >> 16));
+}
+
+/* double -> IEEE half with a single rounding. Rounding to float first would
+ * round twice; rounding to float toward zero and setting the sticky lowest bit
+ * (round to odd) makes the second rounding exact, as float keeps 13 extra bits. */
+static inline uint16_t cpu_f64_to_f16(double d)
+{
+    float f = (float)d;
+    if (isfinite(d) && (double)f != d) {
+        if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
+        f = cpu_bits_f32(cpu_f32_bits(f) | 1u);
+    }
+    return cpu_f32_to_f16(f);
+}
+
+/* The CAST F32 -> I32 of src/core/expr.h: toward zero, saturating, NaN -> 0. */
+static inline int32_t cpu_f32_to_i32(float f)
+{
+    if (f != f) return 0;
+    if (f >= 2147483648.0f) return INT32_MAX;
+    if (f <= -2147483648.0f) return INT32_MIN;
+    return (int32_t)f;
+}
+
+static inline int32_t cpu_f64_to_i32(double d)
+{
+    if (d != d) return 0;
+    if (d >= 2147483647.0) return INT32_MAX;
+    if (d <= -2147483648.0) return INT32_MIN;
+    return (int32_t)d;
+}
+
+/* Low 32 bits, two's complement: the wrapping every integer result gets. */
+static inline int32_t cpu_wrap_i32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
+
+/* ----------------------------------------------------- scalar load/store */
+/* p points at one element of dtype. Integers load as their value (u8 and bool
+ * unsigned). Stores follow the store rules of src/core/expr.h. */
+
+static inline double cpu_load_f64(const char *p, wgt_dtype dtype)
+{
+    switch (dtype) {
+    case WGT_F32: { float v; memcpy(&v, p, 4); return v; }
+    case WGT_F16: { uint16_t v; memcpy(&v, p, 2); return cpu_f16_to_f32(v); }
+    case WGT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    default: return (double)*(const uint8_t *)p;
+    }
+}
+
+static inline int64_t cpu_load_i64(const char *p, wgt_dtype dtype)
+{
+    switch (dtype) {
+    case WGT_F32: { float v; memcpy(&v, p, 4); return cpu_f32_to_i32(v); }
+    case WGT_F16: { uint16_t v; memcpy(&v, p, 2); return cpu_f32_to_i32(cpu_f16_to_f32(v)); }
+    case WGT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    default: return *(const uint8_t *)p;
+    }
+}
+
+static inline void cpu_store_f64(char *p, wgt_dtype dtype, double v)
+{
+    switch (dtype) {
+    case WGT_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+    case WGT_F16: { uint16_t h = cpu_f64_to_f16(v); memcpy(p, &h, 2); break; }
+    case WGT_I32: { int32_t i = cpu_f64_to_i32(v); memcpy(p, &i, 4); break; }
+    case WGT_U8: *(uint8_t *)p = (uint8_t)(uint32_t)cpu_f64_to_i32(v); break;
+    case WGT_BOOL: *(uint8_t *)p = v != 0; break; /* NaN -> 1 */
+    default: break;
+    }
+}
+
+static inline void cpu_store_i64(char *p, wgt_dtype dtype, int64_t v)
+{
+    switch (dtype) {
+    case WGT_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+    case WGT_F16: { uint16_t h = cpu_f64_to_f16((double)v); memcpy(p, &h, 2); break; }
+    case WGT_I32: { int32_t i = cpu_wrap_i32(v); memcpy(p, &i, 4); break; }
+    case WGT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
+    case WGT_BOOL: *(uint8_t *)p = v != 0; break;
+    default: break;
+    }
+}
+
+/* Address of element 0 of a view (its offset applied); NULL for an empty view
+ * without storage. */
+static inline char *cpu_view_data(const wgt_tensor_view *v)
+{
+    if (!v->storage || !v->storage->handle) return NULL;
+    return (char *)v->storage->handle + (size_t)v->offset * cpu_dtype_size(v->dtype);
+}
+
+static inline int64_t cpu_numel(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
+/* ------------------------------------------------------- strided walk */
+/*
+ * Several views of one shape visited together in row-major order. Init drops
+ * size-1 dims and merges dims that are contiguous with each other in every
+ * view, so a contiguous tensor walks as one dim and runs along the last dim are
+ * as long as possible. Offsets are in elements, relative to each view's start.
+ *
+ *   cpu_walk_seek(w, start, pos);                // position of linear index start
+ *   while (left > 0) {
+ *       int64_t run = min(cpu_walk_run(w, pos), left);
+ *       ... elements pos->offsets[v] + i * w->strides[v][w->ndim - 1], i < run ...
+ *       cpu_walk_advance(w, pos, run); left -= run;
+ *   }
+ */
+#define CPU_WALK_MAX_VIEWS 10
+
+typedef struct cpu_walk {
+    int ndim;                 /* >= 1 after init */
+    int n_views;
+    int64_t shape[WGT_MAX_DIMS];
+    int64_t strides[CPU_WALK_MAX_VIEWS][WGT_MAX_DIMS];
+} cpu_walk;
+
+typedef struct cpu_walk_position {
+    int64_t coord[WGT_MAX_DIMS];
+    int64_t offsets[CPU_WALK_MAX_VIEWS];
+} cpu_walk_position;
+
+/* strides[v] are the strides of view v over shape[ndim]. */
+void cpu_walk_init(cpu_walk *w, int ndim, const int64_t *shape, int n_views, const int64_t *const *strides);
+void cpu_walk_seek(const cpu_walk *w, int64_t linear, cpu_walk_position *pos);
+
+static inline int64_t cpu_walk_run(const cpu_walk *w, const cpu_walk_position *pos)
+{
+    return w->shape[w->ndim - 1] - pos->coord[w->ndim - 1];
+}
+
+/* Moves n elements forward; n must not pass the end of the current run. */
+static inline void cpu_walk_advance(const cpu_walk *w, cpu_walk_position *pos, int64_t n)
+{
+    int d = w->ndim - 1;
+    pos->coord[d] += n;
+    for (int v = 0; v < w->n_views; v++) pos->offsets[v] += n * w->strides[v][d];
+    while (d > 0 && pos->coord[d] == w->shape[d]) {
+        for (int v = 0; v < w->n_views; v++) pos->offsets[v] -= w->shape[d] * w->strides[v][d];
+        pos->coord[d] = 0;
+        d--;
+        pos->coord[d]++;
+        for (int v = 0; v < w->n_views; v++) pos->offsets[v] += w->strides[v][d];
+    }
+}
+
+/* ------------------------------------------------------------ kernels */
+/* Each returns WGT_OK or records an error on b->base.ctx. The call has passed
+ * cpu_check_call (views in bounds of their storage, ranks and dtypes valid). */
+wgt_status cpu_run_elementwise(cpu_backend *b, const wgt_kernel_call *call);
+wgt_status cpu_run_reduce(cpu_backend *b, const wgt_kernel_call *call);
+wgt_status cpu_run_cumsum(cpu_backend *b, const wgt_kernel_call *call);
+wgt_status cpu_run_softmax(cpu_backend *b, const wgt_kernel_call *call);
+wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call);
+wgt_status cpu_run_gather(cpu_backend *b, const wgt_kernel_call *call);
+wgt_status cpu_run_scatter_add(cpu_backend *b, const wgt_kernel_call *call);
+wgt_status cpu_run_topk(cpu_backend *b, const wgt_kernel_call *call);
+
+/* Checks an expression program is well formed for n_inputs inputs and an
+ * output of ndim dims (args refer to earlier nodes, known opcodes). */
+bool cpu_expr_is_valid(const wgt_expr *e, int n_inputs, int out_ndim);
+
+/* "[2, 3, 4]" into buf; returns buf. */
+const char *cpu_shape_string(int ndim, const int64_t *shape, char *buf, size_t size);
+
+/* "wgt_add" style name of a call for messages. */
+const char *cpu_call_name(const wgt_kernel_call *call, char *buf, size_t size);
+
+/* Error helper: records "wgt_<op>: <message>" on the context, returns status. */
+wgt_status cpu_fail(cpu_backend *b, const wgt_kernel_call *call, wgt_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif /* WGT_CPU_INTERNAL_H */

@@ -1,0 +1,93 @@
+/* Argument checks, broadcasting and dtype promotion shared by every op front-end. */
+#include <string.h>
+
+#include "ops/op_common.h"
+
+wgt_context *wgt_op_begin(const char *op, int n, wgt_tensor *const *args)
+{
+    wgt_context *ctx = NULL;
+    for (int i = 0; i < n; i++)
+        if (args[i]) {
+            ctx = args[i]->ctx;
+            break;
+        }
+    if (!ctx) return NULL; /* nothing to record the error on */
+    if (ctx->status != WGT_OK) return NULL;
+    for (int i = 0; i < n; i++) {
+        if (!args[i]) {
+            wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: tensor argument %d is NULL", op, i);
+            return NULL;
+        }
+        if (args[i]->ctx != ctx) {
+            wgt_error(ctx, WGT_ERR_CONTEXT_MISMATCH, "%s: tensor argument %d belongs to another context", op, i);
+            return NULL;
+        }
+    }
+    return ctx;
+}
+
+bool wgt_broadcast_shapes(wgt_context *ctx, int n, const wgt_tensor_view *const *views, int *ndim, int64_t *shape,
+                          const char *op)
+{
+    int rank = 0;
+    for (int i = 0; i < n; i++)
+        if (views[i]->ndim > rank) rank = views[i]->ndim;
+    for (int d = 0; d < rank; d++) shape[d] = 1;
+    for (int i = 0; i < n; i++) {
+        const wgt_tensor_view *v = views[i];
+        for (int j = 0; j < v->ndim; j++) {
+            int d = rank - v->ndim + j;
+            int64_t size = v->shape[j];
+            if (size == shape[d] || size == 1) continue;
+            if (shape[d] == 1) {
+                shape[d] = size;
+                continue;
+            }
+            char msg[512];
+            size_t used = 0;
+            for (int k = 0; k < n; k++) {
+                char buf[160];
+                used += (size_t)snprintf(msg + used, sizeof(msg) - used, "%s%s", k ? " and " : "",
+                                         wgt_shape_string(views[k]->ndim, views[k]->shape, buf, sizeof(buf)));
+                if (used >= sizeof(msg)) break;
+            }
+            wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: shapes %s do not broadcast (dim %d: %lld vs %lld)", op, msg,
+                      d, (long long)shape[d], (long long)size);
+            return false;
+        }
+    }
+    *ndim = rank;
+    return true;
+}
+
+wgt_dtype wgt_promote_dtypes(wgt_dtype a, wgt_dtype b)
+{
+    static const int rank[WGT_DTYPE_COUNT] = {[WGT_BOOL] = 0, [WGT_U8] = 1, [WGT_I32] = 2, [WGT_F16] = 3,
+                                              [WGT_F32] = 4};
+    return rank[a] >= rank[b] ? a : b;
+}
+
+bool wgt_dtype_is_float(wgt_dtype d) { return d == WGT_F32 || d == WGT_F16; }
+
+wgt_expr_type wgt_expr_type_of(wgt_dtype d) { return wgt_dtype_is_float(d) ? WGT_EXPR_F32 : WGT_EXPR_I32; }
+
+wgt_status wgt_run_elementwise(wgt_context *ctx, const char *op, const wgt_expr *expr, int n_inputs,
+                               wgt_tensor *const *inputs, wgt_tensor *out)
+{
+    if (n_inputs > WGT_MAX_KERNEL_INPUTS)
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: %d inputs, at most %d", op, n_inputs,
+                         WGT_MAX_KERNEL_INPUTS);
+    wgt_kernel_call call;
+    memset(&call, 0, sizeof(call));
+    call.kind = WGT_KERNEL_ELEMENTWISE;
+    call.op_name = op;
+    call.expr = expr;
+    call.n_inputs = n_inputs;
+    call.n_outputs = 1;
+    call.outputs[0] = out->view;
+    for (int i = 0; i < n_inputs; i++)
+        if (!wgt_broadcast_view(ctx, &inputs[i]->view, out->view.ndim, out->view.shape, &call.inputs[i], op))
+            return ctx->status;
+    if (wgt_shape_numel(out->view.ndim, out->view.shape) == 0) return WGT_OK;
+    return wgt_run_kernel(ctx, &call);
+}

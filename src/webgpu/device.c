@@ -1,0 +1,401 @@
+#define _GNU_SOURCE /* strcasestr */
+/* WebGPU instance, adapter enumeration and selection, device creation with the
+ * adapter's full limits, the error/device-lost callbacks, and deadline waits. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "webgpu/webgpu_internal.h"
+
+#define MAX_ADAPTERS 16
+
+WGPUStringView webgpu_string(const char *s) { return (WGPUStringView){s, s ? strlen(s) : 0}; }
+
+void webgpu_copy_string(WGPUStringView v, char *buf, size_t size)
+{
+    if (size == 0) return;
+    size_t n = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
+    if (n >= size) n = size - 1;
+    if (n) memcpy(buf, v.data, n);
+    buf[n] = '\0';
+}
+
+double webgpu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ------------------------------------------------------------ adapter info */
+
+static const char *backend_name(WGPUBackendType t)
+{
+    switch (t) {
+    case WGPUBackendType_Vulkan: return "Vulkan";
+    case WGPUBackendType_Metal: return "Metal";
+    case WGPUBackendType_D3D12: return "D3D12";
+    case WGPUBackendType_D3D11: return "D3D11";
+    case WGPUBackendType_OpenGL: return "OpenGL";
+    case WGPUBackendType_OpenGLES: return "OpenGLES";
+    case WGPUBackendType_WebGPU: return "WebGPU";
+    case WGPUBackendType_Null: return "Null";
+    default: return "Unknown";
+    }
+}
+
+static wgt_adapter_type adapter_type_of(WGPUAdapterType t)
+{
+    switch (t) {
+    case WGPUAdapterType_DiscreteGPU: return WGT_ADAPTER_DISCRETE_GPU;
+    case WGPUAdapterType_IntegratedGPU: return WGT_ADAPTER_INTEGRATED_GPU;
+    case WGPUAdapterType_CPU: return WGT_ADAPTER_CPU;
+    default: return WGT_ADAPTER_UNKNOWN;
+    }
+}
+
+wgt_status webgpu_fill_adapter_info(WGPUAdapter adapter, int index, wgt_adapter_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    info->index = index;
+    WGPUAdapterInfo ai = WGPU_ADAPTER_INFO_INIT;
+    if (wgpuAdapterGetInfo(adapter, &ai) != WGPUStatus_Success) return WGT_ERR_INTERNAL;
+    webgpu_copy_string(ai.device, info->name, sizeof(info->name));
+    webgpu_copy_string(ai.vendor, info->vendor, sizeof(info->vendor));
+    webgpu_copy_string(ai.architecture, info->architecture, sizeof(info->architecture));
+    webgpu_copy_string(ai.description, info->driver, sizeof(info->driver));
+    snprintf(info->backend, sizeof(info->backend), "%s", backend_name(ai.backendType));
+    info->type = adapter_type_of(ai.adapterType);
+    info->vendor_id = ai.vendorID;
+    info->device_id = ai.deviceID;
+    info->limits.subgroup_min_size = ai.subgroupMinSize;
+    info->limits.subgroup_max_size = ai.subgroupMaxSize;
+    wgpuAdapterInfoFreeMembers(ai);
+
+    WGPULimits l = WGPU_LIMITS_INIT;
+    if (wgpuAdapterGetLimits(adapter, &l) == WGPUStatus_Success) {
+        info->limits.max_buffer_size = l.maxBufferSize;
+        info->limits.max_storage_buffer_binding_size = l.maxStorageBufferBindingSize;
+        info->limits.max_storage_buffers_per_shader_stage = l.maxStorageBuffersPerShaderStage;
+        info->limits.max_compute_workgroup_storage_size = l.maxComputeWorkgroupStorageSize;
+        info->limits.max_compute_invocations_per_workgroup = l.maxComputeInvocationsPerWorkgroup;
+        info->limits.max_compute_workgroup_size_x = l.maxComputeWorkgroupSizeX;
+        info->limits.max_compute_workgroup_size_y = l.maxComputeWorkgroupSizeY;
+        info->limits.max_compute_workgroup_size_z = l.maxComputeWorkgroupSizeZ;
+        info->limits.max_compute_workgroups_per_dimension = l.maxComputeWorkgroupsPerDimension;
+        info->limits.min_storage_buffer_offset_alignment = l.minStorageBufferOffsetAlignment;
+        info->limits.min_uniform_buffer_offset_alignment = l.minUniformBufferOffsetAlignment;
+    }
+    info->shader_f16 = wgpuAdapterHasFeature(adapter, WGPUFeatureName_ShaderF16);
+    info->timestamp_query = wgpuAdapterHasFeature(adapter, WGPUFeatureName_TimestampQuery);
+    info->subgroups = webgpu_native_adapter_has_subgroups(adapter);
+    return WGT_OK;
+}
+
+int webgpu_adapter_score(const wgt_adapter_info *info, wgt_power_preference power)
+{
+    int type_score = 0;
+    switch (info->type) {
+    case WGT_ADAPTER_DISCRETE_GPU: type_score = power == WGT_POWER_LOW_POWER ? 200 : 300; break;
+    case WGT_ADAPTER_INTEGRATED_GPU: type_score = power == WGT_POWER_LOW_POWER ? 300 : 200; break;
+    case WGT_ADAPTER_CPU: type_score = 100; break;
+    default: type_score = 50; break;
+    }
+    /* Prefer the native compute APIs over GL, which lacks much of compute. */
+    int api = (!strcmp(info->backend, "Vulkan") || !strcmp(info->backend, "Metal") || !strcmp(info->backend, "D3D12"))
+                  ? 20
+                  : 0;
+    return type_score + api;
+}
+
+static WGPUInstance create_instance(void) { return wgpuCreateInstance(NULL); }
+
+wgt_status wgt_adapters_enumerate(wgt_adapter_info **infos, size_t *count)
+{
+    if (!infos || !count) return WGT_ERR_INVALID_ARGUMENT;
+    *infos = NULL;
+    *count = 0;
+    WGPUInstance instance = create_instance();
+    if (!instance) return WGT_ERR_NO_ADAPTER;
+    WGPUAdapter adapters[MAX_ADAPTERS];
+    size_t n = webgpu_native_enumerate_adapters(instance, adapters, MAX_ADAPTERS);
+    wgt_status status = WGT_OK;
+    if (n == 0) {
+        status = WGT_ERR_NO_ADAPTER;
+    } else {
+        *infos = calloc(n, sizeof(**infos));
+        if (!*infos) status = WGT_ERR_OUT_OF_MEMORY;
+        for (size_t i = 0; i < n; i++) {
+            if (*infos) webgpu_fill_adapter_info(adapters[i], (int)i, &(*infos)[i]);
+            wgpuAdapterRelease(adapters[i]);
+        }
+        if (*infos) *count = n;
+    }
+    wgpuInstanceRelease(instance);
+    return status;
+}
+
+void wgt_adapters_free(wgt_adapter_info *infos) { free(infos); }
+
+/* Picks an adapter by index, name substring, type and power preference. */
+static int choose_adapter(wgt_context *ctx, const wgt_adapter_info *infos, size_t n, const wgt_context_options *o)
+{
+    if (o->adapter_index >= 0) {
+        if ((size_t)o->adapter_index >= n) {
+            wgt_error(ctx, WGT_ERR_NO_ADAPTER, "wgt_context_create: adapter index %d requested, %zu adapters exist",
+                      o->adapter_index, n);
+            return -1;
+        }
+        return o->adapter_index;
+    }
+    int best = -1, best_score = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (o->adapter_name && !strcasestr(infos[i].name, o->adapter_name) &&
+            !strcasestr(infos[i].vendor, o->adapter_name))
+            continue;
+        if (o->adapter_type != WGT_ADAPTER_ANY && infos[i].type != o->adapter_type) continue;
+        int score = webgpu_adapter_score(&infos[i], o->power);
+        if (score > best_score) {
+            best = (int)i;
+            best_score = score;
+        }
+    }
+    if (best < 0)
+        wgt_error(ctx, WGT_ERR_NO_ADAPTER, "wgt_context_create: no adapter matches name \"%s\" and type %s among %zu",
+                  o->adapter_name ? o->adapter_name : "", wgt_adapter_type_name(o->adapter_type), n);
+    return best;
+}
+
+/* ------------------------------------------------------------ callbacks */
+
+static void on_uncaptured_error(WGPUDevice const *device, WGPUErrorType type, WGPUStringView message, void *u1,
+                                void *u2)
+{
+    (void)device;
+    (void)u2;
+    webgpu_backend *wg = u1;
+    char text[768];
+    webgpu_copy_string(message, text, sizeof(text));
+    wgt_error(wg->base.ctx, type == WGPUErrorType_OutOfMemory ? WGT_ERR_OUT_OF_MEMORY : WGT_ERR_INTERNAL,
+              "webgpu: uncaptured %s error: %s", type == WGPUErrorType_Validation ? "validation" : "device", text);
+}
+
+static void on_device_lost(WGPUDevice const *device, WGPUDeviceLostReason reason, WGPUStringView message, void *u1,
+                           void *u2)
+{
+    (void)device;
+    (void)u2;
+    webgpu_backend *wg = u1;
+    if (!wg || reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
+    char text[512];
+    webgpu_copy_string(message, text, sizeof(text));
+    wg->device_lost = true;
+    wgt_error_fatal(wg->base.ctx, WGT_ERR_DEVICE_LOST, "webgpu: device lost (reason %d): %s", (int)reason, text);
+}
+
+typedef struct device_request {
+    bool done;
+    WGPUDevice device;
+    char message[512];
+} device_request;
+
+static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void *u1, void *u2)
+{
+    (void)u2;
+    device_request *r = u1;
+    if (status == WGPURequestDeviceStatus_Success) r->device = device;
+    webgpu_copy_string(message, r->message, sizeof(r->message));
+    r->done = true;
+}
+
+wgt_status webgpu_wait(webgpu_backend *wg, volatile bool *done, const char *what)
+{
+    double deadline = webgpu_now_ms() + wg->timeout_ms;
+    for (int spins = 0; !*done; spins++) {
+        webgpu_native_poll(wg->instance, wg->device);
+        if (*done) break;
+        if (wg->device_lost) return WGT_ERR_DEVICE_LOST;
+        if (webgpu_now_ms() > deadline)
+            return wgt_error(wg->base.ctx, WGT_ERR_TIMEOUT, "%s: the GPU did not finish within %u ms", what,
+                             wg->timeout_ms);
+        /* Spin briefly for latency, then back off so a long kernel costs no CPU. */
+        if (spins > 200) {
+            struct timespec ts = {0, spins > 2000 ? 1000000 : 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return WGT_OK;
+}
+
+/* ------------------------------------------------------------ error scopes */
+
+typedef struct scope_result {
+    bool done;
+    WGPUErrorType type;
+    char message[1024];
+} scope_result;
+
+static void on_scope_popped(WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStringView message, void *u1,
+                            void *u2)
+{
+    (void)u2;
+    scope_result *r = u1;
+    r->type = status == WGPUPopErrorScopeStatus_Success ? type : WGPUErrorType_Unknown;
+    webgpu_copy_string(message, r->message, sizeof(r->message));
+    r->done = true;
+}
+
+void webgpu_error_scope_push(webgpu_backend *wg)
+{
+    wgpuDevicePushErrorScope(wg->device, WGPUErrorFilter_OutOfMemory);
+    wgpuDevicePushErrorScope(wg->device, WGPUErrorFilter_Validation);
+}
+
+wgt_status webgpu_error_scope_pop(webgpu_backend *wg, WGPUErrorType *type, char *message, size_t size)
+{
+    scope_result results[2];
+    memset(results, 0, sizeof(results));
+    for (int i = 0; i < 2; i++) {
+        WGPUPopErrorScopeCallbackInfo cb = WGPU_POP_ERROR_SCOPE_CALLBACK_INFO_INIT;
+        cb.mode = WGPUCallbackMode_AllowProcessEvents;
+        cb.callback = on_scope_popped;
+        cb.userdata1 = &results[i];
+        wgpuDevicePopErrorScope(wg->device, cb);
+    }
+    for (int i = 0; i < 2; i++) {
+        wgt_status s = webgpu_wait(wg, &results[i].done, "webgpu error scope");
+        if (s != WGT_OK) return s;
+    }
+    *type = WGPUErrorType_NoError;
+    if (message && size) message[0] = '\0';
+    for (int i = 0; i < 2; i++) {
+        if (results[i].type != WGPUErrorType_NoError) {
+            *type = results[i].type;
+            if (message) snprintf(message, size, "%s", results[i].message);
+            break;
+        }
+    }
+    return WGT_OK;
+}
+
+/* ------------------------------------------------------------ device */
+
+/* Requests every limit the adapter offers and the features that help compute. */
+static bool request_device(webgpu_backend *wg)
+{
+    wgt_context *ctx = wg->base.ctx;
+    WGPULimits limits = WGPU_LIMITS_INIT;
+    wgpuAdapterGetLimits(wg->adapter, &limits);
+
+    WGPUFeatureName features[4];
+    size_t n_features = 0;
+    if (wg->info.shader_f16) features[n_features++] = WGPUFeatureName_ShaderF16;
+    if (wg->info.timestamp_query) features[n_features++] = WGPUFeatureName_TimestampQuery;
+    if (wgpuAdapterHasFeature(wg->adapter, WGPUFeatureName_Subgroups))
+        features[n_features++] = WGPUFeatureName_Subgroups;
+
+    WGPUDeviceDescriptor desc = WGPU_DEVICE_DESCRIPTOR_INIT;
+    desc.label = webgpu_string("wgtensor");
+    desc.requiredFeatureCount = n_features;
+    desc.requiredFeatures = features;
+    desc.requiredLimits = &limits;
+    desc.uncapturedErrorCallbackInfo.callback = on_uncaptured_error;
+    desc.uncapturedErrorCallbackInfo.userdata1 = wg;
+    desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowProcessEvents;
+    desc.deviceLostCallbackInfo.callback = on_device_lost;
+    desc.deviceLostCallbackInfo.userdata1 = wg;
+
+    device_request req;
+    memset(&req, 0, sizeof(req));
+    WGPURequestDeviceCallbackInfo cb = WGPU_REQUEST_DEVICE_CALLBACK_INFO_INIT;
+    cb.mode = WGPUCallbackMode_AllowProcessEvents;
+    cb.callback = on_device;
+    cb.userdata1 = &req;
+    wgpuAdapterRequestDevice(wg->adapter, &desc, cb);
+    if (webgpu_wait(wg, &req.done, "wgt_context_create: request device") != WGT_OK) return false;
+    if (!req.device) {
+        wgt_error(ctx, WGT_ERR_NO_ADAPTER, "wgt_context_create: device request on \"%s\" failed: %s", wg->info.name,
+                  req.message);
+        return false;
+    }
+    wg->device = req.device;
+    wg->queue = wgpuDeviceGetQueue(wg->device);
+    wg->limits = (WGPULimits)WGPU_LIMITS_INIT;
+    wgpuDeviceGetLimits(wg->device, &wg->limits);
+    wg->has_f16 = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_ShaderF16);
+    wg->has_timestamps = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_TimestampQuery);
+    wg->has_subgroups = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_Subgroups);
+    return true;
+}
+
+void webgpu_destroy(wgt_backend *b)
+{
+    webgpu_backend *wg = webgpu_of(b);
+    if (wg->device && !wg->device_lost) webgpu_finish(wg, "wgt_context_destroy");
+    webgpu_execution_destroy(wg);
+    webgpu_pipeline_cache_destroy(wg);
+    webgpu_allocator_destroy(wg);
+    if (wg->queue) wgpuQueueRelease(wg->queue);
+    if (wg->device) {
+        wgpuDeviceDestroy(wg->device);
+        wgpuDeviceRelease(wg->device);
+    }
+    if (wg->adapter) wgpuAdapterRelease(wg->adapter);
+    if (wg->instance) wgpuInstanceRelease(wg->instance);
+    free(wg);
+}
+
+wgt_status webgpu_adapter_info(wgt_backend *b, wgt_adapter_info *info)
+{
+    *info = webgpu_of(b)->info;
+    return WGT_OK;
+}
+
+wgt_backend *wgt_webgpu_backend_create(wgt_context *ctx, const wgt_context_options *options)
+{
+    webgpu_backend *wg = calloc(1, sizeof(*wg));
+    if (!wg) {
+        wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_context_create: out of host memory");
+        return NULL;
+    }
+    wg->base.vt = &webgpu_vtable;
+    wg->base.ctx = ctx;
+    wg->timeout_ms = options->wait_timeout_ms ? options->wait_timeout_ms : 10000;
+    wg->instance = create_instance();
+    if (!wg->instance) {
+        wgt_error(ctx, WGT_ERR_NO_ADAPTER, "wgt_context_create: WebGPU instance creation failed");
+        free(wg);
+        return NULL;
+    }
+    WGPUAdapter adapters[MAX_ADAPTERS];
+    wgt_adapter_info infos[MAX_ADAPTERS];
+    size_t n = webgpu_native_enumerate_adapters(wg->instance, adapters, MAX_ADAPTERS);
+    for (size_t i = 0; i < n; i++) webgpu_fill_adapter_info(adapters[i], (int)i, &infos[i]);
+    int chosen = -1;
+    if (n == 0)
+        wgt_error(ctx, WGT_ERR_NO_ADAPTER,
+                  "wgt_context_create: no WebGPU adapter found (no Vulkan/Metal/D3D12/GL driver); "
+                  "install a GPU driver or mesa-vulkan-drivers, or use WGT_BACKEND=cpu");
+    else
+        chosen = choose_adapter(ctx, infos, n, options);
+    for (size_t i = 0; i < n; i++) {
+        if ((int)i == chosen) wg->adapter = adapters[i];
+        else wgpuAdapterRelease(adapters[i]);
+    }
+    if (chosen < 0) {
+        wgpuInstanceRelease(wg->instance);
+        free(wg);
+        return NULL;
+    }
+    wg->info = infos[chosen];
+    webgpu_allocator_init(wg);
+    webgpu_pipeline_cache_init(wg);
+    if (!request_device(wg) || webgpu_execution_init(wg) != WGT_OK) {
+        webgpu_destroy(&wg->base);
+        return NULL;
+    }
+    wg->allocator.budget = options->memory_budget_bytes;
+    wg->allocator.stats.budget_bytes = options->memory_budget_bytes;
+    return &wg->base;
+}

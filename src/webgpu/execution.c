@@ -1,0 +1,216 @@
+/* Execution: ops are recorded into one open command encoder and compute pass
+ * and submitted in batches (on read-back, sync, upload, or when the batch is
+ * full). Per-dispatch parameters go into a uniform ring bound with a dynamic
+ * offset, written to the device once per batch. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "webgpu/webgpu_internal.h"
+
+wgt_status webgpu_execution_init(webgpu_backend *wg)
+{
+    wg->ring_shadow = calloc(1, WEBGPU_RING_BYTES + WEBGPU_PARAMS_MAX);
+    if (!wg->ring_shadow) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_context_create: out of host memory");
+    wg->ring = webgpu_create_buffer(wg, WEBGPU_RING_BYTES + WEBGPU_PARAMS_MAX,
+                                    WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "wgt_context_create");
+    return wg->ring ? WGT_OK : wgt_context_status(wg->base.ctx);
+}
+
+void webgpu_execution_destroy(webgpu_backend *wg)
+{
+    if (wg->pass) wgpuComputePassEncoderRelease(wg->pass);
+    if (wg->encoder) wgpuCommandEncoderRelease(wg->encoder);
+    wg->pass = NULL;
+    wg->encoder = NULL;
+    if (wg->ring) {
+        wgpuBufferDestroy(wg->ring);
+        wgpuBufferRelease(wg->ring);
+    }
+    free(wg->ring_shadow);
+}
+
+static void end_pass(webgpu_backend *wg)
+{
+    if (!wg->pass) return;
+    wgpuComputePassEncoderEnd(wg->pass);
+    wgpuComputePassEncoderRelease(wg->pass);
+    wg->pass = NULL;
+}
+
+static void ensure_encoder(webgpu_backend *wg)
+{
+    if (wg->encoder) return;
+    WGPUCommandEncoderDescriptor desc = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    wg->encoder = wgpuDeviceCreateCommandEncoder(wg->device, &desc);
+}
+
+WGPUCommandEncoder webgpu_encoder_for_copy(webgpu_backend *wg)
+{
+    end_pass(wg);
+    ensure_encoder(wg);
+    return wg->encoder;
+}
+
+wgt_status webgpu_flush(webgpu_backend *wg)
+{
+    if (wg->device_lost) return WGT_ERR_DEVICE_LOST;
+    if (!wg->encoder) return WGT_OK;
+    end_pass(wg);
+    if (wg->ring_used) wgpuQueueWriteBuffer(wg->queue, wg->ring, 0, wg->ring_shadow, wg->ring_used);
+    WGPUCommandBufferDescriptor desc = WGPU_COMMAND_BUFFER_DESCRIPTOR_INIT;
+    WGPUCommandBuffer commands = wgpuCommandEncoderFinish(wg->encoder, &desc);
+    wgpuCommandEncoderRelease(wg->encoder);
+    wg->encoder = NULL;
+    if (commands) {
+        wgpuQueueSubmit(wg->queue, 1, &commands);
+        wgpuCommandBufferRelease(commands);
+        wg->exec.submits++;
+    }
+    wg->ring_used = 0;
+    wg->batch_dispatches = 0;
+    return WGT_OK;
+}
+
+typedef struct work_done {
+    bool done;
+    WGPUQueueWorkDoneStatus status;
+} work_done;
+
+static void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView message, void *u1, void *u2)
+{
+    (void)message;
+    (void)u2;
+    work_done *w = u1;
+    w->status = status;
+    w->done = true;
+}
+
+wgt_status webgpu_finish(webgpu_backend *wg, const char *op)
+{
+    wgt_status s = webgpu_flush(wg);
+    if (s != WGT_OK) return s;
+    work_done w = {false, WGPUQueueWorkDoneStatus_Success};
+    WGPUQueueWorkDoneCallbackInfo cb = WGPU_QUEUE_WORK_DONE_CALLBACK_INFO_INIT;
+    cb.mode = WGPUCallbackMode_AllowProcessEvents;
+    cb.callback = on_work_done;
+    cb.userdata1 = &w;
+    wgpuQueueOnSubmittedWorkDone(wg->queue, cb);
+    s = webgpu_wait(wg, &w.done, op);
+    if (s == WGT_OK && w.status != WGPUQueueWorkDoneStatus_Success)
+        s = wgt_error(wg->base.ctx, WGT_ERR_DEVICE_LOST, "%s: queue work finished with status %d", op, (int)w.status);
+    return s;
+}
+
+wgt_status webgpu_synchronize(wgt_backend *b) { return webgpu_finish(webgpu_of(b), "wgt_synchronize"); }
+
+wgt_status webgpu_execution_stats(wgt_backend *b, wgt_execution_stats *stats)
+{
+    *stats = webgpu_of(b)->exec;
+    return WGT_OK;
+}
+
+wgt_status webgpu_grid(webgpu_backend *wg, uint64_t workgroups, uint32_t *x, uint32_t *y, const char *op)
+{
+    uint64_t limit = wg->limits.maxComputeWorkgroupsPerDimension;
+    if (workgroups <= limit) {
+        *x = (uint32_t)(workgroups ? workgroups : 1);
+        *y = 1;
+        return WGT_OK;
+    }
+    uint64_t rows = (workgroups + limit - 1) / limit;
+    if (rows > limit)
+        return wgt_error(wg->base.ctx, WGT_ERR_INVALID_WORKGROUP_SIZE,
+                         "%s: %llu workgroups exceed %llu x %llu, the largest 2-D grid", op,
+                         (unsigned long long)workgroups, (unsigned long long)limit, (unsigned long long)limit);
+    /* Balance the two dimensions so the overshoot past `workgroups` stays small. */
+    uint64_t cols = (workgroups + rows - 1) / rows;
+    *x = (uint32_t)cols;
+    *y = (uint32_t)rows;
+    return WGT_OK;
+}
+
+wgt_status webgpu_dispatch(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuffer const *buffers, int n_buffers,
+                           const void *params, size_t params_size, uint32_t x, uint32_t y, uint32_t z,
+                           const char *op)
+{
+    wgt_context *ctx = wg->base.ctx;
+    if (wg->device_lost) return WGT_ERR_DEVICE_LOST;
+    if (x == 0 || y == 0 || z == 0) return WGT_OK;
+    uint32_t limit = wg->limits.maxComputeWorkgroupsPerDimension;
+    if (x > limit || y > limit || z > limit)
+        return wgt_error(ctx, WGT_ERR_INVALID_WORKGROUP_SIZE, "%s: workgroup counts (%u, %u, %u) exceed the limit %u",
+                         op, x, y, z, limit);
+    if (n_buffers != p->n_storage)
+        return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: %d buffers for a kernel with %d bindings", op, n_buffers,
+                         p->n_storage);
+    if (params_size > WEBGPU_PARAMS_MAX)
+        return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: %zu parameter bytes, at most %d", op, params_size,
+                         WEBGPU_PARAMS_MAX);
+    for (int i = 0; i < n_buffers; i++) {
+        uint64_t size = wgpuBufferGetSize(buffers[i]);
+        if (size > wg->limits.maxStorageBufferBindingSize)
+            return wgt_error(ctx, WGT_ERR_UNSUPPORTED,
+                             "%s: a buffer of %llu bytes exceeds this device's storage binding limit of %llu bytes",
+                             op, (unsigned long long)size, (unsigned long long)wg->limits.maxStorageBufferBindingSize);
+    }
+
+    uint32_t align = wg->limits.minUniformBufferOffsetAlignment ? wg->limits.minUniformBufferOffsetAlignment : 256;
+    if (p->has_params && wg->ring_used + WEBGPU_PARAMS_MAX > WEBGPU_RING_BYTES) {
+        wgt_status s = webgpu_flush(wg);
+        if (s != WGT_OK) return s;
+    }
+    uint32_t offset = wg->ring_used;
+    if (p->has_params) {
+        if (params_size) memcpy(wg->ring_shadow + offset, params, params_size);
+        wg->ring_used += (uint32_t)((params_size + align - 1) / align * align);
+        if (params_size == 0) wg->ring_used += align;
+    }
+
+    WGPUBindGroupEntry entries[WEBGPU_MAX_BINDINGS + 1];
+    int n = 0;
+    if (p->has_params) {
+        WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
+        e.binding = 0;
+        e.buffer = wg->ring;
+        e.offset = 0;
+        e.size = WEBGPU_PARAMS_MAX;
+        entries[n++] = e;
+    }
+    for (int i = 0; i < n_buffers; i++) {
+        WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
+        e.binding = (uint32_t)(i + (p->has_params ? 1 : 0));
+        e.buffer = buffers[i];
+        e.size = WGPU_WHOLE_SIZE;
+        entries[n++] = e;
+    }
+    WGPUBindGroupDescriptor bgd = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    bgd.layout = p->layout;
+    bgd.entryCount = (size_t)n;
+    bgd.entries = entries;
+    WGPUBindGroup group = wgpuDeviceCreateBindGroup(wg->device, &bgd);
+    if (!group) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: bind group creation failed", op);
+
+    WGPUComputePassEncoder pass = webgpu_open_pass(wg);
+    wgpuComputePassEncoderSetPipeline(pass, p->pipeline);
+    wgpuComputePassEncoderSetBindGroup(pass, 0, group, p->has_params ? 1 : 0, p->has_params ? &offset : NULL);
+    wgpuComputePassEncoderDispatchWorkgroups(pass, x, y, z);
+    wgpuBindGroupRelease(group); /* the pass keeps what it needs */
+    return webgpu_dispatch_recorded(wg);
+}
+
+WGPUComputePassEncoder webgpu_open_pass(webgpu_backend *wg)
+{
+    ensure_encoder(wg);
+    if (!wg->pass) {
+        WGPUComputePassDescriptor cpd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
+        wg->pass = wgpuCommandEncoderBeginComputePass(wg->encoder, &cpd);
+    }
+    return wg->pass;
+}
+
+wgt_status webgpu_dispatch_recorded(webgpu_backend *wg)
+{
+    wg->exec.dispatches++;
+    if (++wg->batch_dispatches >= WEBGPU_BATCH_DISPATCHES) return webgpu_flush(wg);
+    return WGT_OK;
+}

@@ -1,0 +1,234 @@
+/* Device memory: a caching allocator with size classes, a budget, statistics,
+ * and upload/readback through staging buffers.
+ *
+ * Reuse without waiting is safe because of queue order: a block freed while
+ * recorded kernels still use it can only be handed to work recorded later, and
+ * uploads (queue writes, which jump ahead of unsubmitted commands) first submit
+ * whatever is recorded. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "webgpu/webgpu_internal.h"
+
+#define STAGING_CACHE 4
+
+/* Size classes: 256 bytes, then four steps per power of two (waste <= 25%). */
+static uint64_t size_class(uint64_t bytes, int *index)
+{
+    if (bytes <= 256) {
+        *index = 0;
+        return 256;
+    }
+    int e = 63 - __builtin_clzll(bytes - 1); /* 2^e < bytes <= 2^(e+1) */
+    uint64_t base = 1ull << e, step = base / 4;
+    uint64_t q = (bytes - base + step - 1) / step; /* 1..4 */
+    int i = 1 + (e - 8) * 4 + (int)(q - 1);
+    *index = i < WEBGPU_SIZE_CLASSES ? i : WEBGPU_SIZE_CLASSES - 1;
+    return base + q * step;
+}
+
+void webgpu_allocator_init(webgpu_backend *wg) { memset(&wg->allocator, 0, sizeof(wg->allocator)); }
+
+static void free_cached(webgpu_backend *wg)
+{
+    webgpu_allocator *a = &wg->allocator;
+    for (int i = 0; i < WEBGPU_SIZE_CLASSES; i++) {
+        while (a->free_lists[i]) {
+            webgpu_block *blk = a->free_lists[i];
+            a->free_lists[i] = blk->next_free;
+            a->stats.bytes_reserved -= blk->size;
+            wgpuBufferDestroy(blk->buffer);
+            wgpuBufferRelease(blk->buffer);
+            free(blk);
+        }
+    }
+}
+
+void webgpu_allocator_destroy(webgpu_backend *wg) { free_cached(wg); }
+
+WGPUBuffer webgpu_create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op)
+{
+    WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
+    desc.size = size;
+    desc.usage = usage;
+    webgpu_error_scope_push(wg);
+    WGPUBuffer buffer = wgpuDeviceCreateBuffer(wg->device, &desc);
+    WGPUErrorType type;
+    char message[512];
+    wgt_status s = webgpu_error_scope_pop(wg, &type, message, sizeof(message));
+    if (s != WGT_OK || type != WGPUErrorType_NoError || !buffer) {
+        if (buffer) wgpuBufferRelease(buffer);
+        if (s == WGT_OK)
+            wgt_error(wg->base.ctx, type == WGPUErrorType_OutOfMemory ? WGT_ERR_OUT_OF_MEMORY : WGT_ERR_INTERNAL,
+                      "%s: device buffer of %llu bytes could not be created: %s", op, (unsigned long long)size,
+                      message);
+        return NULL;
+    }
+    return buffer;
+}
+
+wgt_status webgpu_storage_alloc(wgt_backend *b, size_t bytes, void **handle)
+{
+    webgpu_backend *wg = webgpu_of(b);
+    webgpu_allocator *a = &wg->allocator;
+    int index;
+    uint64_t size = size_class(bytes, &index);
+    uint64_t max = wg->limits.maxBufferSize;
+    if (size > max) size = (bytes + 3) & ~(uint64_t)3; /* the class would not fit: exact size */
+    if (bytes > max)
+        return wgt_error(b->ctx, WGT_ERR_OUT_OF_MEMORY,
+                         "wgt_tensor: %zu bytes requested, the device allows at most %llu per buffer", bytes,
+                         (unsigned long long)max);
+    if (a->budget && a->stats.bytes_in_use + size > a->budget)
+        return wgt_error(b->ctx, WGT_ERR_OUT_OF_MEMORY,
+                         "wgt_tensor: %zu bytes requested, %llu available under the budget of %llu bytes", bytes,
+                         (unsigned long long)(a->budget - a->stats.bytes_in_use), (unsigned long long)a->budget);
+    a->stats.allocations++;
+
+    /* Pool hit: a cached block of the same class. */
+    webgpu_block **link = &a->free_lists[index];
+    while (*link && (*link)->size != size) link = &(*link)->next_free;
+    webgpu_block *blk = *link;
+    if (blk) {
+        *link = blk->next_free;
+        a->stats.pool_hits++;
+    } else {
+        if (a->budget && a->stats.bytes_reserved + size > a->budget) free_cached(wg);
+        blk = calloc(1, sizeof(*blk));
+        if (!blk) return wgt_error(b->ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor: out of host memory");
+        blk->size = size;
+        blk->buffer = webgpu_create_buffer(
+            wg, size, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, "wgt_tensor");
+        if (!blk->buffer && wgt_context_status(b->ctx) == WGT_ERR_OUT_OF_MEMORY) {
+            /* The device is full: give back the cache and try once more. */
+            wgt_context_clear_error(b->ctx);
+            free_cached(wg);
+            blk->buffer = webgpu_create_buffer(
+                wg, size, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, "wgt_tensor");
+        }
+        if (!blk->buffer) {
+            free(blk);
+            if (wgt_context_status(b->ctx) == WGT_ERR_OUT_OF_MEMORY) {
+                wgt_context_clear_error(b->ctx);
+                return wgt_error(b->ctx, WGT_ERR_OUT_OF_MEMORY,
+                                 "wgt_tensor: the device is out of memory for %zu bytes (%llu in use by wgtensor)",
+                                 bytes, (unsigned long long)a->stats.bytes_in_use);
+            }
+            return wgt_context_status(b->ctx);
+        }
+        a->stats.device_allocations++;
+        a->stats.bytes_reserved += size;
+    }
+    blk->requested = bytes;
+    blk->next_free = NULL;
+    a->stats.bytes_in_use += size;
+    if (a->stats.bytes_in_use > a->stats.peak_bytes_in_use) a->stats.peak_bytes_in_use = a->stats.bytes_in_use;
+    *handle = blk;
+    return WGT_OK;
+}
+
+void webgpu_storage_free(wgt_backend *b, void *handle)
+{
+    webgpu_backend *wg = webgpu_of(b);
+    webgpu_block *blk = handle;
+    webgpu_allocator *a = &wg->allocator;
+    a->stats.bytes_in_use -= blk->size;
+    int index;
+    size_class(blk->size, &index);
+    blk->next_free = a->free_lists[index];
+    a->free_lists[index] = blk;
+}
+
+wgt_status webgpu_memory_stats(wgt_backend *b, wgt_memory_stats *stats)
+{
+    *stats = webgpu_of(b)->allocator.stats;
+    return WGT_OK;
+}
+
+wgt_status webgpu_memory_trim(wgt_backend *b)
+{
+    webgpu_backend *wg = webgpu_of(b);
+    /* Cached blocks may still be read by submitted work: flush first; destroying
+     * a buffer that queued work uses is deferred by the implementation. */
+    webgpu_flush(wg);
+    free_cached(wg);
+    return WGT_OK;
+}
+
+wgt_status webgpu_memory_set_budget(wgt_backend *b, uint64_t budget)
+{
+    webgpu_backend *wg = webgpu_of(b);
+    wg->allocator.budget = budget;
+    wg->allocator.stats.budget_bytes = budget;
+    return WGT_OK;
+}
+
+/* ------------------------------------------------------------ upload, readback */
+
+wgt_status webgpu_storage_write(wgt_backend *b, void *handle, size_t offset, const void *src, size_t bytes)
+{
+    webgpu_backend *wg = webgpu_of(b);
+    webgpu_block *blk = handle;
+    if ((offset | bytes) & 3 || offset + bytes > blk->size)
+        return wgt_error(b->ctx, WGT_ERR_INTERNAL, "webgpu upload: range %zu+%zu not aligned or beyond %llu bytes",
+                         offset, bytes, (unsigned long long)blk->size);
+    /* Queue writes run before unsubmitted commands: submit those first. */
+    wgt_status s = webgpu_flush(wg);
+    if (s != WGT_OK) return s;
+    wgpuQueueWriteBuffer(wg->queue, blk->buffer, offset, src, bytes);
+    wg->exec.uploads++;
+    return WGT_OK;
+}
+
+typedef struct map_request {
+    bool done;
+    WGPUMapAsyncStatus status;
+    char message[256];
+} map_request;
+
+static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u1, void *u2)
+{
+    (void)u2;
+    map_request *r = u1;
+    r->status = status;
+    webgpu_copy_string(message, r->message, sizeof(r->message));
+    r->done = true;
+}
+
+wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void *dst, size_t bytes)
+{
+    webgpu_backend *wg = webgpu_of(b);
+    webgpu_block *blk = handle;
+    if ((offset | bytes) & 3 || offset + bytes > blk->size)
+        return wgt_error(b->ctx, WGT_ERR_INTERNAL, "webgpu readback: range %zu+%zu not aligned or beyond %llu bytes",
+                         offset, bytes, (unsigned long long)blk->size);
+    WGPUBuffer staging =
+        webgpu_create_buffer(wg, bytes, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "wgt_tensor_read");
+    if (!staging) return wgt_context_status(b->ctx);
+    WGPUCommandEncoder enc = webgpu_encoder_for_copy(wg);
+    wgpuCommandEncoderCopyBufferToBuffer(enc, blk->buffer, offset, staging, 0, bytes);
+    wgt_status s = webgpu_flush(wg);
+    if (s == WGT_OK) {
+        map_request req;
+        memset(&req, 0, sizeof(req));
+        WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
+        cb.mode = WGPUCallbackMode_AllowProcessEvents;
+        cb.callback = on_mapped;
+        cb.userdata1 = &req;
+        wgpuBufferMapAsync(staging, WGPUMapMode_Read, 0, bytes, cb);
+        s = webgpu_wait(wg, &req.done, "wgt_tensor_read");
+        if (s == WGT_OK && req.status != WGPUMapAsyncStatus_Success)
+            s = wgt_error(b->ctx, WGT_ERR_INTERNAL, "wgt_tensor_read: mapping the staging buffer failed: %s",
+                          req.message);
+        if (s == WGT_OK) {
+            const void *mapped = wgpuBufferGetConstMappedRange(staging, 0, bytes);
+            if (mapped) memcpy(dst, mapped, bytes);
+            else s = wgt_error(b->ctx, WGT_ERR_INTERNAL, "wgt_tensor_read: mapped range is NULL");
+            wgpuBufferUnmap(staging);
+        }
+        wg->exec.downloads++;
+    }
+    wgpuBufferDestroy(staging);
+    wgpuBufferRelease(staging);
+    return s;
+}

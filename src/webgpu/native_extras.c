@@ -1,0 +1,45 @@
+/* The wgpu-native extensions (wgpu.h) wgtensor uses, and nothing else: a build
+ * against Dawn replaces this file alone. */
+#include <stdio.h>
+
+#include <wgpu.h>
+
+#include "webgpu/webgpu_internal.h"
+
+size_t webgpu_native_enumerate_adapters(WGPUInstance instance, WGPUAdapter *adapters, size_t capacity)
+{
+    size_t count = wgpuInstanceEnumerateAdapters(instance, NULL, NULL);
+    if (!adapters) return count;
+    if (count > capacity) count = capacity;
+    WGPUAdapter all[64];
+    size_t n = wgpuInstanceEnumerateAdapters(instance, NULL, all);
+    if (n > 64) n = 64;
+    for (size_t i = 0; i < n; i++) {
+        if (i < count) adapters[i] = all[i];
+        else wgpuAdapterRelease(all[i]);
+    }
+    return n < count ? n : count;
+}
+
+void webgpu_native_poll(WGPUInstance instance, WGPUDevice device)
+{
+    if (device) wgpuDevicePoll(device, 0, NULL);
+    wgpuInstanceProcessEvents(instance);
+}
+
+WGPUShaderModule webgpu_native_create_unchecked_module(WGPUDevice device, const WGPUShaderModuleDescriptor *desc)
+{
+    return wgpuDeviceCreateShaderModuleTrusted(device, desc, WGPUShaderRuntimeChecks_None);
+}
+
+void webgpu_native_version(char *buf, size_t size)
+{
+    uint32_t v = wgpuGetVersion();
+    snprintf(buf, size, "wgpu-native %u.%u.%u.%u", (v >> 24) & 0xff, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff);
+}
+
+bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter)
+{
+    return wgpuAdapterHasFeature(adapter, (WGPUFeatureName)WGPUNativeFeature_Subgroup) ||
+           wgpuAdapterHasFeature(adapter, WGPUFeatureName_Subgroups);
+}

@@ -1,0 +1,221 @@
+/*
+ * The WebGPU backend's private contract, shared by its files:
+ *
+ *   native_extras.c     the only file that includes wgpu.h (wgpu-native
+ *                       extensions: adapter enumeration, polling, unchecked
+ *                       shader modules, version); a Dawn build replaces it alone
+ *   device.c            instance, adapters, selection, device and callbacks
+ *   memory.c            caching allocator with size classes, staging, upload/readback
+ *   pipeline_cache.c    shader modules + compute pipelines keyed by a string
+ *   execution.c         open encoder/pass batching, parameter ring, dispatch, waits
+ *   custom_kernel.c     caller-supplied WGSL
+ *   webgpu_backend.c    the vtable; routes kernel calls to the family files
+ *   webgpu_<family>.c   kernels: elementwise (generated WGSL), reduce, matmul, indexing
+ *
+ * Kernel binding convention (every built-in kernel follows it):
+ *   @group(0) @binding(0) var<uniform> params: Params;   (dynamic offset into the ring)
+ *   @group(0) @binding(1..n_read_only)                    var<storage, read>
+ *   @group(0) @binding(n_read_only+1..n_read_only+n_read_write) var<storage, read_write>
+ * Params is at most WEBGPU_PARAMS_MAX bytes. Buffers are bound whole; views reach
+ * their elements through offsets and strides carried in Params.
+ */
+#ifndef WGT_WEBGPU_INTERNAL_H
+#define WGT_WEBGPU_INTERNAL_H
+
+#include <webgpu.h>
+
+#include "core/internal.h"
+
+#define WEBGPU_PARAMS_MAX 1024          /* bytes of one dispatch's uniform block */
+#define WEBGPU_RING_BYTES (1u << 20)    /* parameter ring per batch */
+#define WEBGPU_MAX_BINDINGS 8           /* storage buffers per built-in kernel */
+#define WEBGPU_BATCH_DISPATCHES 512     /* submit after this many dispatches */
+#define WEBGPU_SIZE_CLASSES 256
+
+/* ------------------------------------------------------------------ memory */
+
+/* A device buffer block handed out as wgt_storage->handle. */
+typedef struct webgpu_block {
+    WGPUBuffer buffer;
+    uint64_t size;                      /* size class (bytes of the buffer) */
+    uint64_t requested;
+    struct webgpu_block *next_free;
+} webgpu_block;
+
+typedef struct webgpu_allocator {
+    webgpu_block *free_lists[WEBGPU_SIZE_CLASSES];
+    wgt_memory_stats stats;
+    uint64_t budget;                    /* 0: none */
+} webgpu_allocator;
+
+/* ----------------------------------------------------------------- pipelines */
+
+typedef struct webgpu_pipeline {
+    char *key;
+    WGPUComputePipeline pipeline;
+    WGPUBindGroupLayout layout;
+    int n_storage;                      /* storage bindings */
+    bool has_params;
+    struct webgpu_pipeline *next;       /* hash chain */
+} webgpu_pipeline;
+
+#define WEBGPU_PIPELINE_BUCKETS 1024
+
+typedef struct webgpu_pipeline_cache {
+    webgpu_pipeline *buckets[WEBGPU_PIPELINE_BUCKETS];
+    wgt_pipeline_stats stats;
+} webgpu_pipeline_cache;
+
+/* ----------------------------------------------------------------- backend */
+
+typedef struct webgpu_backend {
+    wgt_backend base;
+    WGPUInstance instance;
+    WGPUAdapter adapter;
+    WGPUDevice device;
+    WGPUQueue queue;
+    wgt_adapter_info info;
+    WGPULimits limits;                  /* as granted to the device */
+    bool has_f16, has_subgroups, has_timestamps;
+    uint32_t timeout_ms;
+
+    webgpu_allocator allocator;
+    webgpu_pipeline_cache pipelines;
+
+    /* open batch */
+    WGPUCommandEncoder encoder;
+    WGPUComputePassEncoder pass;
+    uint32_t batch_dispatches;
+    WGPUBuffer ring;                    /* uniform parameters, WEBGPU_RING_BYTES + slack */
+    unsigned char *ring_shadow;         /* host copy written at submit */
+    uint32_t ring_used;
+    wgt_execution_stats exec;
+
+    /* error scope results land here (callbacks) */
+    bool device_lost;
+} webgpu_backend;
+
+static inline webgpu_backend *webgpu_of(wgt_backend *b) { return (webgpu_backend *)b; }
+
+/* -------------------------------------------------------------- native_extras.c */
+/* Enumerates every adapter of every backend; returns the count and fills
+ * adapters (caller releases each) when adapters != NULL. */
+size_t webgpu_native_enumerate_adapters(WGPUInstance instance, WGPUAdapter *adapters, size_t capacity);
+/* Non-blocking: lets the implementation make progress and fire callbacks. */
+void webgpu_native_poll(WGPUInstance instance, WGPUDevice device);
+/* Shader module without implementation-inserted bounds checks: only for our own
+ * kernels, whose index logic keeps every access in range. */
+WGPUShaderModule webgpu_native_create_unchecked_module(WGPUDevice device, const WGPUShaderModuleDescriptor *desc);
+/* "wgpu-native 29.0.1.1" */
+void webgpu_native_version(char *buf, size_t size);
+/* The adapter feature ids of wgpu-native's subgroup extension (if any). */
+bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter);
+
+/* -------------------------------------------------------------- device.c */
+extern const wgt_backend_vtable webgpu_vtable; /* webgpu_backend.c */
+void webgpu_destroy(wgt_backend *b);
+wgt_status webgpu_adapter_info(wgt_backend *b, wgt_adapter_info *info);
+wgt_status webgpu_fill_adapter_info(WGPUAdapter adapter, int index, wgt_adapter_info *info);
+/* Score used to pick the best adapter when the caller names none. */
+int webgpu_adapter_score(const wgt_adapter_info *info, wgt_power_preference power);
+/* Polls until *done is set or the deadline passes; reports WGT_ERR_TIMEOUT
+ * naming what for. */
+wgt_status webgpu_wait(webgpu_backend *wg, volatile bool *done, const char *what);
+/* Wraps work in an error scope: call push, do the work, then pop, which waits
+ * for the scope and returns the error type and message (type NoError if none). */
+void webgpu_error_scope_push(webgpu_backend *wg);
+wgt_status webgpu_error_scope_pop(webgpu_backend *wg, WGPUErrorType *type, char *message, size_t size);
+/* WGPUStringView helpers */
+WGPUStringView webgpu_string(const char *s);
+void webgpu_copy_string(WGPUStringView v, char *buf, size_t size);
+double webgpu_now_ms(void);
+
+/* -------------------------------------------------------------- memory.c */
+void webgpu_allocator_init(webgpu_backend *wg);
+void webgpu_allocator_destroy(webgpu_backend *wg);
+wgt_status webgpu_storage_alloc(wgt_backend *b, size_t bytes, void **handle);
+void webgpu_storage_free(wgt_backend *b, void *handle);
+wgt_status webgpu_storage_write(wgt_backend *b, void *handle, size_t offset, const void *src, size_t bytes);
+wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void *dst, size_t bytes);
+wgt_status webgpu_memory_stats(wgt_backend *b, wgt_memory_stats *stats);
+wgt_status webgpu_memory_trim(wgt_backend *b);
+wgt_status webgpu_memory_set_budget(wgt_backend *b, uint64_t budget);
+/* A temporary buffer outside the pool (staging, query resolve). NULL + error. */
+WGPUBuffer webgpu_create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op);
+
+/* -------------------------------------------------------------- pipeline_cache.c */
+void webgpu_pipeline_cache_init(webgpu_backend *wg);
+void webgpu_pipeline_cache_destroy(webgpu_backend *wg);
+/* Looks key up; counts a hit. NULL if absent (then build the source and call create). */
+webgpu_pipeline *webgpu_pipeline_find(webgpu_backend *wg, const char *key);
+/* Compiles source (entry point "main" unless entry given) with the binding
+ * convention above and caches it under key; counts a miss. Compile errors give
+ * WGT_ERR_SHADER_COMPILE with line:column. checked=false drops implementation
+ * bounds checks (built-in kernels only). */
+wgt_status webgpu_pipeline_create(webgpu_backend *wg, const char *key, const char *source, const char *entry,
+                                  int n_read_only, int n_read_write, bool has_params, bool checked,
+                                  const char *op, webgpu_pipeline **out);
+/* General form: read_only[i] per storage binding; params_last puts a plain
+ * (non-dynamic) uniform after the storage bindings (custom kernels). */
+wgt_status webgpu_pipeline_create_ex(webgpu_backend *wg, const char *key, const char *source, const char *entry,
+                                     int n_storage, const bool *read_only, bool has_params, bool params_last,
+                                     bool checked, const char *op, webgpu_pipeline **out);
+wgt_status webgpu_pipeline_stats(wgt_backend *b, wgt_pipeline_stats *stats);
+/* Embedded kernel source by file name without .wgsl ("matmul"), or NULL. */
+const char *webgpu_kernel_source(const char *name);
+
+/* -------------------------------------------------------------- execution.c */
+wgt_status webgpu_execution_init(webgpu_backend *wg);
+void webgpu_execution_destroy(webgpu_backend *wg);
+/* Records a dispatch of p over read-only then read-write buffers (whole), with
+ * params copied into the ring. Counts must be <= the per-dimension limit (see
+ * webgpu_grid). Submits when the batch is full. */
+wgt_status webgpu_dispatch(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuffer const *buffers, int n_buffers,
+                           const void *params, size_t params_size, uint32_t x, uint32_t y, uint32_t z,
+                           const char *op);
+/* Folds a 1-D workgroup count into (x, y) with x, y <= the per-dimension limit;
+ * kernels rebuild the linear id as wid.x + wid.y * num_workgroups.x. */
+wgt_status webgpu_grid(webgpu_backend *wg, uint64_t workgroups, uint32_t *x, uint32_t *y, const char *op);
+/* The open compute pass (opened on demand), for dispatches that build their own
+ * bind groups; call webgpu_dispatch_recorded after each dispatch. */
+WGPUComputePassEncoder webgpu_open_pass(webgpu_backend *wg);
+wgt_status webgpu_dispatch_recorded(webgpu_backend *wg);
+/* Ends the open pass so a copy can be recorded; returns the open encoder. */
+WGPUCommandEncoder webgpu_encoder_for_copy(webgpu_backend *wg);
+/* Submits everything recorded (no wait). */
+wgt_status webgpu_flush(webgpu_backend *wg);
+/* Submits and waits for the queue to drain (with deadline). */
+wgt_status webgpu_finish(webgpu_backend *wg, const char *op);
+wgt_status webgpu_synchronize(wgt_backend *b);
+wgt_status webgpu_execution_stats(wgt_backend *b, wgt_execution_stats *stats);
+
+/* -------------------------------------------------------------- custom_kernel.c */
+wgt_status webgpu_custom_kernel(wgt_backend *b, const wgt_custom_kernel *k, wgt_storage *const *storages);
+
+/* -------------------------------------------------------------- temporaries.c */
+/* Contiguous device temporary of dtype/shape (its own storage reference). */
+wgt_status webgpu_temp_alloc(webgpu_backend *wg, wgt_dtype dtype, int ndim, const int64_t *shape,
+                             wgt_tensor_view *out);
+void webgpu_temp_release(webgpu_backend *wg, wgt_tensor_view *v);
+/* dst = src converted to dst's dtype, through dst's strides (ELEMENTWISE copy). */
+wgt_status webgpu_convert(webgpu_backend *wg, const wgt_tensor_view *src, const wgt_tensor_view *dst, const char *op);
+/* New contiguous temporary of dtype holding src's values. */
+wgt_status webgpu_temp_convert(webgpu_backend *wg, const wgt_tensor_view *src, wgt_dtype dtype, wgt_tensor_view *out,
+                               const char *op);
+
+/* -------------------------------------------------------------- kernel families */
+/* Each returns true from *_supports when it implements the call, and records
+ * the kernel in *_run. See backend.h for the call contracts. */
+bool webgpu_elementwise_supports(webgpu_backend *wg, const wgt_kernel_call *call);
+wgt_status webgpu_elementwise_run(webgpu_backend *wg, const wgt_kernel_call *call);
+bool webgpu_reduce_supports(webgpu_backend *wg, const wgt_kernel_call *call);   /* REDUCE, CUMSUM, SOFTMAX */
+wgt_status webgpu_reduce_run(webgpu_backend *wg, const wgt_kernel_call *call);
+bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call);
+wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call);
+bool webgpu_indexing_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* GATHER, SCATTER_ADD, TOPK */
+wgt_status webgpu_indexing_run(webgpu_backend *wg, const wgt_kernel_call *call);
+
+/* The buffer behind a view. */
+static inline WGPUBuffer webgpu_view_buffer(const wgt_tensor_view *v) { return ((webgpu_block *)v->storage->handle)->buffer; }
+
+#endif /* WGT_WEBGPU_INTERNAL_H */

@@ -1,0 +1,35 @@
+/* Tiny test harness: CHECK counts passes and failures; the summary line is the
+ * one CTest logs and CI reads ("N passed, M failed"). */
+#ifndef WGT_TEST_UTIL_H
+#define WGT_TEST_UTIL_H
+
+#include <stdio.h>
+
+#include "wgtensor.h"
+
+extern int test_passed, test_failed;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (cond) {                                                          \
+            test_passed++;                                                   \
+        } else {                                                             \
+            test_failed++;                                                   \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);  \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fprintf(stderr, "\n");                                           \
+        }                                                                    \
+    } while (0)
+
+/* CHECK that ctx holds status, then clear it and CHECK the context is usable. */
+void check_error_and_recover(wgt_context *ctx, wgt_status expected, const char *what);
+
+/* A WebGPU context on the default adapter, or NULL after printing why (the
+ * test then fails: CI always has lavapipe). */
+wgt_context *test_webgpu_context(void);
+wgt_context *test_cpu_context(void);
+
+/* Prints "N passed, M failed" and returns the process exit code. */
+int test_summary(void);
+
+#endif

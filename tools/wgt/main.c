@@ -1,0 +1,34 @@
+/* wgt: the wgtensor command-line tool.
+ *   wgt devices [--json]   list WebGPU adapters
+ *   wgt demo               pick the best adapter, run kernels, check them against the CPU
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "wgt_commands.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: wgt <command> [options]\n"
+            "  devices [--json]   list WebGPU adapters (exit 1 if there are none)\n"
+            "  demo               run kernels on the best adapter and check them against the CPU\n"
+            "environment: WGT_BACKEND=cpu|webgpu, WGT_ADAPTER=<index|name substring>\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "devices") == 0) return wgt_command_devices(argc - 1, argv + 1);
+    if (strcmp(argv[1], "demo") == 0) return wgt_command_demo(argc - 1, argv + 1);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "wgt: unknown command \"%s\"\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,8 @@
+/* Subcommands of the wgt tool; each returns the process exit code. */
+#ifndef WGT_COMMANDS_H
+#define WGT_COMMANDS_H
+
+int wgt_command_devices(int argc, char **argv);
+int wgt_command_demo(int argc, char **argv);
+
+#endif
