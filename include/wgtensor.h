@@ -139,6 +139,7 @@ typedef struct wgt_context_options {
     uint64_t memory_budget_bytes;      /* 0: the device's max buffer size bounds nothing else */
     uint32_t wait_timeout_ms;          /* deadline of any single GPU wait; 0: 10000 ms */
     int cpu_threads;                   /* CPU backend threads; 0: all cores */
+    bool debug_guards;                 /* surround every new tensor with guard bytes (tests) */
 } wgt_context_options;
 
 /* Fills defaults: AUTO backend, adapter_index -1, timeout 10 s. */
@@ -202,6 +203,8 @@ wgt_status wgt_scope_push(wgt_context *ctx);
 wgt_status wgt_scope_pop(wgt_context *ctx);
 /* Moves t out of its scope into the enclosing one (or to the caller if none). */
 wgt_tensor *wgt_scope_keep(wgt_tensor *t);
+/* Tensor handles alive in ctx (a leak check for loops). */
+int64_t wgt_context_live_tensors(const wgt_context *ctx);
 
 /* ---------------------------------------------------------------- tensors */
 
@@ -215,6 +218,11 @@ wgt_tensor *wgt_tensor_from_host(wgt_context *ctx, wgt_dtype dtype, int ndim, co
 wgt_status wgt_tensor_read(wgt_tensor *t, void *data, size_t bytes);
 /* Overwrites the tensor's elements (any view) from contiguous host data. */
 wgt_status wgt_tensor_write(wgt_tensor *t, const void *data, size_t bytes);
+
+/* With options.debug_guards: WGT_OK if the guard bytes around t's storage are
+ * intact, WGT_ERR_INTERNAL naming the first overwritten byte otherwise (a kernel
+ * wrote out of bounds). Without guards: WGT_OK. */
+wgt_status wgt_tensor_check_guards(wgt_tensor *t);
 
 wgt_tensor *wgt_tensor_retain(wgt_tensor *t);
 void wgt_tensor_release(wgt_tensor *t);

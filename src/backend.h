@@ -26,6 +26,7 @@ typedef struct wgt_storage {
     int refcount;
     size_t bytes;      /* allocated: requested rounded up to 4 */
     size_t requested;  /* bytes holding elements; the rest is padding */
+    bool guarded;      /* debug guard bytes surround the elements (tensor.c) */
     void *handle;
 } wgt_storage;
 

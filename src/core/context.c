@@ -186,6 +186,8 @@ wgt_status wgt_memory_set_budget(wgt_context *ctx, uint64_t budget_bytes)
 
 /* ------------------------------------------------------------------ scopes */
 
+int64_t wgt_context_live_tensors(const wgt_context *ctx) { return ctx ? ctx->live_tensors : 0; }
+
 wgt_status wgt_scope_push(wgt_context *ctx)
 {
     if (!ctx) return WGT_ERR_INVALID_ARGUMENT;

@@ -132,7 +132,49 @@ static bool check_shape(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64
     return true;
 }
 
-wgt_tensor *wgt_tensor_alloc(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, const char *op)
+/* Debug guards: WGT_GUARD_BYTES of WGT_GUARD_PATTERN before and after the
+ * elements (the view starts after the first guard), checked by
+ * wgt_tensor_check_guards. 256 bytes keep vec4 and word alignment. */
+#define WGT_GUARD_BYTES 256
+#define WGT_GUARD_PATTERN 0xA5
+
+static wgt_status write_guards(wgt_context *ctx, wgt_storage *s, size_t bytes)
+{
+    unsigned char pattern[WGT_GUARD_BYTES + 4];
+    memset(pattern, WGT_GUARD_PATTERN, sizeof(pattern));
+    size_t tail = WGT_GUARD_BYTES + ((bytes + 3) & ~(size_t)3);
+    wgt_status st = ctx->backend->vt->storage_write(ctx->backend, s->handle, 0, pattern, WGT_GUARD_BYTES);
+    if (st == WGT_OK)
+        st = ctx->backend->vt->storage_write(ctx->backend, s->handle, tail, pattern, s->bytes - tail);
+    return st;
+}
+
+wgt_status wgt_tensor_check_guards(wgt_tensor *t)
+{
+    if (!t) return WGT_ERR_INVALID_ARGUMENT;
+    wgt_context *ctx = t->ctx;
+    if (ctx->status != WGT_OK) return ctx->status;
+    if (!ctx->options.debug_guards || !t->view.storage->guarded) return WGT_OK;
+    wgt_storage *s = t->view.storage;
+    unsigned char *bytes = malloc(s->bytes);
+    if (!bytes) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor_check_guards: out of host memory");
+    wgt_status st = ctx->backend->vt->storage_read(ctx->backend, s->handle, 0, bytes, s->bytes);
+    /* Spare bytes of the last element word are padding kernels may write. */
+    size_t end = WGT_GUARD_BYTES + ((s->requested - 2 * WGT_GUARD_BYTES + 3) & ~(size_t)3);
+    for (size_t i = 0; st == WGT_OK && i < s->bytes; i++) {
+        if (i >= WGT_GUARD_BYTES && i < end) continue;
+        if (bytes[i] != WGT_GUARD_PATTERN)
+            st = wgt_error(ctx, WGT_ERR_INTERNAL,
+                           "wgt_tensor_check_guards: guard byte %zu %s the elements was overwritten (0x%02x)",
+                           i < WGT_GUARD_BYTES ? WGT_GUARD_BYTES - i : i - end + 1,
+                           i < WGT_GUARD_BYTES ? "before" : "after", bytes[i]);
+    }
+    free(bytes);
+    return st;
+}
+
+static wgt_tensor *alloc_tensor(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, const char *op,
+                                bool guarded)
 {
     if (!check_shape(ctx, dtype, ndim, shape, op)) return NULL;
     wgt_tensor_view view = {0};
@@ -141,11 +183,25 @@ wgt_tensor *wgt_tensor_alloc(wgt_context *ctx, wgt_dtype dtype, int ndim, const 
     for (int i = 0; i < ndim; i++) view.shape[i] = shape[i];
     wgt_contiguous_strides(ndim, shape, view.strides);
     size_t bytes = (size_t)wgt_shape_numel(ndim, shape) * wgt_dtype_size(dtype);
-    view.storage = wgt_storage_create(ctx, bytes, op);
+    view.storage = wgt_storage_create(ctx, guarded ? bytes + 2 * WGT_GUARD_BYTES + 4 : bytes, op);
     if (!view.storage) return NULL;
+    if (guarded) {
+        view.storage->guarded = true;
+        view.storage->requested = bytes + 2 * WGT_GUARD_BYTES;
+        view.offset = WGT_GUARD_BYTES / (int64_t)wgt_dtype_size(dtype);
+        if (write_guards(ctx, view.storage, bytes) != WGT_OK) {
+            wgt_storage_release(ctx, view.storage);
+            return NULL;
+        }
+    }
     wgt_tensor *t = wgt_tensor_wrap(ctx, &view);
     wgt_storage_release(ctx, view.storage); /* the tensor holds the only reference */
     return t;
+}
+
+wgt_tensor *wgt_tensor_alloc(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, const char *op)
+{
+    return alloc_tensor(ctx, dtype, ndim, shape, op, ctx->options.debug_guards);
 }
 
 wgt_tensor *wgt_tensor_empty(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape)
@@ -309,10 +365,12 @@ wgt_status wgt_tensor_write(wgt_tensor *t, const void *data, size_t bytes)
             return s;
         }
     }
-    /* Strided or sub-word-misaligned: upload contiguously, then copy through the view. */
-    wgt_tensor *tmp = wgt_tensor_from_host(ctx, t->view.dtype, t->view.ndim, t->view.shape, data);
+    /* Strided or sub-word-misaligned: upload to an unguarded contiguous tensor
+     * (whose write takes the direct path above), then copy through the view. */
+    wgt_tensor *tmp = alloc_tensor(ctx, t->view.dtype, t->view.ndim, t->view.shape, "wgt_tensor_write", false);
     if (!tmp) return ctx->status;
-    wgt_status s = wgt_assign(t, tmp);
+    wgt_status s = wgt_tensor_write(tmp, data, bytes);
+    if (s == WGT_OK) s = wgt_assign(t, tmp);
     wgt_tensor_release(tmp);
     return s;
 }

@@ -1,0 +1,626 @@
+/*
+ * The parity suite: every op of the op table x every dtype it supports x the
+ * shape classes that break kernels, run on the WebGPU backend and on the CPU
+ * reference with identical inputs, compared with a stated tolerance:
+ *
+ *   normalized error ||gpu - cpu||_2 / ||cpu||_2 over finite elements, and
+ *   NaN / +-inf positions must match exactly; integer and bool outputs exactly.
+ *
+ *   class      f32     f16     meaning
+ *   EXACT      1e-7    1e-7    exact arithmetic, data movement (in practice 0)
+ *   APPROX     2e-6    1e-3    transcendental functions, div and pow
+ *   REDUCE     5e-4    5e-3    reductions, matmul, softmax, scans, atomic scatter
+ *
+ * GPU outputs carry guard bytes (options.debug_guards) that are checked after
+ * every case to catch out-of-bounds writes. An op or dtype the GPU reports as
+ * unsupported is counted and printed as a failure, never skipped.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parity_support.h"
+#include "test_util.h"
+
+#define MAX_OUT 6
+#define BIT(d) (1u << (d))
+#define ALL_DTYPES (BIT(WGT_F32) | BIT(WGT_F16) | BIT(WGT_I32) | BIT(WGT_U8) | BIT(WGT_BOOL))
+#define FLOATS (BIT(WGT_F32) | BIT(WGT_F16))
+#define NUMERIC (FLOATS | BIT(WGT_I32) | BIT(WGT_U8))
+
+typedef enum { TOL_EXACT, TOL_APPROX, TOL_REDUCE } tolerance_class;
+typedef enum { KIND_UNARY, KIND_BINARY, KIND_WHERE, KIND_REDUCE, KIND_ARG, KIND_AXIS, KIND_MATMUL, KIND_OWN } op_kind;
+typedef enum { T_NONE, T_TRANSPOSE, T_STEP } view_transform;
+
+typedef struct shape_case {
+    const char *name;
+    int ndim[3];
+    int64_t shape[3][WGT_MAX_DIMS];
+    view_transform transform; /* applied to input 0 */
+    int axes[4], n_axes;
+    bool keepdim;
+    bool special, large, empty_reduction;
+} shape_case;
+
+typedef struct parity_op parity_op;
+/* Builds the op's outputs from inputs (NULL for KIND_OWN, which makes its own). */
+typedef int (*run_fn)(const parity_op *op, wgt_context *ctx, wgt_tensor *const *in, const shape_case *c,
+                      wgt_dtype dtype, int variant, wgt_tensor **out);
+
+struct parity_op {
+    wgt_op op;
+    op_kind kind;
+    uint32_t dtypes;
+    tolerance_class tol;
+    run_fn run;
+    input_domain domain;
+    int variants; /* KIND_OWN: number of setups */
+};
+
+/* ------------------------------------------------------------------ cases */
+
+#define S1(a) {1, 1, 1}, {{a}, {a}, {a}}
+static const shape_case unary_cases[] = {
+    {"scalar", {0, 0, 0}, {{0}}, T_NONE, {0}, 0, false, false, false, false},
+    {"empty", {2, 2, 2}, {{0, 5}, {0, 5}, {0, 5}}, T_NONE, {0}, 0, false, false, false, false},
+    {"size1", S1(1), T_NONE, {0}, 0, false, false, false, false},
+    {"odd", {2, 2, 2}, {{7, 13}, {7, 13}, {7, 13}}, T_NONE, {0}, 0, false, false, false, false},
+    {"not-workgroup-multiple", {2, 2, 2}, {{3, 333}, {3, 333}, {3, 333}}, T_NONE, {0}, 0, false, false, false, false},
+    {"transposed", {2, 2, 2}, {{13, 7}, {7, 13}, {7, 13}}, T_TRANSPOSE, {0}, 0, false, false, false, false},
+    {"sliced-step", {2, 2, 2}, {{43, 9}, {14, 9}, {14, 9}}, T_STEP, {0}, 0, false, false, false, false},
+    {"special-values", S1(64), T_NONE, {0}, 0, false, true, false, false},
+    {"large", S1((1 << 24) + 5), T_NONE, {0}, 0, false, false, true, false},
+};
+
+static const shape_case binary_extra_cases[] = {
+    {"broadcast", {3, 2, 3}, {{5, 1, 7}, {6, 1}, {0}}, T_NONE, {0}, 0, false, false, false, false},
+    {"tensor-scalar", {2, 0, 2}, {{7, 13}, {0}, {7, 13}}, T_NONE, {0}, 0, false, false, false, false},
+};
+
+static const shape_case reduce_cases[] = {
+    {"scalar", {0}, {{0}}, T_NONE, {0}, 0, false, false, false, false},
+    {"empty-axis", {2}, {{0, 4}}, T_NONE, {0}, 1, false, false, false, true},
+    {"size1", {1}, {{1}}, T_NONE, {0}, 1, false, false, false, false},
+    {"odd-axis1", {2}, {{7, 13}}, T_NONE, {1}, 1, false, false, false, false},
+    {"odd-axis0", {2}, {{7, 13}}, T_NONE, {0}, 1, false, false, false, false},
+    {"two-axes-keepdim", {3}, {{3, 5, 7}}, T_NONE, {0, 2}, 2, true, false, false, false},
+    {"all-axes", {3}, {{3, 5, 7}}, T_NONE, {0}, 0, false, false, false, false},
+    {"transposed", {2}, {{13, 7}}, T_TRANSPOSE, {1}, 1, false, false, false, false},
+    {"sliced-step", {2}, {{40, 9}}, T_STEP, {0}, 1, false, false, false, false},
+    {"special-values", {2}, {{8, 8}}, T_NONE, {1}, 1, false, true, false, false},
+    {"many-rows", {2}, {{70000, 3}}, T_NONE, {1}, 1, false, false, false, false},
+    {"long-to-scalar", {1}, {{(1 << 20) + 3}}, T_NONE, {0}, 0, false, false, true, false},
+};
+
+static const shape_case axis_cases[] = {
+    {"scalar", {0}, {{0}}, T_NONE, {0}, 1, false, false, false, false},
+    {"size1", {1}, {{1}}, T_NONE, {0}, 1, false, false, false, false},
+    {"odd-last", {2}, {{7, 13}}, T_NONE, {1}, 1, false, false, false, false},
+    {"odd-first", {2}, {{7, 13}}, T_NONE, {0}, 1, false, false, false, false},
+    {"transposed", {2}, {{13, 7}}, T_TRANSPOSE, {1}, 1, false, false, false, false},
+    {"sliced-step", {2}, {{40, 9}}, T_STEP, {1}, 1, false, false, false, false},
+    {"special-values", {2}, {{4, 16}}, T_NONE, {1}, 1, false, true, false, false},
+    {"many-rows", {2}, {{70000, 3}}, T_NONE, {1}, 1, false, false, false, false},
+    {"long-rows", {2}, {{3, 5000}}, T_NONE, {1}, 1, false, false, false, false},
+    {"empty", {2}, {{0, 5}}, T_NONE, {1}, 1, false, false, false, false},
+};
+
+static const shape_case matmul_cases[] = {
+    {"small", {2, 2}, {{7, 5}, {5, 3}}, T_NONE, {0}, 0, false, false, false, false},
+    {"1x1", {2, 2}, {{1, 1}, {1, 1}}, T_NONE, {0}, 0, false, false, false, false},
+    {"odd", {2, 2}, {{33, 17}, {17, 65}}, T_NONE, {0}, 0, false, false, false, false},
+    {"tile", {2, 2}, {{128, 64}, {64, 128}}, T_NONE, {0}, 0, false, false, false, false},
+    {"vector-matrix", {1, 2}, {{5}, {5, 3}}, T_NONE, {0}, 0, false, false, false, false},
+    {"matrix-vector", {2, 1}, {{7, 5}, {5}}, T_NONE, {0}, 0, false, false, false, false},
+    {"gemv-long", {2, 1}, {{300, 257}, {257}}, T_NONE, {0}, 0, false, false, false, false},
+    {"dot", {1, 1}, {{5}, {5}}, T_NONE, {0}, 0, false, false, false, false},
+    {"batched-broadcast", {4, 4}, {{3, 1, 4, 5}, {1, 2, 5, 6}}, T_NONE, {0}, 0, false, false, false, false},
+    {"transposed-a", {2, 2}, {{5, 7}, {5, 3}}, T_TRANSPOSE, {0}, 0, false, false, false, false},
+    {"sliced-a", {2, 2}, {{40, 5}, {5, 3}}, T_STEP, {0}, 0, false, false, false, false},
+    {"empty-k", {2, 2}, {{3, 0}, {0, 4}}, T_NONE, {0}, 0, false, false, false, false},
+    {"many-batches", {3, 3}, {{70000, 2, 2}, {70000, 2, 2}}, T_NONE, {0}, 0, false, false, true, false},
+};
+
+/* ------------------------------------------------------------- inputs */
+
+static bool is_float(wgt_dtype d) { return d == WGT_F32 || d == WGT_F16; }
+
+/* Uploads the same host data to both contexts and applies the transform. */
+static void make_input(wgt_context *gpu, wgt_context *cpu, wgt_dtype dtype, int ndim, const int64_t *shape,
+                       view_transform transform, bool special, input_domain domain, uint64_t seed, wgt_tensor **g,
+                       wgt_tensor **c)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    void *data = malloc((size_t)(n > 0 ? n : 1) * wgt_dtype_size(dtype) + 4);
+    parity_fill(data, dtype, n, domain, special && is_float(dtype), seed);
+    wgt_tensor *base[2] = {wgt_tensor_from_host(gpu, dtype, ndim, shape, data),
+                           wgt_tensor_from_host(cpu, dtype, ndim, shape, data)};
+    wgt_tensor *out[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        if (!base[k]) continue;
+        if (transform == T_TRANSPOSE && ndim >= 2) out[k] = wgt_transpose(base[k], 0, ndim - 1);
+        else if (transform == T_STEP && ndim >= 1) out[k] = wgt_slice(base[k], 0, 1, shape[0], 3);
+        else out[k] = wgt_tensor_retain(base[k]);
+        wgt_tensor_release(base[k]);
+    }
+    free(data);
+    *g = out[0];
+    *c = out[1];
+}
+
+/* ---------------------------------------------------------------- runners */
+
+static int run_unary(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, const shape_case *c, wgt_dtype d,
+                     int variant, wgt_tensor **out)
+{
+    (void)ctx, (void)c, (void)d, (void)variant;
+    switch (p->op) {
+    case WGT_OP_LEAKY_RELU: out[0] = wgt_leaky_relu(in[0], 0.125); break;
+    case WGT_OP_ELU: out[0] = wgt_elu(in[0], 0.75); break;
+    case WGT_OP_CLAMP: out[0] = wgt_clamp(in[0], -1.25, 1.5); break;
+    case WGT_OP_COPY: out[0] = wgt_copy(in[0]); break;
+    default: out[0] = wgt_unary(p->op, in[0]); break;
+    }
+    return 1;
+}
+
+static int run_binary(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, const shape_case *c, wgt_dtype d,
+                      int variant, wgt_tensor **out)
+{
+    (void)ctx, (void)c, (void)d;
+    out[0] = wgt_binary(p->op, in[0], in[1]);
+    /* and the scalar form on the same input */
+    out[1] = variant == 0 ? wgt_binary_scalar(p->op, in[0], 2.0) : NULL;
+    return variant == 0 ? 2 : 1;
+}
+
+static int run_where(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, const shape_case *c, wgt_dtype d,
+                     int variant, wgt_tensor **out)
+{
+    (void)p, (void)ctx, (void)c, (void)d, (void)variant;
+    out[0] = wgt_where(in[0], in[1], in[2]);
+    return 1;
+}
+
+static int run_fused(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, const shape_case *c, wgt_dtype d,
+                     int variant, wgt_tensor **out)
+{
+    (void)p, (void)c, (void)variant;
+    const char *expr = is_float(d) ? "sqrt(abs(a*b + a)) - exp(min(b, 1.5)) * 0.25 + where(a > b, a, -b)"
+                                   : "a*b + maximum(a, b) - (a >= b) * 3";
+    wgt_tensor *inputs[2] = {in[0], in[1]};
+    out[0] = wgt_fused(ctx, expr, inputs, 2);
+    return 1;
+}
+
+static int run_reduce(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, const shape_case *c, wgt_dtype d,
+                      int variant, wgt_tensor **out)
+{
+    (void)ctx, (void)d, (void)variant;
+    if (p->op == WGT_OP_CUMSUM) out[0] = wgt_cumsum(in[0], c->axes[0]);
+    else if (p->op == WGT_OP_SOFTMAX) out[0] = wgt_softmax(in[0], c->axes[0]);
+    else if (p->op == WGT_OP_LOG_SOFTMAX) out[0] = wgt_log_softmax(in[0], c->axes[0]);
+    else if (p->op == WGT_OP_ARGMAX) out[0] = wgt_argmax(in[0], c->axes[0], c->keepdim);
+    else if (p->op == WGT_OP_ARGMIN) out[0] = wgt_argmin(in[0], c->axes[0], c->keepdim);
+    else out[0] = wgt_reduce(p->op, in[0], c->axes, c->n_axes, c->keepdim);
+    return 1;
+}
+
+static int run_matmul(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, const shape_case *c, wgt_dtype d,
+                      int variant, wgt_tensor **out)
+{
+    (void)p, (void)ctx, (void)c, (void)d, (void)variant;
+    out[0] = wgt_matmul(in[0], in[1]);
+    return 1;
+}
+
+/* Uploads host data of dtype/shape to ctx (same bytes on both backends). */
+static wgt_tensor *upload(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, input_domain domain,
+                          uint64_t seed)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    void *data = malloc((size_t)(n ? n : 1) * wgt_dtype_size(dtype) + 4);
+    parity_fill(data, dtype, n, domain, false, seed);
+    wgt_tensor *t = wgt_tensor_from_host(ctx, dtype, ndim, shape, data);
+    free(data);
+    return t;
+}
+
+static wgt_tensor *upload_indices(wgt_context *ctx, int ndim, const int64_t *shape, int64_t low, int64_t high,
+                                  uint64_t seed)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    int32_t *data = malloc((size_t)(n ? n : 1) * 4);
+    parity_fill_indices(data, n, low, high, seed);
+    wgt_tensor *t = wgt_tensor_from_host(ctx, WGT_I32, ndim, shape, data);
+    free(data);
+    return t;
+}
+
+#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
+
+/* Data movement and creation ops: each variant is one setup. */
+static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, const shape_case *c, wgt_dtype d,
+                   int v, wgt_tensor **out)
+{
+    (void)in, (void)c;
+    wgt_tensor *x = NULL, *y = NULL, *z = NULL, *idx = NULL;
+    int n = 1;
+    switch (p->op) {
+    case WGT_OP_CAST: {
+        x = upload(ctx, d, 2, v ? SHAPE(9, 7) : SHAPE(3, 5), DOMAIN_SIGNED, 11);
+        if (v == 1) { /* a transposed source */
+            y = wgt_transpose(x, 0, 1);
+            wgt_tensor_release(x);
+            x = y;
+            y = NULL;
+        }
+        for (int t = 0; t < WGT_DTYPE_COUNT; t++) out[t] = wgt_cast(x, (wgt_dtype)t);
+        n = WGT_DTYPE_COUNT;
+        break;
+    }
+    case WGT_OP_FILL:
+        x = wgt_tensor_empty(ctx, d, 2, SHAPE(5, 9));
+        wgt_fill(x, 0);
+        y = wgt_slice(x, 1, 1, 9, v + 2); /* strided view */
+        wgt_fill(y, 3.0);
+        out[0] = wgt_tensor_retain(x);
+        break;
+    case WGT_OP_CONCAT: {
+        x = upload(ctx, d, 2, SHAPE(2, 3), DOMAIN_SIGNED, 1);
+        y = upload(ctx, d, 2, v ? SHAPE(2, 5) : SHAPE(4, 3), DOMAIN_SIGNED, 2);
+        z = upload(ctx, d, 2, v ? SHAPE(2, 1) : SHAPE(1, 3), DOMAIN_SIGNED, 3);
+        wgt_tensor *parts[3] = {x, y, z};
+        out[0] = wgt_concat(parts, 3, v ? 1 : 0);
+        break;
+    }
+    case WGT_OP_STACK: {
+        x = upload(ctx, d, 2, SHAPE(3, 4), DOMAIN_SIGNED, 1);
+        y = upload(ctx, d, 2, SHAPE(3, 4), DOMAIN_SIGNED, 2);
+        wgt_tensor *parts[2] = {x, y};
+        out[0] = wgt_stack(parts, 2, v == 0 ? 0 : v == 1 ? 1 : -1);
+        break;
+    }
+    case WGT_OP_SPLIT: {
+        x = upload(ctx, d, 2, SHAPE(6, 5), DOMAIN_SIGNED, 4);
+        const int64_t sizes[3] = {1, 2, v ? 2 : 3};
+        wgt_split(x, v ? 1 : 0, sizes, 3, out);
+        for (int k = 0; k < 3; k++) { /* read through a copy so the views themselves are exercised */
+            wgt_tensor *copy = out[k] ? wgt_copy(out[k]) : NULL;
+            wgt_tensor_release(out[k]);
+            out[k] = copy;
+        }
+        n = 3;
+        break;
+    }
+    case WGT_OP_SLICE_ASSIGN: {
+        x = wgt_zeros(ctx, d, 2, SHAPE(6, 8));
+        y = upload(ctx, d, 2, v ? SHAPE(1, 4) : SHAPE(3, 4), DOMAIN_SIGNED, 5); /* v1: broadcast source */
+        wgt_tensor *rows = wgt_slice(x, 0, 0, 6, 2);
+        z = wgt_slice(rows, 1, 1, 5, 1);
+        wgt_tensor_release(rows);
+        wgt_assign(z, y);
+        out[0] = wgt_tensor_retain(x);
+        break;
+    }
+    case WGT_OP_GATHER:
+        x = upload(ctx, d, 3, SHAPE(6, 5, 4), DOMAIN_SIGNED, 6);
+        if (v == 1) {
+            y = wgt_transpose(x, 0, 2);
+            wgt_tensor_release(x);
+            x = y;
+            y = NULL;
+        }
+        idx = v == 2 ? upload_indices(ctx, 3, SHAPE(6, 3, 4), -7, 7, 7) /* some out of range -> 0 */
+                     : upload_indices(ctx, 3, v == 1 ? SHAPE(4, 3, 6) : SHAPE(6, 3, 4), -5, 5, 8);
+        out[0] = wgt_gather(x, 1, idx);
+        break;
+    case WGT_OP_INDEX_SELECT:
+        x = upload(ctx, d, 2, SHAPE(7, 13), DOMAIN_SIGNED, 9);
+        idx = upload_indices(ctx, 1, SHAPE(10), 0, v ? 13 : 7, 10);
+        if (v == 1) { /* an index read through a strided slice */
+            y = wgt_slice(idx, 0, 0, 10, 2);
+            out[0] = wgt_index_select(x, 1, y);
+        } else {
+            out[0] = wgt_index_select(x, 0, idx);
+        }
+        break;
+    case WGT_OP_EMBEDDING:
+        x = upload(ctx, d, 2, SHAPE(10, 4), DOMAIN_SIGNED, 11);
+        idx = upload_indices(ctx, 2, v ? SHAPE(70000, 1) : SHAPE(2, 3), 0, 10, 12);
+        out[0] = wgt_embedding(x, idx);
+        break;
+    case WGT_OP_SCATTER_ADD:
+        x = upload(ctx, d, 2, SHAPE(5, 6), DOMAIN_SIGNED, 13);
+        idx = upload_indices(ctx, 2, v ? SHAPE(5, 40) : SHAPE(5, 8), 0, v ? 2 : 6, 14); /* v1: many collisions */
+        y = upload(ctx, d, 2, v ? SHAPE(5, 40) : SHAPE(5, 8), DOMAIN_SIGNED, 15);
+        out[0] = wgt_scatter_add(x, 1, idx, y);
+        break;
+    case WGT_OP_PAD:
+        x = upload(ctx, d, 2, SHAPE(3, 4), DOMAIN_SIGNED, 16);
+        out[0] = wgt_pad(x, v ? SHAPE(0, 0, 2, 1) : SHAPE(1, 2, 0, 3), v ? -1.0 : 0.0);
+        break;
+    case WGT_OP_TRIL:
+    case WGT_OP_TRIU: {
+        x = upload(ctx, d, v == 2 ? 3 : 2, v == 2 ? SHAPE(2, 4, 4) : SHAPE(5, 7), DOMAIN_SIGNED, 17);
+        int64_t k = v == 0 ? 0 : v == 1 ? 2 : -1;
+        out[0] = p->op == WGT_OP_TRIL ? wgt_tril(x, k) : wgt_triu(x, k);
+        break;
+    }
+    case WGT_OP_ONE_HOT:
+        idx = upload_indices(ctx, 2, SHAPE(2, 3), -1, 6, 18);
+        out[0] = wgt_one_hot(idx, v ? 3 : 5, d);
+        break;
+    case WGT_OP_TOPK: {
+        const int64_t *shape = v == 2 ? SHAPE(70000, 4) : SHAPE(7, 13);
+        x = upload(ctx, d, 2, shape, DOMAIN_SIGNED, 19);
+        wgt_topk(x, v == 2 ? 2 : v == 1 ? 13 : 3, v != 1, &out[0], &out[1]);
+        n = 2;
+        break;
+    }
+    case WGT_OP_ARANGE: out[0] = v ? wgt_arange(ctx, d, 3, 40, 7) : wgt_arange(ctx, d, 0, 10, 1); break;
+    case WGT_OP_LINSPACE: out[0] = wgt_linspace(ctx, d, -1.5, 2.0, v ? 1 : 9); break;
+    case WGT_OP_EYE: out[0] = wgt_eye(ctx, d, 4, v ? 6 : 4); break;
+    case WGT_OP_RAND: out[0] = wgt_rand(ctx, d, 2, v ? SHAPE(300, 301) : SHAPE(3, 5), 42 + (uint64_t)v); break;
+    case WGT_OP_RANDN: out[0] = wgt_randn(ctx, d, 2, v ? SHAPE(300, 301) : SHAPE(3, 5), 7 + (uint64_t)v); break;
+    default: n = 0; break;
+    }
+    wgt_tensor_release(x);
+    wgt_tensor_release(y);
+    wgt_tensor_release(z);
+    wgt_tensor_release(idx);
+    return n;
+}
+
+/* ------------------------------------------------------------- the table */
+
+static const parity_op table[] = {
+    {WGT_OP_ADD, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_SUB, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_MUL, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_DIV, KIND_BINARY, ALL_DTYPES, TOL_APPROX, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_POW, KIND_BINARY, ALL_DTYPES, TOL_APPROX, run_binary, DOMAIN_POSITIVE, 0},
+    {WGT_OP_MAXIMUM, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_MINIMUM, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_EQ, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_NE, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_LT, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_LE, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_GT, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_GE, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_LOGICAL_AND, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_LOGICAL_OR, KIND_BINARY, ALL_DTYPES, TOL_EXACT, run_binary, DOMAIN_SIGNED, 0},
+    {WGT_OP_WHERE, KIND_WHERE, ALL_DTYPES, TOL_EXACT, run_where, DOMAIN_SIGNED, 0},
+    {WGT_OP_NEG, KIND_UNARY, ALL_DTYPES, TOL_EXACT, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_ABS, KIND_UNARY, ALL_DTYPES, TOL_EXACT, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_SIGN, KIND_UNARY, ALL_DTYPES, TOL_EXACT, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_EXP, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_LOG, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_POSITIVE, 0},
+    {WGT_OP_LOG1P, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_POSITIVE, 0},
+    {WGT_OP_SQRT, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_POSITIVE, 0},
+    {WGT_OP_RSQRT, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_POSITIVE, 0},
+    {WGT_OP_RECIPROCAL, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_SIN, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_COS, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_TANH, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_SIGMOID, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_RELU, KIND_UNARY, ALL_DTYPES, TOL_EXACT, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_LEAKY_RELU, KIND_UNARY, ALL_DTYPES, TOL_EXACT, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_ELU, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_GELU, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_GELU_TANH, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_SILU, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_SOFTPLUS, KIND_UNARY, ALL_DTYPES, TOL_APPROX, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_CLAMP, KIND_UNARY, ALL_DTYPES, TOL_EXACT, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_FLOOR, KIND_UNARY, ALL_DTYPES, TOL_EXACT, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_CEIL, KIND_UNARY, ALL_DTYPES, TOL_EXACT, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_ROUND, KIND_UNARY, ALL_DTYPES, TOL_EXACT, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_LOGICAL_NOT, KIND_UNARY, ALL_DTYPES, TOL_EXACT, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_FUSED, KIND_BINARY, FLOATS | BIT(WGT_I32), TOL_APPROX, run_fused, DOMAIN_SIGNED, 0},
+    {WGT_OP_SUM, KIND_REDUCE, ALL_DTYPES, TOL_REDUCE, run_reduce, DOMAIN_SIGNED, 0},
+    {WGT_OP_MEAN, KIND_REDUCE, ALL_DTYPES, TOL_REDUCE, run_reduce, DOMAIN_SIGNED, 0},
+    {WGT_OP_MAX, KIND_REDUCE, ALL_DTYPES, TOL_EXACT, run_reduce, DOMAIN_SIGNED, 0},
+    {WGT_OP_MIN, KIND_REDUCE, ALL_DTYPES, TOL_EXACT, run_reduce, DOMAIN_SIGNED, 0},
+    {WGT_OP_PROD, KIND_REDUCE, NUMERIC, TOL_REDUCE, run_reduce, DOMAIN_POSITIVE, 0},
+    {WGT_OP_VAR, KIND_REDUCE, NUMERIC, TOL_REDUCE, run_reduce, DOMAIN_SIGNED, 0},
+    {WGT_OP_STD, KIND_REDUCE, NUMERIC, TOL_REDUCE, run_reduce, DOMAIN_SIGNED, 0},
+    {WGT_OP_ARGMAX, KIND_ARG, NUMERIC, TOL_EXACT, run_reduce, DOMAIN_SIGNED, 0},
+    {WGT_OP_ARGMIN, KIND_ARG, NUMERIC, TOL_EXACT, run_reduce, DOMAIN_SIGNED, 0},
+    {WGT_OP_CUMSUM, KIND_AXIS, NUMERIC, TOL_REDUCE, run_reduce, DOMAIN_SIGNED, 0},
+    {WGT_OP_SOFTMAX, KIND_AXIS, FLOATS, TOL_REDUCE, run_reduce, DOMAIN_SIGNED, 0},
+    {WGT_OP_LOG_SOFTMAX, KIND_AXIS, FLOATS, TOL_REDUCE, run_reduce, DOMAIN_SIGNED, 0},
+    {WGT_OP_MATMUL, KIND_MATMUL, FLOATS | BIT(WGT_I32), TOL_REDUCE, run_matmul, DOMAIN_SIGNED, 0},
+    {WGT_OP_COPY, KIND_UNARY, ALL_DTYPES, TOL_EXACT, run_unary, DOMAIN_SIGNED, 0},
+    {WGT_OP_CAST, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_FILL, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_CONCAT, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_STACK, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_SPLIT, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_SLICE_ASSIGN, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_GATHER, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_INDEX_SELECT, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_SCATTER_ADD, KIND_OWN, BIT(WGT_F32) | BIT(WGT_I32), TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_EMBEDDING, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_PAD, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_TRIL, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_TRIU, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_ONE_HOT, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_TOPK, KIND_OWN, NUMERIC, TOL_EXACT, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_ARANGE, KIND_OWN, NUMERIC, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_LINSPACE, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_EYE, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_RAND, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_RANDN, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
+};
+
+static double tolerance(tolerance_class t, wgt_dtype d)
+{
+    bool half = d == WGT_F16;
+    switch (t) {
+    case TOL_EXACT: return 1e-7;
+    case TOL_APPROX: return half ? 1e-3 : 2e-6;
+    case TOL_REDUCE: return half ? 5e-3 : 5e-4;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static int cases_run, cases_passed, cases_unsupported;
+
+static void release_all(wgt_tensor **t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        wgt_tensor_release(t[i]);
+        t[i] = NULL;
+    }
+}
+
+/* Runs one op/dtype/case on both backends and compares every output. */
+static void run_case(const parity_op *p, wgt_context *gpu, wgt_context *cpu, wgt_dtype d, const shape_case *c,
+                     int n_inputs, int variant, const char *label)
+{
+    wgt_tensor *gin[3] = {NULL}, *cin[3] = {NULL};
+    for (int i = 0; i < n_inputs; i++) {
+        wgt_dtype in_dtype = (p->kind == KIND_WHERE && i == 0) ? WGT_BOOL : d;
+        make_input(gpu, cpu, in_dtype, c->ndim[i], c->shape[i], i == 0 ? c->transform : T_NONE, c->special,
+                   p->domain, 1000u * (uint64_t)i + (uint64_t)p->op, &gin[i], &cin[i]);
+    }
+    wgt_tensor *gout[MAX_OUT] = {NULL}, *cout[MAX_OUT] = {NULL};
+    int ng = p->run(p, gpu, gin, c, d, variant, gout);
+    int nc = p->run(p, cpu, cin, c, d, variant, cout);
+    cases_run++;
+    wgt_status gs = wgt_context_status(gpu), cs = wgt_context_status(cpu);
+    bool ok = true;
+    if (gs != WGT_OK || cs != WGT_OK) {
+        ok = false;
+        if (gs == WGT_ERR_UNSUPPORTED && cs == WGT_OK) cases_unsupported++;
+        fprintf(stderr, "FAIL %s: gpu %s (%s) / cpu %s (%s)\n", label, wgt_status_string(gs),
+                wgt_context_error_message(gpu), wgt_status_string(cs), wgt_context_error_message(cpu));
+    } else if (ng != nc) {
+        ok = false;
+        fprintf(stderr, "FAIL %s: %d gpu outputs, %d cpu outputs\n", label, ng, nc);
+    } else {
+        for (int k = 0; k < ng && ok; k++) {
+            if (!gout[k] || !cout[k]) {
+                ok = gout[k] == cout[k];
+                if (!ok) fprintf(stderr, "FAIL %s: output %d missing on one backend\n", label, k);
+                continue;
+            }
+            parity_compare r = parity_compare_tensors(gout[k], cout[k], tolerance(p->tol, wgt_tensor_dtype(gout[k])));
+            if (!r.ok) {
+                ok = false;
+                fprintf(stderr, "FAIL %s output %d: %s\n", label, k, r.detail);
+            }
+            if (wgt_tensor_check_guards(gout[k]) != WGT_OK) {
+                ok = false;
+                fprintf(stderr, "FAIL %s output %d: %s\n", label, k, wgt_context_error_message(gpu));
+            }
+        }
+    }
+    cases_passed += ok;
+    CHECK(ok, "%s", label);
+    release_all(gout, MAX_OUT);
+    release_all(cout, MAX_OUT);
+    release_all(gin, 3);
+    release_all(cin, 3);
+    wgt_context_clear_error(gpu);
+    wgt_context_clear_error(cpu);
+}
+
+static void run_op(const parity_op *p, wgt_context *gpu, wgt_context *cpu)
+{
+    for (int dt = 0; dt < WGT_DTYPE_COUNT; dt++) {
+        if (!(p->dtypes & BIT(dt))) continue;
+        wgt_dtype d = (wgt_dtype)dt;
+        char label[256];
+        const shape_case *cases = NULL;
+        size_t n_cases = 0;
+        int n_inputs = 1;
+        switch (p->kind) {
+        case KIND_UNARY: cases = unary_cases, n_cases = sizeof(unary_cases) / sizeof(unary_cases[0]); break;
+        case KIND_BINARY:
+        case KIND_WHERE:
+            cases = unary_cases, n_cases = sizeof(unary_cases) / sizeof(unary_cases[0]);
+            n_inputs = p->kind == KIND_WHERE ? 3 : 2;
+            break;
+        case KIND_REDUCE:
+        case KIND_ARG: cases = reduce_cases, n_cases = sizeof(reduce_cases) / sizeof(reduce_cases[0]); break;
+        case KIND_AXIS: cases = axis_cases, n_cases = sizeof(axis_cases) / sizeof(axis_cases[0]); break;
+        case KIND_MATMUL:
+            cases = matmul_cases, n_cases = sizeof(matmul_cases) / sizeof(matmul_cases[0]);
+            n_inputs = 2;
+            break;
+        case KIND_OWN:
+            for (int v = 0; v < p->variants; v++) {
+                snprintf(label, sizeof(label), "%s %s variant %d", wgt_op_name(p->op), wgt_dtype_name(d), v);
+                run_case(p, gpu, cpu, d, &unary_cases[0], 0, v, label);
+            }
+            continue;
+        }
+        for (size_t i = 0; i < n_cases; i++) {
+            const shape_case *c = &cases[i];
+            /* The large classes are f32 only: lavapipe is ~1000x slower than a GPU. */
+            if (c->large && d != WGT_F32) continue;
+            if (c->special && !is_float(d)) continue;
+            if (p->kind == KIND_ARG && c->n_axes != 1) continue;
+            if (c->empty_reduction && (p->op == WGT_OP_MAX || p->op == WGT_OP_MIN || p->kind == KIND_ARG)) continue;
+            snprintf(label, sizeof(label), "%s %s %s", wgt_op_name(p->op), wgt_dtype_name(d), c->name);
+            run_case(p, gpu, cpu, d, c, n_inputs, 0, label);
+        }
+        if (p->kind == KIND_BINARY || p->kind == KIND_WHERE) {
+            for (size_t i = 0; i < sizeof(binary_extra_cases) / sizeof(binary_extra_cases[0]); i++) {
+                shape_case c = binary_extra_cases[i];
+                if (p->kind == KIND_WHERE) { /* cond [5,1,7] or [], a/b broadcast */
+                    c.ndim[2] = c.ndim[1];
+                    memcpy(c.shape[2], c.shape[1], sizeof(c.shape[2]));
+                }
+                snprintf(label, sizeof(label), "%s %s %s", wgt_op_name(p->op), wgt_dtype_name(d), c.name);
+                run_case(p, gpu, cpu, d, &c, n_inputs, 1, label);
+            }
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *only = argc > 1 ? argv[1] : NULL; /* optional: one op name */
+    wgt_context_options o;
+    wgt_context_options_init(&o);
+    o.backend = WGT_BACKEND_WEBGPU;
+    o.debug_guards = true;
+    o.wait_timeout_ms = 120000; /* lavapipe runs the large cases slowly */
+    wgt_context *gpu = wgt_context_create(&o);
+    o.backend = WGT_BACKEND_CPU;
+    wgt_context *cpu = wgt_context_create(&o);
+    if (wgt_context_status(gpu) != WGT_OK || wgt_context_status(cpu) != WGT_OK) {
+        fprintf(stderr, "FAIL: contexts: %s / %s\n", wgt_context_error_message(gpu), wgt_context_error_message(cpu));
+        return 1;
+    }
+    wgt_adapter_info info;
+    wgt_context_adapter_info(gpu, &info);
+    printf("parity: %s (%s, driver %s) vs cpu\n", info.name, info.backend, info.driver);
+
+    /* Every op of the op table must have a parity entry. */
+    for (int op = 0; op < WGT_OP_COUNT; op++) {
+        bool found = false;
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) found |= table[i].op == (wgt_op)op;
+        CHECK(found, "op %s has no parity entry", wgt_op_name((wgt_op)op));
+    }
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        if (only && strcmp(only, wgt_op_name(table[i].op)) != 0) continue;
+        int before = cases_run, passed_before = cases_passed;
+        run_op(&table[i], gpu, cpu);
+        printf("  %-14s %4d cases, %4d passed\n", wgt_op_name(table[i].op), cases_run - before,
+               cases_passed - passed_before);
+        fflush(stdout);
+    }
+    printf("parity: %d cases run, %d passed, %d failed (%d of them unsupported on the GPU)\n", cases_run, cases_passed,
+           cases_run - cases_passed, cases_unsupported);
+    wgt_context_destroy(gpu);
+    wgt_context_destroy(cpu);
+    return test_summary();
+}

@@ -1,0 +1,219 @@
+/* Tensors on both backends: creation, views (checked against offsets computed
+ * here by hand), contiguous copies, scopes and reference counting, and the
+ * execution model (1000 small ops go out in a handful of submits). */
+#include <string.h>
+
+#include "test_util.h"
+
+/* x[i][j] = 10 i + j as f32, shape [r, c] */
+static wgt_tensor *grid(wgt_context *ctx, int64_t r, int64_t c)
+{
+    float v[64];
+    for (int64_t i = 0; i < r; i++)
+        for (int64_t j = 0; j < c; j++) v[i * c + j] = (float)(10 * i + j);
+    int64_t shape[2] = {r, c};
+    return wgt_tensor_from_host(ctx, WGT_F32, 2, shape, v);
+}
+
+static void expect_values(wgt_tensor *t, const float *want, int n, const char *what)
+{
+    float got[64] = {0};
+    wgt_status s = t ? wgt_tensor_read(t, got, sizeof(got)) : WGT_ERR_INTERNAL;
+    bool ok = s == WGT_OK && wgt_tensor_numel(t) == n;
+    for (int i = 0; ok && i < n; i++) ok = got[i] == want[i];
+    CHECK(ok, "%s: status %s, numel %lld", what, wgt_status_string(s), (long long)(t ? wgt_tensor_numel(t) : -1));
+}
+
+static void test_views(wgt_context *ctx, const char *backend)
+{
+    char what[128];
+    wgt_tensor *x = grid(ctx, 3, 4); /* [[0,1,2,3],[10..13],[20..23]] */
+    CHECK(x && wgt_tensor_is_contiguous(x), "%s grid", backend);
+
+    wgt_tensor *t = wgt_transpose(x, 0, 1);
+    CHECK(!wgt_tensor_is_contiguous(t) && wgt_tensor_dim(t, 0) == 4 && wgt_tensor_strides(t)[0] == 1, "transpose strides");
+    float tw[12] = {0, 10, 20, 1, 11, 21, 2, 12, 22, 3, 13, 23};
+    snprintf(what, sizeof(what), "%s transpose", backend);
+    expect_values(t, tw, 12, what);
+
+    wgt_tensor *s = wgt_slice(x, 1, 1, 4, 2); /* columns 1 and 3 */
+    float sw[6] = {1, 3, 11, 13, 21, 23};
+    snprintf(what, sizeof(what), "%s slice step 2", backend);
+    expect_values(s, sw, 6, what);
+    CHECK(wgt_tensor_offset(s) == 1 && wgt_tensor_strides(s)[1] == 2, "slice offset/stride");
+
+    wgt_tensor *neg = wgt_slice(x, 0, -2, 100, 1); /* Python clamping: rows 1..2 */
+    float nw[8] = {10, 11, 12, 13, 20, 21, 22, 23};
+    snprintf(what, sizeof(what), "%s slice negative start", backend);
+    expect_values(neg, nw, 8, what);
+
+    int64_t flat = 12, two_six[2] = {2, -1};
+    wgt_tensor *v = wgt_view(x, 2, two_six);
+    CHECK(v && wgt_tensor_dim(v, 1) == 6, "view with -1");
+    wgt_tensor *bad = wgt_view(t, 1, &flat); /* transposed: not viewable */
+    CHECK(!bad, "view of a transpose must fail");
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "view of transpose");
+    wgt_tensor *r = wgt_reshape(t, 1, &flat); /* copies */
+    snprintf(what, sizeof(what), "%s reshape copies a transpose", backend);
+    expect_values(r, tw, 12, what);
+
+    int perm[2] = {1, 0};
+    wgt_tensor *p = wgt_permute(x, perm);
+    snprintf(what, sizeof(what), "%s permute", backend);
+    expect_values(p, tw, 12, what);
+
+    wgt_tensor *u = wgt_unsqueeze(s, 1); /* [3, 1, 2] */
+    int64_t big[3] = {3, 2, 2};
+    wgt_tensor *e = wgt_expand(u, 3, big);
+    float ew[12] = {1, 3, 1, 3, 11, 13, 11, 13, 21, 23, 21, 23};
+    snprintf(what, sizeof(what), "%s unsqueeze+expand", backend);
+    expect_values(e, ew, 12, what);
+    CHECK(wgt_tensor_strides(e)[1] == 0, "expanded stride 0");
+    wgt_tensor *sq = wgt_squeeze(u, 1);
+    snprintf(what, sizeof(what), "%s squeeze", backend);
+    expect_values(sq, sw, 6, what);
+    CHECK(!wgt_squeeze(x, 0), "squeeze of size 3 must fail");
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "squeeze");
+
+    wgt_tensor *c = wgt_contiguous(t);
+    CHECK(c && wgt_tensor_is_contiguous(c), "contiguous");
+    snprintf(what, sizeof(what), "%s contiguous", backend);
+    expect_values(c, tw, 12, what);
+
+    /* Writes through a strided view land in the right places. */
+    float ones[6] = {-1, -2, -3, -4, -5, -6};
+    CHECK(wgt_tensor_write(s, ones, sizeof(ones)) == WGT_OK, "write through view: %s", wgt_context_error_message(ctx));
+    float xw[12] = {0, -1, 2, -2, 10, -3, 12, -4, 20, -5, 22, -6};
+    snprintf(what, sizeof(what), "%s write through view", backend);
+    expect_values(x, xw, 12, what);
+    CHECK(wgt_tensor_write(e, ew, sizeof(ew)) != WGT_OK, "writing a broadcast view must fail");
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "write broadcast view");
+
+    wgt_tensor *all[] = {x, t, s, neg, v, r, p, u, e, sq, c};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) wgt_tensor_release(all[i]);
+}
+
+static void test_creation(wgt_context *ctx, const char *backend)
+{
+    char what[128];
+    int64_t shape[2] = {2, 3};
+    float z[6] = {0}, o[6] = {1, 1, 1, 1, 1, 1}, f[6] = {2.5f, 2.5f, 2.5f, 2.5f, 2.5f, 2.5f};
+    wgt_tensor *a = wgt_zeros(ctx, WGT_F32, 2, shape), *b = wgt_ones(ctx, WGT_F32, 2, shape),
+               *c = wgt_full(ctx, WGT_F32, 2, shape, 2.5);
+    snprintf(what, sizeof(what), "%s zeros", backend);
+    expect_values(a, z, 6, what);
+    snprintf(what, sizeof(what), "%s ones", backend);
+    expect_values(b, o, 6, what);
+    snprintf(what, sizeof(what), "%s full", backend);
+    expect_values(c, f, 6, what);
+    wgt_tensor *r = wgt_arange(ctx, WGT_F32, 1, 2.2, 0.5);
+    float rw[3] = {1, 1.5f, 2};
+    snprintf(what, sizeof(what), "%s arange", backend);
+    expect_values(r, rw, 3, what);
+    wgt_tensor *l = wgt_linspace(ctx, WGT_F32, 0, 1, 5);
+    float lw[5] = {0, 0.25f, 0.5f, 0.75f, 1};
+    snprintf(what, sizeof(what), "%s linspace", backend);
+    expect_values(l, lw, 5, what);
+    wgt_tensor *e = wgt_eye(ctx, WGT_F32, 2, 3);
+    float eww[6] = {1, 0, 0, 0, 1, 0};
+    snprintf(what, sizeof(what), "%s eye", backend);
+    expect_values(e, eww, 6, what);
+
+    /* rand: in [0, 1), mean near 1/2; randn: mean near 0, variance near 1 */
+    int64_t n = 4096;
+    wgt_tensor *u = wgt_rand(ctx, WGT_F32, 1, &n, 5), *g = wgt_randn(ctx, WGT_F32, 1, &n, 5);
+    static float uh[4096], gh[4096];
+    CHECK(wgt_tensor_read(u, uh, sizeof(uh)) == WGT_OK && wgt_tensor_read(g, gh, sizeof(gh)) == WGT_OK, "read rand");
+    double su = 0, sg = 0, sg2 = 0;
+    bool in_range = true;
+    for (int i = 0; i < 4096; i++) {
+        in_range &= uh[i] >= 0 && uh[i] < 1;
+        su += uh[i];
+        sg += gh[i];
+        sg2 += (double)gh[i] * gh[i];
+    }
+    CHECK(in_range && su / 4096 > 0.47 && su / 4096 < 0.53, "%s rand mean %g", backend, su / 4096);
+    CHECK(sg / 4096 > -0.06 && sg / 4096 < 0.06 && sg2 / 4096 > 0.9 && sg2 / 4096 < 1.1, "%s randn mean %g var %g",
+          backend, sg / 4096, sg2 / 4096);
+    wgt_tensor *all[] = {a, b, c, r, l, e, u, g};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) wgt_tensor_release(all[i]);
+}
+
+static void test_scopes(wgt_context *ctx, const char *backend)
+{
+    int64_t base = wgt_context_live_tensors(ctx);
+    int64_t n = 16;
+    wgt_tensor *keep = NULL;
+    CHECK(wgt_scope_push(ctx) == WGT_OK, "push");
+    for (int step = 0; step < 50; step++) {
+        CHECK(wgt_scope_push(ctx) == WGT_OK, "inner push");
+        wgt_tensor *a = wgt_ones(ctx, WGT_F32, 1, &n);
+        wgt_tensor *b = wgt_add(a, a);
+        wgt_tensor *c = wgt_mul(b, b);
+        wgt_tensor *released = wgt_exp(c);
+        wgt_tensor_release(released); /* a release inside a scope must not double-free at pop */
+        if (step == 49) keep = wgt_scope_keep(c);
+        CHECK(wgt_scope_pop(ctx) == WGT_OK, "inner pop");
+    }
+    CHECK(wgt_context_live_tensors(ctx) == base + 1, "%s: %lld live tensors inside the outer scope, want %lld", backend,
+          (long long)wgt_context_live_tensors(ctx), (long long)base + 1);
+    CHECK(wgt_scope_pop(ctx) == WGT_OK, "outer pop");
+    CHECK(wgt_context_live_tensors(ctx) == base, "%s: kept tensor must be released by the outer scope (%lld live)",
+          backend, (long long)wgt_context_live_tensors(ctx));
+    (void)keep;
+
+    /* A tensor kept out of the outermost scope belongs to the caller. */
+    wgt_scope_push(ctx);
+    wgt_tensor *mine = wgt_scope_keep(wgt_ones(ctx, WGT_F32, 1, &n));
+    wgt_scope_pop(ctx);
+    float v[16];
+    CHECK(wgt_tensor_read(mine, v, sizeof(v)) == WGT_OK && v[15] == 1, "kept tensor alive");
+    wgt_tensor_release(mine);
+    CHECK(wgt_context_live_tensors(ctx) == base, "caller released it");
+    CHECK(wgt_scope_pop(ctx) == WGT_ERR_INVALID_ARGUMENT, "pop without push");
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "pop without push");
+}
+
+/* 1000 small dependent ops must go out in a handful of submits. */
+static void test_batching(wgt_context *ctx)
+{
+    int64_t n = 1024;
+    wgt_tensor *x = wgt_zeros(ctx, WGT_F32, 1, &n), *one = wgt_ones(ctx, WGT_F32, 1, &n);
+    wgt_synchronize(ctx);
+    wgt_execution_stats before, after;
+    wgt_execution_stats_get(ctx, &before);
+    for (int i = 0; i < 1000; i++) {
+        wgt_tensor *y = wgt_add(x, one);
+        wgt_tensor_release(x);
+        x = y;
+    }
+    float v[1024];
+    CHECK(wgt_tensor_read(x, v, sizeof(v)) == WGT_OK && v[0] == 1000 && v[1023] == 1000, "1000 adds: %g",
+          (double)v[0]);
+    wgt_execution_stats_get(ctx, &after);
+    uint64_t submits = after.submits - before.submits, dispatches = after.dispatches - before.dispatches;
+    printf("1000 dependent adds: %llu dispatches in %llu submits\n", (unsigned long long)dispatches,
+           (unsigned long long)submits);
+    CHECK(dispatches >= 1000 && submits <= 5, "%llu submits for 1000 ops", (unsigned long long)submits);
+    wgt_tensor_release(x);
+    wgt_tensor_release(one);
+}
+
+int main(void)
+{
+    wgt_context *cpu = test_cpu_context(), *gpu = test_webgpu_context();
+    if (cpu) {
+        test_views(cpu, "cpu");
+        test_creation(cpu, "cpu");
+        test_scopes(cpu, "cpu");
+        wgt_context_destroy(cpu);
+    }
+    if (gpu) {
+        test_views(gpu, "webgpu");
+        test_creation(gpu, "webgpu");
+        test_scopes(gpu, "webgpu");
+        test_batching(gpu);
+        wgt_context_destroy(gpu);
+    }
+    return test_summary();
+}
