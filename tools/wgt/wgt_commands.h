@@ -4,5 +4,6 @@
 
 int wgt_command_devices(int argc, char **argv);
 int wgt_command_demo(int argc, char **argv);
+int wgt_command_bench(int argc, char **argv);
 
 #endif

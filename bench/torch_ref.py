@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""The PyTorch side of `wgt bench`: the same case names and sizes, timed with CUDA
+events (median of 5 batches after warm-up), written as the same JSON.
+
+    python3 bench/torch_ref.py --json torch.json [--only NAME]
+TF32 is off so f32 GEMM is true f32, as WGSL computes it."""
+import argparse
+import json
+import statistics
+
+import torch
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+dev = "cuda"
+
+
+def randn(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device=dev, dtype=dtype)
+
+
+def case_list():
+    n = 1 << 28
+    return [
+        ("add_f32", lambda: (randn(n), randn(n)), lambda a, b: a + b, 3 * 4 * n, 0, 20),
+        ("copy_f32", lambda: (randn(n),), lambda a: a.clone(), 2 * 4 * n, 0, 20),
+        ("exp_f32", lambda: (randn(n),), lambda a: torch.exp(a), 2 * 4 * n, 0, 20),
+        # three separate ops in eager PyTorch, as a user writes them
+        ("fused3_f32", lambda: (randn(n), randn(n), randn(n)),
+         lambda a, b, c: torch.sqrt(torch.abs(a * b + c)), 4 * 4 * n, 0, 20),
+        ("sum_f32", lambda: (randn(n),), lambda a: a.sum(), 4 * n, 0, 20),
+        ("rowsum_f32", lambda: (randn(8192, 8192),), lambda a: a.sum(dim=1), 4 * 8192 * 8192, 0, 20),
+        ("softmax_f32", lambda: (randn(4096, 32768),), lambda a: torch.softmax(a, dim=-1), 8 * 4096 * 32768, 0, 20),
+        ("transpose_f32", lambda: (randn(8192, 8192),), lambda a: a.t().contiguous(), 8 * 8192 * 8192, 0, 20),
+        ("gemm_f32_1024", lambda: (randn(1024, 1024), randn(1024, 1024)), torch.matmul, 0, 2 * 1024 ** 3, 20),
+        ("gemm_f32_2048", lambda: (randn(2048, 2048), randn(2048, 2048)), torch.matmul, 0, 2 * 2048 ** 3, 10),
+        ("gemm_f32_4096", lambda: (randn(4096, 4096), randn(4096, 4096)), torch.matmul, 0, 2 * 4096 ** 3, 5),
+        ("gemm_f32_8192", lambda: (randn(8192, 8192), randn(8192, 8192)), torch.matmul, 0, 2 * 8192 ** 3, 3),
+        ("gemm_f16_4096", lambda: (randn(4096, 4096, dtype=torch.float16), randn(4096, 4096, dtype=torch.float16)),
+         torch.matmul, 0, 2 * 4096 ** 3, 5),
+        ("gemv_f32", lambda: (randn(11008, 4096), randn(4096)), torch.matmul,
+         4 * (11008 * 4096 + 4096 + 11008), 2 * 11008 * 4096, 50),
+    ]
+
+
+def time_case(make, fn, reps):
+    args = make()
+    for _ in range(3):
+        fn(*args)
+    torch.cuda.synchronize()
+    batches = []
+    for _ in range(5):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            fn(*args)
+        end.record()
+        torch.cuda.synchronize()
+        batches.append(start.elapsed_time(end) / reps)
+    del args
+    torch.cuda.empty_cache()
+    return statistics.median(batches)
+
+
+def small_ops():
+    """10,000 dependent 1024-element adds, end to end (host wall clock), eager."""
+    import time
+    a, b = torch.zeros(1024, device=dev), torch.ones(1024, device=dev)
+    for _ in range(2):
+        x = a
+        for _ in range(10000):
+            x = x + b
+        torch.cuda.synchronize()
+    runs = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        x = a
+        for _ in range(10000):
+            x = x + b
+        torch.cuda.synchronize()
+        runs.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(runs)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--only")
+    args = ap.parse_args()
+    out = {"tool": "pytorch", "adapter": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "cuda": torch.version.cuda, "cases": []}
+    print(f"{'case':18} {'median ms':>12} {'GB/s':>10} {'GFLOP/s':>10}")
+    for name, make, fn, nbytes, flops, reps in case_list():
+        if args.only and args.only not in name:
+            continue
+        ms = time_case(make, fn, reps)
+        gbps, gflops = nbytes / (ms * 1e6), flops / (ms * 1e6)
+        print(f"{name:18} {ms:12.4f} {gbps:10.1f} {gflops:10.1f}", flush=True)
+        out["cases"].append({"case": name, "ms": ms, "gbps": gbps, "gflops": gflops})
+    if not args.only or args.only in "small_ops_10000":
+        ms = small_ops()
+        print(f"{'small_ops_10000':18} {ms:12.4f}  ({ms * 100:.2f} us per op)")
+        out["cases"].append({"case": "small_ops_10000", "ms": ms, "gbps": 0, "gflops": 0})
+    with open(args.json, "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

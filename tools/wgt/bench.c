@@ -1,0 +1,259 @@
+/* wgt bench: times op families at sizes that matter and prints a table and JSON.
+ *
+ *   wgt bench [--quick] [--json FILE] [--only NAME] [--reps N]
+ *
+ * Each case runs warm-up iterations, then `reps` timed iterations between two
+ * wgt_synchronize calls (so the time is the device's, plus one submit); the
+ * reported time is the median of 5 such batches. --quick divides the sizes so
+ * the harness itself can be tested on lavapipe in CI. bench/torch_ref.py runs the
+ * same case names in PyTorch and bench/compare.py prints the ratios. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "wgt_commands.h"
+#include "wgtensor.h"
+
+typedef struct bench_state {
+    wgt_context *ctx;
+    wgt_tensor *a, *b, *c;
+    int64_t n, m, k;
+} bench_state;
+
+typedef struct bench_case {
+    const char *name;
+    const char *shape;     /* printed */
+    int64_t n, m, k;       /* full-size parameters */
+    int64_t quick_div;     /* --quick divides n (and m, k where used) */
+    double (*bytes)(const bench_state *s);   /* bytes moved, or NULL */
+    double (*flops)(const bench_state *s);   /* flops, or NULL */
+    bool (*setup)(bench_state *s);
+    wgt_tensor *(*step)(bench_state *s);     /* one iteration; returns a result to release */
+    int reps;
+} bench_case;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static wgt_tensor *randn(bench_state *s, int ndim, const int64_t *shape, uint64_t seed)
+{
+    return wgt_randn(s->ctx, WGT_F32, ndim, shape, seed);
+}
+
+/* ---- setups */
+static bool setup_vec2(bench_state *s)
+{
+    s->a = randn(s, 1, &s->n, 1);
+    s->b = randn(s, 1, &s->n, 2);
+    s->c = randn(s, 1, &s->n, 3);
+    return s->a && s->b && s->c;
+}
+static bool setup_matrix(bench_state *s)
+{
+    int64_t shape[2] = {s->n, s->m};
+    s->a = randn(s, 2, shape, 4);
+    return s->a != NULL;
+}
+static bool setup_gemm(bench_state *s)
+{
+    int64_t sa[2] = {s->n, s->k}, sb[2] = {s->k, s->m};
+    s->a = randn(s, 2, sa, 5);
+    s->b = randn(s, 2, sb, 6);
+    return s->a && s->b;
+}
+static bool setup_gemm_f16(bench_state *s)
+{
+    if (!setup_gemm(s)) return false;
+    wgt_tensor *a = wgt_cast(s->a, WGT_F16), *b = wgt_cast(s->b, WGT_F16);
+    wgt_tensor_release(s->a);
+    wgt_tensor_release(s->b);
+    s->a = a;
+    s->b = b;
+    return a && b;
+}
+static bool setup_gemv(bench_state *s)
+{
+    int64_t sa[2] = {s->n, s->k};
+    s->a = randn(s, 2, sa, 7);
+    s->b = randn(s, 1, &s->k, 8);
+    return s->a && s->b;
+}
+static bool setup_small(bench_state *s)
+{
+    int64_t n = 1024;
+    s->a = wgt_zeros(s->ctx, WGT_F32, 1, &n);
+    s->b = wgt_ones(s->ctx, WGT_F32, 1, &n);
+    return s->a && s->b;
+}
+
+/* ---- steps */
+static wgt_tensor *step_add(bench_state *s) { return wgt_add(s->a, s->b); }
+static wgt_tensor *step_copy(bench_state *s) { return wgt_copy(s->a); }
+static wgt_tensor *step_exp(bench_state *s) { return wgt_exp(s->a); }
+static wgt_tensor *step_fused(bench_state *s)
+{
+    wgt_tensor *in[3] = {s->a, s->b, s->c};
+    return wgt_fused(s->ctx, "sqrt(abs(a*b + c))", in, 3);
+}
+static wgt_tensor *step_sum_all(bench_state *s) { return wgt_sum(s->a, NULL, 0, false); }
+static wgt_tensor *step_row_sum(bench_state *s)
+{
+    int axis = 1;
+    return wgt_sum(s->a, &axis, 1, false);
+}
+static wgt_tensor *step_softmax(bench_state *s) { return wgt_softmax(s->a, -1); }
+static wgt_tensor *step_transpose(bench_state *s)
+{
+    wgt_tensor *t = wgt_transpose(s->a, 0, 1);
+    wgt_tensor *c = wgt_copy(t);
+    wgt_tensor_release(t);
+    return c;
+}
+static wgt_tensor *step_matmul(bench_state *s) { return wgt_matmul(s->a, s->b); }
+/* 10,000 dependent small adds, end to end through the public API (one "iteration"). */
+static wgt_tensor *step_small_ops(bench_state *s)
+{
+    wgt_tensor *x = wgt_tensor_retain(s->a);
+    for (int i = 0; i < 10000; i++) {
+        wgt_tensor *y = wgt_add(x, s->b);
+        wgt_tensor_release(x);
+        x = y;
+    }
+    return x;
+}
+
+/* ---- work counts */
+static double bytes_3n(const bench_state *s) { return 3.0 * 4 * (double)s->n; }
+static double bytes_2n(const bench_state *s) { return 2.0 * 4 * (double)s->n; }
+static double bytes_4n(const bench_state *s) { return 4.0 * 4 * (double)s->n; }
+static double bytes_1n(const bench_state *s) { return 4.0 * (double)s->n; }
+static double bytes_nm(const bench_state *s) { return 4.0 * (double)s->n * (double)s->m; }
+static double bytes_2nm(const bench_state *s) { return 8.0 * (double)s->n * (double)s->m; }
+static double bytes_gemv(const bench_state *s) { return 4.0 * ((double)s->n * s->k + s->k + s->n); }
+static double flops_gemm(const bench_state *s) { return 2.0 * (double)s->n * (double)s->m * (double)s->k; }
+static double flops_gemv(const bench_state *s) { return 2.0 * (double)s->n * (double)s->k; }
+
+static const bench_case cases[] = {
+    {"add_f32", "2^28", 1 << 28, 0, 0, 256, bytes_3n, NULL, setup_vec2, step_add, 20},
+    {"copy_f32", "2^28", 1 << 28, 0, 0, 256, bytes_2n, NULL, setup_vec2, step_copy, 20},
+    {"exp_f32", "2^28", 1 << 28, 0, 0, 256, bytes_2n, NULL, setup_vec2, step_exp, 20},
+    {"fused3_f32", "2^28 sqrt(abs(a*b+c))", 1 << 28, 0, 0, 256, bytes_4n, NULL, setup_vec2, step_fused, 20},
+    {"sum_f32", "2^28 -> scalar", 1 << 28, 0, 0, 256, bytes_1n, NULL, setup_vec2, step_sum_all, 20},
+    {"rowsum_f32", "8192x8192 axis 1", 8192, 8192, 0, 16, bytes_nm, NULL, setup_matrix, step_row_sum, 20},
+    {"softmax_f32", "4096x32768", 4096, 32768, 0, 16, bytes_2nm, NULL, setup_matrix, step_softmax, 20},
+    {"transpose_f32", "8192x8192", 8192, 8192, 0, 16, bytes_2nm, NULL, setup_matrix, step_transpose, 20},
+    {"gemm_f32_1024", "1024^3", 1024, 1024, 1024, 8, NULL, flops_gemm, setup_gemm, step_matmul, 20},
+    {"gemm_f32_2048", "2048^3", 2048, 2048, 2048, 16, NULL, flops_gemm, setup_gemm, step_matmul, 10},
+    {"gemm_f32_4096", "4096^3", 4096, 4096, 4096, 32, NULL, flops_gemm, setup_gemm, step_matmul, 5},
+    {"gemm_f32_8192", "8192^3", 8192, 8192, 8192, 64, NULL, flops_gemm, setup_gemm, step_matmul, 3},
+    {"gemm_f16_4096", "4096^3 f16 in, f32 acc", 4096, 4096, 4096, 32, NULL, flops_gemm, setup_gemm_f16, step_matmul, 5},
+    {"gemv_f32", "11008x4096 x 4096", 11008, 0, 4096, 16, bytes_gemv, flops_gemv, setup_gemv, step_matmul, 50},
+    {"small_ops_10000", "10000 x add 1024", 1024, 0, 0, 1, NULL, NULL, setup_small, step_small_ops, 1},
+};
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int wgt_command_bench(int argc, char **argv)
+{
+    bool quick = false;
+    const char *json_path = NULL, *only = NULL;
+    int reps_override = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps_override = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: wgt bench [--quick] [--json FILE] [--only NAME] [--reps N]\n");
+            return 2;
+        }
+    }
+    wgt_context *ctx = wgt_context_create(NULL);
+    if (wgt_context_status(ctx) != WGT_OK) {
+        fprintf(stderr, "wgt bench: %s\n", wgt_context_error_message(ctx));
+        wgt_context_destroy(ctx);
+        return 1;
+    }
+    wgt_adapter_info info;
+    wgt_context_adapter_info(ctx, &info);
+    FILE *json = json_path ? fopen(json_path, "w") : NULL;
+    if (json_path && !json) {
+        fprintf(stderr, "wgt bench: cannot write %s\n", json_path);
+        wgt_context_destroy(ctx);
+        return 1;
+    }
+    printf("adapter: %s (%s, driver %s)%s\n", info.name, info.backend, info.driver, quick ? " [quick sizes]" : "");
+    printf("%-18s %-26s %12s %10s %10s\n", "case", "shape", "median ms", "GB/s", "GFLOP/s");
+    if (json)
+        fprintf(json, "{\"tool\": \"wgtensor\", \"adapter\": \"%s\", \"backend\": \"%s\", \"driver\": \"%s\", \"quick\": %s, \"cases\": [\n",
+                info.name, info.backend, info.driver, quick ? "true" : "false");
+    int failures = 0, written = 0;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const bench_case *bc = &cases[i];
+        if (only && !strstr(bc->name, only)) continue;
+        bench_state s = {ctx, NULL, NULL, NULL, bc->n, bc->m, bc->k};
+        if (quick) {
+            s.n = bc->n / bc->quick_div > 0 ? bc->n / bc->quick_div : 1;
+            if (s.m) s.m = bc->m / bc->quick_div > 0 ? bc->m / bc->quick_div : 1;
+            if (s.k) s.k = bc->k / bc->quick_div > 0 ? bc->k / bc->quick_div : 1;
+        }
+        int reps = reps_override > 0 ? reps_override : (quick ? 2 : bc->reps);
+        double batches[5];
+        int n_batches = quick ? 1 : 5;
+        bool ok = bc->setup(&s);
+        for (int w = 0; ok && w < (quick ? 1 : 3); w++) { /* warm-up: compile, allocate, settle clocks */
+            wgt_tensor *r = bc->step(&s);
+            ok = r != NULL;
+            wgt_tensor_release(r);
+        }
+        ok = ok && wgt_synchronize(ctx) == WGT_OK;
+        for (int bi = 0; ok && bi < n_batches; bi++) {
+            double t0 = now_ms();
+            for (int r = 0; ok && r < reps; r++) {
+                wgt_tensor *out = bc->step(&s);
+                ok = out != NULL;
+                wgt_tensor_release(out);
+            }
+            ok = ok && wgt_synchronize(ctx) == WGT_OK;
+            batches[bi] = (now_ms() - t0) / reps;
+        }
+        if (!ok) {
+            printf("%-18s %-26s error: %s\n", bc->name, bc->shape, wgt_context_error_message(ctx));
+            wgt_context_clear_error(ctx);
+            failures++;
+        } else {
+            qsort(batches, (size_t)n_batches, sizeof(double), compare_double);
+            double ms = batches[n_batches / 2];
+            double gbps = bc->bytes ? bc->bytes(&s) / (ms * 1e6) : 0;
+            double gflops = bc->flops ? bc->flops(&s) / (ms * 1e6) : 0;
+            if (!strcmp(bc->name, "small_ops_10000")) printf("%-18s %-26s %12.4f %10s %10s  (%.2f us per op)\n",
+                                                              bc->name, bc->shape, ms, "-", "-", ms * 1000.0 / 10000);
+            else printf("%-18s %-26s %12.4f %10.1f %10.1f\n", bc->name, bc->shape, ms, gbps, gflops);
+            if (json)
+                fprintf(json, "%s  {\"case\": \"%s\", \"shape\": \"%s\", \"n\": %lld, \"m\": %lld, \"k\": %lld, \"ms\": %.6f, \"gbps\": %.3f, \"gflops\": %.3f}",
+                        written++ ? ",\n" : "", bc->name, bc->shape, (long long)s.n, (long long)s.m, (long long)s.k, ms, gbps,
+                        gflops);
+        }
+        wgt_tensor_release(s.a);
+        wgt_tensor_release(s.b);
+        wgt_tensor_release(s.c);
+        wgt_memory_trim(ctx);
+        fflush(stdout);
+    }
+    if (json) {
+        fprintf(json, "\n]}\n");
+        fclose(json);
+    }
+    wgt_context_destroy(ctx);
+    return failures ? 1 : 0;
+}
