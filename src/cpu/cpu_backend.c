@@ -104,6 +104,10 @@ void cpu_walk_init(cpu_walk *w, int ndim, const int64_t *shape, int n_views, con
 void cpu_walk_seek(const cpu_walk *w, int64_t linear, cpu_walk_position *pos)
 {
     for (int v = 0; v < w->n_views; v++) pos->offsets[v] = 0;
+    if (linear == 0) { /* the common case, without a division per dim */
+        for (int d = 0; d < w->ndim; d++) pos->coord[d] = 0;
+        return;
+    }
     for (int d = w->ndim - 1; d >= 0; d--) {
         int64_t c = w->shape[d] > 0 ? linear % w->shape[d] : 0;
         linear = w->shape[d] > 0 ? linear / w->shape[d] : 0;
@@ -251,10 +255,10 @@ static wgt_status cpu_storage_alloc(wgt_backend *base, size_t bytes, void **hand
         return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_storage_alloc: cannot allocate %zu bytes (cpu backend)", bytes);
     }
     if (b->budget_bytes && b->memory.bytes_in_use + reserved > b->budget_bytes) {
+        uint64_t available = b->budget_bytes > b->memory.bytes_in_use ? b->budget_bytes - b->memory.bytes_in_use : 0;
         return wgt_error(base->ctx, WGT_ERR_OUT_OF_MEMORY,
                          "wgt_storage_alloc: %zu bytes requested, %llu of the %llu-byte budget available (cpu backend)",
-                         bytes, (unsigned long long)(b->budget_bytes - b->memory.bytes_in_use),
-                         (unsigned long long)b->budget_bytes);
+                         bytes, (unsigned long long)available, (unsigned long long)b->budget_bytes);
     }
     char *block = aligned_alloc(CPU_ALIGNMENT, reserved + CPU_ALIGNMENT);
     if (!block) {

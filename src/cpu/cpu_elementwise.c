@@ -7,10 +7,12 @@
  *
  * The output is cut into blocks of CPU_BLOCK elements. For each block every input
  * is loaded once into a buffer of its value type (F32 for f32/f16, I32 for the
- * rest), then each node runs as one plain loop over the block, which gcc
- * vectorizes for the arithmetic, and the last node is stored. F32 nodes compute
- * in float, never double, so + - * / match an IEEE f32 GPU bit for bit.
- * Blocks are independent and run in parallel for large outputs.
+ * rest; contiguous 4-byte inputs are read in place), then each node runs as one
+ * plain loop over the block (vectorized where marked CPU_SIMD), and the last
+ * node is stored. F32 nodes compute in float, never double, so + - * / match an
+ * IEEE f32 GPU bit for bit. A block is a run of consecutive output elements, or
+ * a 2-D tile when some view is transposed. Blocks are independent and run in
+ * parallel for large outputs.
  *
  * An output that overlaps an input at different elements (x[1:] = x[:-1]) is
  * the front-end's to copy first: blocks read and write in an unspecified order.
@@ -30,7 +32,6 @@
 
 typedef struct elementwise_plan {
     const wgt_expr *expr;
-    const wgt_kernel_call *call;
     cpu_walk walk;              /* view 0 = output, view k+1 = input k */
     char *data[WGT_MAX_KERNEL_INPUTS + 1];
     wgt_dtype dtype[WGT_MAX_KERNEL_INPUTS + 1];
@@ -38,10 +39,12 @@ typedef struct elementwise_plan {
     int64_t numel;
     int64_t index_inner[WGT_EXPR_MAX_NODES]; /* INDEX: elements per step of its axis */
     int64_t index_dim[WGT_EXPR_MAX_NODES];   /* INDEX: size of its axis */
+    int64_t tile_rows, tile_cols;            /* 0: linear blocks */
 } elementwise_plan;
 
 /* -------------------------------------------------------- program checks */
 
+/* Follows the grouping of wgt_expr_opcode: leaves, unary, binary, WHERE. */
 static int opcode_arity(int op)
 {
     if (op <= WGT_EXPR_RAND_NORMAL) return 0;
@@ -100,20 +103,20 @@ static void load_run(const char *p, wgt_dtype dtype, int64_t stride, int64_t n, 
         const uint32_t *src = (const uint32_t *)p;
         uint32_t *dst = block;
         if (stride == 1) memcpy(dst, src, (size_t)n * 4);
-        else if (stride == 0) for (int64_t i = 0; i < n; i++) dst[i] = src[0];
-        else for (int64_t i = 0; i < n; i++) dst[i] = src[i * stride];
+        else if (stride == 0) CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i] = src[0];
+        else CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i] = src[i * stride];
         break;
     }
     case WGT_F16: {
         const uint16_t *src = (const uint16_t *)p;
-        if (stride == 0) { float v = cpu_f16_to_f32(src[0]); for (int64_t i = 0; i < n; i++) f[i] = v; }
-        else for (int64_t i = 0; i < n; i++) f[i] = cpu_f16_to_f32(src[i * stride]);
+        if (stride == 0) { float v = cpu_f16_to_f32(src[0]); CPU_SIMD for (int64_t i = 0; i < n; i++) f[i] = v; }
+        else CPU_SIMD for (int64_t i = 0; i < n; i++) f[i] = cpu_f16_to_f32(src[i * stride]);
         break;
     }
     default: {
         const uint8_t *src = (const uint8_t *)p;
-        if (stride == 1) for (int64_t i = 0; i < n; i++) i32[i] = src[i];
-        else for (int64_t i = 0; i < n; i++) i32[i] = src[i * stride];
+        if (stride == 1) CPU_SIMD for (int64_t i = 0; i < n; i++) i32[i] = src[i];
+        else CPU_SIMD for (int64_t i = 0; i < n; i++) i32[i] = src[i * stride];
         break;
     }
     }
@@ -130,33 +133,33 @@ static void store_run(const void *block, bool is_float, char *p, wgt_dtype dtype
     case WGT_F32: {
         float *dst = (float *)p;
         if (is_float && stride == 1) memcpy(dst, f, (size_t)n * 4);
-        else if (is_float) for (int64_t i = 0; i < n; i++) dst[i * stride] = f[i];
-        else for (int64_t i = 0; i < n; i++) dst[i * stride] = (float)v[i];
+        else if (is_float) CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = f[i];
+        else CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = (float)v[i];
         break;
     }
     case WGT_F16: {
         uint16_t *dst = (uint16_t *)p;
-        if (is_float) for (int64_t i = 0; i < n; i++) dst[i * stride] = cpu_f32_to_f16(f[i]);
-        else for (int64_t i = 0; i < n; i++) dst[i * stride] = cpu_f32_to_f16((float)v[i]);
+        if (is_float) CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = cpu_f32_to_f16(f[i]);
+        else CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = cpu_f32_to_f16((float)v[i]);
         break;
     }
     case WGT_I32: {
         int32_t *dst = (int32_t *)p;
         if (!is_float && stride == 1) memcpy(dst, v, (size_t)n * 4);
-        else if (!is_float) for (int64_t i = 0; i < n; i++) dst[i * stride] = v[i];
-        else for (int64_t i = 0; i < n; i++) dst[i * stride] = cpu_f32_to_i32(f[i]);
+        else if (!is_float) CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = v[i];
+        else CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = cpu_f32_to_i32(f[i]);
         break;
     }
     case WGT_U8: {
         uint8_t *dst = (uint8_t *)p;
-        if (is_float) for (int64_t i = 0; i < n; i++) dst[i * stride] = (uint8_t)(uint32_t)cpu_f32_to_i32(f[i]);
-        else for (int64_t i = 0; i < n; i++) dst[i * stride] = (uint8_t)(uint32_t)v[i];
+        if (is_float) CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = (uint8_t)(uint32_t)cpu_f32_to_i32(f[i]);
+        else CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = (uint8_t)(uint32_t)v[i];
         break;
     }
     default: { /* bool */
         uint8_t *dst = (uint8_t *)p;
-        if (is_float) for (int64_t i = 0; i < n; i++) dst[i * stride] = f[i] != 0;
-        else for (int64_t i = 0; i < n; i++) dst[i * stride] = v[i] != 0;
+        if (is_float) CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = f[i] != 0;
+        else CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = v[i] != 0;
         break;
     }
     }
@@ -168,11 +171,11 @@ static void cast_block(const void *src, bool src_is_float, void *dst, int64_t n)
     if (src_is_float) {
         const float *restrict f = src;
         int32_t *restrict r = dst;
-        for (int64_t i = 0; i < n; i++) r[i] = cpu_f32_to_i32(f[i]);
+        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = cpu_f32_to_i32(f[i]);
     } else {
         const int32_t *restrict v = src;
         float *restrict r = dst;
-        for (int64_t i = 0; i < n; i++) r[i] = (float)v[i];
+        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = (float)v[i];
     }
 }
 
@@ -181,40 +184,40 @@ static void cast_block(const void *src, bool src_is_float, void *dst, int64_t n)
 static void eval_float_unary(int op, const float *restrict a, float *restrict r, int64_t n)
 {
     switch (op) {
-    case WGT_EXPR_NEG: for (int64_t i = 0; i < n; i++) r[i] = -a[i]; break;
-    case WGT_EXPR_ABS: for (int64_t i = 0; i < n; i++) r[i] = fabsf(a[i]); break;
+    case WGT_EXPR_NEG: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = -a[i]; break;
+    case WGT_EXPR_ABS: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = fabsf(a[i]); break;
     case WGT_EXPR_SIGN:
-        for (int64_t i = 0; i < n; i++) r[i] = a[i] > 0 ? 1.0f : a[i] < 0 ? -1.0f : a[i] == 0 ? 0.0f : a[i];
+        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] > 0 ? 1.0f : a[i] < 0 ? -1.0f : a[i] == 0 ? 0.0f : a[i];
         break;
-    case WGT_EXPR_EXP: for (int64_t i = 0; i < n; i++) r[i] = expf(a[i]); break;
-    case WGT_EXPR_LOG: for (int64_t i = 0; i < n; i++) r[i] = logf(a[i]); break;
-    case WGT_EXPR_LOG1P: for (int64_t i = 0; i < n; i++) r[i] = log1pf(a[i]); break;
-    case WGT_EXPR_SQRT: for (int64_t i = 0; i < n; i++) r[i] = sqrtf(a[i]); break;
-    case WGT_EXPR_RSQRT: for (int64_t i = 0; i < n; i++) r[i] = 1.0f / sqrtf(a[i]); break;
-    case WGT_EXPR_RECIPROCAL: for (int64_t i = 0; i < n; i++) r[i] = 1.0f / a[i]; break;
-    case WGT_EXPR_SIN: for (int64_t i = 0; i < n; i++) r[i] = sinf(a[i]); break;
-    case WGT_EXPR_COS: for (int64_t i = 0; i < n; i++) r[i] = cosf(a[i]); break;
-    case WGT_EXPR_TANH: for (int64_t i = 0; i < n; i++) r[i] = tanhf(a[i]); break;
-    case WGT_EXPR_SIGMOID: for (int64_t i = 0; i < n; i++) r[i] = 1.0f / (1.0f + expf(-a[i])); break;
+    case WGT_EXPR_EXP: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = expf(a[i]); break;
+    case WGT_EXPR_LOG: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = logf(a[i]); break;
+    case WGT_EXPR_LOG1P: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = log1pf(a[i]); break;
+    case WGT_EXPR_SQRT: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = sqrtf(a[i]); break;
+    case WGT_EXPR_RSQRT: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = 1.0f / sqrtf(a[i]); break;
+    case WGT_EXPR_RECIPROCAL: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = 1.0f / a[i]; break;
+    case WGT_EXPR_SIN: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = sinf(a[i]); break;
+    case WGT_EXPR_COS: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = cosf(a[i]); break;
+    case WGT_EXPR_TANH: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = tanhf(a[i]); break;
+    case WGT_EXPR_SIGMOID: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = 1.0f / (1.0f + expf(-a[i])); break;
     case WGT_EXPR_RELU: /* a > 0 ? a : 0, but NaN stays NaN */
-        for (int64_t i = 0; i < n; i++) r[i] = a[i] > 0 ? a[i] : a[i] != a[i] ? a[i] : 0.0f;
+        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] > 0 ? a[i] : a[i] != a[i] ? a[i] : 0.0f;
         break;
     case WGT_EXPR_GELU:
-        for (int64_t i = 0; i < n; i++) r[i] = 0.5f * a[i] * (1.0f + erff(a[i] * 0.70710678118654752f));
+        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = 0.5f * a[i] * (1.0f + erff(a[i] * 0.70710678118654752f));
         break;
     case WGT_EXPR_GELU_TANH:
-        for (int64_t i = 0; i < n; i++) {
+        CPU_SIMD for (int64_t i = 0; i < n; i++) {
             float x = a[i];
             r[i] = 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
         }
         break;
-    case WGT_EXPR_SILU: for (int64_t i = 0; i < n; i++) r[i] = a[i] * (1.0f / (1.0f + expf(-a[i]))); break;
+    case WGT_EXPR_SILU: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] * (1.0f / (1.0f + expf(-a[i]))); break;
     case WGT_EXPR_SOFTPLUS: /* stable for large |x|: log1p(exp(-|x|)) + max(x, 0) */
-        for (int64_t i = 0; i < n; i++) r[i] = log1pf(expf(-fabsf(a[i]))) + (a[i] > 0 ? a[i] : 0.0f);
+        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = log1pf(expf(-fabsf(a[i]))) + (a[i] > 0 ? a[i] : 0.0f);
         break;
-    case WGT_EXPR_FLOOR: for (int64_t i = 0; i < n; i++) r[i] = floorf(a[i]); break;
-    case WGT_EXPR_CEIL: for (int64_t i = 0; i < n; i++) r[i] = ceilf(a[i]); break;
-    case WGT_EXPR_ROUND: for (int64_t i = 0; i < n; i++) r[i] = nearbyintf(a[i]); break; /* half to even */
+    case WGT_EXPR_FLOOR: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = floorf(a[i]); break;
+    case WGT_EXPR_CEIL: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = ceilf(a[i]); break;
+    case WGT_EXPR_ROUND: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = nearbyintf(a[i]); break; /* half to even */
     default: break;
     }
 }
@@ -222,12 +225,12 @@ static void eval_float_unary(int op, const float *restrict a, float *restrict r,
 static void eval_int_unary(int op, const int32_t *restrict a, int32_t *restrict r, int64_t n)
 {
     switch (op) {
-    case WGT_EXPR_NEG: for (int64_t i = 0; i < n; i++) r[i] = (int32_t)(0u - (uint32_t)a[i]); break;
+    case WGT_EXPR_NEG: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = (int32_t)(0u - (uint32_t)a[i]); break;
     case WGT_EXPR_ABS:
-        for (int64_t i = 0; i < n; i++) r[i] = a[i] < 0 ? (int32_t)(0u - (uint32_t)a[i]) : a[i];
+        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] < 0 ? (int32_t)(0u - (uint32_t)a[i]) : a[i];
         break;
-    case WGT_EXPR_SIGN: for (int64_t i = 0; i < n; i++) r[i] = (a[i] > 0) - (a[i] < 0); break;
-    case WGT_EXPR_RELU: for (int64_t i = 0; i < n; i++) r[i] = a[i] > 0 ? a[i] : 0; break;
+    case WGT_EXPR_SIGN: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = (a[i] > 0) - (a[i] < 0); break;
+    case WGT_EXPR_RELU: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] > 0 ? a[i] : 0; break;
     default: /* FLOOR, CEIL, ROUND of an integer */
         memcpy(r, a, (size_t)n * 4);
         break;
@@ -237,24 +240,16 @@ static void eval_int_unary(int op, const int32_t *restrict a, int32_t *restrict 
 static void eval_float_binary(int op, const float *restrict a, const float *restrict b, float *restrict r, int64_t n)
 {
     switch (op) {
-    case WGT_EXPR_ADD: for (int64_t i = 0; i < n; i++) r[i] = a[i] + b[i]; break;
-    case WGT_EXPR_SUB: for (int64_t i = 0; i < n; i++) r[i] = a[i] - b[i]; break;
-    case WGT_EXPR_MUL: for (int64_t i = 0; i < n; i++) r[i] = a[i] * b[i]; break;
-    case WGT_EXPR_DIV: for (int64_t i = 0; i < n; i++) r[i] = a[i] / b[i]; break;
-    case WGT_EXPR_POW: for (int64_t i = 0; i < n; i++) r[i] = powf(a[i], b[i]); break;
-    case WGT_EXPR_MAX: /* NaN in either argument wins */
-        for (int64_t i = 0; i < n; i++) {
-            float m = a[i] > b[i] ? a[i] : b[i];
-            m = b[i] != b[i] ? b[i] : m;
-            r[i] = a[i] != a[i] ? a[i] : m;
-        }
+    case WGT_EXPR_ADD: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] + b[i]; break;
+    case WGT_EXPR_SUB: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] - b[i]; break;
+    case WGT_EXPR_MUL: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] * b[i]; break;
+    case WGT_EXPR_DIV: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] / b[i]; break;
+    case WGT_EXPR_POW: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = powf(a[i], b[i]); break;
+    case WGT_EXPR_MAX: /* NaN in either argument wins: a NaN b fails a > b and gives b */
+        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] != a[i] ? a[i] : a[i] > b[i] ? a[i] : b[i];
         break;
     case WGT_EXPR_MIN:
-        for (int64_t i = 0; i < n; i++) {
-            float m = a[i] < b[i] ? a[i] : b[i];
-            m = b[i] != b[i] ? b[i] : m;
-            r[i] = a[i] != a[i] ? a[i] : m;
-        }
+        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] != a[i] ? a[i] : a[i] < b[i] ? a[i] : b[i];
         break;
     default: break;
     }
@@ -263,17 +258,17 @@ static void eval_float_binary(int op, const float *restrict a, const float *rest
 static void eval_int_binary(int op, const int32_t *restrict a, const int32_t *restrict b, int32_t *restrict r, int64_t n)
 {
     switch (op) { /* two's complement wrapping through uint32 */
-    case WGT_EXPR_ADD: for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] + (uint32_t)b[i]); break;
-    case WGT_EXPR_SUB: for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] - (uint32_t)b[i]); break;
-    case WGT_EXPR_MUL: for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] * (uint32_t)b[i]); break;
-    case WGT_EXPR_MAX: for (int64_t i = 0; i < n; i++) r[i] = a[i] > b[i] ? a[i] : b[i]; break;
-    case WGT_EXPR_MIN: for (int64_t i = 0; i < n; i++) r[i] = a[i] < b[i] ? a[i] : b[i]; break;
+    case WGT_EXPR_ADD: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] + (uint32_t)b[i]); break;
+    case WGT_EXPR_SUB: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] - (uint32_t)b[i]); break;
+    case WGT_EXPR_MUL: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] * (uint32_t)b[i]); break;
+    case WGT_EXPR_MAX: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] > b[i] ? a[i] : b[i]; break;
+    case WGT_EXPR_MIN: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] < b[i] ? a[i] : b[i]; break;
     default: break;
     }
 }
 
 /* C comparisons already give IEEE NaN semantics: false except !=. */
-#define COMPARE_LOOP(a, b, r, n, OP) for (int64_t i = 0; i < (n); i++) (r)[i] = (a)[i] OP (b)[i]
+#define COMPARE_LOOP(a, b, r, n, OP) CPU_SIMD for (int64_t i = 0; i < (n); i++) (r)[i] = (a)[i] OP (b)[i]
 
 static void eval_float_compare(int op, const float *restrict a, const float *restrict b, int32_t *restrict r, int64_t n)
 {
@@ -302,8 +297,8 @@ static void eval_int_compare(int op, const int32_t *restrict a, const int32_t *r
 /* Truth value 0/1 of a block: nonzero is true, and so is NaN (NaN != 0). */
 static void truth_block(const void *src, bool is_float, int32_t *restrict r, int64_t n)
 {
-    if (is_float) { const float *restrict f = src; for (int64_t i = 0; i < n; i++) r[i] = f[i] != 0; }
-    else { const int32_t *restrict v = src; for (int64_t i = 0; i < n; i++) r[i] = v[i] != 0; }
+    if (is_float) { const float *restrict f = src; CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = f[i] != 0; }
+    else { const int32_t *restrict v = src; CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = v[i] != 0; }
 }
 
 /* --------------------------------------------------------------- leaves */
@@ -367,38 +362,14 @@ static const void *argument_as(const wgt_expr *e, const void *const *value, int 
     return tmp;
 }
 
-static void run_block(const elementwise_plan *plan, thread_scratch *s, int64_t start, int64_t n)
+/* Runs every node over n elements whose inputs are loaded in input_value;
+ * start is the linear output index of element 0 (for INDEX and RAND, which
+ * only linear blocks contain). Returns the last node's block. */
+static const void *evaluate_nodes(const elementwise_plan *plan, thread_scratch *s, const void *const *input_value,
+                                  int64_t start, int64_t n)
 {
     const wgt_expr *e = plan->expr;
-    const cpu_walk *w = &plan->walk;
-    int last = w->ndim - 1;
     const void *value[WGT_EXPR_MAX_NODES];
-    const void *input_value[WGT_MAX_KERNEL_INPUTS];
-    cpu_walk_position start_pos, pos;
-    cpu_walk_seek(w, start, &start_pos);
-
-    /* Inputs: read in place when the whole block is one unit-stride run of
-     * 4-byte data, else gather run by run. */
-    bool one_run = cpu_walk_run(w, &start_pos) >= n;
-    for (int k = 0; k < plan->n_inputs; k++) {
-        wgt_dtype dt = plan->dtype[k + 1];
-        size_t size = cpu_dtype_size(dt);
-        if (one_run && w->strides[k + 1][last] == 1 && (dt == WGT_F32 || dt == WGT_I32)) {
-            input_value[k] = plan->data[k + 1] + start_pos.offsets[k + 1] * (int64_t)size;
-            continue;
-        }
-        pos = start_pos;
-        for (int64_t done = 0; done < n;) {
-            int64_t run = cpu_walk_run(w, &pos);
-            if (run > n - done) run = n - done;
-            load_run(plan->data[k + 1] + pos.offsets[k + 1] * (int64_t)size, dt, w->strides[k + 1][last], run,
-                     (char *)s->input[k] + done * 4);
-            cpu_walk_advance(w, &pos, run);
-            done += run;
-        }
-        input_value[k] = s->input[k];
-    }
-
     for (int j = 0; j < e->n_nodes; j++) {
         const wgt_expr_node *node = &e->nodes[j];
         int op = node->opcode;
@@ -426,15 +397,15 @@ static void run_block(const elementwise_plan *plan, thread_scratch *s, int64_t s
         case WGT_EXPR_NOT: {
             int32_t *t = r;
             truth_block(value[node->args[0]], e->nodes[node->args[0]].type == WGT_EXPR_F32, t, n);
-            for (int64_t i = 0; i < n; i++) t[i] = !t[i];
+            CPU_SIMD for (int64_t i = 0; i < n; i++) t[i] = !t[i];
             break;
         }
         case WGT_EXPR_AND: case WGT_EXPR_OR: {
             int32_t *t = r, *u = s->extra[0];
             truth_block(value[node->args[0]], e->nodes[node->args[0]].type == WGT_EXPR_F32, t, n);
             truth_block(value[node->args[1]], e->nodes[node->args[1]].type == WGT_EXPR_F32, u, n);
-            if (op == WGT_EXPR_AND) for (int64_t i = 0; i < n; i++) t[i] &= u[i];
-            else for (int64_t i = 0; i < n; i++) t[i] |= u[i];
+            if (op == WGT_EXPR_AND) CPU_SIMD for (int64_t i = 0; i < n; i++) t[i] &= u[i];
+            else CPU_SIMD for (int64_t i = 0; i < n; i++) t[i] |= u[i];
             break;
         }
         case WGT_EXPR_EQ: case WGT_EXPR_NE: case WGT_EXPR_LT: case WGT_EXPR_LE: case WGT_EXPR_GT: case WGT_EXPR_GE: {
@@ -449,10 +420,10 @@ static void run_block(const elementwise_plan *plan, thread_scratch *s, int64_t s
         case WGT_EXPR_WHERE: {
             int32_t *c = s->extra[2];
             truth_block(value[node->args[0]], e->nodes[node->args[0]].type == WGT_EXPR_F32, c, n);
-            const uint32_t *a = argument_as(e, value, node->args[1], compute_float, s->extra[0], n);
-            const uint32_t *b = argument_as(e, value, node->args[2], compute_float, s->extra[1], n);
-            uint32_t *out = r; /* a select of 32-bit patterns serves both types */
-            for (int64_t i = 0; i < n; i++) out[i] = c[i] ? a[i] : b[i];
+            const uint32_t *restrict a = argument_as(e, value, node->args[1], compute_float, s->extra[0], n);
+            const uint32_t *restrict b = argument_as(e, value, node->args[2], compute_float, s->extra[1], n);
+            uint32_t *restrict out = r; /* a select of 32-bit patterns serves both types */
+            CPU_SIMD for (int64_t i = 0; i < n; i++) out[i] = c[i] ? a[i] : b[i];
             break;
         }
         default: {
@@ -472,10 +443,42 @@ static void run_block(const elementwise_plan *plan, thread_scratch *s, int64_t s
         if (r != s->slot[j]) cast_block(r, compute_float, s->slot[j], n);
         value[j] = s->slot[j];
     }
+    return value[e->n_nodes - 1];
+}
 
-    /* Store the last node through the output view. */
-    const void *result = value[e->n_nodes - 1];
-    bool result_float = e->nodes[e->n_nodes - 1].type == WGT_EXPR_F32;
+/* A linear block: output elements [start, start + n) in row-major order. */
+static void run_linear_block(const elementwise_plan *plan, thread_scratch *s, int64_t start, int64_t n)
+{
+    const cpu_walk *w = &plan->walk;
+    int last = w->ndim - 1;
+    const void *input_value[WGT_MAX_KERNEL_INPUTS];
+    cpu_walk_position start_pos, pos;
+    cpu_walk_seek(w, start, &start_pos);
+
+    /* Inputs: read in place when the whole block is one unit-stride run of
+     * 4-byte data, else gather run by run. */
+    bool one_run = cpu_walk_run(w, &start_pos) >= n;
+    for (int k = 0; k < plan->n_inputs; k++) {
+        wgt_dtype dt = plan->dtype[k + 1];
+        size_t size = cpu_dtype_size(dt);
+        if (one_run && w->strides[k + 1][last] == 1 && (dt == WGT_F32 || dt == WGT_I32)) {
+            input_value[k] = plan->data[k + 1] + start_pos.offsets[k + 1] * (int64_t)size;
+            continue;
+        }
+        pos = start_pos;
+        for (int64_t done = 0; done < n;) {
+            int64_t run = cpu_walk_run(w, &pos);
+            if (run > n - done) run = n - done;
+            load_run(plan->data[k + 1] + pos.offsets[k + 1] * (int64_t)size, dt, w->strides[k + 1][last], run,
+                     (char *)s->input[k] + done * 4);
+            cpu_walk_advance(w, &pos, run);
+            done += run;
+        }
+        input_value[k] = s->input[k];
+    }
+
+    const void *result = evaluate_nodes(plan, s, input_value, start, n);
+    bool result_float = plan->expr->nodes[plan->expr->n_nodes - 1].type == WGT_EXPR_F32;
     size_t out_size = cpu_dtype_size(plan->dtype[0]);
     pos = start_pos;
     for (int64_t done = 0; done < n;) {
@@ -486,6 +489,59 @@ static void run_block(const elementwise_plan *plan, thread_scratch *s, int64_t s
         cpu_walk_advance(w, &pos, run);
         done += run;
     }
+}
+
+/* A tile: rows [r0, r0 + rows) x columns [c0, c0 + cols) of the last two walk
+ * dims at one outer position, held row by row in the block. A transposed view
+ * then reads whole cache lines and few pages per tile instead of one line and
+ * one page per element. */
+static void run_tile(const elementwise_plan *plan, thread_scratch *s, int64_t tile)
+{
+    const cpu_walk *w = &plan->walk;
+    int row_dim = w->ndim - 2, col_dim = w->ndim - 1;
+    int64_t R = w->shape[row_dim], C = w->shape[col_dim];
+    int64_t row_tiles = (R + plan->tile_rows - 1) / plan->tile_rows, col_tiles = (C + plan->tile_cols - 1) / plan->tile_cols;
+    int64_t outer = tile / (row_tiles * col_tiles), within = tile % (row_tiles * col_tiles);
+    int64_t r0 = (within / col_tiles) * plan->tile_rows, c0 = (within % col_tiles) * plan->tile_cols;
+    int64_t rows = R - r0 < plan->tile_rows ? R - r0 : plan->tile_rows;
+    int64_t cols = C - c0 < plan->tile_cols ? C - c0 : plan->tile_cols;
+    cpu_walk_position pos;
+    cpu_walk_seek(w, (outer * R + r0) * C + c0, &pos);
+
+    const void *input_value[WGT_MAX_KERNEL_INPUTS];
+    for (int k = 0; k < plan->n_inputs; k++) {
+        wgt_dtype dt = plan->dtype[k + 1];
+        int64_t size = (int64_t)cpu_dtype_size(dt);
+        for (int64_t r = 0; r < rows; r++) {
+            load_run(plan->data[k + 1] + (pos.offsets[k + 1] + r * w->strides[k + 1][row_dim]) * size, dt,
+                     w->strides[k + 1][col_dim], cols, (char *)s->input[k] + r * cols * 4);
+        }
+        input_value[k] = s->input[k];
+    }
+    const char *result = evaluate_nodes(plan, s, input_value, 0, rows * cols);
+    bool result_float = plan->expr->nodes[plan->expr->n_nodes - 1].type == WGT_EXPR_F32;
+    int64_t out_size = (int64_t)cpu_dtype_size(plan->dtype[0]);
+    for (int64_t r = 0; r < rows; r++) {
+        store_run(result + r * cols * 4, result_float, plan->data[0] + (pos.offsets[0] + r * w->strides[0][row_dim]) * out_size,
+                  plan->dtype[0], w->strides[0][col_dim], cols);
+    }
+}
+
+/* Tiles pay off when some view steps far along the last dim but near along
+ * the one before (a transpose). INDEX and RAND need linear blocks. */
+static bool wants_tiles(const elementwise_plan *plan)
+{
+    const cpu_walk *w = &plan->walk;
+    if (w->ndim < 2) return false;
+    for (int j = 0; j < plan->expr->n_nodes; j++) {
+        int op = plan->expr->nodes[j].opcode;
+        if (op == WGT_EXPR_INDEX || op == WGT_EXPR_RAND_UNIFORM || op == WGT_EXPR_RAND_NORMAL) return false;
+    }
+    for (int v = 0; v < w->n_views; v++) {
+        int64_t along = llabs(w->strides[v][w->ndim - 1]), across = llabs(w->strides[v][w->ndim - 2]);
+        if (along > 1 && across < along) return true;
+    }
+    return false;
 }
 
 /* ------------------------------------------------------------------- entry */
@@ -508,7 +564,7 @@ wgt_status cpu_run_elementwise(cpu_backend *b, const wgt_kernel_call *call)
                             cpu_shape_string(out->ndim, out->shape, o, sizeof o));
         }
     }
-    elementwise_plan plan = {.expr = e, .call = call, .n_inputs = call->n_inputs};
+    elementwise_plan plan = {.expr = e, .n_inputs = call->n_inputs};
     plan.numel = cpu_numel(out->ndim, out->shape);
     if (plan.numel == 0) return WGT_OK;
 
@@ -538,6 +594,13 @@ wgt_status cpu_run_elementwise(cpu_backend *b, const wgt_kernel_call *call)
         return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of scratch", bytes_per_thread * (size_t)threads);
     }
     int64_t n_blocks = (plan.numel + CPU_BLOCK - 1) / CPU_BLOCK;
+    if (wants_tiles(&plan)) {
+        const cpu_walk *w = &plan.walk;
+        int64_t R = w->shape[w->ndim - 2], C = w->shape[w->ndim - 1];
+        plan.tile_cols = C < 16 ? C : 16;
+        plan.tile_rows = CPU_BLOCK / plan.tile_cols;
+        n_blocks = plan.numel / (R * C) * ((R + plan.tile_rows - 1) / plan.tile_rows) * ((C + plan.tile_cols - 1) / plan.tile_cols);
+    }
 
 #pragma omp parallel num_threads(threads) if (parallel)
     {
@@ -553,9 +616,13 @@ wgt_status cpu_run_elementwise(cpu_backend *b, const wgt_kernel_call *call)
 
 #pragma omp for schedule(static)
         for (int64_t block = 0; block < n_blocks; block++) {
+            if (plan.tile_rows) {
+                run_tile(&plan, &s, block);
+                continue;
+            }
             int64_t start = block * CPU_BLOCK;
             int64_t n = plan.numel - start < CPU_BLOCK ? plan.numel - start : CPU_BLOCK;
-            run_block(&plan, &s, start, n);
+            run_linear_block(&plan, &s, start, n);
         }
     }
     free(scratch);

@@ -17,23 +17,67 @@
 /* Reduced elements per work item when one output has many inputs. */
 #define REDUCE_CHUNK 32768
 
-/* Loads n elements at p with stride into double (exact for every dtype). */
-static void load_doubles(const char *p, wgt_dtype dtype, int64_t stride, int64_t n, double *out)
+/* Gathers n elements of type T at p: element j lives at offsets[j]
+ * when offsets is given, else at j * stride (elements). */
+#define GATHER(T, CONVERT)                                                                           \
+    do {                                                                                             \
+        const T *src = (const T *)p;                                                                 \
+        if (offsets) for (int64_t j = 0; j < n; j++) out[j] = CONVERT(src[offsets[j]]);              \
+        else CPU_SIMD for (int64_t j = 0; j < n; j++) out[j] = CONVERT(src[j * stride]);             \
+    } while (0)
+#define AS_IS(v) (v)
+#define F16_TO_I32(h) cpu_f32_to_i32(cpu_f16_to_f32(h))
+
+/* Loads as double: exact for every dtype. */
+static void load_doubles_at(const char *p, wgt_dtype dtype, const int64_t *offsets, int64_t stride, int64_t n, double *out)
 {
     switch (dtype) {
-    case WGT_F32: { const float *s = (const float *)p; for (int64_t i = 0; i < n; i++) out[i] = s[i * stride]; break; }
-    case WGT_F16: { const uint16_t *s = (const uint16_t *)p; for (int64_t i = 0; i < n; i++) out[i] = cpu_f16_to_f32(s[i * stride]); break; }
-    case WGT_I32: { const int32_t *s = (const int32_t *)p; for (int64_t i = 0; i < n; i++) out[i] = s[i * stride]; break; }
-    default: { const uint8_t *s = (const uint8_t *)p; for (int64_t i = 0; i < n; i++) out[i] = s[i * stride]; break; }
+    case WGT_F32: GATHER(float, AS_IS); break;
+    case WGT_F16: GATHER(uint16_t, cpu_f16_to_f32); break;
+    case WGT_I32: GATHER(int32_t, AS_IS); break;
+    default: GATHER(uint8_t, AS_IS); break;
+    }
+}
+
+static void load_doubles(const char *p, wgt_dtype dtype, int64_t stride, int64_t n, double *out)
+{
+    load_doubles_at(p, dtype, NULL, stride, n, out);
+}
+
+/* Loads integers exactly (u8/bool unsigned); floats CAST as in expr.h. */
+static void load_integers_at(const char *p, wgt_dtype dtype, const int64_t *offsets, int64_t stride, int64_t n, int64_t *out)
+{
+    switch (dtype) {
+    case WGT_F32: GATHER(float, cpu_f32_to_i32); break;
+    case WGT_F16: GATHER(uint16_t, F16_TO_I32); break;
+    case WGT_I32: GATHER(int32_t, AS_IS); break;
+    default: GATHER(uint8_t, AS_IS); break;
     }
 }
 
 static void load_integers(const char *p, wgt_dtype dtype, int64_t stride, int64_t n, int64_t *out)
 {
-    size_t size = cpu_dtype_size(dtype);
-    if (dtype == WGT_I32) { const int32_t *s = (const int32_t *)p; for (int64_t i = 0; i < n; i++) out[i] = s[i * stride]; }
-    else if (size == 1) { const uint8_t *s = (const uint8_t *)p; for (int64_t i = 0; i < n; i++) out[i] = s[i * stride]; }
-    else for (int64_t i = 0; i < n; i++) out[i] = cpu_load_i64(p + i * stride * (int64_t)size, dtype);
+    load_integers_at(p, dtype, NULL, stride, n, out);
+}
+#undef GATHER
+
+/* Stores n doubles (or int64s) by the store rules of cpu_store_f64/_i64. */
+static void store_doubles_at(char *p, wgt_dtype dtype, const int64_t *offsets, int64_t stride, int64_t n, const double *v)
+{
+    int64_t size = (int64_t)cpu_dtype_size(dtype);
+    if (dtype == WGT_F32) { /* the common case, without a call per element */
+        float *dst = (float *)p;
+        if (offsets) for (int64_t j = 0; j < n; j++) dst[offsets[j]] = (float)v[j];
+        else CPU_SIMD for (int64_t j = 0; j < n; j++) dst[j * stride] = (float)v[j];
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) cpu_store_f64(p + (offsets ? offsets[j] : j * stride) * size, dtype, v[j]);
+}
+
+static void store_integers_at(char *p, wgt_dtype dtype, const int64_t *offsets, int64_t stride, int64_t n, const int64_t *v)
+{
+    int64_t size = (int64_t)cpu_dtype_size(dtype);
+    for (int64_t j = 0; j < n; j++) cpu_store_i64(p + (offsets ? offsets[j] : j * stride) * size, dtype, v[j]);
 }
 
 /* ================================================================ REDUCE */
@@ -209,6 +253,102 @@ static void reduce_per_output(const reduce_plan *p, int threads)
     }
 }
 
+/* Outputs that lie next to each other in x (a reduction over leading dims, as a
+ * sum over the batch): a group of up to TILE neighbouring outputs walks the
+ * reduced positions together, reading each row of neighbours in one run
+ * instead of one strided element per output. Sums run in the same order as
+ * per output. */
+static bool outputs_are_inner(const reduce_plan *p)
+{
+    if (p->kept.shape[p->kept.ndim - 1] < 2 || p->n_reduced < 2) return false;
+    int64_t kept_stride = llabs(p->kept.strides[0][p->kept.ndim - 1]);
+    int64_t reduced_stride = llabs(p->reduced.strides[0][p->reduced.ndim - 1]);
+    return kept_stride < reduced_stride;
+}
+
+typedef struct output_group {
+    double sum[TILE], best[TILE], mean[TILE];
+    int64_t isum[TILE], best_index[TILE];
+} output_group;
+
+/* One pass over all reduced positions for n outputs starting at x (stride
+ * between outputs x_step); `second` is the VAR/STD deviation pass. */
+static void fold_group(const reduce_plan *p, const char *x, int64_t x_step, int64_t n, bool second, output_group *g)
+{
+    const cpu_walk *w = &p->reduced;
+    int64_t run_stride = w->strides[0][w->ndim - 1], size = (int64_t)cpu_dtype_size(p->x_dtype);
+    bool want_max = p->kind == WGT_REDUCE_MAX || p->kind == WGT_REDUCE_ARGMAX;
+    double v[TILE];
+    int64_t iv[TILE];
+    cpu_walk_position pos;
+    cpu_walk_seek(w, 0, &pos);
+    for (int64_t r = 0; r < p->n_reduced;) {
+        int64_t run = cpu_walk_run(w, &pos);
+        for (int64_t i = 0; i < run; i++, r++) {
+            const char *row = x + (pos.offsets[0] + i * run_stride) * size;
+            if (p->integer_mode) {
+                load_integers(row, p->x_dtype, x_step, n, iv);
+                if (p->kind == WGT_REDUCE_PROD) for (int64_t j = 0; j < n; j++) g->isum[j] = (int64_t)((uint64_t)g->isum[j] * (uint64_t)iv[j]);
+                else for (int64_t j = 0; j < n; j++) g->isum[j] = (int64_t)((uint64_t)g->isum[j] + (uint64_t)iv[j]);
+                continue;
+            }
+            load_doubles(row, p->x_dtype, x_step, n, v);
+            switch (p->kind) {
+            case WGT_REDUCE_PROD: CPU_SIMD for (int64_t j = 0; j < n; j++) g->sum[j] *= v[j]; break;
+            case WGT_REDUCE_MAX: case WGT_REDUCE_MIN: case WGT_REDUCE_ARGMAX: case WGT_REDUCE_ARGMIN:
+                for (int64_t j = 0; j < n; j++) {
+                    reduce_partial acc = {.best = g->best[j], .count = r};
+                    if (replaces_best(&acc, v[j], want_max)) { g->best[j] = v[j]; g->best_index[j] = r; }
+                }
+                break;
+            default:
+                if (second) CPU_SIMD for (int64_t j = 0; j < n; j++) { double d = v[j] - g->mean[j]; g->sum[j] += d * d; }
+                else CPU_SIMD for (int64_t j = 0; j < n; j++) g->sum[j] += v[j];
+                break;
+            }
+        }
+        cpu_walk_advance(w, &pos, run);
+    }
+}
+
+static wgt_status reduce_across_outputs(const reduce_plan *p, int threads)
+{
+    const cpu_walk *k = &p->kept;
+    int64_t L = k->shape[k->ndim - 1], chunks = (L + TILE - 1) / TILE, n_groups = p->n_outputs / L * chunks;
+    int64_t x_step = k->strides[0][k->ndim - 1], out_step = k->strides[1][k->ndim - 1];
+    size_t x_size = cpu_dtype_size(p->x_dtype), out_size = cpu_dtype_size(p->out_dtype);
+    output_group *groups = malloc((size_t)(threads > 0 ? threads : 1) * sizeof *groups);
+    if (!groups) return WGT_ERR_OUT_OF_MEMORY;
+    bool parallel = threads > 1 && n_groups > 1 && p->n_outputs * p->n_reduced > CPU_PARALLEL_THRESHOLD;
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
+    for (int64_t group = 0; group < n_groups; group++) {
+        output_group *g = &groups[omp_get_thread_num()];
+        int64_t first = group / chunks * L + group % chunks * TILE;
+        int64_t n = L - group % chunks * TILE < TILE ? L - group % chunks * TILE : TILE;
+        cpu_walk_position pos;
+        cpu_walk_seek(k, first, &pos);
+        const char *x = p->x + pos.offsets[0] * (int64_t)x_size;
+        reduce_partial init = partial_init(p);
+        for (int64_t j = 0; j < n; j++) {
+            g->sum[j] = init.sum; g->isum[j] = init.isum; g->best[j] = init.best; g->best_index[j] = 0;
+        }
+        fold_group(p, x, x_step, n, false, g);
+        reduce_partial totals[TILE], deviations[TILE];
+        for (int64_t j = 0; j < n; j++) {
+            totals[j] = (reduce_partial){.sum = g->sum[j], .isum = g->isum[j], .best = g->best[j],
+                                         .best_index = g->best_index[j], .count = p->n_reduced};
+        }
+        if (needs_second_pass(p)) {
+            for (int64_t j = 0; j < n; j++) { g->mean[j] = mean_of(p, &totals[j]); g->sum[j] = 0.0; }
+            fold_group(p, x, x_step, n, true, g);
+            for (int64_t j = 0; j < n; j++) deviations[j] = (reduce_partial){.sum = g->sum[j], .count = p->n_reduced};
+        }
+        for (int64_t j = 0; j < n; j++) finish(p, &totals[j], &deviations[j], p->out + (pos.offsets[1] + j * out_step) * (int64_t)out_size);
+    }
+    free(groups);
+    return WGT_OK;
+}
+
 /* Few outputs with long reductions: chunks of every output run in parallel and
  * their partials combine in chunk order. */
 static wgt_status reduce_in_chunks(const reduce_plan *p, int threads, int64_t n_chunks)
@@ -290,14 +430,26 @@ wgt_status cpu_run_reduce(cpu_backend *b, const wgt_kernel_call *call)
     const int64_t *reduced_strides[1] = {reduced_x};
     cpu_walk_init(&p.kept, n_kept, kept_shape, 2, kept_strides);
     cpu_walk_init(&p.reduced, n_reduced, reduced_shape, 1, reduced_strides);
-    if (p.n_reduced == 0) p.x = NULL; /* nothing is read; x may have no storage */
-
-    int64_t n_chunks = (p.n_reduced + REDUCE_CHUNK - 1) / REDUCE_CHUNK;
-    if (n_chunks <= 1 || b->threads == 1) {
-        reduce_per_output(&p, b->threads);
+    if (p.n_reduced == 0) { /* empty reductions read nothing: x may have no storage */
+        reduce_partial none = partial_init(&p);
+        cpu_walk_position pos;
+        cpu_walk_seek(&p.kept, 0, &pos);
+        for (int64_t o = 0; o < p.n_outputs; o++) {
+            finish(&p, &none, &none, p.out + pos.offsets[1] * (int64_t)cpu_dtype_size(out->dtype));
+            if (o + 1 < p.n_outputs) cpu_walk_advance(&p.kept, &pos, 1);
+        }
         return WGT_OK;
     }
-    if (reduce_in_chunks(&p, b->threads, n_chunks) != WGT_OK) {
+
+    /* The order of operations depends on the layout only, never on the thread
+     * count. Products stay sequential: chunk products that over- and underflow
+     * would meet as inf * 0 = NaN where the running product stays at 0. */
+    int64_t n_chunks = (p.n_reduced + REDUCE_CHUNK - 1) / REDUCE_CHUNK;
+    wgt_status status = WGT_OK;
+    if (outputs_are_inner(&p)) status = reduce_across_outputs(&p, b->threads);
+    else if (n_chunks <= 1 || p.kind == WGT_REDUCE_PROD) reduce_per_output(&p, b->threads);
+    else status = reduce_in_chunks(&p, b->threads, n_chunks);
+    if (status != WGT_OK) {
         return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "cannot allocate partial results for %lld outputs", (long long)p.n_outputs);
     }
     return WGT_OK;
@@ -343,29 +495,31 @@ static void axis_item_locate(const axis_plan *p, int64_t item, axis_item *it)
     }
 }
 
-/* tile[l * n + j] = x[axis d0 + l, inner j] for l < rows, as double. */
-static void load_tile(const axis_plan *p, const axis_item *it, int64_t d0, int64_t rows, double *tile)
+/* tile[l * n + j] = x[axis d0 + l, inner j] for l < rows, as double (or int64
+ * when integers). One inner position reads a strided run along the axis. */
+static void load_tile(const axis_plan *p, const axis_item *it, int64_t d0, int64_t rows, bool integers, void *tile)
 {
-    size_t size = cpu_dtype_size(p->x_dtype);
-    for (int64_t l = 0; l < rows; l++) {
-        const char *row = p->x + (it->x_base + (d0 + l) * p->x_axis_stride) * (int64_t)size;
-        double *t = tile + l * it->n;
-        if (it->n == 1) { t[0] = cpu_load_f64(row + it->x_inner[0] * (int64_t)size, p->x_dtype); continue; }
-        switch (p->x_dtype) {
-        case WGT_F32: for (int64_t j = 0; j < it->n; j++) t[j] = ((const float *)row)[it->x_inner[j]]; break;
-        case WGT_F16: for (int64_t j = 0; j < it->n; j++) t[j] = cpu_f16_to_f32(((const uint16_t *)row)[it->x_inner[j]]); break;
-        case WGT_I32: for (int64_t j = 0; j < it->n; j++) t[j] = ((const int32_t *)row)[it->x_inner[j]]; break;
-        default: for (int64_t j = 0; j < it->n; j++) t[j] = ((const uint8_t *)row)[it->x_inner[j]]; break;
-        }
+    int64_t size = (int64_t)cpu_dtype_size(p->x_dtype);
+    for (int64_t l = 0; l < rows; l += it->n == 1 ? rows : 1) {
+        const char *row = p->x + (it->x_base + (d0 + l) * p->x_axis_stride) * size;
+        const int64_t *offsets = it->n == 1 ? NULL : it->x_inner;
+        const char *first = it->n == 1 ? row + it->x_inner[0] * size : row;
+        int64_t n = it->n == 1 ? rows : it->n;
+        if (integers) load_integers_at(first, p->x_dtype, offsets, p->x_axis_stride, n, (int64_t *)tile + l * it->n);
+        else load_doubles_at(first, p->x_dtype, offsets, p->x_axis_stride, n, (double *)tile + l * it->n);
     }
 }
 
-static void store_tile(const axis_plan *p, const axis_item *it, int64_t d0, int64_t rows, const double *tile)
+static void store_tile(const axis_plan *p, const axis_item *it, int64_t d0, int64_t rows, bool integers, const void *tile)
 {
-    size_t size = cpu_dtype_size(p->out_dtype);
-    for (int64_t l = 0; l < rows; l++) {
-        char *row = p->out + (it->out_base + (d0 + l) * p->out_axis_stride) * (int64_t)size;
-        for (int64_t j = 0; j < it->n; j++) cpu_store_f64(row + it->out_inner[j] * (int64_t)size, p->out_dtype, tile[l * it->n + j]);
+    int64_t size = (int64_t)cpu_dtype_size(p->out_dtype);
+    for (int64_t l = 0; l < rows; l += it->n == 1 ? rows : 1) {
+        char *row = p->out + (it->out_base + (d0 + l) * p->out_axis_stride) * size;
+        const int64_t *offsets = it->n == 1 ? NULL : it->out_inner;
+        char *first = it->n == 1 ? row + it->out_inner[0] * size : row;
+        int64_t n = it->n == 1 ? rows : it->n;
+        if (integers) store_integers_at(first, p->out_dtype, offsets, p->out_axis_stride, n, (const int64_t *)tile + l * it->n);
+        else store_doubles_at(first, p->out_dtype, offsets, p->out_axis_stride, n, (const double *)tile + l * it->n);
     }
 }
 
@@ -415,32 +569,22 @@ static wgt_status check_axis_call(cpu_backend *b, const wgt_kernel_call *call, a
 
 static void cumsum_item(const axis_plan *p, const axis_item *it)
 {
-    double tile[TILE], sum[TILE] = {0};
-    int64_t isum[TILE] = {0};
+    /* floats sum in double; integers in int64, wrapping like the int32 result */
     bool integers = !cpu_dtype_is_float(p->x_dtype);
-    int64_t rows_per_tile = TILE / it->n;
-    size_t x_size = cpu_dtype_size(p->x_dtype), out_size = cpu_dtype_size(p->out_dtype);
+    double tile[TILE], sum[TILE] = {0};
+    int64_t itile[TILE], isum[TILE] = {0};
+    int64_t n = it->n, rows_per_tile = TILE / n;
     for (int64_t d0 = 0; d0 < p->length; d0 += rows_per_tile) {
         int64_t rows = p->length - d0 < rows_per_tile ? p->length - d0 : rows_per_tile;
-        if (integers) { /* exact in int64, wrapping like the int32 result */
-            for (int64_t l = 0; l < rows; l++) {
-                const char *row = p->x + (it->x_base + (d0 + l) * p->x_axis_stride) * (int64_t)x_size;
-                char *out_row = p->out + (it->out_base + (d0 + l) * p->out_axis_stride) * (int64_t)out_size;
-                for (int64_t j = 0; j < it->n; j++) {
-                    isum[j] = (int64_t)((uint64_t)isum[j] + (uint64_t)cpu_load_i64(row + it->x_inner[j] * (int64_t)x_size, p->x_dtype));
-                    cpu_store_i64(out_row + it->out_inner[j] * (int64_t)out_size, p->out_dtype, isum[j]);
-                }
-            }
-            continue;
-        }
-        load_tile(p, it, d0, rows, tile);
+        load_tile(p, it, d0, rows, integers, integers ? (void *)itile : (void *)tile);
         for (int64_t l = 0; l < rows; l++) {
-            for (int64_t j = 0; j < it->n; j++) {
-                sum[j] += tile[l * it->n + j];
-                tile[l * it->n + j] = sum[j];
+            if (integers) {
+                for (int64_t j = 0; j < n; j++) itile[l * n + j] = isum[j] = (int64_t)((uint64_t)isum[j] + (uint64_t)itile[l * n + j]);
+            } else {
+                for (int64_t j = 0; j < n; j++) tile[l * n + j] = sum[j] += tile[l * n + j];
             }
         }
-        store_tile(p, it, d0, rows, tile);
+        store_tile(p, it, d0, rows, integers, integers ? (void *)itile : (void *)tile);
     }
 }
 
@@ -466,39 +610,52 @@ wgt_status cpu_run_cumsum(cpu_backend *b, const wgt_kernel_call *call)
  * axis, or x - max - log(sum(exp(x - max))) for log_softmax. In double. A NaN
  * makes its line NaN; a line of -inf gives NaN (max - max), as PyTorch. */
 
-static void softmax_item(const axis_plan *p, const axis_item *it, bool log_softmax)
+/* Lines of up to this many elements are loaded once and keep their exps: one
+ * read and one exp per element instead of three reads and two exps. */
+#define SOFTMAX_CACHE 16384
+
+static void softmax_item(const axis_plan *p, const axis_item *it, bool log_softmax, double *cache)
 {
-    double tile[TILE], max[TILE], sum[TILE];
+    double local[TILE], max[TILE], sum[TILE];
     int64_t n = it->n, rows_per_tile = TILE / n;
+    bool cached = cache && p->length * n <= SOFTMAX_CACHE;
     for (int64_t j = 0; j < n; j++) { max[j] = -INFINITY; sum[j] = 0.0; }
     for (int64_t d0 = 0; d0 < p->length; d0 += rows_per_tile) {
         int64_t rows = p->length - d0 < rows_per_tile ? p->length - d0 : rows_per_tile;
-        load_tile(p, it, d0, rows, tile);
+        double *tile = cached ? cache + d0 * n : local;
+        load_tile(p, it, d0, rows, false, tile);
         for (int64_t l = 0; l < rows; l++) {
             for (int64_t j = 0; j < n; j++) {
                 double v = tile[l * n + j];
-                if (v > max[j] || v != v) max[j] = max[j] != max[j] ? max[j] : v;
+                if (v > max[j] || v != v) max[j] = max[j] != max[j] ? max[j] : v; /* NaN sticks */
             }
         }
     }
     for (int64_t d0 = 0; d0 < p->length; d0 += rows_per_tile) {
         int64_t rows = p->length - d0 < rows_per_tile ? p->length - d0 : rows_per_tile;
-        load_tile(p, it, d0, rows, tile);
+        double *tile = cached ? cache + d0 * n : local;
+        if (!cached) load_tile(p, it, d0, rows, false, tile);
         for (int64_t l = 0; l < rows; l++) {
-            for (int64_t j = 0; j < n; j++) sum[j] += exp(tile[l * n + j] - max[j]);
+            for (int64_t j = 0; j < n; j++) {
+                double e = exp(tile[l * n + j] - max[j]);
+                sum[j] += e;
+                if (cached && !log_softmax) tile[l * n + j] = e;
+            }
         }
     }
     for (int64_t j = 0; j < n; j++) sum[j] = log_softmax ? log(sum[j]) : sum[j];
     for (int64_t d0 = 0; d0 < p->length; d0 += rows_per_tile) {
         int64_t rows = p->length - d0 < rows_per_tile ? p->length - d0 : rows_per_tile;
-        load_tile(p, it, d0, rows, tile);
+        double *tile = cached ? cache + d0 * n : local;
+        if (!cached) load_tile(p, it, d0, rows, false, tile);
         for (int64_t l = 0; l < rows; l++) {
             for (int64_t j = 0; j < n; j++) {
-                double shifted = tile[l * n + j] - max[j];
-                tile[l * n + j] = log_softmax ? shifted - sum[j] : exp(shifted) / sum[j];
+                double t = tile[l * n + j];
+                if (log_softmax) tile[l * n + j] = t - max[j] - sum[j];
+                else tile[l * n + j] = (cached ? t : exp(t - max[j])) / sum[j];
             }
         }
-        store_tile(p, it, d0, rows, tile);
+        store_tile(p, it, d0, rows, false, tile);
     }
 }
 
@@ -510,11 +667,16 @@ wgt_status cpu_run_softmax(cpu_backend *b, const wgt_kernel_call *call)
     int64_t n_items = p.n_outer * p.n_inner_chunks;
     if (n_items == 0 || p.length == 0) return WGT_OK;
     bool parallel = b->threads > 1 && n_items > 1 && n_items * p.length * (p.n_inner < TILE ? p.n_inner : TILE) > CPU_PARALLEL_THRESHOLD / 4;
-#pragma omp parallel for num_threads(b->threads) schedule(static) if (parallel)
-    for (int64_t item = 0; item < n_items; item++) {
-        axis_item it;
-        axis_item_locate(&p, item, &it);
-        softmax_item(&p, &it, call->log_softmax);
+#pragma omp parallel num_threads(b->threads) if (parallel)
+    {
+        double *cache = malloc(SOFTMAX_CACHE * sizeof *cache); /* NULL: recompute instead */
+#pragma omp for schedule(static)
+        for (int64_t item = 0; item < n_items; item++) {
+            axis_item it;
+            axis_item_locate(&p, item, &it);
+            softmax_item(&p, &it, call->log_softmax, cache);
+        }
+        free(cache);
     }
     return WGT_OK;
 }

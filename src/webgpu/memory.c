@@ -10,8 +10,6 @@
 
 #include "webgpu/webgpu_internal.h"
 
-#define STAGING_CACHE 4
-
 /* Size classes: 256 bytes, then four steps per power of two (waste <= 25%). */
 static uint64_t size_class(uint64_t bytes, int *index)
 {
@@ -29,6 +27,8 @@ static uint64_t size_class(uint64_t bytes, int *index)
 
 void webgpu_allocator_init(webgpu_backend *wg) { memset(&wg->allocator, 0, sizeof(wg->allocator)); }
 
+static void release_buffer(WGPUBuffer b);
+
 static void free_cached(webgpu_backend *wg)
 {
     webgpu_allocator *a = &wg->allocator;
@@ -37,14 +37,67 @@ static void free_cached(webgpu_backend *wg)
             webgpu_block *blk = a->free_lists[i];
             a->free_lists[i] = blk->next_free;
             a->stats.bytes_reserved -= blk->size;
-            wgpuBufferDestroy(blk->buffer);
-            wgpuBufferRelease(blk->buffer);
+            release_buffer(blk->buffer);
             free(blk);
         }
     }
 }
 
-void webgpu_allocator_destroy(webgpu_backend *wg) { free_cached(wg); }
+static void release_buffer(WGPUBuffer b)
+{
+    wgpuBufferDestroy(b);
+    wgpuBufferRelease(b);
+}
+
+void webgpu_allocator_destroy(webgpu_backend *wg)
+{
+    free_cached(wg);
+    for (int i = 0; i < WEBGPU_STAGING_CACHE; i++)
+        if (wg->allocator.staging[i]) release_buffer(wg->allocator.staging[i]);
+}
+
+/* A MapRead buffer of at least bytes: the smallest idle one that fits (at most
+ * 4x too big), else a new one of the size class. */
+static WGPUBuffer staging_take(webgpu_backend *wg, uint64_t bytes, uint64_t *size)
+{
+    webgpu_allocator *a = &wg->allocator;
+    int best = -1;
+    for (int i = 0; i < WEBGPU_STAGING_CACHE; i++)
+        if (a->staging[i] && a->staging_size[i] >= bytes && a->staging_size[i] <= 4 * bytes + 4096 &&
+            (best < 0 || a->staging_size[i] < a->staging_size[best]))
+            best = i;
+    if (best >= 0) {
+        WGPUBuffer b = a->staging[best];
+        *size = a->staging_size[best];
+        a->staging[best] = NULL;
+        return b;
+    }
+    int index;
+    *size = size_class(bytes, &index);
+    if (*size > wg->limits.maxBufferSize) *size = bytes;
+    return webgpu_create_buffer(wg, *size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "wgt_tensor_read");
+}
+
+/* Returns an unmapped staging buffer to the cache, evicting the largest. */
+static void staging_give_back(webgpu_backend *wg, WGPUBuffer b, uint64_t size)
+{
+    webgpu_allocator *a = &wg->allocator;
+    int slot = -1;
+    for (int i = 0; i < WEBGPU_STAGING_CACHE && slot < 0; i++)
+        if (!a->staging[i]) slot = i;
+    if (slot < 0) {
+        slot = 0;
+        for (int i = 1; i < WEBGPU_STAGING_CACHE; i++)
+            if (a->staging_size[i] > a->staging_size[slot]) slot = i;
+        if (a->staging_size[slot] <= size) {
+            release_buffer(b);
+            return;
+        }
+        release_buffer(a->staging[slot]);
+    }
+    a->staging[slot] = b;
+    a->staging_size[slot] = size;
+}
 
 WGPUBuffer webgpu_create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op)
 {
@@ -152,6 +205,11 @@ wgt_status webgpu_memory_trim(wgt_backend *b)
      * a buffer that queued work uses is deferred by the implementation. */
     webgpu_flush(wg);
     free_cached(wg);
+    for (int i = 0; i < WEBGPU_STAGING_CACHE; i++)
+        if (wg->allocator.staging[i]) {
+            release_buffer(wg->allocator.staging[i]);
+            wg->allocator.staging[i] = NULL;
+        }
     return WGT_OK;
 }
 
@@ -202,8 +260,8 @@ wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void
     if ((offset | bytes) & 3 || offset + bytes > blk->size)
         return wgt_error(b->ctx, WGT_ERR_INTERNAL, "webgpu readback: range %zu+%zu not aligned or beyond %llu bytes",
                          offset, bytes, (unsigned long long)blk->size);
-    WGPUBuffer staging =
-        webgpu_create_buffer(wg, bytes, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "wgt_tensor_read");
+    uint64_t staging_size;
+    WGPUBuffer staging = staging_take(wg, bytes, &staging_size);
     if (!staging) return wgt_context_status(b->ctx);
     WGPUCommandEncoder enc = webgpu_encoder_for_copy(wg);
     wgpuCommandEncoderCopyBufferToBuffer(enc, blk->buffer, offset, staging, 0, bytes);
@@ -228,7 +286,8 @@ wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void
         }
         wg->exec.downloads++;
     }
-    wgpuBufferDestroy(staging);
-    wgpuBufferRelease(staging);
+    /* A buffer whose map did not complete (timeout, loss) is not reused. */
+    if (s == WGT_OK) staging_give_back(wg, staging, staging_size);
+    else release_buffer(staging);
     return s;
 }

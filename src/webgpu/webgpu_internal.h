@@ -42,8 +42,12 @@ typedef struct webgpu_block {
     struct webgpu_block *next_free;
 } webgpu_block;
 
+#define WEBGPU_STAGING_CACHE 4
+
 typedef struct webgpu_allocator {
     webgpu_block *free_lists[WEBGPU_SIZE_CLASSES];
+    WGPUBuffer staging[WEBGPU_STAGING_CACHE];   /* idle MapRead buffers for readback */
+    uint64_t staging_size[WEBGPU_STAGING_CACHE];
     wgt_memory_stats stats;
     uint64_t budget;                    /* 0: none */
 } webgpu_allocator;

@@ -1,0 +1,206 @@
+/*
+ * MATMUL: batched matrix product.
+ *
+ *   a: [B.., M, K], b: [B.., K, N] -> out: [B.., M, N]
+ *   (batch dims already broadcast: equal shapes, stride 0 where broadcast)
+ *
+ * f32 goes straight to OpenBLAS sgemm on the strided views whenever a matrix
+ * has unit stride in one of its last two dims (transposed views are passed as
+ * CblasTrans, never copied); other layouts are packed into a contiguous temp.
+ * f16 is widened to f32, multiplied by sgemm and rounded back to nearest even.
+ * i32 is a plain loop whose sums wrap to int32, as integer arithmetic does.
+ * Batches run one after the other and OpenBLAS threads each product.
+ */
+#include <limits.h>
+#include <stdlib.h>
+
+#include <cblas.h>
+#include <omp.h>
+
+#include "cpu/cpu_internal.h"
+
+typedef struct matrix {
+    const char *data;         /* element (0, 0) of batch 0 */
+    int64_t rows, cols;
+    int64_t row_stride, col_stride;
+} matrix;
+
+/* How sgemm can read a rows x cols matrix in place: row-major as is (NoTrans,
+ * element (r, c) at r * ld + c) or as the transpose of a row-major matrix
+ * (Trans, element (r, c) at c * ld + r). A dim of size 1 may have any stride.
+ * False when neither fits (no unit stride, or rows that overlap). */
+static bool blas_layout(const matrix *m, CBLAS_TRANSPOSE *trans, int64_t *ld)
+{
+    int64_t min_cols = m->cols > 1 ? m->cols : 1, min_rows = m->rows > 1 ? m->rows : 1;
+    if (m->cols <= 1 || m->col_stride == 1) {
+        int64_t l = m->rows <= 1 ? min_cols : m->row_stride;
+        if (l >= min_cols && l <= INT_MAX) { *trans = CblasNoTrans; *ld = l; return true; }
+    }
+    if (m->rows <= 1 || m->row_stride == 1) {
+        int64_t l = m->cols <= 1 ? min_rows : m->col_stride;
+        if (l >= min_rows && l <= INT_MAX) { *trans = CblasTrans; *ld = l; return true; }
+    }
+    return false;
+}
+
+/* Packs a f32 or f16 matrix (one batch, starting at src) into dst row-major. */
+static void pack_as_float(const char *src, wgt_dtype dtype, const matrix *m, float *dst)
+{
+    for (int64_t r = 0; r < m->rows; r++) {
+        for (int64_t c = 0; c < m->cols; c++) {
+            int64_t at = r * m->row_stride + c * m->col_stride;
+            dst[r * m->cols + c] = dtype == WGT_F16 ? cpu_f16_to_f32(((const uint16_t *)src)[at]) : ((const float *)src)[at];
+        }
+    }
+}
+
+typedef struct matmul_plan {
+    matrix a, b, out;
+    wgt_dtype dtype;
+    cpu_walk batch;           /* views: a, b, out */
+    int64_t n_batches;
+    /* sgemm's view of each operand, the same for every batch; pack_* when an
+     * operand goes through a contiguous f32 temp instead */
+    CBLAS_TRANSPOSE trans_a, trans_b;
+    int64_t lda, ldb, ldc;
+    bool pack_a, pack_b, pack_c;
+} matmul_plan;
+
+static void plan_gemm(matmul_plan *p)
+{
+    int64_t K = p->a.cols, N = p->b.cols;
+    bool f32 = p->dtype == WGT_F32;
+    CBLAS_TRANSPOSE trans_c = CblasNoTrans;
+    p->pack_a = !(f32 && blas_layout(&p->a, &p->trans_a, &p->lda));
+    p->pack_b = !(f32 && blas_layout(&p->b, &p->trans_b, &p->ldb));
+    p->pack_c = !(f32 && blas_layout(&p->out, &trans_c, &p->ldc) && trans_c == CblasNoTrans);
+    if (p->pack_a) { p->trans_a = CblasNoTrans; p->lda = K > 1 ? K : 1; }
+    if (p->pack_b) { p->trans_b = CblasNoTrans; p->ldb = N > 1 ? N : 1; }
+    if (p->pack_c) p->ldc = N > 1 ? N : 1;
+}
+
+/* One batch of f32/f16 through sgemm; the temps hold the packed operands. */
+static void gemm_batch(const matmul_plan *p, const cpu_walk_position *pos, float *temp_a, float *temp_b, float *temp_c)
+{
+    size_t size = cpu_dtype_size(p->dtype);
+    const char *a = p->a.data + pos->offsets[0] * (int64_t)size;
+    const char *b = p->b.data + pos->offsets[1] * (int64_t)size;
+    char *out = (char *)p->out.data + pos->offsets[2] * (int64_t)size;
+    int64_t M = p->a.rows, K = p->a.cols, N = p->b.cols;
+    if (p->pack_a) pack_as_float(a, p->dtype, &p->a, temp_a);
+    if (p->pack_b) pack_as_float(b, p->dtype, &p->b, temp_b);
+    cblas_sgemm(CblasRowMajor, p->trans_a, p->trans_b, (int)M, (int)N, (int)K, 1.0f,
+                p->pack_a ? temp_a : (const float *)a, (int)p->lda, p->pack_b ? temp_b : (const float *)b, (int)p->ldb,
+                0.0f, p->pack_c ? temp_c : (float *)out, (int)p->ldc);
+    if (!p->pack_c) return;
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) {
+            int64_t at = i * p->out.row_stride + j * p->out.col_stride;
+            float v = temp_c[i * N + j];
+            if (p->dtype == WGT_F16) ((uint16_t *)out)[at] = cpu_f32_to_f16(v); /* nearest even */
+            else ((float *)out)[at] = v;
+        }
+    }
+}
+
+/* out[i, j] = sum_k a[i, k] * b[k, j] in uint32, i.e. wrapping int32. */
+static bool matmul_i32(const matmul_plan *p, int threads)
+{
+    int64_t M = p->a.rows, K = p->a.cols, N = p->b.cols, rows = p->n_batches * M;
+    bool failed = false;
+    bool parallel = threads > 1 && rows > 1 && rows * N * (K > 0 ? K : 1) > CPU_PARALLEL_THRESHOLD;
+#pragma omp parallel num_threads(threads) if (parallel)
+    {
+        uint32_t *acc = malloc((size_t)N * sizeof *acc);
+        if (!acc) {
+#pragma omp atomic write
+            failed = true;
+        }
+#pragma omp for schedule(static)
+        for (int64_t item = 0; item < rows; item++) {
+            if (!acc) continue;
+            int64_t i = item % M;
+            cpu_walk_position pos;
+            cpu_walk_seek(&p->batch, item / M, &pos);
+            const int32_t *a = (const int32_t *)p->a.data + pos.offsets[0] + i * p->a.row_stride;
+            const int32_t *b = (const int32_t *)p->b.data + pos.offsets[1];
+            int32_t *out = (int32_t *)p->out.data + pos.offsets[2] + i * p->out.row_stride;
+            memset(acc, 0, (size_t)N * sizeof *acc);
+            for (int64_t k = 0; k < K; k++) {
+                uint32_t aik = (uint32_t)a[k * p->a.col_stride];
+                const int32_t *b_row = b + k * p->b.row_stride;
+                if (p->b.col_stride == 1) for (int64_t j = 0; j < N; j++) acc[j] += aik * (uint32_t)b_row[j];
+                else for (int64_t j = 0; j < N; j++) acc[j] += aik * (uint32_t)b_row[j * p->b.col_stride];
+            }
+            for (int64_t j = 0; j < N; j++) out[j * p->out.col_stride] = (int32_t)acc[j];
+        }
+        free(acc);
+    }
+    return !failed;
+}
+
+static matrix last_two_dims(const wgt_tensor_view *v)
+{
+    int n = v->ndim;
+    return (matrix){.data = cpu_view_data(v), .rows = v->shape[n - 2], .cols = v->shape[n - 1],
+                    .row_stride = v->strides[n - 2], .col_stride = v->strides[n - 1]};
+}
+
+wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *bv = &call->inputs[1], *out = &call->outputs[0];
+    char as[96], bs[96], os[96];
+    int n = a->ndim;
+    bool shapes_agree = n >= 2 && bv->ndim == n && out->ndim == n;
+    for (int d = 0; shapes_agree && d < n - 2; d++) {
+        shapes_agree = bv->shape[d] == a->shape[d] && out->shape[d] == a->shape[d];
+    }
+    shapes_agree = shapes_agree && a->shape[n - 1] == bv->shape[n - 2] && out->shape[n - 2] == a->shape[n - 2] &&
+                   out->shape[n - 1] == bv->shape[n - 1];
+    if (!shapes_agree) {
+        return cpu_fail(b, call, WGT_ERR_SHAPE_MISMATCH, "a %s, b %s, out %s: need [B.., M, K] x [B.., K, N] -> [B.., M, N]",
+                        cpu_shape_string(a->ndim, a->shape, as, sizeof as), cpu_shape_string(bv->ndim, bv->shape, bs, sizeof bs),
+                        cpu_shape_string(out->ndim, out->shape, os, sizeof os));
+    }
+    matmul_plan p = {.a = last_two_dims(a), .b = last_two_dims(bv), .out = last_two_dims(out), .dtype = a->dtype};
+    int64_t M = p.a.rows, K = p.a.cols, N = p.b.cols;
+    p.n_batches = cpu_numel(n - 2, a->shape);
+    if (p.n_batches == 0 || M == 0 || N == 0) return WGT_OK;
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX) {
+        return cpu_fail(b, call, WGT_ERR_UNSUPPORTED, "dims M=%lld N=%lld K=%lld exceed the BLAS int range",
+                        (long long)M, (long long)N, (long long)K);
+    }
+    const int64_t *strides[3] = {a->strides, bv->strides, out->strides};
+    cpu_walk_init(&p.batch, n - 2, a->shape, 3, strides);
+
+    if (p.dtype == WGT_I32) {
+        if (!matmul_i32(&p, b->threads)) return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "cannot allocate a row of %lld sums", (long long)N);
+        return WGT_OK;
+    }
+    if (K == 0) { /* an empty sum: zeros, without asking BLAS about k = 0 */
+        size_t size = cpu_dtype_size(p.dtype);
+        cpu_walk_position pos;
+        cpu_walk_seek(&p.batch, 0, &pos);
+        for (int64_t batch = 0; batch < p.n_batches; batch++) {
+            char *o = (char *)p.out.data + pos.offsets[2] * (int64_t)size;
+            for (int64_t i = 0; i < M; i++) {
+                for (int64_t j = 0; j < N; j++) memset(o + (i * p.out.row_stride + j * p.out.col_stride) * (int64_t)size, 0, size);
+            }
+            if (batch + 1 < p.n_batches) cpu_walk_advance(&p.batch, &pos, 1);
+        }
+        return WGT_OK;
+    }
+    plan_gemm(&p);
+    size_t size_a = p.pack_a ? (size_t)(M * K) : 0, size_b = p.pack_b ? (size_t)(K * N) : 0, size_c = p.pack_c ? (size_t)(M * N) : 0;
+    size_t temp_floats = size_a + size_b + size_c;
+    float *temp = temp_floats ? malloc(temp_floats * sizeof(float)) : NULL;
+    if (temp_floats && !temp) return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of packing space", temp_floats * sizeof(float));
+    cpu_walk_position pos;
+    cpu_walk_seek(&p.batch, 0, &pos);
+    for (int64_t batch = 0; batch < p.n_batches; batch++) {
+        gemm_batch(&p, &pos, temp, temp ? temp + size_a : NULL, temp ? temp + size_a + size_b : NULL);
+        if (batch + 1 < p.n_batches) cpu_walk_advance(&p.batch, &pos, 1);
+    }
+    free(temp);
+    return WGT_OK;
+}
