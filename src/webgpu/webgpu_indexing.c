@@ -1,7 +1,372 @@
-/* PLACEHOLDER: being written; supports nothing yet. */
+/*
+ * WebGPU indexing kernels: GATHER, SCATTER_ADD, TOPK (contracts in backend.h).
+ * WGSL: kernels/indexing_gather.wgsl, indexing_scatter_add.wgsl and
+ * indexing_topk_{common,sort,merge}.wgsl.
+ *
+ * Every view is read through its shape, strides and offset, carried in the
+ * parameter block (8 dims as array<vec4<..>, 2>); buffers are bound as 32-bit
+ * words. Offsets are computed in i32, so a storage may hold at most 2^31 - 1
+ * elements (supports() says no beyond that).
+ *
+ * GATHER     every dtype, with no temporary: packed dtypes (f16 2 per word,
+ *            u8/bool 4 per word) are gathered in place, each invocation owning
+ *            one 32-bit word of the contiguous output, so it is bit exact
+ *            (NaN payloads, -0) and never needs a conversion kernel.
+ * SCATTER_ADD f32 and i32, atomics on the output words (f32 by a
+ *            compare-exchange loop: no float-atomic feature needed).
+ * TOPK       f32, f16, i32, u8 compared natively through an order-preserving
+ *            u32 key (exact for every dtype). Rows padded to P = 2^m:
+ *            P <= 2048: one dispatch; a workgroup bitonic-sorts 2048 / P rows
+ *            in workgroup memory. P > 2048: a bitonic sort of each whole row
+ *            in a temporary of (key, id) pairs (rows go in batches of at most
+ *            256 MiB of pairs): blocks of 2048 sorted in workgroup memory, then
+ *            global and in-block merge passes, O(P log^2 P) work for any
+ *            k <= N. The kernels produce the indices;
+ *            values are a GATHER of x along the last axis by those indices
+ *            (bit exact, any dtype).
+ */
+#include <stdlib.h>
+#include <string.h>
+
 #include "webgpu/webgpu_internal.h"
-bool webgpu_indexing_supports(webgpu_backend *wg, const wgt_kernel_call *call) { (void)wg; (void)call; return false; }
+
+#define INDEXING_THREADS 256u   /* workgroup size of every indexing kernel */
+#define TOPK_BLOCK 2048u        /* pairs a workgroup sorts (16 KiB of workgroup memory) */
+#define TOPK_PAIRS_MAX_BYTES (256u << 20) /* long-row sort buffer per pass (and the binding limit) */
+
+/* Our index logic keeps every access inside the views, which the front-end
+ * keeps inside their storages: implementation bounds checks are not needed. */
+static const bool indexing_checked = false;
+
+/* ------------------------------------------------------------ parameters */
+
+typedef struct gather_params {
+    uint32_t shape[WGT_MAX_DIMS];
+    int32_t x_strides[WGT_MAX_DIMS];
+    int32_t index_strides[WGT_MAX_DIMS];
+    uint32_t ndim, axis, numel, elem_bytes;
+    int32_t x_offset, index_offset;
+    uint32_t out_offset, first_word, words;
+    int32_t axis_len;
+    uint32_t pad[2];
+} gather_params;
+
+typedef struct scatter_params {
+    uint32_t shape[WGT_MAX_DIMS];
+    int32_t index_strides[WGT_MAX_DIMS];
+    int32_t src_strides[WGT_MAX_DIMS];
+    int32_t out_strides[WGT_MAX_DIMS];
+    uint32_t ndim, axis, numel;
+    int32_t axis_len, index_offset, src_offset, out_offset;
+    uint32_t pad;
+} scatter_params;
+
+typedef struct topk_params {
+    uint32_t lead_shape[WGT_MAX_DIMS];
+    int32_t x_strides[WGT_MAX_DIMS];
+    int32_t out_strides[WGT_MAX_DIMS];
+    uint32_t lead_ndim, n, k, rows;
+    int32_t x_offset, x_stride, out_offset, out_stride;
+    uint32_t padded, blocks_per_row, groups, dtype;
+    uint32_t largest, stage, dist, first_row;
+} topk_params;
+
+_Static_assert(sizeof(gather_params) % 16 == 0 && sizeof(gather_params) <= WEBGPU_PARAMS_MAX, "gather params");
+_Static_assert(sizeof(scatter_params) % 16 == 0 && sizeof(scatter_params) <= WEBGPU_PARAMS_MAX, "scatter params");
+_Static_assert(sizeof(topk_params) % 16 == 0 && sizeof(topk_params) <= WEBGPU_PARAMS_MAX, "topk params");
+
+/* Dims [first, first + n) of v into shape (1 past n) and strides (0 past n). */
+static void fill_dims(const wgt_tensor_view *v, int first, int n, uint32_t *shape, int32_t *strides)
+{
+    for (int d = 0; d < WGT_MAX_DIMS; d++) {
+        if (shape) shape[d] = d < n ? (uint32_t)v->shape[first + d] : 1u;
+        if (strides) strides[d] = d < n ? (int32_t)v->strides[first + d] : 0;
+    }
+}
+
+/* A rank-0 view as the 1-element rank-1 view the kernels index along axis 0. */
+static wgt_tensor_view as_rank_one(const wgt_tensor_view *v)
+{
+    wgt_tensor_view r = *v;
+    if (r.ndim == 0) {
+        r.ndim = 1;
+        r.shape[0] = 1;
+        r.strides[0] = 0;
+    }
+    return r;
+}
+
+/* Whether the kernels' i32 element arithmetic reaches every element of v. */
+static bool view_fits(const wgt_tensor_view *v)
+{
+    if (!v->storage || v->ndim < 0 || v->ndim > WGT_MAX_DIMS) return false;
+    if (v->storage->bytes / wgt_dtype_size(v->dtype) > INT32_MAX || v->offset < 0 || v->offset > INT32_MAX)
+        return false;
+    for (int d = 0; d < v->ndim; d++)
+        if (v->shape[d] > INT32_MAX || v->strides[d] > INT32_MAX || v->strides[d] < -INT32_MAX) return false;
+    return true;
+}
+
+/* ------------------------------------------------------------- pipelines */
+
+/* The cached pipeline key, compiled on first use from the named kernel files
+ * (concatenated: a shared part, then the entry file). */
+static wgt_status get_pipeline(webgpu_backend *wg, const char *key, const char *common, const char *file,
+                               const char *entry, int n_read_only, int n_read_write, const char *op,
+                               webgpu_pipeline **out)
+{
+    *out = webgpu_pipeline_find(wg, key);
+    if (*out) return WGT_OK;
+    const char *head = common ? webgpu_kernel_source(common) : "";
+    const char *body = webgpu_kernel_source(file);
+    if (!head || !body)
+        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel source %s is not embedded", op,
+                         head ? file : common);
+    size_t n_head = strlen(head), n_body = strlen(body);
+    char *source = malloc(n_head + n_body + 2);
+    if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    memcpy(source, head, n_head);
+    source[n_head] = '\n';
+    memcpy(source + n_head + 1, body, n_body + 1);
+    wgt_status s = webgpu_pipeline_create(wg, key, source, entry, n_read_only, n_read_write, true, indexing_checked,
+                                          op, out);
+    free(source);
+    return s;
+}
+
+/* Dispatches `workgroups` (folded into 2-D when over the per-dimension limit). */
+static wgt_status dispatch_linear(webgpu_backend *wg, webgpu_pipeline *p, const WGPUBuffer *buffers, int n_buffers,
+                                  const void *params, size_t params_size, uint64_t workgroups, const char *op)
+{
+    uint32_t gx, gy;
+    wgt_status s = webgpu_grid(wg, workgroups, &gx, &gy, op);
+    if (s != WGT_OK) return s;
+    return webgpu_dispatch(wg, p, buffers, n_buffers, params, params_size, gx, gy, 1, op);
+}
+
+/* ================================================================ GATHER */
+/* x [.., D, ..], index i32 [out's shape] -> out contiguous (kernels/indexing_gather.wgsl) */
+
+static wgt_status run_gather(webgpu_backend *wg, const wgt_tensor_view *x_in, const wgt_tensor_view *index_in,
+                             const wgt_tensor_view *out_in, int axis, const char *op)
+{
+    wgt_tensor_view x = as_rank_one(x_in), index = as_rank_one(index_in), out = as_rank_one(out_in);
+    int64_t numel = wgt_shape_numel(out.ndim, out.shape);
+    if (numel == 0) return WGT_OK;
+    gather_params params;
+    memset(&params, 0, sizeof(params));
+    fill_dims(&out, 0, out.ndim, params.shape, NULL);
+    fill_dims(&x, 0, x.ndim, NULL, params.x_strides);
+    fill_dims(&index, 0, index.ndim, NULL, params.index_strides);
+    uint32_t elem_bytes = (uint32_t)wgt_dtype_size(x.dtype);
+    uint64_t first_byte = (uint64_t)out.offset * elem_bytes, end_byte = first_byte + (uint64_t)numel * elem_bytes;
+    params.ndim = (uint32_t)out.ndim;
+    params.axis = (uint32_t)axis;
+    params.numel = (uint32_t)numel;
+    params.elem_bytes = elem_bytes;
+    params.x_offset = (int32_t)x.offset;
+    params.index_offset = (int32_t)index.offset;
+    params.out_offset = (uint32_t)out.offset;
+    params.first_word = (uint32_t)(first_byte / 4);
+    params.words = (uint32_t)((end_byte + 3) / 4 - first_byte / 4);
+    params.axis_len = (int32_t)x.shape[axis];
+
+    webgpu_pipeline *p;
+    wgt_status s = get_pipeline(wg, "indexing_gather", NULL, "indexing_gather", "main", 2, 1, op, &p);
+    if (s != WGT_OK) return s;
+    WGPUBuffer buffers[3] = {webgpu_view_buffer(&x), webgpu_view_buffer(&index), webgpu_view_buffer(&out)};
+    return dispatch_linear(wg, p, buffers, 3, &params, sizeof(params),
+                           (params.words + INDEXING_THREADS - 1) / INDEXING_THREADS, op);
+}
+
+/* =========================================================== SCATTER_ADD */
+/* index i32 [.., n, ..], src [index's shape], out [.., D, ..] (holds dst):
+ * out[c with c[axis] = index[c]] += src[c] (kernels/indexing_scatter_add.wgsl) */
+
+static wgt_status run_scatter_add(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    wgt_tensor_view index = as_rank_one(&call->inputs[0]), src = as_rank_one(&call->inputs[1]);
+    wgt_tensor_view out = as_rank_one(&call->outputs[0]);
+    int64_t numel = wgt_shape_numel(index.ndim, index.shape);
+    if (numel == 0 || wgt_shape_numel(out.ndim, out.shape) == 0) return WGT_OK;
+    scatter_params params;
+    memset(&params, 0, sizeof(params));
+    fill_dims(&index, 0, index.ndim, params.shape, params.index_strides);
+    fill_dims(&src, 0, src.ndim, NULL, params.src_strides);
+    fill_dims(&out, 0, out.ndim, NULL, params.out_strides);
+    params.ndim = (uint32_t)index.ndim;
+    params.axis = (uint32_t)call->axis;
+    params.numel = (uint32_t)numel;
+    params.axis_len = (int32_t)out.shape[call->axis];
+    params.index_offset = (int32_t)index.offset;
+    params.src_offset = (int32_t)src.offset;
+    params.out_offset = (int32_t)out.offset;
+
+    bool is_f32 = out.dtype == WGT_F32;
+    webgpu_pipeline *p;
+    wgt_status s = get_pipeline(wg, is_f32 ? "indexing_scatter_add_f32" : "indexing_scatter_add_i32", NULL,
+                                "indexing_scatter_add", is_f32 ? "scatter_add_f32" : "scatter_add_i32", 2, 1,
+                                call->op_name, &p);
+    if (s != WGT_OK) return s;
+    WGPUBuffer buffers[3] = {webgpu_view_buffer(&index), webgpu_view_buffer(&src), webgpu_view_buffer(&out)};
+    return dispatch_linear(wg, p, buffers, 3, &params, sizeof(params),
+                           ((uint64_t)numel + INDEXING_THREADS - 1) / INDEXING_THREADS, call->op_name);
+}
+
+/* ================================================================== TOPK */
+/* x [rows.., N] -> values [rows.., k] (x's dtype), indices i32 [rows.., k]
+ * (kernels/indexing_topk_*.wgsl, then GATHER for the values) */
+
+static uint32_t topk_dtype_code(wgt_dtype dtype)
+{
+    switch (dtype) {
+    case WGT_F32: return 0;
+    case WGT_F16: return 1;
+    case WGT_I32: return 2;
+    default: return 3; /* WGT_U8 */
+    }
+}
+
+/* Records the sort passes that write the indices of the top k of each row. */
+static wgt_status topk_indices(webgpu_backend *wg, const wgt_tensor_view *x, const wgt_tensor_view *indices, int64_t k,
+                               bool largest, const char *op)
+{
+    int last = x->ndim - 1;
+    int64_t n = x->shape[last], rows = wgt_shape_numel(last, x->shape);
+    uint64_t padded = 1;
+    while (padded < (uint64_t)n) padded <<= 1;
+
+    topk_params params;
+    memset(&params, 0, sizeof(params));
+    fill_dims(x, 0, last, params.lead_shape, params.x_strides);
+    fill_dims(indices, 0, last, NULL, params.out_strides);
+    params.lead_ndim = (uint32_t)last;
+    params.n = (uint32_t)n;
+    params.k = (uint32_t)k;
+    params.rows = (uint32_t)rows;
+    params.x_offset = (int32_t)x->offset;
+    params.x_stride = (int32_t)x->strides[last];
+    params.out_offset = (int32_t)indices->offset;
+    params.out_stride = (int32_t)indices->strides[last];
+    params.padded = (uint32_t)padded;
+    params.dtype = topk_dtype_code(x->dtype);
+    params.largest = largest ? 1u : 0u;
+
+    webgpu_pipeline *p;
+    wgt_status s;
+    if (padded <= TOPK_BLOCK) {
+        uint64_t rows_per_group = TOPK_BLOCK / padded;
+        params.blocks_per_row = 1;
+        params.groups = (uint32_t)(((uint64_t)rows + rows_per_group - 1) / rows_per_group);
+        s = get_pipeline(wg, "indexing_topk_sort_rows", "indexing_topk_common", "indexing_topk_sort", "sort_rows", 1,
+                         1, op, &p);
+        if (s != WGT_OK) return s;
+        WGPUBuffer buffers[2] = {webgpu_view_buffer(x), webgpu_view_buffer(indices)};
+        return dispatch_linear(wg, p, buffers, 2, &params, sizeof(params), params.groups, op);
+    }
+
+    /* Long rows: a bitonic sort of every whole row through a temporary of
+     * (key, id) pairs, for as many rows per pass as the buffer holds. */
+    uint64_t limit = wg->limits.maxStorageBufferBindingSize < TOPK_PAIRS_MAX_BYTES
+                         ? wg->limits.maxStorageBufferBindingSize
+                         : TOPK_PAIRS_MAX_BYTES;
+    uint64_t row_bytes = padded * 8, rows_per_pass = limit / row_bytes;
+    if (rows_per_pass == 0)
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED,
+                         "%s: rows of %lld elements need a %llu-byte sort buffer, over this device's storage "
+                         "binding limit of %llu bytes",
+                         op, (long long)n, (unsigned long long)row_bytes, (unsigned long long)limit);
+    if (rows_per_pass > (uint64_t)rows) rows_per_pass = (uint64_t)rows;
+    webgpu_pipeline *blocks = NULL, *global = NULL, *local = NULL;
+    s = get_pipeline(wg, "indexing_topk_sort_blocks", "indexing_topk_common", "indexing_topk_sort", "sort_blocks", 1,
+                     1, op, &blocks);
+    if (s == WGT_OK)
+        s = get_pipeline(wg, "indexing_topk_merge_global", "indexing_topk_common", "indexing_topk_merge",
+                         "merge_global", 0, 2, op, &global);
+    if (s == WGT_OK)
+        s = get_pipeline(wg, "indexing_topk_merge_local", "indexing_topk_common", "indexing_topk_merge", "merge_local",
+                         0, 2, op, &local);
+    if (s != WGT_OK) return s;
+    int64_t words = (int64_t)(rows_per_pass * padded * 2);
+    wgt_tensor_view pairs;
+    s = webgpu_temp_alloc(wg, WGT_I32, 1, &words, &pairs);
+    if (s != WGT_OK) return s;
+    params.blocks_per_row = (uint32_t)(padded / TOPK_BLOCK);
+    for (uint64_t first = 0; s == WGT_OK && first < (uint64_t)rows; first += rows_per_pass) {
+        uint64_t pass_rows = (uint64_t)rows - first < rows_per_pass ? (uint64_t)rows - first : rows_per_pass;
+        params.first_row = (uint32_t)first;
+        params.rows = (uint32_t)pass_rows;
+        params.groups = (uint32_t)(pass_rows * params.blocks_per_row);
+        params.stage = params.dist = 0;
+        WGPUBuffer sort_buffers[2] = {webgpu_view_buffer(x), webgpu_view_buffer(&pairs)};
+        s = dispatch_linear(wg, blocks, sort_buffers, 2, &params, sizeof(params), params.groups, op);
+        WGPUBuffer merge_buffers[2] = {webgpu_view_buffer(&pairs), webgpu_view_buffer(indices)};
+        uint64_t pair_groups = (pass_rows * padded / 2 + INDEXING_THREADS - 1) / INDEXING_THREADS;
+        for (uint64_t stage = 2 * TOPK_BLOCK; s == WGT_OK && stage <= padded; stage <<= 1) {
+            params.stage = (uint32_t)stage;
+            for (uint64_t dist = stage / 2; s == WGT_OK && dist >= TOPK_BLOCK; dist >>= 1) {
+                params.dist = (uint32_t)dist;
+                s = dispatch_linear(wg, global, merge_buffers, 2, &params, sizeof(params), pair_groups, op);
+            }
+            if (s == WGT_OK)
+                s = dispatch_linear(wg, local, merge_buffers, 2, &params, sizeof(params), params.groups, op);
+        }
+    }
+    webgpu_temp_release(wg, &pairs); /* safe: only later-recorded work can reuse the block */
+    return s;
+}
+
+static wgt_status run_topk(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    wgt_tensor_view x = as_rank_one(&call->inputs[0]);
+    wgt_tensor_view values = as_rank_one(&call->outputs[0]), indices = as_rank_one(&call->outputs[1]);
+    if (call->k == 0 || wgt_shape_numel(x.ndim - 1, x.shape) == 0) return WGT_OK;
+    wgt_status s = topk_indices(wg, &x, &indices, call->k, call->largest, call->op_name);
+    if (s != WGT_OK) return s;
+    return run_gather(wg, &x, &indices, &values, x.ndim - 1, call->op_name);
+}
+
+/* ================================================================ seam */
+
+bool webgpu_indexing_supports(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    (void)wg;
+    switch (call->kind) {
+    case WGT_KERNEL_GATHER: {
+        if (call->n_inputs < 2 || call->n_outputs < 1) return false;
+        const wgt_tensor_view *x = &call->inputs[0], *index = &call->inputs[1], *out = &call->outputs[0];
+        int ndim = x->ndim ? x->ndim : 1;
+        return index->dtype == WGT_I32 && out->dtype == x->dtype && call->axis >= 0 && call->axis < ndim &&
+               wgt_view_is_contiguous(out) && view_fits(x) && view_fits(index) && view_fits(out);
+    }
+    case WGT_KERNEL_SCATTER_ADD: {
+        if (call->n_inputs < 2 || call->n_outputs < 1) return false;
+        const wgt_tensor_view *index = &call->inputs[0], *src = &call->inputs[1], *out = &call->outputs[0];
+        int ndim = out->ndim ? out->ndim : 1;
+        return (out->dtype == WGT_F32 || out->dtype == WGT_I32) && src->dtype == out->dtype &&
+               index->dtype == WGT_I32 && call->axis >= 0 && call->axis < ndim && view_fits(index) &&
+               view_fits(src) && view_fits(out);
+    }
+    case WGT_KERNEL_TOPK: {
+        if (call->n_inputs < 1 || call->n_outputs < 2) return false;
+        const wgt_tensor_view *x = &call->inputs[0], *values = &call->outputs[0], *indices = &call->outputs[1];
+        bool dtype_ok = x->dtype == WGT_F32 || x->dtype == WGT_F16 || x->dtype == WGT_I32 || x->dtype == WGT_U8;
+        return dtype_ok && values->dtype == x->dtype && indices->dtype == WGT_I32 &&
+               wgt_view_is_contiguous(values) && view_fits(x) && view_fits(values) && view_fits(indices);
+    }
+    default: return false;
+    }
+}
+
 wgt_status webgpu_indexing_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
-    return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: not implemented", call->op_name);
+    switch (call->kind) {
+    case WGT_KERNEL_GATHER:
+        return run_gather(wg, &call->inputs[0], &call->inputs[1], &call->outputs[0], call->axis, call->op_name);
+    case WGT_KERNEL_SCATTER_ADD: return run_scatter_add(wg, call);
+    case WGT_KERNEL_TOPK: return run_topk(wg, call);
+    default:
+        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel kind %d is not an indexing kernel", call->op_name,
+                         (int)call->kind);
+    }
 }

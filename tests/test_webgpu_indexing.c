@@ -1,0 +1,568 @@
+/*
+ * WebGPU GATHER, SCATTER_ADD and TOPK against the CPU backend, through the
+ * public API (wgt_gather, wgt_index_select, wgt_embedding, wgt_scatter_add,
+ * wgt_topk). Both contexts run with debug guards, so every output is also
+ * checked for writes outside its elements.
+ *
+ * Tolerances: gather, index_select, embedding and topk (values and indices)
+ * must match bit for bit; scatter_add must match exactly for i32. For f32
+ * scatter_add the GPU adds colliding elements in atomic order, not the CPU's
+ * serial order, so each output element may differ by rounding:
+ *     |gpu - cpu| <= 1e-6 * n * S
+ * where n is the number of terms summed into that element (dst included) and
+ * S the sum of their magnitudes.
+ *
+ * Sizes are small: CI runs this on lavapipe (Vulkan on the CPU).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+static wgt_context *gpu, *cpu;
+
+/* ------------------------------------------------------------------ helpers */
+
+static uint32_t rng_state = 12345u;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+/* Uniform integer in [lo, hi). */
+static int32_t rnd_range(int32_t lo, int32_t hi) { return lo + (int32_t)(rnd() % (uint32_t)(hi - lo)); }
+
+/* float -> IEEE half bits, for values exactly representable (no rounding). */
+static uint16_t half_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
+    if (f != f) return 0x7e00;
+    if (f == 0) return sign;
+    int exp = (int)((b >> 23) & 0xff) - 127 + 15;
+    return (uint16_t)(sign | (uint16_t)(exp << 10) | (uint16_t)((b >> 13) & 0x3ff));
+}
+
+/* n random elements of dtype: f32/f16 multiples of 1/4 in [-8, 8) (ties are
+ * common), i32 full range, u8 any byte, bool 0/1. */
+static void *random_data(wgt_dtype dtype, int64_t n)
+{
+    void *data = malloc((size_t)(n > 0 ? n : 1) * 4);
+    for (int64_t i = 0; i < n; i++) {
+        float f = (float)rnd_range(-32, 32) / 4.0f;
+        switch (dtype) {
+        case WGT_F32: ((float *)data)[i] = f; break;
+        case WGT_F16: ((uint16_t *)data)[i] = half_bits(f); break;
+        case WGT_I32: ((int32_t *)data)[i] = (int32_t)rnd(); break;
+        case WGT_U8: ((uint8_t *)data)[i] = (uint8_t)rnd(); break;
+        default: ((uint8_t *)data)[i] = (uint8_t)(rnd() & 1); break;
+        }
+    }
+    return data;
+}
+
+/* The same tensor on both backends. */
+typedef struct both {
+    wgt_tensor *g, *c;
+} both;
+
+static both upload(wgt_dtype dtype, int ndim, const int64_t *shape, const void *data)
+{
+    both t = {wgt_tensor_from_host(gpu, dtype, ndim, shape, data), wgt_tensor_from_host(cpu, dtype, ndim, shape, data)};
+    return t;
+}
+
+static both upload_random(wgt_dtype dtype, int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    void *data = random_data(dtype, n);
+    both t = upload(dtype, ndim, shape, data);
+    free(data);
+    return t;
+}
+
+/* i32 index data, uniform in [lo, hi). */
+static both upload_index(int ndim, const int64_t *shape, int32_t lo, int32_t hi)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    int32_t *data = malloc((size_t)(n > 0 ? n : 1) * 4);
+    for (int64_t i = 0; i < n; i++) data[i] = rnd_range(lo, hi);
+    both t = upload(WGT_I32, ndim, shape, data);
+    free(data);
+    return t;
+}
+
+static void drop(both t)
+{
+    wgt_tensor_release(t.g);
+    wgt_tensor_release(t.c);
+}
+
+static both transposed(both t, int a, int b)
+{
+    both r = {wgt_transpose(t.g, a, b), wgt_transpose(t.c, a, b)};
+    return r;
+}
+
+static both sliced(both t, int axis, int64_t start, int64_t stop, int64_t step)
+{
+    both r = {wgt_slice(t.g, axis, start, stop, step), wgt_slice(t.c, axis, start, stop, step)};
+    return r;
+}
+
+/* Whether both contexts are fine; prints and clears errors otherwise. */
+static bool contexts_ok(const char *what)
+{
+    bool ok = true;
+    wgt_context *ctxs[2] = {gpu, cpu};
+    for (int i = 0; i < 2; i++) {
+        if (wgt_context_status(ctxs[i]) != WGT_OK) {
+            CHECK(false, "%s: %s error: %s", what, i ? "cpu" : "webgpu", wgt_context_error_message(ctxs[i]));
+            wgt_context_clear_error(ctxs[i]);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* Reads both sides of out (same dtype and shape) into fresh buffers. */
+static bool read_both(const char *what, both out, void **g, void **c, int64_t *numel)
+{
+    *g = *c = NULL;
+    if (!contexts_ok(what) || !out.g || !out.c) {
+        CHECK(out.g && out.c, "%s: no output", what);
+        return false;
+    }
+    int ndim = wgt_tensor_ndim(out.g);
+    bool same = ndim == wgt_tensor_ndim(out.c) && wgt_tensor_dtype(out.g) == wgt_tensor_dtype(out.c);
+    for (int d = 0; same && d < ndim; d++) same = wgt_tensor_shape(out.g)[d] == wgt_tensor_shape(out.c)[d];
+    CHECK(same, "%s: webgpu and cpu outputs differ in dtype or shape", what);
+    if (!same) return false;
+    *numel = wgt_tensor_numel(out.g);
+    size_t bytes = (size_t)*numel * wgt_dtype_size(wgt_tensor_dtype(out.g));
+    *g = malloc(bytes + 4);
+    *c = malloc(bytes + 4);
+    wgt_status sg = wgt_tensor_read(out.g, *g, bytes), sc = wgt_tensor_read(out.c, *c, bytes);
+    CHECK(sg == WGT_OK && sc == WGT_OK, "%s: read failed: %s / %s", what, wgt_context_error_message(gpu),
+          wgt_context_error_message(cpu));
+    wgt_status guards = wgt_tensor_check_guards(out.g);
+    CHECK(guards == WGT_OK, "%s: %s", what, wgt_context_error_message(gpu));
+    if (sg != WGT_OK || sc != WGT_OK || guards != WGT_OK) {
+        contexts_ok(what);
+        free(*g);
+        free(*c);
+        return false;
+    }
+    return true;
+}
+
+/* out must match bit for bit. */
+static void check_exact(const char *what, both out)
+{
+    void *g, *c;
+    int64_t n;
+    if (!read_both(what, out, &g, &c, &n)) return;
+    size_t size = wgt_dtype_size(wgt_tensor_dtype(out.g));
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; i++)
+        if (memcmp((char *)g + i * (int64_t)size, (char *)c + i * (int64_t)size, size) != 0) bad = i;
+    uint32_t gv = 0, cv = 0;
+    if (bad >= 0) {
+        memcpy(&gv, (char *)g + bad * (int64_t)size, size);
+        memcpy(&cv, (char *)c + bad * (int64_t)size, size);
+    }
+    CHECK(bad < 0, "%s: element %lld of %lld: webgpu 0x%x, cpu 0x%x", what, (long long)bad, (long long)n, gv, cv);
+    free(g);
+    free(c);
+}
+
+/* ------------------------------------------------------------------ gather */
+
+static const wgt_dtype all_dtypes[] = {WGT_F32, WGT_F16, WGT_I32, WGT_U8, WGT_BOOL};
+
+static void test_gather_axes(void)
+{
+    char what[128];
+    const int64_t xs[3] = {3, 4, 5};
+    for (size_t t = 0; t < sizeof(all_dtypes) / sizeof(all_dtypes[0]); t++) {
+        wgt_dtype dtype = all_dtypes[t];
+        both x = upload_random(dtype, 3, xs);
+        for (int axis = 0; axis < 3; axis++) {
+            /* index smaller than x off the axis, longer along it; values cover
+             * [-D - 2, D + 2): negative wraps and out-of-range zeros */
+            int64_t is[3] = {2, 3, 4};
+            is[axis] = 7;
+            int32_t D = (int32_t)xs[axis];
+            both index = upload_index(3, is, -D - 2, D + 2);
+            both out = {wgt_gather(x.g, axis, index.g), wgt_gather(x.c, axis, index.c)};
+            snprintf(what, sizeof(what), "gather %s axis %d", wgt_dtype_name(dtype), axis);
+            check_exact(what, out);
+            drop(out);
+            drop(index);
+        }
+        /* transposed x (dims 0 and 2 swapped: [5, 4, 3]) and a strided index slice */
+        both xt = transposed(x, 0, 2);
+        const int64_t is[3] = {9, 4, 3};
+        both index_full = upload_index(3, is, -5, 5);
+        both index = sliced(index_full, 0, 1, 9, 2); /* [4, 4, 3], stride 24 along axis 0 */
+        both out = {wgt_gather(xt.g, 1, index.g), wgt_gather(xt.c, 1, index.c)};
+        snprintf(what, sizeof(what), "gather %s transposed x, strided index", wgt_dtype_name(dtype));
+        check_exact(what, out);
+        drop(out);
+        drop(index);
+        drop(index_full);
+        /* a gather whose output has an odd element count (packed boundary words) */
+        const int64_t one_d = 7;
+        both idx1 = upload_index(1, &one_d, -3, 3);
+        both x1 = sliced(x, 0, 1, 2, 1);
+        both row = {wgt_reshape(x1.g, 1, (int64_t[]){20}), wgt_reshape(x1.c, 1, (int64_t[]){20})};
+        both out1 = {wgt_gather(row.g, 0, idx1.g), wgt_gather(row.c, 0, idx1.c)};
+        snprintf(what, sizeof(what), "gather %s 1-D, 7 elements", wgt_dtype_name(dtype));
+        check_exact(what, out1);
+        drop(out1);
+        drop(row);
+        drop(x1);
+        drop(idx1);
+        drop(xt);
+        drop(x);
+    }
+}
+
+static void test_index_select_and_embedding(void)
+{
+    char what[128];
+    for (size_t t = 0; t < sizeof(all_dtypes) / sizeof(all_dtypes[0]); t++) {
+        wgt_dtype dtype = all_dtypes[t];
+        const int64_t xs[3] = {6, 5, 3};
+        both x = upload_random(dtype, 3, xs);
+        const int64_t n = 11;
+        both base = upload_index(1, &n, -6, 6);
+        both index = sliced(base, 0, 1, 11, 2); /* 5 indices, stride 2, offset 1 */
+        for (int axis = 0; axis < 3; axis++) {
+            both out = {wgt_index_select(x.g, axis, index.g), wgt_index_select(x.c, axis, index.c)};
+            snprintf(what, sizeof(what), "index_select %s axis %d, strided index", wgt_dtype_name(dtype), axis);
+            check_exact(what, out);
+            drop(out);
+        }
+        drop(index);
+        drop(base);
+        drop(x);
+
+        /* embedding: weight [7, 5], ids [2, 3] */
+        const int64_t ws[2] = {7, 5}, ids_shape[2] = {2, 3};
+        both weight = upload_random(dtype, 2, ws);
+        const int32_t id_values[6] = {0, 6, 3, 3, -1, 2};
+        both ids = upload(WGT_I32, 2, ids_shape, id_values);
+        both out = {wgt_embedding(weight.g, ids.g), wgt_embedding(weight.c, ids.c)};
+        snprintf(what, sizeof(what), "embedding %s [7, 5] by ids [2, 3]", wgt_dtype_name(dtype));
+        check_exact(what, out);
+        CHECK(out.g && wgt_tensor_ndim(out.g) == 3 && wgt_tensor_shape(out.g)[2] == 5, "%s: shape", what);
+        drop(out);
+        drop(ids);
+        drop(weight);
+    }
+}
+
+/* More than 65535 workgroups of 256: the grid folds into 2-D. x is a stride-0
+ * broadcast row, so only the output is large. */
+static void test_gather_folded_grid(void)
+{
+    const int64_t n = 65536LL * 256 + 1000, small = 1;
+    both row = upload_random(WGT_I32, 1, &small);
+    both x = {wgt_expand(row.g, 1, &n), wgt_expand(row.c, 1, &n)};
+    both x2 = {wgt_unsqueeze(x.g, 0), wgt_unsqueeze(x.c, 0)}; /* [1, n], stride 0 along n */
+    const int64_t one = 1;
+    int32_t zero = 0;
+    both index = upload(WGT_I32, 1, &one, &zero);
+    both out = {wgt_index_select(x2.g, 0, index.g), wgt_index_select(x2.c, 0, index.c)}; /* [1, n] */
+    check_exact("gather with a folded 2-D grid", out);
+    drop(out);
+    drop(index);
+    drop(x2);
+    drop(x);
+    drop(row);
+}
+
+/* ------------------------------------------------------------- scatter_add */
+
+/* f32 scatter_add of (dst, index, src) along axis against the CPU, within
+ * 1e-6 * n * S per element (see the top of the file). dst and out are
+ * contiguous [R, C]; index/src given as host arrays in their own shape. */
+static void check_scatter_f32(const char *what, both out, both dst, both index, both src, int axis)
+{
+    void *g, *c;
+    int64_t n;
+    if (!read_both(what, out, &g, &c, &n)) return;
+    /* terms per element, on the host (CPU tensors are contiguous reads) */
+    int64_t dn = wgt_tensor_numel(dst.c), in = wgt_tensor_numel(index.c);
+    float *d = malloc((size_t)dn * 4), *s = malloc((size_t)in * 4);
+    int32_t *ix = malloc((size_t)in * 4);
+    double *mag = calloc((size_t)dn, sizeof(double));
+    int *count = calloc((size_t)dn, sizeof(int));
+    wgt_tensor_read(dst.c, d, (size_t)dn * 4);
+    wgt_tensor_read(src.c, s, (size_t)in * 4);
+    wgt_tensor_read(index.c, ix, (size_t)in * 4);
+    const int64_t *os = wgt_tensor_shape(dst.c), *is = wgt_tensor_shape(index.c);
+    for (int64_t i = 0; i < dn; i++) {
+        mag[i] = fabs(d[i]);
+        count[i] = 1;
+    }
+    for (int64_t r = 0; r < is[0]; r++)
+        for (int64_t col = 0; col < is[1]; col++) {
+            int64_t e = r * is[1] + col, D = os[axis];
+            int64_t i = ix[e] < 0 ? ix[e] + D : ix[e];
+            if (i < 0 || i >= D) continue;
+            int64_t o = axis == 0 ? i * os[1] + col : r * os[1] + i;
+            mag[o] += fabs(s[e]);
+            count[o]++;
+        }
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; i++) {
+        double gv = ((float *)g)[i], cv = ((float *)c)[i];
+        if (!(fabs(gv - cv) <= 1e-6 * count[i] * mag[i])) bad = i;
+    }
+    CHECK(bad < 0, "%s: element %lld: webgpu %.9g, cpu %.9g (%d terms)", what, (long long)bad,
+          bad >= 0 ? ((float *)g)[bad] : 0.0, bad >= 0 ? ((float *)c)[bad] : 0.0, bad >= 0 ? count[bad] : 0);
+    free(d);
+    free(s);
+    free(ix);
+    free(mag);
+    free(count);
+    free(g);
+    free(c);
+}
+
+static void test_scatter_add(void)
+{
+    char what[128];
+    for (int t = 0; t < 2; t++) {
+        wgt_dtype dtype = t ? WGT_I32 : WGT_F32;
+        for (int axis = 0; axis < 2; axis++) {
+            /* dst [5, 6]; index/src [40, 6] (axis 0) or [5, 40] (axis 1): about 8
+             * adds per element, indices in [-7, 7) so some are skipped */
+            const int64_t ds[2] = {5, 6};
+            int64_t is[2] = {5, 6};
+            is[axis] = 40;
+            int32_t D = (int32_t)ds[axis];
+            both dst = upload_random(dtype, 2, ds);
+            both index = upload_index(2, is, -D - 1, D + 1);
+            both src = upload_random(dtype, 2, is);
+            if (dtype == WGT_F32) {
+                /* values with many significant bits, so rounding order matters */
+                int64_t n = is[0] * is[1];
+                float *v = malloc((size_t)n * 4);
+                for (int64_t i = 0; i < n; i++) v[i] = (float)((double)(int32_t)rnd() / 3e8);
+                wgt_tensor_write(src.g, v, (size_t)n * 4);
+                wgt_tensor_write(src.c, v, (size_t)n * 4);
+                free(v);
+            }
+            both out = {wgt_scatter_add(dst.g, axis, index.g, src.g), wgt_scatter_add(dst.c, axis, index.c, src.c)};
+            snprintf(what, sizeof(what), "scatter_add %s axis %d, 40 x 6 into 5 x 6", wgt_dtype_name(dtype), axis);
+            if (dtype == WGT_I32) check_exact(what, out);
+            else check_scatter_f32(what, out, dst, index, src, axis);
+            drop(out);
+            drop(src);
+            drop(index);
+            drop(dst);
+        }
+        /* every element of a large src into one output element: 4096 collisions */
+        const int64_t ds[1] = {3}, is[1] = {4096};
+        both dst = upload_random(dtype, 1, ds);
+        int32_t *ones = malloc(4096 * 4);
+        for (int i = 0; i < 4096; i++) ones[i] = i % 7 == 0 ? 5 : -2; /* 5 is out of range */
+        both index = upload(WGT_I32, 1, is, ones);
+        both src = upload_random(dtype, 1, is);
+        both out = {wgt_scatter_add(dst.g, 0, index.g, src.g), wgt_scatter_add(dst.c, 0, index.c, src.c)};
+        snprintf(what, sizeof(what), "scatter_add %s, 4096 adds into one element", wgt_dtype_name(dtype));
+        if (dtype == WGT_I32) {
+            check_exact(what, out);
+        } else {
+            void *g, *c;
+            int64_t n;
+            if (read_both(what, out, &g, &c, &n)) {
+                /* src are multiples of 1/4 in [-8, 8): every partial sum is exact in f32 */
+                CHECK(memcmp(g, c, 12) == 0, "%s: %g %g %g vs %g %g %g", what, ((float *)g)[0], ((float *)g)[1],
+                      ((float *)g)[2], ((float *)c)[0], ((float *)c)[1], ((float *)c)[2]);
+                free(g);
+                free(c);
+            }
+        }
+        free(ones);
+        drop(out);
+        drop(src);
+        drop(index);
+        drop(dst);
+    }
+
+    /* transposed index and src views (strides not contiguous) */
+    const int64_t ds[2] = {4, 5}, is[2] = {5, 9};
+    both dst = upload_random(WGT_I32, 2, ds);
+    both index_t = upload_index(2, is, -4, 4);
+    both src_t = upload_random(WGT_I32, 2, is);
+    both index = transposed(index_t, 0, 1), src = transposed(src_t, 0, 1); /* [9, 5] */
+    both out = {wgt_scatter_add(dst.g, 0, index.g, src.g), wgt_scatter_add(dst.c, 0, index.c, src.c)};
+    check_exact("scatter_add i32 transposed index and src", out);
+    drop(out);
+    drop(index);
+    drop(src);
+    drop(index_t);
+    drop(src_t);
+    drop(dst);
+}
+
+/* -------------------------------------------------------------------- topk */
+
+static void check_topk(const char *what, both x, int64_t k, bool largest)
+{
+    both v, i;
+    wgt_status sg = wgt_topk(x.g, k, largest, &v.g, &i.g);
+    wgt_status sc = wgt_topk(x.c, k, largest, &v.c, &i.c);
+    CHECK(sg == WGT_OK && sc == WGT_OK, "%s: %s / %s", what, wgt_context_error_message(gpu),
+          wgt_context_error_message(cpu));
+    if (sg != WGT_OK || sc != WGT_OK) {
+        contexts_ok(what);
+        if (sg == WGT_OK) drop((both){v.g, i.g});
+        if (sc == WGT_OK) drop((both){v.c, i.c});
+        return;
+    }
+    char buf[160];
+    snprintf(buf, sizeof(buf), "%s: indices", what);
+    check_exact(buf, i);
+    snprintf(buf, sizeof(buf), "%s: values", what);
+    check_exact(buf, v);
+    drop(v);
+    drop(i);
+}
+
+/* x [rows, n] of dtype with random data (f32: with NaN/-0/inf mixed in). */
+static both topk_input(wgt_dtype dtype, int64_t rows, int64_t n, bool specials)
+{
+    const int64_t shape[2] = {rows, n};
+    void *data = random_data(dtype, rows * n);
+    if (specials && dtype == WGT_F32) {
+        float sp[6] = {NAN, -0.0f, 0.0f, INFINITY, -INFINITY, -NAN};
+        for (int64_t e = 0; e < rows * n; e++)
+            if (rnd() % 5 == 0) ((float *)data)[e] = sp[rnd() % 6];
+    }
+    if (specials && dtype == WGT_F16) {
+        uint16_t sp[6] = {0x7e00, 0x8000, 0x0000, 0x7c00, 0xfc00, 0x0001};
+        for (int64_t e = 0; e < rows * n; e++)
+            if (rnd() % 5 == 0) ((uint16_t *)data)[e] = sp[rnd() % 6];
+    }
+    if (dtype == WGT_I32) /* values beyond 2^24 that differ by one, and ties */
+        for (int64_t e = 0; e < rows * n; e++) ((int32_t *)data)[e] = (1 << 25) + rnd_range(-3, 3) * (rnd() % 2 ? 1 : 1 << 28);
+    both x = upload(dtype, 2, shape, data);
+    free(data);
+    return x;
+}
+
+static void test_topk(void)
+{
+    char what[160];
+    const wgt_dtype dtypes[4] = {WGT_F32, WGT_F16, WGT_I32, WGT_U8};
+    /* short rows, one dispatch: odd lengths, k = 1 and k = N, both orders */
+    const int64_t lengths[5] = {1, 7, 13, 64, 1000};
+    for (int t = 0; t < 4; t++) {
+        for (int l = 0; l < 5; l++) {
+            int64_t n = lengths[l];
+            both x = topk_input(dtypes[t], 5, n, true);
+            int64_t ks[3] = {1, (n + 1) / 2, n};
+            for (int j = 0; j < 3; j++)
+                for (int largest = 0; largest < 2; largest++) {
+                    snprintf(what, sizeof(what), "topk %s [5, %lld] k=%lld %s", wgt_dtype_name(dtypes[t]),
+                             (long long)n, (long long)ks[j], largest ? "largest" : "smallest");
+                    check_topk(what, x, ks[j], largest);
+                }
+            drop(x);
+        }
+    }
+
+    /* ties only: every value equal, so the order is by index */
+    const int64_t ts[2] = {3, 9};
+    float same[27];
+    for (int e = 0; e < 27; e++) same[e] = 1.5f;
+    both tie = upload(WGT_F32, 2, ts, same);
+    check_topk("topk all ties largest", tie, 4, true);
+    check_topk("topk all ties smallest", tie, 9, false);
+    drop(tie);
+
+    /* transposed input: the last axis has stride != 1 */
+    both x = topk_input(WGT_F32, 11, 6, true);
+    both xt = transposed(x, 0, 1); /* [6, 11] */
+    check_topk("topk f32 transposed [6, 11] k=4", xt, 4, true);
+    check_topk("topk f32 transposed [6, 11] k=11 smallest", xt, 11, false);
+    drop(xt);
+    drop(x);
+
+    /* 3-D input with a sliced leading dim */
+    const int64_t s3[3] = {4, 3, 10};
+    both x3 = upload_random(WGT_F32, 3, s3);
+    both x3s = sliced(x3, 0, 1, 4, 2); /* [2, 3, 10] */
+    check_topk("topk f32 [2, 3, 10] sliced k=3", x3s, 3, true);
+    drop(x3s);
+    drop(x3);
+
+    /* more than 65535 rows of 3 */
+    both many = topk_input(WGT_F32, 70000, 3, true);
+    check_topk("topk f32 [70000, 3] k=2", many, 2, true);
+    drop(many);
+    both many_u8 = topk_input(WGT_U8, 70000, 5, false);
+    check_topk("topk u8 [70000, 5] k=5 smallest", many_u8, 5, false);
+    drop(many_u8);
+
+    /* long rows: the multi-pass sort (P = 4096 and 8192) */
+    const int64_t long_lengths[3] = {2049, 4096, 5001};
+    for (int t = 0; t < 4; t++)
+        for (int l = 0; l < 3; l++) {
+            int64_t n = long_lengths[l];
+            both xl = topk_input(dtypes[t], 3, n, true);
+            int64_t ks[3] = {1, 2500, n};
+            for (int j = 0; j < 3; j++) {
+                if (ks[j] > n) continue;
+                bool largest = j != 1;
+                snprintf(what, sizeof(what), "topk %s [3, %lld] k=%lld %s", wgt_dtype_name(dtypes[t]), (long long)n,
+                         (long long)ks[j], largest ? "largest" : "smallest");
+                check_topk(what, xl, ks[j], largest);
+            }
+            drop(xl);
+        }
+}
+
+/* ------------------------------------------------------------------- main */
+
+static wgt_context *guarded_context(wgt_backend_kind kind)
+{
+    wgt_context_options o;
+    wgt_context_options_init(&o);
+    o.backend = kind;
+    o.debug_guards = true;
+    wgt_context *ctx = wgt_context_create(&o);
+    if (ctx && wgt_context_status(ctx) == WGT_OK) return ctx;
+    fprintf(stderr, "FAIL: cannot create %s context: %s\n", kind == WGT_BACKEND_CPU ? "cpu" : "webgpu",
+            ctx ? wgt_context_error_message(ctx) : "out of memory");
+    test_failed++;
+    wgt_context_destroy(ctx);
+    return NULL;
+}
+
+int main(void)
+{
+    gpu = guarded_context(WGT_BACKEND_WEBGPU);
+    cpu = guarded_context(WGT_BACKEND_CPU);
+    if (gpu && cpu) {
+        test_gather_axes();
+        test_index_select_and_embedding();
+        test_gather_folded_grid();
+        test_scatter_add();
+        test_topk();
+    }
+    wgt_context_destroy(gpu);
+    wgt_context_destroy(cpu);
+    return test_summary();
+}
