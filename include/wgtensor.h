@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -194,6 +195,18 @@ wgt_status wgt_execution_stats_get(wgt_context *ctx, wgt_execution_stats *stats)
 /* Releases cached free device blocks (bytes_reserved falls to bytes_in_use). */
 wgt_status wgt_memory_trim(wgt_context *ctx);
 wgt_status wgt_memory_set_budget(wgt_context *ctx, uint64_t budget_bytes);
+
+/* --------------------------------------------------------------- profiling */
+/* GPU time of every dispatch from timestamp queries (WebGPU adapters with the
+ * timestamp-query feature; WGT_ERR_UNSUPPORTED otherwise). While enabled every
+ * batch is synchronized, so it measures kernels, not pipelining. The
+ * environment turns it on for any program: WGT_PROFILE=1 prints the report to
+ * stderr when the context is destroyed, WGT_PROFILE_TRACE=file.json writes a
+ * trace that Perfetto / chrome://tracing open. Off, it costs one branch. */
+wgt_status wgt_profiler_enable(wgt_context *ctx, bool enable);
+/* Per op: calls, total and mean GPU time, GB/s (minimum bytes moved), GFLOP/s. */
+wgt_status wgt_profiler_report(wgt_context *ctx, FILE *out);
+wgt_status wgt_profiler_write_trace(wgt_context *ctx, const char *path);
 
 /* ------------------------------------------------------------------ scopes */
 

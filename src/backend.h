@@ -16,6 +16,8 @@
 #ifndef WGT_BACKEND_H
 #define WGT_BACKEND_H
 
+#include <stdio.h>
+
 #include "wgtensor.h"
 #include "core/expr.h"
 
@@ -136,6 +138,10 @@ typedef struct wgt_backend_vtable {
     wgt_status (*memory_set_budget)(wgt_backend *b, uint64_t budget_bytes);
     /* buffers[i] are storages with byte sizes; see wgt_custom_kernel. */
     wgt_status (*custom_kernel)(wgt_backend *b, const wgt_custom_kernel *k, wgt_storage *const *storages);
+    /* GPU time per dispatch (see wgt_profiler_enable) */
+    wgt_status (*profiler_enable)(wgt_backend *b, bool enable);
+    wgt_status (*profiler_report)(wgt_backend *b, FILE *out);
+    wgt_status (*profiler_write_trace)(wgt_backend *b, const char *path);
 } wgt_backend_vtable;
 
 struct wgt_backend {

@@ -89,8 +89,49 @@ wgt_context *wgt_context_create(const wgt_context_options *options)
         if (ctx->status == WGT_OK)
             wgt_error(ctx, WGT_ERR_INTERNAL, "wgt_context_create: backend creation failed");
         ctx->fatal = true;
+    } else if ((getenv("WGT_PROFILE") && strcmp(getenv("WGT_PROFILE"), "0") != 0) || getenv("WGT_PROFILE_TRACE")) {
+        if (wgt_profiler_enable(ctx, true) != WGT_OK) {
+            fprintf(stderr, "wgtensor: WGT_PROFILE ignored: %s\n", ctx->message);
+            wgt_context_clear_error(ctx);
+        }
     }
     return ctx;
+}
+
+static bool profiler_ready(wgt_context *ctx, const char *op, bool need_backend_member)
+{
+    if (!ctx) return false;
+    if (ctx->status != WGT_OK || !ctx->backend) return false;
+    if (!need_backend_member) {
+        wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: the %s backend has no GPU profiler", op, ctx->backend->vt->name);
+        return false;
+    }
+    return true;
+}
+
+wgt_status wgt_profiler_enable(wgt_context *ctx, bool enable)
+{
+    if (!profiler_ready(ctx, "wgt_profiler_enable", ctx && ctx->backend && ctx->backend->vt->profiler_enable))
+        return ctx ? ctx->status : WGT_ERR_INVALID_ARGUMENT;
+    wgt_status s = ctx->backend->vt->profiler_enable(ctx->backend, enable);
+    ctx->profiling = s == WGT_OK && enable;
+    return s;
+}
+
+wgt_status wgt_profiler_report(wgt_context *ctx, FILE *out)
+{
+    if (!profiler_ready(ctx, "wgt_profiler_report", ctx && ctx->backend && ctx->backend->vt->profiler_report))
+        return ctx ? ctx->status : WGT_ERR_INVALID_ARGUMENT;
+    if (!out) return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_profiler_report: out is NULL");
+    return ctx->backend->vt->profiler_report(ctx->backend, out);
+}
+
+wgt_status wgt_profiler_write_trace(wgt_context *ctx, const char *path)
+{
+    if (!profiler_ready(ctx, "wgt_profiler_write_trace", ctx && ctx->backend && ctx->backend->vt->profiler_write_trace))
+        return ctx ? ctx->status : WGT_ERR_INVALID_ARGUMENT;
+    if (!path) return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_profiler_write_trace: path is NULL");
+    return ctx->backend->vt->profiler_write_trace(ctx->backend, path);
 }
 
 void wgt_context_destroy(wgt_context *ctx)
@@ -102,6 +143,11 @@ void wgt_context_destroy(wgt_context *ctx)
         wgt_scope_pop(ctx);
     }
     free(ctx->scopes);
+    if (ctx->profiling && ctx->status == WGT_OK) {
+        const char *trace = getenv("WGT_PROFILE_TRACE");
+        if (trace) wgt_profiler_write_trace(ctx, trace);
+        if (getenv("WGT_PROFILE")) wgt_profiler_report(ctx, stderr);
+    }
     if (ctx->backend) ctx->backend->vt->destroy(ctx->backend);
     free(ctx);
 }

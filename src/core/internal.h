@@ -28,6 +28,7 @@ struct wgt_context {
     wgt_scope *scopes;              /* stack; scopes[n_scopes-1] is innermost */
     int n_scopes, scopes_capacity;
     int64_t live_tensors;
+    bool profiling;                 /* wgt_profiler_enable(ctx, true) succeeded */
 };
 
 struct wgt_tensor {

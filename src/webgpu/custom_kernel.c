@@ -153,6 +153,7 @@ wgt_status webgpu_custom_kernel(wgt_backend *b, const wgt_custom_kernel *k, wgt_
         s = wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: the buffers do not match the shader's bindings: %s", op,
                       message);
     if (s == WGT_OK) {
+        wg->current_op = op;
         WGPUComputePassEncoder pass = webgpu_open_pass(wg);
         wgpuComputePassEncoderSetPipeline(pass, p->pipeline);
         wgpuComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);

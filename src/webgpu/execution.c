@@ -56,6 +56,7 @@ wgt_status webgpu_flush(webgpu_backend *wg)
     if (wg->device_lost) return WGT_ERR_DEVICE_LOST;
     if (!wg->encoder) return WGT_OK;
     end_pass(wg);
+    if (wg->profiler) webgpu_profiler_resolve(wg, wg->encoder);
     if (wg->ring_used) wgpuQueueWriteBuffer(wg->queue, wg->ring, 0, wg->ring_shadow, wg->ring_used);
     WGPUCommandBufferDescriptor desc = WGPU_COMMAND_BUFFER_DESCRIPTOR_INIT;
     WGPUCommandBuffer commands = wgpuCommandEncoderFinish(wg->encoder, &desc);
@@ -68,7 +69,7 @@ wgt_status webgpu_flush(webgpu_backend *wg)
     }
     wg->ring_used = 0;
     wg->batch_dispatches = 0;
-    return WGT_OK;
+    return wg->profiler ? webgpu_profiler_collect(wg) : WGT_OK;
 }
 
 typedef struct work_done {
@@ -190,6 +191,7 @@ wgt_status webgpu_dispatch(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuffer co
     WGPUBindGroup group = wgpuDeviceCreateBindGroup(wg->device, &bgd);
     if (!group) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: bind group creation failed", op);
 
+    wg->current_op = op;
     WGPUComputePassEncoder pass = webgpu_open_pass(wg);
     wgpuComputePassEncoderSetPipeline(pass, p->pipeline);
     wgpuComputePassEncoderSetBindGroup(pass, 0, group, p->has_params ? 1 : 0, p->has_params ? &offset : NULL);
@@ -200,6 +202,14 @@ wgt_status webgpu_dispatch(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuffer co
 
 WGPUComputePassEncoder webgpu_open_pass(webgpu_backend *wg)
 {
+    if (wg->profiler) {
+        /* One pass per dispatch, each with its own begin/end timestamps. */
+        end_pass(wg);
+        if (webgpu_profiler_full(wg)) webgpu_flush(wg);
+        ensure_encoder(wg);
+        wg->pass = webgpu_profiler_begin_pass(wg, wg->encoder, wg->current_op ? wg->current_op : "kernel");
+        return wg->pass;
+    }
     ensure_encoder(wg);
     if (!wg->pass) {
         WGPUComputePassDescriptor cpd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
@@ -210,6 +220,7 @@ WGPUComputePassEncoder webgpu_open_pass(webgpu_backend *wg)
 
 wgt_status webgpu_dispatch_recorded(webgpu_backend *wg)
 {
+    if (wg->profiler) end_pass(wg);
     wg->exec.dispatches++;
     if (++wg->batch_dispatches >= WEBGPU_BATCH_DISPATCHES) return webgpu_flush(wg);
     return WGT_OK;

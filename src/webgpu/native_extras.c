@@ -32,6 +32,8 @@ WGPUShaderModule webgpu_native_create_unchecked_module(WGPUDevice device, const 
     return wgpuDeviceCreateShaderModuleTrusted(device, desc, WGPUShaderRuntimeChecks_None);
 }
 
+double webgpu_native_timestamp_period(WGPUQueue queue) { return (double)wgpuQueueGetTimestampPeriod(queue); }
+
 void webgpu_native_version(char *buf, size_t size)
 {
     uint32_t v = wgpuGetVersion();

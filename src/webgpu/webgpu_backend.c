@@ -18,10 +18,30 @@ static bool webgpu_supports(wgt_backend *b, const wgt_kernel_call *call)
     return false;
 }
 
+static double view_bytes(const wgt_tensor_view *v)
+{
+    return (double)wgt_shape_numel(v->ndim, v->shape) * (double)wgt_dtype_size(v->dtype);
+}
+
+/* Bytes an op must move at least (inputs read once, outputs written once) and
+ * its flops, for the profiler's GB/s and GFLOP/s. */
+static void estimate_work(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    double bytes = 0, flops = 0;
+    for (int i = 0; i < call->n_inputs; i++) bytes += view_bytes(&call->inputs[i]);
+    for (int i = 0; i < call->n_outputs; i++) bytes += view_bytes(&call->outputs[i]);
+    if (call->kind == WGT_KERNEL_MATMUL) {
+        const wgt_tensor_view *a = &call->inputs[0], *o = &call->outputs[0];
+        flops = 2.0 * (double)wgt_shape_numel(o->ndim, o->shape) * (double)a->shape[a->ndim - 1];
+    }
+    webgpu_profiler_set_work(wg, bytes, flops);
+}
+
 static wgt_status webgpu_run(wgt_backend *b, const wgt_kernel_call *call)
 {
     webgpu_backend *wg = webgpu_of(b);
     if (wg->device_lost) return WGT_ERR_DEVICE_LOST;
+    if (wg->profiler) estimate_work(wg, call);
     switch (call->kind) {
     case WGT_KERNEL_ELEMENTWISE: return webgpu_elementwise_run(wg, call);
     case WGT_KERNEL_REDUCE:
@@ -53,4 +73,7 @@ const wgt_backend_vtable webgpu_vtable = {
     .memory_trim = webgpu_memory_trim,
     .memory_set_budget = webgpu_memory_set_budget,
     .custom_kernel = webgpu_custom_kernel,
+    .profiler_enable = webgpu_profiler_enable,
+    .profiler_report = webgpu_profiler_report,
+    .profiler_write_trace = webgpu_profiler_write_trace,
 };

@@ -22,6 +22,7 @@
 #ifndef WGT_WEBGPU_INTERNAL_H
 #define WGT_WEBGPU_INTERNAL_H
 
+#include <stdio.h>
 #include <webgpu.h>
 
 #include "core/internal.h"
@@ -72,6 +73,8 @@ typedef struct webgpu_pipeline_cache {
 
 /* ----------------------------------------------------------------- backend */
 
+typedef struct webgpu_profiler webgpu_profiler; /* profiler.c */
+
 typedef struct webgpu_backend {
     wgt_backend base;
     WGPUInstance instance;
@@ -94,6 +97,8 @@ typedef struct webgpu_backend {
     unsigned char *ring_shadow;         /* host copy written at submit */
     uint32_t ring_used;
     wgt_execution_stats exec;
+    const char *current_op;             /* op of the dispatch being recorded */
+    webgpu_profiler *profiler;          /* NULL unless profiling */
 
     /* error scope results land here (callbacks) */
     bool device_lost;
@@ -110,6 +115,8 @@ void webgpu_native_poll(WGPUInstance instance, WGPUDevice device);
 /* Shader module without implementation-inserted bounds checks: only for our own
  * kernels, whose index logic keeps every access in range. */
 WGPUShaderModule webgpu_native_create_unchecked_module(WGPUDevice device, const WGPUShaderModuleDescriptor *desc);
+/* Nanoseconds per timestamp tick. */
+double webgpu_native_timestamp_period(WGPUQueue queue);
 /* "wgpu-native 29.0.1.1" */
 void webgpu_native_version(char *buf, size_t size);
 /* The adapter feature ids of wgpu-native's subgroup extension (if any). */
@@ -192,6 +199,18 @@ wgt_status webgpu_flush(webgpu_backend *wg);
 wgt_status webgpu_finish(webgpu_backend *wg, const char *op);
 wgt_status webgpu_synchronize(wgt_backend *b);
 wgt_status webgpu_execution_stats(wgt_backend *b, wgt_execution_stats *stats);
+
+/* -------------------------------------------------------------- profiler.c */
+wgt_status webgpu_profiler_enable(wgt_backend *b, bool enable);
+wgt_status webgpu_profiler_report(wgt_backend *b, FILE *out);
+wgt_status webgpu_profiler_write_trace(wgt_backend *b, const char *path);
+void webgpu_profiler_destroy(webgpu_backend *wg);
+/* Bytes and flops of the op about to be recorded (counted on its first dispatch). */
+void webgpu_profiler_set_work(webgpu_backend *wg, double bytes, double flops);
+WGPUComputePassEncoder webgpu_profiler_begin_pass(webgpu_backend *wg, WGPUCommandEncoder encoder, const char *op);
+bool webgpu_profiler_full(const webgpu_backend *wg);
+void webgpu_profiler_resolve(webgpu_backend *wg, WGPUCommandEncoder encoder);
+wgt_status webgpu_profiler_collect(webgpu_backend *wg);
 
 /* -------------------------------------------------------------- custom_kernel.c */
 wgt_status webgpu_custom_kernel(wgt_backend *b, const wgt_custom_kernel *k, wgt_storage *const *storages);

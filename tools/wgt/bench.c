@@ -1,12 +1,14 @@
 /* wgt bench: times op families at sizes that matter and prints a table and JSON.
  *
- *   wgt bench [--quick] [--json FILE] [--only NAME] [--reps N]
+ *   wgt bench [--quick] [--cpu] [--json FILE] [--only NAME] [--reps N]
  *
  * Each case runs warm-up iterations, then `reps` timed iterations between two
  * wgt_synchronize calls (so the time is the device's, plus one submit); the
  * reported time is the median of 5 such batches. --quick divides the sizes so
- * the harness itself can be tested on lavapipe in CI. bench/torch_ref.py runs the
- * same case names in PyTorch and bench/compare.py prints the ratios. */
+ * the harness itself can be tested on lavapipe in CI. --cpu runs the CPU backend
+ * at sizes for a small machine (cpu_div) against bench/numpy_ref.py.
+ * bench/torch_ref.py runs the same case names in PyTorch and bench/compare.py
+ * prints the ratios. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@ typedef struct bench_case {
     const char *shape;     /* printed */
     int64_t n, m, k;       /* full-size parameters */
     int64_t quick_div;     /* --quick divides n (and m, k where used) */
+    int64_t cpu_div;       /* --cpu divides likewise; 0: not run on the CPU */
     double (*bytes)(const bench_state *s);   /* bytes moved, or NULL */
     double (*flops)(const bench_state *s);   /* flops, or NULL */
     bool (*setup)(bench_state *s);
@@ -140,21 +143,21 @@ static double flops_gemm(const bench_state *s) { return 2.0 * (double)s->n * (do
 static double flops_gemv(const bench_state *s) { return 2.0 * (double)s->n * (double)s->k; }
 
 static const bench_case cases[] = {
-    {"add_f32", "2^28", 1 << 28, 0, 0, 256, bytes_3n, NULL, setup_vec2, step_add, 20},
-    {"copy_f32", "2^28", 1 << 28, 0, 0, 256, bytes_2n, NULL, setup_vec2, step_copy, 20},
-    {"exp_f32", "2^28", 1 << 28, 0, 0, 256, bytes_2n, NULL, setup_vec2, step_exp, 20},
-    {"fused3_f32", "2^28 sqrt(abs(a*b+c))", 1 << 28, 0, 0, 256, bytes_4n, NULL, setup_vec2, step_fused, 20},
-    {"sum_f32", "2^28 -> scalar", 1 << 28, 0, 0, 256, bytes_1n, NULL, setup_vec2, step_sum_all, 20},
-    {"rowsum_f32", "8192x8192 axis 1", 8192, 8192, 0, 16, bytes_nm, NULL, setup_matrix, step_row_sum, 20},
-    {"softmax_f32", "4096x32768", 4096, 32768, 0, 16, bytes_2nm, NULL, setup_matrix, step_softmax, 20},
-    {"transpose_f32", "8192x8192", 8192, 8192, 0, 16, bytes_2nm, NULL, setup_matrix, step_transpose, 20},
-    {"gemm_f32_1024", "1024^3", 1024, 1024, 1024, 8, NULL, flops_gemm, setup_gemm, step_matmul, 20},
-    {"gemm_f32_2048", "2048^3", 2048, 2048, 2048, 16, NULL, flops_gemm, setup_gemm, step_matmul, 10},
-    {"gemm_f32_4096", "4096^3", 4096, 4096, 4096, 32, NULL, flops_gemm, setup_gemm, step_matmul, 5},
-    {"gemm_f32_8192", "8192^3", 8192, 8192, 8192, 64, NULL, flops_gemm, setup_gemm, step_matmul, 3},
-    {"gemm_f16_4096", "4096^3 f16 in, f32 acc", 4096, 4096, 4096, 32, NULL, flops_gemm, setup_gemm_f16, step_matmul, 5},
-    {"gemv_f32", "11008x4096 x 4096", 11008, 0, 4096, 16, bytes_gemv, flops_gemv, setup_gemv, step_matmul, 50},
-    {"small_ops_10000", "10000 x add 1024", 1024, 0, 0, 1, NULL, NULL, setup_small, step_small_ops, 1},
+    {"add_f32", "2^28", 1 << 28, 0, 0, 256, 16, bytes_3n, NULL, setup_vec2, step_add, 20},
+    {"copy_f32", "2^28", 1 << 28, 0, 0, 256, 16, bytes_2n, NULL, setup_vec2, step_copy, 20},
+    {"exp_f32", "2^28", 1 << 28, 0, 0, 256, 16, bytes_2n, NULL, setup_vec2, step_exp, 20},
+    {"fused3_f32", "2^28 sqrt(abs(a*b+c))", 1 << 28, 0, 0, 256, 16, bytes_4n, NULL, setup_vec2, step_fused, 20},
+    {"sum_f32", "2^28 -> scalar", 1 << 28, 0, 0, 256, 16, bytes_1n, NULL, setup_vec2, step_sum_all, 20},
+    {"rowsum_f32", "8192x8192 axis 1", 8192, 8192, 0, 16, 2, bytes_nm, NULL, setup_matrix, step_row_sum, 20},
+    {"softmax_f32", "4096x32768", 4096, 32768, 0, 16, 4, bytes_2nm, NULL, setup_matrix, step_softmax, 20},
+    {"transpose_f32", "8192x8192", 8192, 8192, 0, 16, 2, bytes_2nm, NULL, setup_matrix, step_transpose, 20},
+    {"gemm_f32_1024", "1024^3", 1024, 1024, 1024, 8, 1, NULL, flops_gemm, setup_gemm, step_matmul, 20},
+    {"gemm_f32_2048", "2048^3", 2048, 2048, 2048, 16, 1, NULL, flops_gemm, setup_gemm, step_matmul, 10},
+    {"gemm_f32_4096", "4096^3", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_gemm, step_matmul, 5},
+    {"gemm_f32_8192", "8192^3", 8192, 8192, 8192, 64, 0, NULL, flops_gemm, setup_gemm, step_matmul, 3},
+    {"gemm_f16_4096", "4096^3 f16 in, f32 acc", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_gemm_f16, step_matmul, 5},
+    {"gemv_f32", "11008x4096 x 4096", 11008, 0, 4096, 16, 1, bytes_gemv, flops_gemv, setup_gemv, step_matmul, 50},
+    {"small_ops_10000", "10000 x add 1024", 1024, 0, 0, 1, 1, NULL, NULL, setup_small, step_small_ops, 1},
 };
 
 static int compare_double(const void *a, const void *b)
@@ -165,20 +168,25 @@ static int compare_double(const void *a, const void *b)
 
 int wgt_command_bench(int argc, char **argv)
 {
-    bool quick = false;
+    bool quick = false, cpu = false;
     const char *json_path = NULL, *only = NULL;
     int reps_override = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--cpu")) cpu = true;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps_override = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: wgt bench [--quick] [--json FILE] [--only NAME] [--reps N]\n");
+            fprintf(stderr, "usage: wgt bench [--quick] [--cpu] [--json FILE] [--only NAME] [--reps N]\n");
             return 2;
         }
     }
-    wgt_context *ctx = wgt_context_create(NULL);
+    wgt_context_options options;
+    wgt_context_options_init(&options);
+    options.backend = cpu ? WGT_BACKEND_CPU : WGT_BACKEND_AUTO;
+    options.wait_timeout_ms = 600000; /* an 8192^3 GEMM batch on a slow adapter */
+    wgt_context *ctx = wgt_context_create(&options);
     if (wgt_context_status(ctx) != WGT_OK) {
         fprintf(stderr, "wgt bench: %s\n", wgt_context_error_message(ctx));
         wgt_context_destroy(ctx);
@@ -201,12 +209,17 @@ int wgt_command_bench(int argc, char **argv)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const bench_case *bc = &cases[i];
         if (only && !strstr(bc->name, only)) continue;
+        if (cpu && bc->cpu_div == 0) continue;
         bench_state s = {ctx, NULL, NULL, NULL, bc->n, bc->m, bc->k};
-        if (quick) {
-            s.n = bc->n / bc->quick_div > 0 ? bc->n / bc->quick_div : 1;
-            if (s.m) s.m = bc->m / bc->quick_div > 0 ? bc->m / bc->quick_div : 1;
-            if (s.k) s.k = bc->k / bc->quick_div > 0 ? bc->k / bc->quick_div : 1;
+        int64_t div = quick ? bc->quick_div : cpu ? bc->cpu_div : 1;
+        if (div > 1) {
+            s.n = bc->n / div > 0 ? bc->n / div : 1;
+            if (s.m) s.m = bc->m / div > 0 ? bc->m / div : 1;
+            if (s.k && bc->flops != flops_gemv) s.k = bc->k / div > 0 ? bc->k / div : 1;
         }
+        char shape[64];
+        if (div > 1) snprintf(shape, sizeof(shape), "n=%lld m=%lld k=%lld", (long long)s.n, (long long)s.m, (long long)s.k);
+        else snprintf(shape, sizeof(shape), "%s", bc->shape);
         int reps = reps_override > 0 ? reps_override : (quick ? 2 : bc->reps);
         double batches[5];
         int n_batches = quick ? 1 : 5;
@@ -228,7 +241,7 @@ int wgt_command_bench(int argc, char **argv)
             batches[bi] = (now_ms() - t0) / reps;
         }
         if (!ok) {
-            printf("%-18s %-26s error: %s\n", bc->name, bc->shape, wgt_context_error_message(ctx));
+            printf("%-18s %-26s error: %s\n", bc->name, shape, wgt_context_error_message(ctx));
             wgt_context_clear_error(ctx);
             failures++;
         } else {
@@ -237,11 +250,11 @@ int wgt_command_bench(int argc, char **argv)
             double gbps = bc->bytes ? bc->bytes(&s) / (ms * 1e6) : 0;
             double gflops = bc->flops ? bc->flops(&s) / (ms * 1e6) : 0;
             if (!strcmp(bc->name, "small_ops_10000")) printf("%-18s %-26s %12.4f %10s %10s  (%.2f us per op)\n",
-                                                              bc->name, bc->shape, ms, "-", "-", ms * 1000.0 / 10000);
-            else printf("%-18s %-26s %12.4f %10.1f %10.1f\n", bc->name, bc->shape, ms, gbps, gflops);
+                                                              bc->name, shape, ms, "-", "-", ms * 1000.0 / 10000);
+            else printf("%-18s %-26s %12.4f %10.1f %10.1f\n", bc->name, shape, ms, gbps, gflops);
             if (json)
                 fprintf(json, "%s  {\"case\": \"%s\", \"shape\": \"%s\", \"n\": %lld, \"m\": %lld, \"k\": %lld, \"ms\": %.6f, \"gbps\": %.3f, \"gflops\": %.3f}",
-                        written++ ? ",\n" : "", bc->name, bc->shape, (long long)s.n, (long long)s.m, (long long)s.k, ms, gbps,
+                        written++ ? ",\n" : "", bc->name, shape, (long long)s.n, (long long)s.m, (long long)s.k, ms, gbps,
                         gflops);
         }
         wgt_tensor_release(s.a);
