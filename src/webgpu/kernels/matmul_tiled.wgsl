@@ -1,0 +1,246 @@
+// matmul_tiled: register-blocked GEMM, one workgroup per BM x BN tile of out.
+//   a: [B.., M, K], b: [B.., K, N] (any strides) -> out: [B.., M, N] contiguous
+//
+// Prelude constants (webgpu_matmul.c):
+//   BM, BN, BK   block tile; TM, TN outputs per invocation (multiples of 4)
+//   CHECK        some tile reaches past M, N or K: loads and stores are bounds-checked
+//   A_QUAD_K     a's quads (4 elements fetched together) run along k, else along m
+//   A_VEC        a quad is one aligned vec4 load (its elements are contiguous)
+//   B_QUAD_K     likewise for b: along k, else along n
+//   B_VEC
+//
+// Invocation (tx, ty) owns TM/4 groups of 4 rows, 4*BM/TM rows apart, and TN/4
+// groups of 4 columns, 4*BN/TN columns apart: neighbouring invocations read
+// neighbouring vec4s of the shared tiles, so the reads are free of bank
+// conflicts. Shared tiles are k-major vec4 arrays ([BK][BM / 4] and
+// [BK][BN / 4], rows padded by one vec4) and double buffered: the next K slice
+// is fetched into registers while the current one is multiplied, with one
+// barrier per slice.
+//
+// Fetching: each invocation fetches quads of 4 elements. Quads along m (n) are
+// stored as they come, one vec4 each (shared row slot s holds rows 4s..4s+3).
+// Quads along k must be spread over 4 k rows. A store into a vec4 at a run-time
+// component index ran ~30% slower on NVIDIA/Vulkan (and scalar shared arrays
+// lose the 128-bit shared loads), so for those tiles the rows are permuted:
+// the quads of 32 neighbouring invocations (one NVIDIA warp) cover RG rows, and
+// the rows of the i-th such group all sit in component i % 4 of their slots.
+// The component is then uniform across a warp and a switch picks a store with
+// a constant component. Readers do not care which rows a slot holds; the
+// epilogue maps (slot, component) back to rows with a_row_of / b_col_of.
+// (A warp of another width only makes the switch diverge; results are the same.)
+//
+// Workgroups are numbered linearly (x + y * num_workgroups.x, folded by the
+// host) and walk the tiles in groups of group_m tile rows for L2 reuse.
+
+const WG: u32 = (BM / TM) * (BN / TN);
+const A_QUADS: u32 = BM * BK / 4u;              // quads in one a slice
+const B_QUADS: u32 = BN * BK / 4u;
+const A_LOADS: u32 = (A_QUADS + WG - 1u) / WG;  // quads per invocation
+const B_LOADS: u32 = (B_QUADS + WG - 1u) / WG;
+const A_ROW: u32 = BM / 4u + 1u;                // vec4s per k row of the shared tile
+const B_ROW: u32 = BN / 4u + 1u;
+const LANES: u32 = 32u;                         // invocations that run in lockstep (NVIDIA warp)
+const A_RG: u32 = min(LANES / (BK / 4u), BM / 4u);   // rows of one permuted group
+const B_RG: u32 = min(LANES / (BK / 4u), BN / 4u);
+
+var<workgroup> a_tile: array<vec4<T>, 2u * BK * A_ROW>;   // [buffer][k][row slot]
+var<workgroup> b_tile: array<vec4<T>, 2u * BK * B_ROW>;   // [buffer][k][column slot]
+
+// Tile row (column) held by component c of slot s.
+fn a_row_of(s: u32, c: u32) -> u32 {
+    if (A_QUAD_K) { return (s / A_RG) * 4u * A_RG + c * A_RG + s % A_RG; }
+    return 4u * s + c;
+}
+fn b_col_of(s: u32, c: u32) -> u32 {
+    if (B_QUAD_K) { return (s / B_RG) * 4u * B_RG + c * B_RG + s % B_RG; }
+    return 4u * s + c;
+}
+
+// Quad q of the a slice at rows row0.., k0..: 4 elements along k (row q / (BK / 4),
+// k quad q % (BK / 4)) or along m (k row q / (BM / 4), rows 4 * (q % (BM / 4))..);
+// zeros past the edges.
+fn load_a(base: u32, row0: u32, k0: u32, q: u32) -> vec4<T> {
+    var v = vec4<T>();
+    if (A_QUADS % WG != 0u && q >= A_QUADS) { return v; }
+    var r: u32;
+    var k: u32;
+    if (A_QUAD_K) {
+        r = q / (BK / 4u);
+        k = (q % (BK / 4u)) * 4u;
+    } else {
+        k = q / (BM / 4u);
+        r = (q % (BM / 4u)) * 4u;
+    }
+    let m = row0 + r;
+    let kk = k0 + k;
+    let i = base + m * params.a_row + kk * params.a_col;
+    if (A_VEC) {
+        if (!CHECK || (m < params.M && kk < params.K)) { v = vec4<T>(a[i >> 2u]); }
+    } else {
+        let step = select(params.a_row, params.a_col, A_QUAD_K);
+        for (var j = 0u; j < 4u; j++) {
+            let mj = select(m + j, m, A_QUAD_K);
+            let kj = select(kk, kk + j, A_QUAD_K);
+            if (!CHECK || (mj < params.M && kj < params.K)) { v[j] = a_elem(i + j * step); }
+        }
+    }
+    return v;
+}
+
+fn store_a(buffer: u32, q: u32, v: vec4<T>) {
+    if (A_QUADS % WG != 0u && q >= A_QUADS) { return; }
+    let start = buffer * BK * A_ROW;
+    if (!A_QUAD_K) {
+        a_tile[start + (q / (BM / 4u)) * A_ROW + q % (BM / 4u)] = v;
+        return;
+    }
+    let r = q / (BK / 4u);
+    let group = r / A_RG;
+    let at = start + (q % (BK / 4u)) * 4u * A_ROW + (group / 4u) * A_RG + r % A_RG;
+    switch (group % 4u) {
+        case 0u: { a_tile[at].x = v.x; a_tile[at + A_ROW].x = v.y; a_tile[at + 2u * A_ROW].x = v.z; a_tile[at + 3u * A_ROW].x = v.w; }
+        case 1u: { a_tile[at].y = v.x; a_tile[at + A_ROW].y = v.y; a_tile[at + 2u * A_ROW].y = v.z; a_tile[at + 3u * A_ROW].y = v.w; }
+        case 2u: { a_tile[at].z = v.x; a_tile[at + A_ROW].z = v.y; a_tile[at + 2u * A_ROW].z = v.z; a_tile[at + 3u * A_ROW].z = v.w; }
+        default: { a_tile[at].w = v.x; a_tile[at + A_ROW].w = v.y; a_tile[at + 2u * A_ROW].w = v.z; a_tile[at + 3u * A_ROW].w = v.w; }
+    }
+}
+
+// Quad q of the b slice at rows k0.., columns col0..: along k or along n.
+fn load_b(base: u32, col0: u32, k0: u32, q: u32) -> vec4<T> {
+    var v = vec4<T>();
+    if (B_QUADS % WG != 0u && q >= B_QUADS) { return v; }
+    var c: u32;
+    var k: u32;
+    if (B_QUAD_K) {
+        c = q / (BK / 4u);
+        k = (q % (BK / 4u)) * 4u;
+    } else {
+        k = q / (BN / 4u);
+        c = (q % (BN / 4u)) * 4u;
+    }
+    let n = col0 + c;
+    let kk = k0 + k;
+    let i = base + kk * params.b_row + n * params.b_col;
+    if (B_VEC) {
+        if (!CHECK || (n < params.N && kk < params.K)) { v = vec4<T>(b[i >> 2u]); }
+    } else {
+        let step = select(params.b_col, params.b_row, B_QUAD_K);
+        for (var j = 0u; j < 4u; j++) {
+            let nj = select(n + j, n, B_QUAD_K);
+            let kj = select(kk, kk + j, B_QUAD_K);
+            if (!CHECK || (nj < params.N && kj < params.K)) { v[j] = b_elem(i + j * step); }
+        }
+    }
+    return v;
+}
+
+fn store_b(buffer: u32, q: u32, v: vec4<T>) {
+    if (B_QUADS % WG != 0u && q >= B_QUADS) { return; }
+    let start = buffer * BK * B_ROW;
+    if (!B_QUAD_K) {
+        b_tile[start + (q / (BN / 4u)) * B_ROW + q % (BN / 4u)] = v;
+        return;
+    }
+    let c = q / (BK / 4u);
+    let group = c / B_RG;
+    let at = start + (q % (BK / 4u)) * 4u * B_ROW + (group / 4u) * B_RG + c % B_RG;
+    switch (group % 4u) {
+        case 0u: { b_tile[at].x = v.x; b_tile[at + B_ROW].x = v.y; b_tile[at + 2u * B_ROW].x = v.z; b_tile[at + 3u * B_ROW].x = v.w; }
+        case 1u: { b_tile[at].y = v.x; b_tile[at + B_ROW].y = v.y; b_tile[at + 2u * B_ROW].y = v.z; b_tile[at + 3u * B_ROW].y = v.w; }
+        case 2u: { b_tile[at].z = v.x; b_tile[at + B_ROW].z = v.y; b_tile[at + 2u * B_ROW].z = v.z; b_tile[at + 3u * B_ROW].z = v.w; }
+        default: { b_tile[at].w = v.x; b_tile[at + B_ROW].w = v.y; b_tile[at + 2u * B_ROW].w = v.z; b_tile[at + 3u * B_ROW].w = v.w; }
+    }
+}
+
+// (tile_m, tile_n) of tile t of a batch: group_m tile rows at a time, column by column.
+fn tile_coords(t: u32) -> vec2<u32> {
+    let per_group = params.group_m * params.tiles_n;
+    let group = t / per_group;
+    let first = group * params.group_m;
+    let size = min(params.tiles_m - first, params.group_m);
+    let r = t - group * per_group;
+    return vec2<u32>(first + r % size, r / size);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let id = wid.x + wid.y * nwg.x;
+    let tiles = params.tiles_m * params.tiles_n;
+    if (id >= tiles * params.batches) { return; }
+    let batch = id / tiles;
+    let tile = tile_coords(id - batch * tiles);
+    let base = batch_offsets(batch);
+    let row0 = tile.x * BM;
+    let col0 = tile.y * BN;
+    let tx = lid % (BN / TN);
+    let ty = lid / (BN / TN);
+
+    var acc: array<vec4<T>, TM * TN / 4u>;   // [row TM][column group TN / 4]
+    var ra: array<vec4<T>, A_LOADS>;
+    var rb: array<vec4<T>, B_LOADS>;
+    for (var j = 0u; j < A_LOADS; j++) { ra[j] = load_a(base.x, row0, 0u, lid + j * WG); }
+    for (var j = 0u; j < B_LOADS; j++) { rb[j] = load_b(base.y, col0, 0u, lid + j * WG); }
+    for (var j = 0u; j < A_LOADS; j++) { store_a(0u, lid + j * WG, ra[j]); }
+    for (var j = 0u; j < B_LOADS; j++) { store_b(0u, lid + j * WG, rb[j]); }
+    workgroupBarrier();
+
+    let slices = (params.K + BK - 1u) / BK;
+    for (var s = 0u; s < slices; s++) {
+        let cur = s & 1u;
+        let more = s + 1u < slices;
+        if (more) {
+            let k0 = (s + 1u) * BK;
+            for (var j = 0u; j < A_LOADS; j++) { ra[j] = load_a(base.x, row0, k0, lid + j * WG); }
+            for (var j = 0u; j < B_LOADS; j++) { rb[j] = load_b(base.y, col0, k0, lid + j * WG); }
+        }
+        let a_start = cur * BK * A_ROW + ty;
+        let b_start = cur * BK * B_ROW + tx;
+        for (var kk = 0u; kk < BK; kk++) {
+            var af: array<vec4<T>, TM / 4u>;
+            var bf: array<vec4<T>, TN / 4u>;
+            for (var g = 0u; g < TM / 4u; g++) { af[g] = a_tile[a_start + kk * A_ROW + g * (BM / TM)]; }
+            for (var h = 0u; h < TN / 4u; h++) { bf[h] = b_tile[b_start + kk * B_ROW + h * (BN / TN)]; }
+            for (var g = 0u; g < TM / 4u; g++) {
+                for (var i = 0u; i < 4u; i++) {
+                    let av = vec4<T>(af[g][i]);
+                    for (var h = 0u; h < TN / 4u; h++) {
+                        let o = (g * 4u + i) * (TN / 4u) + h;
+                        acc[o] = mad4(av, bf[h], acc[o]);
+                    }
+                }
+            }
+        }
+        if (more) {
+            for (var j = 0u; j < A_LOADS; j++) { store_a(cur ^ 1u, lid + j * WG, ra[j]); }
+            for (var j = 0u; j < B_LOADS; j++) { store_b(cur ^ 1u, lid + j * WG, rb[j]); }
+        }
+        workgroupBarrier();
+    }
+
+    for (var g = 0u; g < TM / 4u; g++) {
+        for (var i = 0u; i < 4u; i++) {
+            let m = row0 + a_row_of(g * (BM / TM) + ty, i);
+            if (CHECK && m >= params.M) { continue; }
+            for (var h = 0u; h < TN / 4u; h++) {
+                let v = acc[(g * 4u + i) * (TN / 4u) + h];
+                let slot = h * (BN / TN) + tx;
+                if (!B_QUAD_K) {
+                    let n = col0 + 4u * slot;
+                    let o = base.z + m * params.N + n;
+                    if (!CHECK || n + 3u < params.N) {
+                        out[o] = S(v.x);
+                        out[o + 1u] = S(v.y);
+                        out[o + 2u] = S(v.z);
+                        out[o + 3u] = S(v.w);
+                        continue;
+                    }
+                }
+                for (var j = 0u; j < 4u; j++) {
+                    let n = col0 + b_col_of(slot, j);
+                    if (!CHECK || n < params.N) { out[base.z + m * params.N + n] = S(v[j]); }
+                }
+            }
+        }
+    }
+}

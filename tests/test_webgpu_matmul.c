@@ -1,0 +1,419 @@
+/*
+ * WebGPU MATMUL against the CPU backend (OpenBLAS), through the public API
+ * wgt_matmul: odd and tile-multiple shapes, K = 1, matrix-vector, vector-matrix
+ * and vector-vector products (1-D operands), broadcast batch dims, transposed
+ * and sliced operands (read in place through strides), a grid of more than
+ * 65535 workgroups, f32, f16 and i32, and every tile config forced through
+ * WGT_MATMUL_CONFIG. The WebGPU context runs with debug guards, so every result
+ * is also checked for writes outside its elements.
+ *
+ * Tolerances, as the normalized error ||gpu - cpu|| / ||cpu||:
+ *   f32  <= 5e-4 (expect ~1e-7: both sum in f32, only the order differs)
+ *   f16  <= 1e-3; inputs are multiples of 1/8 in [-1, 1], so every product and
+ *        partial sum is exact in f32 and both sides round the same f32 to f16:
+ *        the results match exactly in practice
+ *   i32  exact, including sums that wrap around 2^32
+ *
+ * Sizes stay small (<= ~256 per dim, K <= ~1000): CI runs this on lavapipe.
+ */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "test_util.h"
+
+static wgt_context *gpu, *cpu;
+
+/* ------------------------------------------------------------------ helpers */
+
+static uint32_t rng_state = 2463534242u;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state;
+}
+
+/* float -> IEEE half bits, for values exactly representable as normal halves or 0. */
+static uint16_t half_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
+    if (f == 0) return sign;
+    int exp = (int)((b >> 23) & 0xff) - 127 + 15;
+    return (uint16_t)(sign | (uint16_t)(exp << 10) | (uint16_t)((b >> 13) & 0x3ff));
+}
+
+static float half_value(uint16_t h)
+{
+    int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    float v;
+    if (exp == 0) v = ldexpf((float)mant, -24);
+    else if (exp == 31) v = mant ? NAN : INFINITY;
+    else v = ldexpf((float)(mant | 0x400), exp - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* Operand layouts: how the view handed to wgt_matmul is made from its storage. */
+enum {
+    TRANSPOSED = 1, /* stored as [.., cols, rows], then wgt_transpose(-2, -1) */
+    STEP2 = 2,      /* stored with the last dim twice as long, sliced 1::2 (odd offset, stride 2) */
+    OFFSET = 4,     /* stored with one more leading row, sliced 1: along dim 0 (offset != 0) */
+};
+
+/* Fills n elements: f32 uniform in [-1, 1), f16 multiples of 1/8 in [-1, 1],
+ * i32 in [-50, 50] (or huge values when wrap, so that sums overflow). */
+static void *random_data(wgt_dtype dtype, int64_t n, bool wrap)
+{
+    void *data = malloc((size_t)(n > 0 ? n : 1) * 4);
+    for (int64_t i = 0; i < n; i++) {
+        switch (dtype) {
+        case WGT_F32: ((float *)data)[i] = (float)(rnd() % 2000000) / 1000000.0f - 1.0f; break;
+        case WGT_F16: ((uint16_t *)data)[i] = half_bits((float)((int)(rnd() % 17) - 8) / 8.0f); break;
+        default:
+            ((int32_t *)data)[i] = wrap ? (int32_t)rnd() : (int32_t)(rnd() % 101) - 50;
+            break;
+        }
+    }
+    return data;
+}
+
+/* The shape an operand of logical shape `shape` is stored with under flags. */
+static void stored_shape(int nd, const int64_t *shape, int flags, int64_t *stored)
+{
+    memcpy(stored, shape, sizeof(int64_t) * (size_t)nd);
+    if ((flags & TRANSPOSED) && nd >= 2) {
+        stored[nd - 2] = shape[nd - 1];
+        stored[nd - 1] = shape[nd - 2];
+    }
+    if (flags & STEP2) stored[nd - 1] *= 2;
+    if (flags & OFFSET) stored[0] += 1;
+}
+
+static int64_t stored_numel(int nd, const int64_t *shape, int flags)
+{
+    int64_t stored[8], n = 1;
+    stored_shape(nd, shape, flags, stored);
+    for (int d = 0; d < nd; d++) n *= stored[d];
+    return n;
+}
+
+/* The same operand view in ctx: logical shape `shape`, layout flags, from data
+ * (which holds the stored tensor's elements). */
+static wgt_tensor *make_operand(wgt_context *ctx, wgt_dtype dtype, int nd, const int64_t *shape, int flags,
+                                const void *data)
+{
+    int64_t stored[8];
+    stored_shape(nd, shape, flags, stored);
+    wgt_tensor *t = wgt_tensor_from_host(ctx, dtype, nd, stored, data), *v;
+    if (!t) return NULL;
+    if (flags & OFFSET) {
+        v = wgt_slice(t, 0, 1, stored[0], 1);
+        wgt_tensor_release(t);
+        t = v;
+    }
+    if (t && (flags & STEP2)) {
+        v = wgt_slice(t, nd - 1, 1, stored[nd - 1], 2);
+        wgt_tensor_release(t);
+        t = v;
+    }
+    if (t && (flags & TRANSPOSED) && nd >= 2) {
+        v = wgt_transpose(t, nd - 2, nd - 1);
+        wgt_tensor_release(t);
+        t = v;
+    }
+    return t;
+}
+
+/* The product of a (shape sa, layout fa) and b on both backends; returns the
+ * normalized error (0 for an exact integer match, INFINITY for a mismatch or a
+ * failure). */
+static double compare(const char *name, wgt_dtype dtype, int nda, const int64_t *sa, int fa, int ndb,
+                      const int64_t *sb, int fb, bool wrap)
+{
+    int64_t na = stored_numel(nda, sa, fa), nb = stored_numel(ndb, sb, fb);
+    void *da = random_data(dtype, na, wrap), *db = random_data(dtype, nb, wrap);
+    wgt_tensor *ga = make_operand(gpu, dtype, nda, sa, fa, da), *gb = make_operand(gpu, dtype, ndb, sb, fb, db);
+    wgt_tensor *ca = make_operand(cpu, dtype, nda, sa, fa, da), *cb = make_operand(cpu, dtype, ndb, sb, fb, db);
+    free(da);
+    free(db);
+    wgt_tensor *g = ga && gb ? wgt_matmul(ga, gb) : NULL, *c = ca && cb ? wgt_matmul(ca, cb) : NULL;
+    double err = INFINITY;
+    if (!g || !c) {
+        CHECK(false, "%s: matmul failed: gpu: %s; cpu: %s", name, wgt_context_error_message(gpu),
+              wgt_context_error_message(cpu));
+        wgt_context_clear_error(gpu);
+        wgt_context_clear_error(cpu);
+        goto done;
+    }
+    int64_t n = wgt_tensor_numel(c);
+    CHECK(wgt_tensor_numel(g) == n && wgt_tensor_ndim(g) == wgt_tensor_ndim(c), "%s: result shapes differ", name);
+    size_t bytes = (size_t)(n > 0 ? n : 1) * wgt_dtype_size(dtype);
+    void *hg = calloc(1, bytes), *hc = calloc(1, bytes);
+    wgt_status sg = wgt_tensor_read(g, hg, bytes), sc = wgt_tensor_read(c, hc, bytes);
+    CHECK(sg == WGT_OK && sc == WGT_OK, "%s: read failed: %s / %s", name, wgt_context_error_message(gpu),
+          wgt_context_error_message(cpu));
+    CHECK(wgt_tensor_check_guards(g) == WGT_OK, "%s: write outside the result: %s", name,
+          wgt_context_error_message(gpu));
+    if (dtype == WGT_I32) {
+        int64_t bad = -1;
+        for (int64_t i = 0; i < n && bad < 0; i++)
+            if (((int32_t *)hg)[i] != ((int32_t *)hc)[i]) bad = i;
+        err = bad < 0 ? 0.0 : INFINITY;
+        if (bad >= 0)
+            fprintf(stderr, "%s: element %lld: gpu %d, cpu %d\n", name, (long long)bad, ((int32_t *)hg)[bad],
+                    ((int32_t *)hc)[bad]);
+    } else {
+        double diff = 0, norm = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double x = dtype == WGT_F16 ? half_value(((uint16_t *)hg)[i]) : ((float *)hg)[i];
+            double y = dtype == WGT_F16 ? half_value(((uint16_t *)hc)[i]) : ((float *)hc)[i];
+            diff += (x - y) * (x - y);
+            norm += y * y;
+        }
+        err = norm > 0 ? sqrt(diff / norm) : sqrt(diff);
+        if (err != err) err = INFINITY;
+    }
+    free(hg);
+    free(hc);
+done:
+    wgt_tensor_release(g);
+    wgt_tensor_release(c);
+    wgt_tensor_release(ga);
+    wgt_tensor_release(gb);
+    wgt_tensor_release(ca);
+    wgt_tensor_release(cb);
+    return err;
+}
+
+static double tolerance(wgt_dtype dtype) { return dtype == WGT_F32 ? 5e-4 : dtype == WGT_F16 ? 1e-3 : 0.0; }
+
+/* Checks one product, described by its 2-D or batched shapes. */
+static void check_product(const char *what, wgt_dtype dtype, int nda, const int64_t *sa, int fa, int ndb,
+                          const int64_t *sb, int fb)
+{
+    char name[200];
+    snprintf(name, sizeof(name), "%s %s (a flags %d, b flags %d)", what, wgt_dtype_name(dtype), fa, fb);
+    double err = compare(name, dtype, nda, sa, fa, ndb, sb, fb, false);
+    CHECK(err <= tolerance(dtype), "%s: normalized error %.3g > %.3g", name, err, tolerance(dtype));
+}
+
+static void check_mnk(wgt_dtype dtype, int64_t M, int64_t N, int64_t K, int fa, int fb)
+{
+    int64_t sa[2] = {M, K}, sb[2] = {K, N};
+    char what[80];
+    snprintf(what, sizeof(what), "%lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
+    check_product(what, dtype, 2, sa, fa, 2, sb, fb);
+}
+
+/* ------------------------------------------------------------------ cases */
+
+static const wgt_dtype dtypes[3] = {WGT_F32, WGT_F16, WGT_I32};
+
+static void test_shapes(void)
+{
+    static const int64_t mnk[][3] = {
+        {1, 1, 1}, {7, 13, 5}, {65, 33, 17}, {128, 128, 128}, {129, 127, 131}, {64, 64, 1}, {33, 70, 1},
+        {2, 2, 2}, {4, 8, 12}, {200, 96, 64}, {96, 200, 256}, {16, 16, 1000}, {3, 257, 9},
+    };
+    for (int t = 0; t < 3; t++)
+        for (size_t i = 0; i < sizeof(mnk) / sizeof(mnk[0]); i++)
+            check_mnk(dtypes[t], mnk[i][0], mnk[i][1], mnk[i][2], 0, 0);
+}
+
+static void test_layouts(void)
+{
+    static const int flags[] = {0, TRANSPOSED, STEP2, OFFSET, TRANSPOSED | STEP2, TRANSPOSED | OFFSET};
+    static const int64_t mnk[][3] = {{65, 33, 17}, {64, 64, 64}, {128, 128, 128}, {36, 44, 52}};
+    for (int t = 0; t < 3; t++)
+        for (size_t s = 0; s < sizeof(mnk) / sizeof(mnk[0]); s++)
+            for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+                for (size_t j = 0; j < sizeof(flags) / sizeof(flags[0]); j++) {
+                    if (t > 0 && s > 1) continue; /* keep the f16 / i32 sweep short */
+                    check_mnk(dtypes[t], mnk[s][0], mnk[s][1], mnk[s][2], flags[i], flags[j]);
+                }
+}
+
+static void test_vectors(void)
+{
+    for (int t = 0; t < 3; t++) {
+        wgt_dtype dt = dtypes[t];
+        static const int64_t sizes[][2] = {{1, 1}, {37, 23}, {64, 128}, {300, 1000}, {257, 4}};
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            int64_t R = sizes[i][0], K = sizes[i][1];
+            int64_t mat[2] = {R, K}, vec[1] = {K}, mat_t[2] = {K, R};
+            static const int mflags[] = {0, TRANSPOSED, STEP2, OFFSET};
+            for (size_t f = 0; f < sizeof(mflags) / sizeof(mflags[0]); f++) {
+                check_product("matrix-vector", dt, 2, mat, mflags[f], 1, vec, 0);
+                check_product("vector-matrix", dt, 1, vec, 0, 2, mat_t, mflags[f]);
+            }
+            check_product("matrix-vector, strided vector", dt, 2, mat, 0, 1, vec, STEP2);
+            check_product("vector-matrix, strided vector", dt, 1, vec, STEP2, 2, mat_t, 0);
+            /* 2-D M == 1 and N == 1 products (not only 1-D operands) */
+            int64_t row[2] = {1, K}, col[2] = {K, 1};
+            check_product("[1, K] x [K, N]", dt, 2, row, 0, 2, mat_t, 0);
+            check_product("[M, K] x [K, 1]", dt, 2, mat, 0, 2, col, 0);
+        }
+        int64_t v[1] = {777};
+        check_product("vector-vector", dt, 1, v, 0, 1, v, 0);
+        check_product("vector-vector strided", dt, 1, v, STEP2, 1, v, OFFSET);
+        /* batched matrix-vector with broadcast */
+        int64_t bm[3] = {3, 40, 64}, bv[1] = {64}, bmt[4] = {2, 1, 64, 40}, bx[3] = {3, 1, 64};
+        check_product("batched matrix-vector", dt, 3, bm, 0, 1, bv, 0);
+        check_product("batched vector-matrix", dt, 3, bx, 0, 4, bmt, 0);
+        check_product("batched vector-matrix, transposed", dt, 3, bx, 0, 4, bmt, TRANSPOSED);
+    }
+}
+
+static void test_batches(void)
+{
+    for (int t = 0; t < 3; t++) {
+        wgt_dtype dt = dtypes[t];
+        int64_t a1[4] = {3, 1, 33, 20}, b1[4] = {1, 4, 20, 17};
+        check_product("[3,1,M,K] x [1,4,K,N]", dt, 4, a1, 0, 4, b1, 0);
+        check_product("[3,1,M,K] x [1,4,K,N] transposed", dt, 4, a1, TRANSPOSED, 4, b1, TRANSPOSED | STEP2);
+        int64_t a2[3] = {5, 64, 32}, b2[2] = {32, 48};
+        check_product("[5,M,K] x [K,N]", dt, 3, a2, 0, 2, b2, 0);
+        check_product("[5,M,K] x [K,N] offset", dt, 3, a2, OFFSET, 2, b2, TRANSPOSED);
+        int64_t a3[2] = {16, 24}, b3[5] = {2, 1, 3, 24, 8};
+        check_product("[M,K] x [2,1,3,K,N]", dt, 2, a3, 0, 5, b3, 0);
+        int64_t a4[8] = {2, 1, 2, 1, 2, 2, 9, 7}, b4[8] = {1, 2, 1, 2, 2, 1, 7, 5};
+        check_product("6 batch dims", dt, 8, a4, 0, 8, b4, OFFSET);
+    }
+}
+
+/* i32 products whose sums wrap around 2^32 must wrap the same way. */
+static void test_i32_wrap(void)
+{
+    static const int64_t shapes[][3] = {{65, 33, 17}, {128, 128, 128}, {1, 40, 300}, {40, 1, 300}};
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        int64_t sa[2] = {shapes[i][0], shapes[i][2]}, sb[2] = {shapes[i][2], shapes[i][1]};
+        double err = compare("i32 wrapping", WGT_I32, 2, sa, 0, 2, sb, TRANSPOSED, true);
+        CHECK(err == 0.0, "i32 wrapping %lldx%lldx%lld differs", (long long)sa[0], (long long)sb[1],
+              (long long)sa[1]);
+    }
+}
+
+/* 70000 batches of 2x2 products: more workgroups than one grid dimension holds. */
+static void test_large_grid(void)
+{
+    int64_t sa[3] = {70000, 2, 3}, sb[3] = {70000, 3, 2};
+    check_product("70000 batches", WGT_F32, 3, sa, 0, 3, sb, 0);
+    int64_t va[2] = {70000 * 4, 8}, vb[1] = {8};
+    check_product("280000-row matrix-vector", WGT_F32, 2, va, 0, 1, vb, 0);
+}
+
+/* Every config in the table, forced, on shapes that reach edges and full tiles. */
+static void test_configs(void)
+{
+    static const char *const tiled[] = {"tile128x128k8", "tile128x128k16", "tile128x64k8", "tile64x128k8",
+                                        "tile64x64k8",   "tile64x64k16",   "tile32x32k8"};
+    for (size_t i = 0; i < sizeof(tiled) / sizeof(tiled[0]); i++) {
+        setenv("WGT_MATMUL_CONFIG", tiled[i], 1);
+        check_mnk(WGT_F32, 128, 128, 64, 0, 0);
+        check_mnk(WGT_F32, 129, 127, 131, 0, 0);
+        check_mnk(WGT_F32, 65, 33, 17, TRANSPOSED, TRANSPOSED);
+        check_mnk(WGT_F32, 64, 128, 48, TRANSPOSED, STEP2);
+        check_mnk(WGT_F16, 100, 60, 40, 0, TRANSPOSED);
+        check_mnk(WGT_I32, 70, 90, 24, TRANSPOSED, 0);
+    }
+    static const char *const gemv[] = {"gemv_rows32",   "gemv_rows64",    "gemv_rows128",  "gemv_rows256",
+                                       "gemv_cols8x32", "gemv_cols4x64",  "gemv_cols16x16", "gemv_cols32x8",
+                                       "gemv_cols8x16"};
+    for (size_t i = 0; i < sizeof(gemv) / sizeof(gemv[0]); i++) {
+        setenv("WGT_MATMUL_CONFIG", gemv[i], 1);
+        int64_t mat[2] = {130, 520}, vec[1] = {520}, mat_t[2] = {520, 130}, odd[2] = {37, 61}, odd_v[1] = {61};
+        check_product("matrix-vector", WGT_F32, 2, mat, 0, 1, vec, 0);
+        check_product("vector-matrix", WGT_F32, 1, vec, 0, 2, mat_t, 0);
+        check_product("matrix-vector odd", WGT_F32, 2, odd, 0, 1, odd_v, 0);
+        check_product("matrix-vector odd transposed", WGT_I32, 2, odd, TRANSPOSED, 1, odd_v, 0);
+        check_product("vector-matrix f16", WGT_F16, 1, vec, 0, 2, mat_t, 0);
+    }
+    unsetenv("WGT_MATMUL_CONFIG");
+}
+
+/* f16 through f32 temporaries (the path for devices without shader-f16). It
+ * converts with the elementwise kernel: skipped while that family is missing. */
+static void test_f16_emulated(void)
+{
+    int64_t n = 4;
+    float ones[4] = {1, 1, 1, 1};
+    wgt_tensor *t = wgt_tensor_from_host(gpu, WGT_F32, 1, &n, ones);
+    wgt_tensor *h = t ? wgt_cast(t, WGT_F16) : NULL;
+    bool have_cast = h != NULL;
+    wgt_tensor_release(h);
+    wgt_tensor_release(t);
+    wgt_context_clear_error(gpu);
+    if (!have_cast) {
+        printf("skipped: f16 emulation (no WebGPU cast yet)\n");
+        return;
+    }
+    setenv("WGT_MATMUL_F16_EMULATE", "1", 1);
+    check_mnk(WGT_F16, 65, 33, 17, 0, TRANSPOSED);
+    check_mnk(WGT_F16, 128, 128, 128, TRANSPOSED, 0);
+    int64_t a1[4] = {3, 1, 33, 20}, b1[4] = {1, 4, 20, 17}, vec[1] = {20};
+    check_product("f16 emulated broadcast", WGT_F16, 4, a1, 0, 4, b1, STEP2);
+    check_product("f16 emulated matrix-vector", WGT_F16, 4, a1, OFFSET, 1, vec, 0);
+    unsetenv("WGT_MATMUL_F16_EMULATE");
+}
+
+/* Wrong shapes and dtypes give errors and leave the context usable. */
+static void test_errors(void)
+{
+    int64_t s1[2] = {3, 4}, s2[2] = {5, 6};
+    float zeros[30] = {0};
+    wgt_tensor *a = wgt_tensor_from_host(gpu, WGT_F32, 2, s1, zeros), *b = wgt_tensor_from_host(gpu, WGT_F32, 2, s2, zeros);
+    wgt_tensor *r = a && b ? wgt_matmul(a, b) : NULL;
+    CHECK(r == NULL && wgt_context_status(gpu) == WGT_ERR_SHAPE_MISMATCH, "inner dims 4 vs 5 accepted: %s",
+          wgt_context_error_message(gpu));
+    wgt_context_clear_error(gpu);
+    wgt_tensor_release(a);
+    wgt_tensor_release(b);
+}
+
+/* Runs one group of cases and prints its time (lavapipe is slow: keep an eye on it). */
+static void run_group(const char *name, void (*group)(void))
+{
+    struct timespec t0, t1;
+    int failed = test_failed;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    group();
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("%-14s %6.2f s%s\n", name, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+           test_failed > failed ? "  (failures)" : "");
+}
+
+int main(void)
+{
+    wgt_context_options o;
+    wgt_context_options_init(&o);
+    o.backend = WGT_BACKEND_WEBGPU;
+    o.debug_guards = true;
+    o.wait_timeout_ms = 120000; /* lavapipe runs the large grids slowly */
+    gpu = wgt_context_create(&o);
+    if (!gpu || wgt_context_status(gpu) != WGT_OK) {
+        fprintf(stderr, "FAIL: no WebGPU context: %s\n", gpu ? wgt_context_error_message(gpu) : "out of memory");
+        wgt_context_destroy(gpu);
+        return 1;
+    }
+    cpu = test_cpu_context();
+    if (!cpu) return test_summary();
+    unsetenv("WGT_MATMUL_CONFIG");
+    unsetenv("WGT_MATMUL_F16_EMULATE");
+    run_group("shapes", test_shapes);
+    run_group("layouts", test_layouts);
+    run_group("vectors", test_vectors);
+    run_group("batches", test_batches);
+    run_group("i32_wrap", test_i32_wrap);
+    run_group("large_grid", test_large_grid);
+    run_group("configs", test_configs);
+    run_group("f16_emulated", test_f16_emulated);
+    run_group("errors", test_errors);
+    wgt_context_destroy(gpu);
+    wgt_context_destroy(cpu);
+    return test_summary();
+}
