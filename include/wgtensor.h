@@ -208,6 +208,15 @@ wgt_status wgt_profiler_enable(wgt_context *ctx, bool enable);
 wgt_status wgt_profiler_report(wgt_context *ctx, FILE *out);
 wgt_status wgt_profiler_write_trace(wgt_context *ctx, const char *path);
 
+/* -------------------------------------------------------------- autotuning */
+/* Times the GEMM tile configs on this adapter and writes the fastest per size to
+ * a tuning cache (cache_path, or WGT_TUNE_CACHE, or
+ * ~/.cache/wgtensor/matmul-tune.tsv), keyed by adapter name and driver; every
+ * later context on the same adapter+driver loads it. quick: small sizes only
+ * (for tests). Progress goes to log unless NULL. Without a cache a fixed
+ * heuristic chooses. */
+wgt_status wgt_tune(wgt_context *ctx, bool quick, const char *cache_path, FILE *log);
+
 /* ------------------------------------------------------------------ scopes */
 
 /* Every tensor created after push belongs to the scope; pop releases those not

@@ -142,6 +142,8 @@ typedef struct wgt_backend_vtable {
     wgt_status (*profiler_enable)(wgt_backend *b, bool enable);
     wgt_status (*profiler_report)(wgt_backend *b, FILE *out);
     wgt_status (*profiler_write_trace)(wgt_backend *b, const char *path);
+    /* autotuning of kernel configs, cached on disk per adapter+driver */
+    wgt_status (*tune)(wgt_backend *b, bool quick, const char *cache_path, FILE *log);
 } wgt_backend_vtable;
 
 struct wgt_backend {

@@ -98,12 +98,13 @@ wgt_context *wgt_context_create(const wgt_context_options *options)
     return ctx;
 }
 
+/* For the optional GPU-only entry points (profiler, tuner). */
 static bool profiler_ready(wgt_context *ctx, const char *op, bool need_backend_member)
 {
     if (!ctx) return false;
     if (ctx->status != WGT_OK || !ctx->backend) return false;
     if (!need_backend_member) {
-        wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: the %s backend has no GPU profiler", op, ctx->backend->vt->name);
+        wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: the %s backend does not offer this", op, ctx->backend->vt->name);
         return false;
     }
     return true;
@@ -124,6 +125,13 @@ wgt_status wgt_profiler_report(wgt_context *ctx, FILE *out)
         return ctx ? ctx->status : WGT_ERR_INVALID_ARGUMENT;
     if (!out) return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_profiler_report: out is NULL");
     return ctx->backend->vt->profiler_report(ctx->backend, out);
+}
+
+wgt_status wgt_tune(wgt_context *ctx, bool quick, const char *cache_path, FILE *log)
+{
+    if (!profiler_ready(ctx, "wgt_tune", ctx && ctx->backend && ctx->backend->vt->tune))
+        return ctx ? ctx->status : WGT_ERR_INVALID_ARGUMENT;
+    return ctx->backend->vt->tune(ctx->backend, quick, cache_path, log);
 }
 
 wgt_status wgt_profiler_write_trace(wgt_context *ctx, const char *path)

@@ -396,6 +396,7 @@ wgt_backend *wgt_webgpu_backend_create(wgt_context *ctx, const wgt_context_optio
         webgpu_destroy(&wg->base);
         return NULL;
     }
+    webgpu_tune_load(wg);
     wg->allocator.budget = options->memory_budget_bytes;
     wg->allocator.stats.budget_bytes = options->memory_budget_bytes;
     return &wg->base;

@@ -76,4 +76,5 @@ const wgt_backend_vtable webgpu_vtable = {
     .profiler_enable = webgpu_profiler_enable,
     .profiler_report = webgpu_profiler_report,
     .profiler_write_trace = webgpu_profiler_write_trace,
+    .tune = webgpu_tune,
 };

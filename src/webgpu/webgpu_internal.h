@@ -32,6 +32,7 @@
 #define WEBGPU_MAX_BINDINGS 8           /* storage buffers per built-in kernel */
 #define WEBGPU_BATCH_DISPATCHES 512     /* submit after this many dispatches */
 #define WEBGPU_SIZE_CLASSES 256
+#define WEBGPU_TUNE_BUCKETS 6           /* GEMM size buckets 256..8192 (tuner.c) */
 
 /* ------------------------------------------------------------------ memory */
 
@@ -98,6 +99,8 @@ typedef struct webgpu_backend {
     uint32_t ring_used;
     wgt_execution_stats exec;
     const char *current_op;             /* op of the dispatch being recorded */
+    const char *matmul_force;           /* tuner: the tiled config being timed */
+    char matmul_tuned[WEBGPU_TUNE_BUCKETS][32]; /* tuned config per size bucket ("" = heuristic) */
     webgpu_profiler *profiler;          /* NULL unless profiling */
 
     /* error scope results land here (callbacks) */
@@ -225,6 +228,18 @@ wgt_status webgpu_convert(webgpu_backend *wg, const wgt_tensor_view *src, const 
 /* New contiguous temporary of dtype holding src's values. */
 wgt_status webgpu_temp_convert(webgpu_backend *wg, const wgt_tensor_view *src, wgt_dtype dtype, wgt_tensor_view *out,
                                const char *op);
+
+/* -------------------------------------------------------------- tuner.c */
+/* Times every tiled GEMM config and writes the fastest per size bucket to the
+ * tuning cache (cache_path, or the default); progress to log if not NULL. */
+wgt_status webgpu_tune(wgt_backend *b, bool quick, const char *cache_path, FILE *log);
+void webgpu_tune_load(webgpu_backend *wg);
+int webgpu_tune_bucket(int64_t m, int64_t n);
+bool webgpu_tune_default_path(char *buf, size_t size);
+/* webgpu_matmul.c: the tuner's view of the config table */
+bool webgpu_matmul_config_exists(const char *name);
+/* Name of config index i if it is a tiled config that fits ("" if not), NULL past the end. */
+const char *webgpu_matmul_tiled_config_name(const webgpu_backend *wg, int i);
 
 /* -------------------------------------------------------------- kernel families */
 /* Each returns true from *_supports when it implements the call, and records

@@ -152,10 +152,25 @@ static const matmul_config *forced_config(const webgpu_backend *wg, matmul_kerne
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+bool webgpu_matmul_config_exists(const char *name) { return find_config(name) != NULL; }
+
+const char *webgpu_matmul_tiled_config_name(const webgpu_backend *wg, int i)
+{
+    if (i < 0 || i >= MATMUL_N_CONFIGS) return NULL;
+    const matmul_config *c = &matmul_configs[i];
+    return c->kernel == KERNEL_TILED && config_fits(wg, c) ? c->name : "";
+}
+
+/* Order: WGT_MATMUL_CONFIG, the tuner's candidate, the tuning cache's choice for
+ * this size, then the heuristic. */
 static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_problem *p)
 {
     const matmul_config *c = forced_config(wg, KERNEL_TILED);
     if (c) return c;
+    if (wg->matmul_force && (c = find_config(wg->matmul_force)) && c->kernel == KERNEL_TILED && config_fits(wg, c))
+        return c;
+    const char *tuned = wg->matmul_tuned[webgpu_tune_bucket(p->M, p->N)];
+    if (tuned[0] && (c = find_config(tuned)) && c->kernel == KERNEL_TILED && config_fits(wg, c)) return c;
     const matmul_config *fallback = NULL;
     for (size_t i = 0; i < sizeof(tiled_ladder) / sizeof(tiled_ladder[0]); i++) {
         c = find_config(tiled_ladder[i].name);

@@ -2,6 +2,7 @@
  *   wgt devices [--json]   list WebGPU adapters
  *   wgt demo               pick the best adapter, run kernels, check them against the CPU
  *   wgt bench              time op families; JSON for bench/compare.py
+ *   wgt tune               autotune GEMM configs into the tuning cache
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,7 +16,9 @@ static void usage(FILE *f)
             "  devices [--json]   list WebGPU adapters (exit 1 if there are none)\n"
             "  demo               run kernels on the best adapter and check them against the CPU\n"
             "  bench [--quick] [--json FILE] [--only NAME] [--reps N]\n"
-            "                     time op families (see bench/README.md)\n"
+            "                     time op families (bench/run.sh compares with PyTorch)\n"
+            "  tune [--quick] [--cache FILE]\n"
+            "                     autotune GEMM tiles for this adapter; later runs use the result\n"
             "environment: WGT_BACKEND=cpu|webgpu, WGT_ADAPTER=<index|name substring>\n");
 }
 
@@ -28,6 +31,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "devices") == 0) return wgt_command_devices(argc - 1, argv + 1);
     if (strcmp(argv[1], "demo") == 0) return wgt_command_demo(argc - 1, argv + 1);
     if (strcmp(argv[1], "bench") == 0) return wgt_command_bench(argc - 1, argv + 1);
+    if (strcmp(argv[1], "tune") == 0) return wgt_command_tune(argc - 1, argv + 1);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return 0;

@@ -5,5 +5,6 @@
 int wgt_command_devices(int argc, char **argv);
 int wgt_command_demo(int argc, char **argv);
 int wgt_command_bench(int argc, char **argv);
+int wgt_command_tune(int argc, char **argv);
 
 #endif
