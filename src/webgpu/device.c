@@ -315,6 +315,18 @@ static bool request_device(webgpu_backend *wg)
     wgpuAdapterRequestDevice(wg->adapter, &desc, cb);
     if (webgpu_wait(wg, &req.done, "wgt_context_create: request device") != WGT_OK) return false;
     if (!req.device) {
+        /* Some adapters (GL through EGL) refuse their own reported limits or
+         * features: try once more with the defaults before giving up. */
+        char first[512];
+        snprintf(first, sizeof(first), "%s", req.message);
+        memset(&req, 0, sizeof(req));
+        desc.requiredLimits = NULL;
+        desc.requiredFeatureCount = 0;
+        wgpuAdapterRequestDevice(wg->adapter, &desc, cb);
+        if (webgpu_wait(wg, &req.done, "wgt_context_create: request device") != WGT_OK) return false;
+        if (!req.device) snprintf(req.message, sizeof(req.message), "%s", first);
+    }
+    if (!req.device) {
         wgt_error(ctx, WGT_ERR_NO_ADAPTER, "wgt_context_create: device request on \"%s\" failed: %s", wg->info.name,
                   req.message);
         return false;
