@@ -126,7 +126,10 @@ typedef struct wgt_backend_vtable {
 
     /* Whether run() implements this call (kind, dtypes, ranks). Must not fail. */
     bool (*supports)(wgt_backend *b, const wgt_kernel_call *call);
-    /* Records or runs the kernel. May return before the device finishes. */
+    /* Records or runs the kernel. May return before the device finishes. A call
+     * supports() would refuse returns WGT_ERR_UNSUPPORTED with a message (the
+     * front-end does not ask supports() first: on the hot path that would plan
+     * every op twice). */
     wgt_status (*run)(wgt_backend *b, const wgt_kernel_call *call);
     wgt_status (*synchronize)(wgt_backend *b);
 

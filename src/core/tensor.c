@@ -276,13 +276,7 @@ bool wgt_normalize_axis(wgt_context *ctx, int *axis, int ndim, const char *op)
 
 wgt_status wgt_run_kernel(wgt_context *ctx, const wgt_kernel_call *call)
 {
-    if (!ctx->backend->vt->supports(ctx->backend, call)) {
-        const wgt_tensor_view *x = call->n_inputs ? &call->inputs[0] : &call->outputs[0];
-        char buf[160];
-        return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: the %s backend does not support %s %s", call->op_name,
-                         ctx->backend->vt->name, wgt_dtype_name(x->dtype),
-                         wgt_shape_string(x->ndim, x->shape, buf, sizeof(buf)));
-    }
+    /* run() refuses unsupported calls itself (see backend.h). */
     return ctx->backend->vt->run(ctx->backend, call);
 }
 

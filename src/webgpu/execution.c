@@ -18,6 +18,9 @@ wgt_status webgpu_execution_init(webgpu_backend *wg)
 
 void webgpu_execution_destroy(webgpu_backend *wg)
 {
+    for (int i = 0; i < WEBGPU_BIND_GROUP_CACHE; i++)
+        if (wg->bind_groups[i].group) wgpuBindGroupRelease(wg->bind_groups[i].group);
+    memset(wg->bind_groups, 0, sizeof(wg->bind_groups));
     if (wg->pass) wgpuComputePassEncoderRelease(wg->pass);
     if (wg->encoder) wgpuCommandEncoderRelease(wg->encoder);
     wg->pass = NULL;
@@ -130,6 +133,75 @@ wgt_status webgpu_grid(webgpu_backend *wg, uint64_t workgroups, uint32_t *x, uin
     return WGT_OK;
 }
 
+void webgpu_bind_groups_forget(webgpu_backend *wg, WGPUBuffer buffer)
+{
+    for (int i = 0; i < WEBGPU_BIND_GROUP_CACHE; i++) {
+        webgpu_bind_group_entry *e = &wg->bind_groups[i];
+        if (!e->group) continue;
+        for (int k = 0; k < e->n_buffers; k++)
+            if (e->buffers[k] == buffer) {
+                wgpuBindGroupRelease(e->group); /* recorded work keeps its own reference */
+                memset(e, 0, sizeof(*e));
+                break;
+            }
+    }
+}
+
+/* The cached bind group for (p's layout, buffers), created on a miss (the
+ * entry's previous group is released: recorded passes hold their own refs). */
+static wgt_status bind_group_for(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuffer const *buffers, int n_buffers,
+                                 const char *op, WGPUBindGroup *out)
+{
+    wgt_context *ctx = wg->base.ctx;
+    uint64_t h = (uint64_t)(uintptr_t)p->layout * 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < n_buffers; i++) h = (h ^ (uint64_t)(uintptr_t)buffers[i]) * 0x100000001B3ull;
+    webgpu_bind_group_entry *e = &wg->bind_groups[(h >> 24) % WEBGPU_BIND_GROUP_CACHE];
+    if (e->group && e->layout == p->layout && e->n_buffers == n_buffers &&
+        memcmp(e->buffers, buffers, sizeof(WGPUBuffer) * (size_t)n_buffers) == 0) {
+        *out = e->group;
+        return WGT_OK;
+    }
+    /* Only new bindings need validating: cached ones passed this before. */
+    for (int i = 0; i < n_buffers; i++) {
+        uint64_t size = wgpuBufferGetSize(buffers[i]);
+        if (size > wg->limits.maxStorageBufferBindingSize)
+            return wgt_error(ctx, WGT_ERR_UNSUPPORTED,
+                             "%s: a buffer of %llu bytes exceeds this device's storage binding limit of %llu bytes",
+                             op, (unsigned long long)size, (unsigned long long)wg->limits.maxStorageBufferBindingSize);
+    }
+
+    WGPUBindGroupEntry entries[WEBGPU_MAX_BINDINGS + 1];
+    int n = 0;
+    if (p->has_params) {
+        WGPUBindGroupEntry be = WGPU_BIND_GROUP_ENTRY_INIT;
+        be.binding = 0;
+        be.buffer = wg->ring;
+        be.offset = 0;
+        be.size = WEBGPU_PARAMS_MAX;
+        entries[n++] = be;
+    }
+    for (int i = 0; i < n_buffers; i++) {
+        WGPUBindGroupEntry be = WGPU_BIND_GROUP_ENTRY_INIT;
+        be.binding = (uint32_t)(i + (p->has_params ? 1 : 0));
+        be.buffer = buffers[i];
+        be.size = WGPU_WHOLE_SIZE;
+        entries[n++] = be;
+    }
+    WGPUBindGroupDescriptor bgd = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    bgd.layout = p->layout;
+    bgd.entryCount = (size_t)n;
+    bgd.entries = entries;
+    WGPUBindGroup group = wgpuDeviceCreateBindGroup(wg->device, &bgd);
+    if (!group) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: bind group creation failed", op);
+    if (e->group) wgpuBindGroupRelease(e->group);
+    e->layout = p->layout;
+    e->n_buffers = n_buffers;
+    memcpy(e->buffers, buffers, sizeof(WGPUBuffer) * (size_t)n_buffers);
+    e->group = group;
+    *out = group;
+    return WGT_OK;
+}
+
 wgt_status webgpu_dispatch(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuffer const *buffers, int n_buffers,
                            const void *params, size_t params_size, uint32_t x, uint32_t y, uint32_t z,
                            const char *op)
@@ -147,13 +219,6 @@ wgt_status webgpu_dispatch(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuffer co
     if (params_size > WEBGPU_PARAMS_MAX)
         return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: %zu parameter bytes, at most %d", op, params_size,
                          WEBGPU_PARAMS_MAX);
-    for (int i = 0; i < n_buffers; i++) {
-        uint64_t size = wgpuBufferGetSize(buffers[i]);
-        if (size > wg->limits.maxStorageBufferBindingSize)
-            return wgt_error(ctx, WGT_ERR_UNSUPPORTED,
-                             "%s: a buffer of %llu bytes exceeds this device's storage binding limit of %llu bytes",
-                             op, (unsigned long long)size, (unsigned long long)wg->limits.maxStorageBufferBindingSize);
-    }
 
     uint32_t align = wg->limits.minUniformBufferOffsetAlignment ? wg->limits.minUniformBufferOffsetAlignment : 256;
     if (p->has_params && wg->ring_used + WEBGPU_PARAMS_MAX > WEBGPU_RING_BYTES) {
@@ -167,36 +232,15 @@ wgt_status webgpu_dispatch(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuffer co
         if (params_size == 0) wg->ring_used += align;
     }
 
-    WGPUBindGroupEntry entries[WEBGPU_MAX_BINDINGS + 1];
-    int n = 0;
-    if (p->has_params) {
-        WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
-        e.binding = 0;
-        e.buffer = wg->ring;
-        e.offset = 0;
-        e.size = WEBGPU_PARAMS_MAX;
-        entries[n++] = e;
-    }
-    for (int i = 0; i < n_buffers; i++) {
-        WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
-        e.binding = (uint32_t)(i + (p->has_params ? 1 : 0));
-        e.buffer = buffers[i];
-        e.size = WGPU_WHOLE_SIZE;
-        entries[n++] = e;
-    }
-    WGPUBindGroupDescriptor bgd = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
-    bgd.layout = p->layout;
-    bgd.entryCount = (size_t)n;
-    bgd.entries = entries;
-    WGPUBindGroup group = wgpuDeviceCreateBindGroup(wg->device, &bgd);
-    if (!group) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: bind group creation failed", op);
+    WGPUBindGroup group;
+    wgt_status s = bind_group_for(wg, p, buffers, n_buffers, op, &group);
+    if (s != WGT_OK) return s;
 
     wg->current_op = op;
     WGPUComputePassEncoder pass = webgpu_open_pass(wg);
     wgpuComputePassEncoderSetPipeline(pass, p->pipeline);
     wgpuComputePassEncoderSetBindGroup(pass, 0, group, p->has_params ? 1 : 0, p->has_params ? &offset : NULL);
     wgpuComputePassEncoderDispatchWorkgroups(pass, x, y, z);
-    wgpuBindGroupRelease(group); /* the pass keeps what it needs */
     return webgpu_dispatch_recorded(wg);
 }
 

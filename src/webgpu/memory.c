@@ -37,6 +37,7 @@ static void free_cached(webgpu_backend *wg)
             webgpu_block *blk = a->free_lists[i];
             a->free_lists[i] = blk->next_free;
             a->stats.bytes_reserved -= blk->size;
+            webgpu_bind_groups_forget(wg, blk->buffer);
             release_buffer(blk->buffer);
             free(blk);
         }

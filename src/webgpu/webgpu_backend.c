@@ -41,6 +41,13 @@ static wgt_status webgpu_run(wgt_backend *b, const wgt_kernel_call *call)
 {
     webgpu_backend *wg = webgpu_of(b);
     if (wg->device_lost) return WGT_ERR_DEVICE_LOST;
+    /* ELEMENTWISE plans and refuses inside its run(); the others are asked first. */
+    if (call->kind != WGT_KERNEL_ELEMENTWISE && !webgpu_supports(b, call)) {
+        const wgt_tensor_view *x = call->n_inputs ? &call->inputs[0] : &call->outputs[0];
+        char buf[160];
+        return wgt_error(b->ctx, WGT_ERR_UNSUPPORTED, "%s: the webgpu backend does not support %s %s", call->op_name,
+                         wgt_dtype_name(x->dtype), wgt_shape_string(x->ndim, x->shape, buf, sizeof(buf)));
+    }
     if (wg->profiler) estimate_work(wg, call);
     switch (call->kind) {
     case WGT_KERNEL_ELEMENTWISE: return webgpu_elementwise_run(wg, call);

@@ -30,7 +30,9 @@
 #define WEBGPU_PARAMS_MAX 1024          /* bytes of one dispatch's uniform block */
 #define WEBGPU_RING_BYTES (1u << 20)    /* parameter ring per batch */
 #define WEBGPU_MAX_BINDINGS 8           /* storage buffers per built-in kernel */
-#define WEBGPU_BATCH_DISPATCHES 512     /* submit after this many dispatches */
+#define WEBGPU_BATCH_DISPATCHES 256     /* submit after this many dispatches (the GPU
+                                          starts on a batch while the next is recorded) */
+#define WEBGPU_BIND_GROUP_CACHE 256     /* bind groups kept for reuse (execution.c) */
 #define WEBGPU_SIZE_CLASSES 256
 #define WEBGPU_TUNE_BUCKETS 6           /* GEMM size buckets 256..8192 (tuner.c) */
 
@@ -76,6 +78,15 @@ typedef struct webgpu_pipeline_cache {
 
 typedef struct webgpu_profiler webgpu_profiler; /* profiler.c */
 
+/* A bind group for (layout, buffers), reused while those buffers live: creating
+ * one per dispatch is a large part of a small op's host cost. */
+typedef struct webgpu_bind_group_entry {
+    WGPUBindGroupLayout layout;
+    int n_buffers;
+    WGPUBuffer buffers[WEBGPU_MAX_BINDINGS];
+    WGPUBindGroup group;
+} webgpu_bind_group_entry;
+
 typedef struct webgpu_backend {
     wgt_backend base;
     WGPUInstance instance;
@@ -98,6 +109,7 @@ typedef struct webgpu_backend {
     unsigned char *ring_shadow;         /* host copy written at submit */
     uint32_t ring_used;
     wgt_execution_stats exec;
+    webgpu_bind_group_entry bind_groups[WEBGPU_BIND_GROUP_CACHE];
     const char *current_op;             /* op of the dispatch being recorded */
     const char *matmul_force;           /* tuner: the tiled config being timed */
     char matmul_tuned[WEBGPU_TUNE_BUCKETS][32]; /* tuned config per size bucket ("" = heuristic) */
@@ -196,6 +208,8 @@ WGPUComputePassEncoder webgpu_open_pass(webgpu_backend *wg);
 wgt_status webgpu_dispatch_recorded(webgpu_backend *wg);
 /* Ends the open pass so a copy can be recorded; returns the open encoder. */
 WGPUCommandEncoder webgpu_encoder_for_copy(webgpu_backend *wg);
+/* Drops cached bind groups that use buffer (call before destroying it). */
+void webgpu_bind_groups_forget(webgpu_backend *wg, WGPUBuffer buffer);
 /* Submits everything recorded (no wait). */
 wgt_status webgpu_flush(webgpu_backend *wg);
 /* Submits and waits for the queue to drain (with deadline). */
