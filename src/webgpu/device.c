@@ -346,6 +346,7 @@ void webgpu_destroy(wgt_backend *b)
     webgpu_backend *wg = webgpu_of(b);
     if (wg->device && !wg->device_lost) webgpu_finish(wg, "wgt_context_destroy");
     webgpu_profiler_destroy(wg);
+    webgpu_elementwise_destroy(wg);
     webgpu_execution_destroy(wg);
     webgpu_pipeline_cache_destroy(wg);
     webgpu_allocator_destroy(wg);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "webgpu/webgpu_elementwise.h"
+#include "webgpu/webgpu_transpose.h"
 
 #define EW_KEY_MAX 8192
 #define EW_NUMEL_MAX (UINT32_MAX - 64) /* positions (index + shift, rounded to chunks) stay in u32 */
@@ -417,8 +418,71 @@ bool webgpu_elementwise_supports(webgpu_backend *wg, const wgt_kernel_call *call
     return plan_call(wg, call, &L, why, sizeof why) != WGT_ERR_UNSUPPORTED;
 }
 
-/* The pipeline for plan, from the cache or compiled now. */
+/* A binary form of everything ew_plan_key writes as text: building the text key
+ * (dozens of snprintf calls) would cost more than the rest of a small op. */
+static size_t binary_plan_key(const ew_plan *plan, unsigned char *buf, size_t size)
+{
+    size_t used = 0;
+#define PUT(value)                                                   \
+    do {                                                             \
+        if (used + sizeof(value) > size) return 0;                   \
+        memcpy(buf + used, &(value), sizeof(value));                 \
+        used += sizeof(value);                                       \
+    } while (0)
+    int header[8] = {plan->ndim, plan->chunk, (int)plan->store, plan->f16_hw_widen, plan->f16_hw_narrow,
+                     plan->n_views, plan->n_bindings, plan->expr->n_nodes};
+    PUT(header);
+    for (int v = 0; v < plan->n_views; v++) {
+        int view[4] = {(int)plan->dtype[v], (int)plan->mode[v], plan->binding[v], plan->vec4_binding[v]};
+        PUT(view);
+    }
+    int inputs = plan->expr->n_inputs;
+    PUT(inputs);
+    for (int i = 0; i < plan->expr->n_nodes; i++) {
+        const wgt_expr_node *n = &plan->expr->nodes[i];
+        int fields[7] = {n->opcode, n->type, n->args[0], n->args[1], n->args[2], n->input_index, n->axis};
+        PUT(fields);
+        PUT(n->constant);
+    }
+#undef PUT
+    return used;
+}
+
+void webgpu_elementwise_destroy(webgpu_backend *wg)
+{
+    for (int i = 0; i < 64; i++) free(wg->recent_pipelines[i].key);
+    memset(wg->recent_pipelines, 0, sizeof(wg->recent_pipelines));
+}
+
+static wgt_status find_pipeline_by_text(webgpu_backend *wg, const ew_plan *plan, const char *op, webgpu_pipeline **out);
+
+/* The pipeline for plan: the recent-pipeline table, else the text-keyed cache
+ * (compiling on a miss). */
 static wgt_status find_pipeline(webgpu_backend *wg, const ew_plan *plan, const char *op, webgpu_pipeline **out)
+{
+    unsigned char key[4096];
+    size_t size = binary_plan_key(plan, key, sizeof(key));
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < size; i++) h = (h ^ key[i]) * 1099511628211ull;
+    struct webgpu_recent_pipeline *r = &wg->recent_pipelines[h % 64];
+    if (size && r->key && r->hash == h && r->size == size && memcmp(r->key, key, size) == 0) {
+        wg->pipelines.stats.hits++;
+        *out = r->pipeline;
+        return WGT_OK;
+    }
+    wgt_status s = find_pipeline_by_text(wg, plan, op, out);
+    if (s == WGT_OK && size) {
+        unsigned char *copy = malloc(size);
+        if (copy) {
+            free(r->key);
+            memcpy(copy, key, size);
+            *r = (struct webgpu_recent_pipeline){h, size, copy, *out};
+        }
+    }
+    return s;
+}
+
+static wgt_status find_pipeline_by_text(webgpu_backend *wg, const ew_plan *plan, const char *op, webgpu_pipeline **out)
 {
     char *key = malloc(EW_KEY_MAX);
     if (!key) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -437,6 +501,7 @@ static wgt_status find_pipeline(webgpu_backend *wg, const ew_plan *plan, const c
 
 wgt_status webgpu_elementwise_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
+    if (webgpu_transpose_applies(wg, call)) return webgpu_transpose_run(wg, call); /* coalesced tiled path */
     wgt_context *ctx = wg->base.ctx;
     const char *op = call->op_name ? call->op_name : "elementwise";
     ew_launch L;

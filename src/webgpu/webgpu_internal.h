@@ -110,6 +110,12 @@ typedef struct webgpu_backend {
     uint32_t ring_used;
     wgt_execution_stats exec;
     webgpu_bind_group_entry bind_groups[WEBGPU_BIND_GROUP_CACHE];
+    struct webgpu_recent_pipeline {     /* elementwise: binary plan key -> pipeline, */
+        uint64_t hash;                  /* skipping the text key on the hot path */
+        size_t size;
+        unsigned char *key;
+        webgpu_pipeline *pipeline;
+    } recent_pipelines[64];
     const char *current_op;             /* op of the dispatch being recorded */
     const char *matmul_force;           /* tuner: the tiled config being timed */
     char matmul_tuned[WEBGPU_TUNE_BUCKETS][32]; /* tuned config per size bucket ("" = heuristic) */
@@ -259,6 +265,7 @@ const char *webgpu_matmul_tiled_config_name(const webgpu_backend *wg, int i);
 /* Each returns true from *_supports when it implements the call, and records
  * the kernel in *_run. See backend.h for the call contracts. */
 bool webgpu_elementwise_supports(webgpu_backend *wg, const wgt_kernel_call *call);
+void webgpu_elementwise_destroy(webgpu_backend *wg); /* frees the recent-pipeline keys */
 wgt_status webgpu_elementwise_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_reduce_supports(webgpu_backend *wg, const wgt_kernel_call *call);   /* REDUCE, CUMSUM, SOFTMAX */
 wgt_status webgpu_reduce_run(webgpu_backend *wg, const wgt_kernel_call *call);
