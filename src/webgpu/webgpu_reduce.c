@@ -405,3 +405,16 @@ wgt_status webgpu_reduce_run(webgpu_backend *wg, const wgt_kernel_call *call)
     default: return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: not a reduce-family kernel", call->op_name);
     }
 }
+
+wgt_status webgpu_check_along_axis(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *x = &call->inputs[0], *out = &call->outputs[0];
+    int axis = call->axis;
+    bool shape_ok = out->ndim == x->ndim && (x->ndim == 0 ? axis == 0 : axis >= 0 && axis < x->ndim);
+    for (int d = 0; shape_ok && d < x->ndim; d++) shape_ok = out->shape[d] == x->shape[d];
+    if (shape_ok) return WGT_OK;
+    char xs[160], os[160];
+    return wgt_error(wg->base.ctx, WGT_ERR_SHAPE_MISMATCH, "%s: output %s and x %s with axis %d", call->op_name,
+                     wgt_shape_string(out->ndim, out->shape, os, sizeof(os)),
+                     wgt_shape_string(x->ndim, x->shape, xs, sizeof(xs)), axis);
+}

@@ -95,6 +95,9 @@ static inline uint32_t webgpu_rows_threads_per_row(int64_t len)
 }
 
 /* Family members (webgpu_scan.c, webgpu_softmax.c). */
+/* CUMSUM and SOFTMAX: out has x's shape and axis is one of x's dims (0 for a
+ * scalar); otherwise records WGT_ERR_SHAPE_MISMATCH naming both shapes. */
+wgt_status webgpu_check_along_axis(webgpu_backend *wg, const wgt_kernel_call *call);
 wgt_status webgpu_cumsum_run(webgpu_backend *wg, const wgt_kernel_call *call);
 wgt_status webgpu_softmax_run(webgpu_backend *wg, const wgt_kernel_call *call);
 

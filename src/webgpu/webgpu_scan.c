@@ -23,14 +23,8 @@ wgt_status webgpu_cumsum_run(webgpu_backend *wg, const wgt_kernel_call *call)
     const wgt_tensor_view *x = &call->inputs[0], *out = &call->outputs[0];
     const char *op = call->op_name;
     int axis = call->axis;
-    bool shape_ok = out->ndim == x->ndim && (x->ndim == 0 ? axis == 0 : axis >= 0 && axis < x->ndim);
-    for (int d = 0; shape_ok && d < x->ndim; d++) shape_ok = out->shape[d] == x->shape[d];
-    if (!shape_ok) {
-        char xs[160], os[160];
-        return wgt_error(wg->base.ctx, WGT_ERR_SHAPE_MISMATCH, "%s: output %s and x %s with axis %d", op,
-                         wgt_shape_string(out->ndim, out->shape, os, sizeof(os)),
-                         wgt_shape_string(x->ndim, x->shape, xs, sizeof(xs)), axis);
-    }
+    wgt_status checked = webgpu_check_along_axis(wg, call);
+    if (checked != WGT_OK) return checked;
     bool acc_f32 = x->dtype == WGT_F32 || x->dtype == WGT_F16;
     wgt_tensor_view target;
     bool temp;
