@@ -122,7 +122,7 @@ static void run(wgt_context *ctx, wgt_context *other)
           wgt_context_error_message(ctx));
     check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "sticky");
 
-    wgt_tensor *all[] = {a, b, v4, i5, foreign};
+    wgt_tensor *all[] = {a, b, v4, i5, u8, foreign};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) wgt_tensor_release(all[i]);
 }
 
