@@ -1121,11 +1121,24 @@ static void test_matmul(void)
     fill_random(&a4->view, -1, 1, false);
     fill_random(&b4->view, -1, 1, false);
     CHECK(check_matmul(a4->view, b4->view, WGT_F32, "4-D vec") == 0, "f32 matmul 4-D, M = N = 1");
+    /* matrix x vector and vector x matrix (sgemv): a column of b (step 29), a
+     * row of a^T (step 33), with either operand transposed */
+    wgt_tensor_view column = b->view, row = a->view, row_t = atv;
+    column.shape[2] = 1;
+    row.shape[1] = 1;
+    row_t.shape[1] = 1;
+    CHECK(check_matmul(a->view, column, WGT_F32, "a x column") == 0, "f32 matrix x strided vector");
+    CHECK(check_matmul(atv, column, WGT_F32, "a^T x column") == 0, "f32 transposed matrix x vector");
+    CHECK(check_matmul(row, b->view, WGT_F32, "row x b") == 0, "f32 vector x matrix");
+    CHECK(check_matmul(row_t, btv, WGT_F32, "row of a^T x b^T") == 0, "f32 strided vector x transposed matrix");
     /* f16 and i32 */
     test_tensor *ah = tensor_new(WGT_F16, 3, as), *bh = tensor_new(WGT_F16, 3, bs);
     fill_random(&ah->view, -2, 2, false);
     fill_random(&bh->view, -2, 2, false);
     CHECK(check_matmul(ah->view, bh->view, WGT_F16, "f16") == 0, "f16 matmul");
+    wgt_tensor_view column_h = bh->view;
+    column_h.shape[2] = 1;
+    CHECK(check_matmul(ah->view, column_h, WGT_F16, "f16 a x column") == 0, "f16 matrix x vector");
     test_tensor *ai = tensor_new(WGT_I32, 3, as), *bi = tensor_new(WGT_I32, 3, bs);
     fill_random(&ai->view, -70000, 70000, true);
     fill_random(&bi->view, -70000, 70000, true);
@@ -1140,12 +1153,24 @@ static void test_matmul(void)
     wgt_tensor_view am = a->view;
     am.shape[1] = 0;
     CHECK(check_matmul(am, b->view, WGT_F32, "M=0") == 0, "f32 matmul with M = 0");
-    /* a bigger one, to go through OpenBLAS threading */
+    /* bigger ones, split over threads: bands of rows, of columns (N > M), of
+     * matrix x vector rows and of vector x matrix columns, the last bands short */
     test_tensor *ga = tensor_new(WGT_F32, 2, (int64_t[2]){200, 300}), *gb = tensor_new(WGT_F32, 2, (int64_t[2]){300, 100});
+    test_tensor *gc = tensor_new(WGT_F32, 2, (int64_t[2]){300, 1000}), *gv = tensor_new(WGT_F32, 2, (int64_t[2]){1000, 300});
     fill_random(&ga->view, -1, 1, false);
     fill_random(&gb->view, -1, 1, false);
+    fill_random(&gc->view, -1, 1, false);
+    fill_random(&gv->view, -1, 1, false);
     CHECK(check_matmul(ga->view, gb->view, WGT_F32, "200x300x100") == 0, "f32 matmul 200x300x100");
-    tensor_free(ga); tensor_free(gb); tensor_free(a); tensor_free(b); tensor_free(at); tensor_free(bt); tensor_free(a4); tensor_free(b4);
+    wgt_tensor_view gat = ga->view; /* [100, 300]: rows 0..99 of ga */
+    gat.shape[0] = 100;
+    CHECK(check_matmul(gat, gc->view, WGT_F32, "100x300x1000") == 0, "f32 matmul 100x300x1000");
+    wgt_tensor_view x_col = gc->view, x_row = gv->view;
+    x_col.shape[1] = 1; /* [300, 1], step 1000 */
+    x_row.shape[0] = 1; /* [1, 300] */
+    CHECK(check_matmul(gv->view, x_col, WGT_F32, "1000x300 x vector") == 0, "f32 large matrix x vector");
+    CHECK(check_matmul(x_row, gc->view, WGT_F32, "vector x 300x1000") == 0, "f32 vector x large matrix");
+    tensor_free(ga); tensor_free(gb); tensor_free(gc); tensor_free(gv); tensor_free(a); tensor_free(b); tensor_free(at); tensor_free(bt); tensor_free(a4); tensor_free(b4);
     tensor_free(ah); tensor_free(bh); tensor_free(ai); tensor_free(bi);
 }
 
@@ -1341,6 +1366,202 @@ static void test_contract(void)
     tensor_free(f); tensor_free(bl); tensor_free(i); tensor_free(h);
 }
 
+/* ================================================ vectorized exp, softmax */
+
+/* Ulps between two finite floats of the same sign (or both zero). */
+static int64_t ulps_apart(float a, float b)
+{
+    int32_t x, y;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    if ((x < 0) != (y < 0)) return (a == b) ? 0 : INT32_MAX;
+    return llabs((int64_t)x - (int64_t)y);
+}
+
+/* exp runs through a polynomial of its own (src/cpu/cpu_math.h), not libm:
+ * at most 1 ulp from the correctly rounded value over a sweep of float bit
+ * patterns (every range, subnormal results included), inf/0 at the ends and
+ * NaN kept bit for bit. The output is large enough for streaming stores. */
+static void test_exp_accuracy(void)
+{
+    int64_t n = (int64_t)1 << 22;
+    test_tensor *x = tensor_new(WGT_F32, 1, &n), *out = tensor_new(WGT_F32, 1, &n);
+    uint32_t *bits = (uint32_t *)x->storage.handle + GUARD;
+    for (int64_t i = 0; i < n; i++) bits[i] = (uint32_t)(i * 1031u + 7u); /* every exponent, both signs */
+    const uint32_t specials[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fc12345u, 0x7f800000u, 0xff800000u,
+                                 0x42b17217u /* largest finite result */, 0x42b17218u /* first inf */,
+                                 0xc2cff1b5u /* near half the smallest subnormal */,
+                                 0xc2ce8ed0u /* the smallest subnormal */, 0xc2aeac50u /* near the smallest normal */};
+    for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) bits[i] = specials[i];
+    wgt_expr e;
+    expr_init(&e);
+    add_node(&e, WGT_EXPR_EXP, WGT_EXPR_F32, add_input(&e, 0, WGT_EXPR_F32), -1, -1);
+    CHECK(run_expr(&e, &x, NULL, 1, &out->view) == WGT_OK, "exp runs");
+    const float *got = (const float *)out->storage.handle + GUARD;
+    int bad = 0;
+    int64_t worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float in;
+        memcpy(&in, &bits[i], 4);
+        bool ok;
+        if (isnan(in)) {
+            ok = memcmp(&got[i], &bits[i], 4) == 0 || (bits[i] & 0x00400000u) == 0; /* signaling NaNs may be quieted */
+            ok = ok && isnan(got[i]);
+        } else {
+            float want = (float)exp((double)in);
+            int64_t d = ulps_apart(got[i], want);
+            if (d > worst) worst = d;
+            ok = d <= 1;
+        }
+        if (!ok && bad++ < 3) fprintf(stderr, "  exp(%a) = %a, want %a\n", in, got[i], (float)exp((double)in));
+    }
+    CHECK(bad == 0, "exp: %d results more than 1 ulp off (worst %lld)", bad, (long long)worst);
+    CHECK(guards_intact(out), "exp wrote outside the output");
+    tensor_free(x);
+    tensor_free(out);
+}
+
+/* A softmax along a non-last axis whose lines do not fit the kernel's cache
+ * (inner size 2, 20011 long): the recomputing path, same answers. */
+static void test_softmax_recompute(void)
+{
+    int64_t shape[2] = {20011, 2};
+    test_tensor *x = tensor_new(WGT_F32, 2, shape), *o = tensor_new(WGT_F32, 2, shape);
+    fill_random(&x->view, -10, 10, false);
+    for (int log_softmax = 0; log_softmax < 2; log_softmax++) {
+        wgt_kernel_call c = new_call(WGT_KERNEL_SOFTMAX);
+        c.n_inputs = 1; c.inputs[0] = x->view; c.outputs[0] = o->view; c.axis = 0; c.log_softmax = log_softmax;
+        CHECK(run(&c) == WGT_OK, "strided long softmax runs");
+        int bad = 0;
+        for (int j = 0; j < 2; j++) {
+            double m = -INFINITY, sum = 0;
+            for (int64_t i = 0; i < shape[0]; i++) m = fmax(m, get(&x->view, 2 * i + j));
+            for (int64_t i = 0; i < shape[0]; i++) sum += exp(get(&x->view, 2 * i + j) - m);
+            for (int64_t i = 0; i < shape[0]; i++) {
+                double v = get(&x->view, 2 * i + j);
+                double want = log_softmax ? v - m - log(sum) : exp(v - m) / sum;
+                if (!close_to(get(&o->view, 2 * i + j), f32(want), 1e-6, 1e-30)) bad++;
+            }
+        }
+        CHECK(bad == 0 && guards_intact(o), "strided long %s: %d mismatches", log_softmax ? "log_softmax" : "softmax", bad);
+    }
+    tensor_free(x);
+    tensor_free(o);
+}
+
+/* ===================================================== storage cache */
+
+/* Freed storage is cached for reuse by size class, within a budget, until a
+ * trim; under AddressSanitizer nothing is cached (the backend says why). */
+static void test_storage_cache(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    const bool caching = false;
+#else
+    const bool caching = true;
+#endif
+    wgt_memory_stats m0, m1;
+    be->vt->memory_trim(be);
+    be->vt->memory_stats(be, &m0);
+    CHECK(m0.bytes_reserved == m0.bytes_in_use, "trim leaves nothing cached");
+
+    void *first = NULL, *again = NULL;
+    CHECK(be->vt->storage_alloc(be, 1000, &first) == WGT_OK, "alloc");
+    be->vt->storage_free(be, first);
+    be->vt->memory_stats(be, &m1);
+    CHECK(m1.bytes_in_use == m0.bytes_in_use && (m1.bytes_reserved > m1.bytes_in_use) == caching, "a freed block stays cached");
+    CHECK(be->vt->storage_alloc(be, 1020, &again) == WGT_OK, "alloc of the same size class");
+    be->vt->memory_stats(be, &m1);
+    if (caching) {
+        CHECK(again == first && m1.pool_hits == m0.pool_hits + 1 && m1.device_allocations == m0.device_allocations + 1,
+              "the cached block is reused (hits %llu, system allocations %llu)", (unsigned long long)(m1.pool_hits - m0.pool_hits),
+              (unsigned long long)(m1.device_allocations - m0.device_allocations));
+    }
+    CHECK(m1.bytes_in_use >= m0.bytes_in_use + 1020, "in use counts the size class");
+    be->vt->storage_free(be, again);
+
+    /* a large block: mapped directly, still aligned, every byte usable */
+    size_t big = ((size_t)5 << 20) + 12;
+    void *handle = NULL;
+    CHECK(be->vt->storage_alloc(be, big, &handle) == WGT_OK && ((uintptr_t)handle & 63) == 0, "large alloc, aligned");
+    if (handle) {
+        uint32_t word = 0x12345678u, back = 0;
+        memset(handle, 0x5a, big);
+        CHECK(be->vt->storage_write(be, handle, big - 4, &word, 4) == WGT_OK &&
+              be->vt->storage_read(be, handle, big - 4, &back, 4) == WGT_OK && back == word, "large block round trip");
+        CHECK(be->vt->storage_read(be, handle, big - 2, &back, 4) == WGT_ERR_INVALID_ARGUMENT, "large block bounds checked");
+        wgt_context_clear_error(ctx);
+        be->vt->storage_free(be, handle);
+    }
+
+    /* the cache counts against a budget and gives way to new blocks */
+    be->vt->memory_stats(be, &m1);
+    CHECK(be->vt->memory_set_budget(be, m1.bytes_in_use + 8192) == WGT_OK, "set budget");
+    CHECK(be->vt->storage_alloc(be, 6000, &handle) == WGT_OK, "alloc under the budget despite the cache");
+    be->vt->memory_stats(be, &m1);
+    CHECK(m1.bytes_reserved <= m1.budget_bytes, "reserved %llu within the budget %llu",
+          (unsigned long long)m1.bytes_reserved, (unsigned long long)m1.budget_bytes);
+    be->vt->storage_free(be, handle);
+    be->vt->memory_set_budget(be, 0);
+    CHECK(be->vt->memory_trim(be) == WGT_OK, "trim");
+    be->vt->memory_stats(be, &m1);
+    CHECK(m1.bytes_reserved == m1.bytes_in_use && m1.bytes_in_use == m0.bytes_in_use, "trim gives every cached block back");
+}
+
+/* ============================================ thread count independence */
+
+/* The same reductions on a one-thread backend give the same bits: sums split
+ * into pieces by layout, never by thread. (Products do not: BLAS kernels sum
+ * in an order that depends on the shape of the block each thread gets.) */
+static void test_thread_independence(void)
+{
+    wgt_context_options options;
+    wgt_context_options_init(&options);
+    options.cpu_threads = 1;
+    wgt_backend *one = wgt_cpu_backend_create(ctx, &options);
+    CHECK(one != NULL, "one-thread backend");
+    if (!one) return;
+    int64_t n = 300007, shape[2] = {37, 8111};
+    test_tensor *v = tensor_new(WGT_F32, 1, &n), *m = tensor_new(WGT_F32, 2, shape);
+    fill_random(&v->view, -1e3, 1e3, false);
+    fill_random(&m->view, -20, 20, false);
+    int64_t one_elem = 1, rows[2] = {37, 1};
+    const wgt_reduce_kind kinds[] = {WGT_REDUCE_SUM, WGT_REDUCE_MEAN, WGT_REDUCE_VAR};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        for (int matrix = 0; matrix < 2; matrix++) {
+            test_tensor *x = matrix ? m : v;
+            test_tensor *a = matrix ? tensor_new(WGT_F32, 2, rows) : tensor_new(WGT_F32, 1, &one_elem);
+            test_tensor *b = matrix ? tensor_new(WGT_F32, 2, rows) : tensor_new(WGT_F32, 1, &one_elem);
+            wgt_kernel_call c = new_call(WGT_KERNEL_REDUCE);
+            c.n_inputs = 1; c.inputs[0] = x->view; c.reduce = kinds[k]; c.reduce_mask = matrix ? 2u : 1u; c.correction = 1;
+            c.outputs[0] = a->view;
+            CHECK(run(&c) == WGT_OK, "reduce runs");
+            c.outputs[0] = b->view;
+            CHECK(one->vt->run(one, &c) == WGT_OK, "reduce runs on one thread");
+            CHECK(memcmp(a->storage.handle, b->storage.handle, a->storage.bytes) == 0, "reduce %d of %s: same bits on one thread",
+                  (int)kinds[k], matrix ? "rows" : "a vector");
+            tensor_free(a);
+            tensor_free(b);
+        }
+    }
+    for (int log_softmax = 0; log_softmax < 2; log_softmax++) {
+        test_tensor *a = tensor_new(WGT_F32, 2, shape), *b = tensor_new(WGT_F32, 2, shape);
+        wgt_kernel_call c = new_call(WGT_KERNEL_SOFTMAX);
+        c.n_inputs = 1; c.inputs[0] = m->view; c.axis = 1; c.log_softmax = log_softmax;
+        c.outputs[0] = a->view;
+        CHECK(run(&c) == WGT_OK, "softmax runs");
+        c.outputs[0] = b->view;
+        CHECK(one->vt->run(one, &c) == WGT_OK, "softmax runs on one thread");
+        CHECK(memcmp(a->storage.handle, b->storage.handle, a->storage.bytes) == 0, "%s: same bits on one thread",
+              log_softmax ? "log_softmax" : "softmax");
+        tensor_free(a);
+        tensor_free(b);
+    }
+    tensor_free(v);
+    tensor_free(m);
+    one->vt->destroy(one);
+}
+
 int main(void)
 {
     wgt_context_options options;
@@ -1366,11 +1587,15 @@ int main(void)
     test_index_and_random();
     test_reduce();
     test_cumsum();
+    test_exp_accuracy();
     test_softmax();
+    test_softmax_recompute();
     test_matmul();
     test_gather_scatter();
     test_topk();
     test_contract();
+    test_storage_cache();
+    test_thread_independence();
     CHECK(wgt_context_status(ctx) == WGT_OK, "no stray error left: %s", wgt_context_error_message(ctx));
     be->vt->destroy(be);
     wgt_context_destroy(ctx);

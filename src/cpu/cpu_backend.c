@@ -7,31 +7,150 @@
  * This file holds the vtable, storage, the checks every call passes before a
  * kernel sees it, and the strided walk shared by the kernels.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cblas.h>
 #include <omp.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "cpu/cpu_internal.h"
 
-/* Every allocation carries a header with its size, so writes and reads can be
- * bounds-checked and memory statistics kept without a side table. The header is
- * one alignment unit, so the data stays 64-byte aligned. */
+/*
+ * Storage is served by a caching allocator, as on the GPU (src/webgpu/memory.c):
+ * sizes round up to a size class, freed blocks go on a free list per class and
+ * the next request of that class takes one back. A fresh block costs the kernel
+ * a page fault and the zeroing of every page on first touch, which for a large
+ * elementwise op is as much time as the op itself; a reused block costs nothing.
+ * Freed blocks are kept up to cache_limit bytes (a budget also bounds them);
+ * memory_trim gives them all back.
+ *
+ * Every block carries a header with its sizes, so writes and reads can be
+ * bounds-checked and statistics kept without a side table. The header is the
+ * alignment unit just before the data, so the data stays 64-byte aligned.
+ */
 #define CPU_ALIGNMENT 64
 
-typedef struct cpu_allocation_header {
-    size_t bytes;      /* as requested */
-    size_t reserved;   /* rounded up, header excluded */
-} cpu_allocation_header;
+/* Under AddressSanitizer every block comes from the C library at its own size
+ * and goes straight back when freed, so a kernel that writes past its output
+ * or into freed storage still reports. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CPU_CACHING 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CPU_CACHING 0
+#endif
+#endif
+#ifndef CPU_CACHING
+#define CPU_CACHING 1
+#endif
 
-static cpu_allocation_header *header_of(void *handle)
+/* Blocks from here up are mapped directly, 2 MiB aligned and marked for
+ * transparent huge pages: fewer page faults and TLB misses on large streams. */
+#define CPU_HUGE_BLOCK ((size_t)4 << 20)
+#define CPU_HUGE_PAGE ((size_t)2 << 20)
+
+struct cpu_block {
+    size_t bytes;         /* as requested */
+    size_t reserved;      /* the size class: usable bytes after the header */
+    void *mapping;        /* start of the mmap of a huge block, else NULL (block from aligned_alloc) */
+    size_t mapping_bytes;
+    cpu_block *next_free; /* in its free list while cached */
+    int size_class;
+};
+_Static_assert(sizeof(cpu_block) <= CPU_ALIGNMENT, "the block header fits in one alignment unit");
+
+static cpu_block *block_of(void *handle)
 {
-    return (cpu_allocation_header *)((char *)handle - CPU_ALIGNMENT);
+    return (cpu_block *)((char *)handle - CPU_ALIGNMENT);
+}
+
+/* Size classes: 256 bytes, then four steps per power of two (waste <= 25%).
+ * 0 when bytes is too large to round up. */
+static size_t size_class(size_t bytes, int *index)
+{
+    if (bytes <= 256) {
+        *index = 0;
+        return 256;
+    }
+    int e = 63 - __builtin_clzll((unsigned long long)(bytes - 1)); /* 2^e < bytes <= 2^(e+1) */
+    if (e >= 63) return 0;
+    size_t base = (size_t)1 << e, step = base / 4;
+    size_t q = (bytes - base + step - 1) / step; /* 1..4 */
+    *index = 1 + (e - 8) * 4 + (int)(q - 1);
+    return base + q * step;
+}
+
+/* A new block of reserved bytes from the system, header filled but for the
+ * request. */
+static cpu_block *block_create(size_t reserved, int index)
+{
+    cpu_block *blk;
+    if (CPU_CACHING && reserved >= CPU_HUGE_BLOCK) {
+        /* The data starts on a huge page boundary; the header lives at the end
+         * of the 4 KiB page in front of it. Map with slack, then cut it off. */
+        size_t page = 4096, body = (reserved + page - 1) / page * page;
+        size_t length = page + body + CPU_HUGE_PAGE;
+        char *map = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (map == MAP_FAILED) return NULL;
+        char *data = (char *)(((uintptr_t)map + page + CPU_HUGE_PAGE - 1) & ~(uintptr_t)(CPU_HUGE_PAGE - 1));
+        char *start = data - page, *end = data + body;
+        if (start > map) munmap(map, (size_t)(start - map));
+        if (map + length > end) munmap(end, (size_t)(map + length - end));
+#ifdef MADV_HUGEPAGE
+        madvise(data, body, MADV_HUGEPAGE); /* a hint: without THP the block works as is */
+#endif
+        blk = block_of(data);
+        blk->mapping = start;
+        blk->mapping_bytes = page + body;
+    } else {
+        char *mem = aligned_alloc(CPU_ALIGNMENT, reserved + CPU_ALIGNMENT);
+        if (!mem) return NULL;
+        blk = (cpu_block *)mem;
+        blk->mapping = NULL;
+        blk->mapping_bytes = 0;
+    }
+    blk->reserved = reserved;
+    blk->size_class = index;
+    blk->next_free = NULL;
+    return blk;
+}
+
+static void block_destroy(cpu_block *blk)
+{
+    if (blk->mapping) munmap(blk->mapping, blk->mapping_bytes);
+    else free(blk);
+}
+
+/* Gives every cached block back to the system. */
+static void free_cached(cpu_backend *b)
+{
+    for (int i = 0; i < CPU_SIZE_CLASSES; i++) {
+        while (b->free_lists[i]) {
+            cpu_block *blk = b->free_lists[i];
+            b->free_lists[i] = blk->next_free;
+            b->memory.bytes_reserved -= blk->reserved;
+            block_destroy(blk);
+        }
+    }
+}
+
+void *cpu_scratch(cpu_backend *b, size_t bytes)
+{
+    if (bytes <= b->scratch_bytes) return b->scratch;
+    free(b->scratch);
+    size_t rounded = (bytes + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
+    b->scratch = aligned_alloc(CPU_ALIGNMENT, rounded);
+    b->scratch_bytes = b->scratch ? rounded : 0;
+    return b->scratch;
 }
 
 /* --------------------------------------------------------------- messages */
@@ -114,6 +233,40 @@ void cpu_walk_seek(const cpu_walk *w, int64_t linear, cpu_walk_position *pos)
         pos->coord[d] = c;
         for (int v = 0; v < w->n_views; v++) pos->offsets[v] += c * w->strides[v][d];
     }
+}
+
+/* -------------------------------------------------------- streaming stores */
+
+void cpu_copy_out(void *dst, const void *src, size_t bytes, bool stream)
+{
+#if defined(__SSE2__)
+    if (stream) {
+        char *d = dst;
+        const char *s = src;
+        size_t head = (16 - ((uintptr_t)d & 15)) & 15; /* streaming stores want 16-byte aligned addresses */
+        if (head > bytes) head = bytes;
+        memcpy(d, s, head);
+        d += head, s += head, bytes -= head;
+        for (; bytes >= 64; d += 64, s += 64, bytes -= 64) { /* a cache line at a time */
+            __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(s + 32)), e = _mm_loadu_si128((const __m128i *)(s + 48));
+            _mm_stream_si128((__m128i *)d, a);
+            _mm_stream_si128((__m128i *)(d + 16), b);
+            _mm_stream_si128((__m128i *)(d + 32), c);
+            _mm_stream_si128((__m128i *)(d + 48), e);
+        }
+        memcpy(d, s, bytes);
+        return;
+    }
+#endif
+    memcpy(dst, src, bytes);
+}
+
+void cpu_stream_fence(void)
+{
+#if defined(__SSE2__)
+    _mm_sfence(); /* streaming stores are weakly ordered: make them visible */
+#endif
 }
 
 /* ------------------------------------------------------------- call checks */
@@ -250,8 +403,9 @@ static wgt_status cpu_storage_alloc(wgt_backend *base, size_t bytes, void **hand
 {
     cpu_backend *b = (cpu_backend *)base;
     *handle = NULL;
-    size_t reserved = (bytes + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
-    if (bytes == 0 || reserved < bytes || reserved > SIZE_MAX - CPU_ALIGNMENT) {
+    int index = 0;
+    size_t reserved = !bytes ? 0 : CPU_CACHING ? size_class(bytes, &index) : (bytes + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
+    if (reserved == 0 || reserved > SIZE_MAX - CPU_HUGE_PAGE - 4096) {
         return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_storage_alloc: cannot allocate %zu bytes (cpu backend)", bytes);
     }
     if (b->budget_bytes && b->memory.bytes_in_use + reserved > b->budget_bytes) {
@@ -260,19 +414,30 @@ static wgt_status cpu_storage_alloc(wgt_backend *base, size_t bytes, void **hand
                          "wgt_storage_alloc: %zu bytes requested, %llu of the %llu-byte budget available (cpu backend)",
                          bytes, (unsigned long long)available, (unsigned long long)b->budget_bytes);
     }
-    char *block = aligned_alloc(CPU_ALIGNMENT, reserved + CPU_ALIGNMENT);
-    if (!block) {
-        return wgt_error(base->ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_storage_alloc: %zu bytes requested, host allocation failed (cpu backend)", bytes);
+    cpu_block *blk = b->free_lists[index]; /* every block of a class has the class's size */
+    if (blk) {
+        b->free_lists[index] = blk->next_free;
+        b->memory.pool_hits++;
+    } else {
+        /* The cache counts against the budget: give it back before going over. */
+        if (b->budget_bytes && b->memory.bytes_reserved + reserved > b->budget_bytes) free_cached(b);
+        blk = block_create(reserved, index);
+        if (!blk && b->memory.bytes_reserved > b->memory.bytes_in_use) { /* the system is full: retry without the cache */
+            free_cached(b);
+            blk = block_create(reserved, index);
+        }
+        if (!blk) {
+            return wgt_error(base->ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_storage_alloc: %zu bytes requested, host allocation failed (cpu backend)", bytes);
+        }
+        b->memory.device_allocations++;
+        b->memory.bytes_reserved += reserved;
     }
-    cpu_allocation_header *h = (cpu_allocation_header *)block;
-    h->bytes = bytes;
-    h->reserved = reserved;
+    blk->bytes = bytes;
+    blk->next_free = NULL;
     b->memory.allocations++;
-    b->memory.device_allocations++;
     b->memory.bytes_in_use += reserved;
-    b->memory.bytes_reserved += reserved;
     if (b->memory.bytes_in_use > b->memory.peak_bytes_in_use) b->memory.peak_bytes_in_use = b->memory.bytes_in_use;
-    *handle = block + CPU_ALIGNMENT;
+    *handle = (char *)blk + CPU_ALIGNMENT;
     return WGT_OK;
 }
 
@@ -280,16 +445,23 @@ static void cpu_storage_free(wgt_backend *base, void *handle)
 {
     cpu_backend *b = (cpu_backend *)base;
     if (!handle) return;
-    cpu_allocation_header *h = header_of(handle);
-    b->memory.bytes_in_use -= h->reserved;
-    b->memory.bytes_reserved -= h->reserved;
-    free(h);
+    cpu_block *blk = block_of(handle);
+    b->memory.bytes_in_use -= blk->reserved;
+    uint64_t cached = b->memory.bytes_reserved - b->memory.bytes_in_use;
+    bool over_budget = b->budget_bytes && b->memory.bytes_reserved > b->budget_bytes;
+    if (cached > b->cache_limit || over_budget) { /* the block itself does not fit in the cache */
+        b->memory.bytes_reserved -= blk->reserved;
+        block_destroy(blk);
+        return;
+    }
+    blk->next_free = b->free_lists[blk->size_class];
+    b->free_lists[blk->size_class] = blk;
 }
 
 static wgt_status check_range(wgt_backend *base, const char *op, void *handle, size_t offset, const void *host, size_t bytes)
 {
     if (!handle || (!host && bytes)) return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "%s: NULL storage or host pointer (cpu backend)", op);
-    size_t size = header_of(handle)->bytes;
+    size_t size = block_of(handle)->bytes;
     if (offset > size || bytes > size - offset) {
         return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "%s: bytes %zu..%zu outside storage of %zu bytes (cpu backend)",
                          op, offset, offset + bytes, size);
@@ -382,17 +554,25 @@ static wgt_status cpu_execution_stats(wgt_backend *base, wgt_execution_stats *st
 
 static wgt_status cpu_memory_trim(wgt_backend *base)
 {
-    return WGT_OK; /* nothing is cached: freed storage goes straight back to the C library */
+    cpu_backend *b = (cpu_backend *)base;
+    free_cached(b); /* kernels have all finished: nothing cached is in use */
+    free(b->scratch);
+    b->scratch = NULL;
+    b->scratch_bytes = 0;
+    return WGT_OK;
 }
 
 static wgt_status cpu_memory_set_budget(wgt_backend *base, uint64_t budget_bytes)
 {
-    ((cpu_backend *)base)->budget_bytes = budget_bytes;
+    cpu_backend *b = (cpu_backend *)base;
+    b->budget_bytes = budget_bytes;
+    if (budget_bytes && b->memory.bytes_reserved > budget_bytes) free_cached(b);
     return WGT_OK;
 }
 
 static void cpu_destroy(wgt_backend *base)
 {
+    cpu_memory_trim(base);
     free(base);
 }
 
@@ -415,6 +595,20 @@ static const wgt_backend_vtable cpu_vtable = {
     .custom_kernel = NULL,    /* WGSL needs the WebGPU backend */
 };
 
+/* Freed storage kept for reuse: an eighth of physical memory, at least 256 MiB
+ * (none under AddressSanitizer). */
+static uint64_t default_cache_limit(void)
+{
+#if !CPU_CACHING
+    return 0;
+#else
+    long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    uint64_t memory = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
+    uint64_t limit = memory / 8;
+    return limit > ((uint64_t)256 << 20) ? limit : (uint64_t)256 << 20;
+#endif
+}
+
 wgt_backend *wgt_cpu_backend_create(wgt_context *ctx, const wgt_context_options *options)
 {
     cpu_backend *b = calloc(1, sizeof *b);
@@ -428,9 +622,12 @@ wgt_backend *wgt_cpu_backend_create(wgt_context *ctx, const wgt_context_options 
     b->threads = requested > 0 ? requested : omp_get_max_threads();
     if (b->threads < 1) b->threads = 1;
 #ifdef OPENBLAS_VERSION
-    /* OpenBLAS keeps one process-wide thread count; follow an explicit request. */
-    if (requested > 0) openblas_set_num_threads(requested);
+    /* Products run on the backend's OpenMP threads, one BLAS call per thread
+     * (cpu_matmul.c says why); OpenBLAS's own pool would only compete. Its
+     * thread count is process-wide. */
+    openblas_set_num_threads(1);
 #endif
     b->budget_bytes = options ? options->memory_budget_bytes : 0;
+    b->cache_limit = default_cache_limit();
     return &b->base;
 }

@@ -20,11 +20,17 @@
 #include <stdlib.h>
 
 #include <omp.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/philox.h"
 #include "cpu/cpu_internal.h"
 
 #define CPU_BLOCK 512
+/* Most blocks a thread takes at a time: 64K elements, few enough claims to
+ * cost nothing, small enough to even out threads that the system slows down. */
+#define RUN_BLOCKS 128
 
 /* Scratch blocks per thread beyond one per input and one per node: up to three
  * converted arguments and one result before its conversion to the node type. */
@@ -40,6 +46,7 @@ typedef struct elementwise_plan {
     int64_t index_inner[WGT_EXPR_MAX_NODES]; /* INDEX: elements per step of its axis */
     int64_t index_dim[WGT_EXPR_MAX_NODES];   /* INDEX: size of its axis */
     int64_t tile_rows, tile_cols;            /* 0: linear blocks */
+    bool stream;                             /* output large enough for streaming stores */
 } elementwise_plan;
 
 /* -------------------------------------------------------- program checks */
@@ -124,15 +131,16 @@ static void load_run(const char *p, wgt_dtype dtype, int64_t stride, int64_t n, 
 
 /* n results (float if is_float, else int32) to p with stride, converted to dtype
  * by the store rules: F32 -> f16 rounds to nearest even, to integers CASTs
- * (saturating), u8 keeps the low 8 bits, bool is value != 0 (NaN -> 1). */
-static void store_run(const void *block, bool is_float, char *p, wgt_dtype dtype, int64_t stride, int64_t n)
+ * (saturating), u8 keeps the low 8 bits, bool is value != 0 (NaN -> 1).
+ * stream: a large output, 4-byte runs go out with streaming stores. */
+static void store_run(const void *block, bool is_float, char *p, wgt_dtype dtype, int64_t stride, int64_t n, bool stream)
 {
     const float *f = block;
     const int32_t *v = block;
     switch (dtype) {
     case WGT_F32: {
         float *dst = (float *)p;
-        if (is_float && stride == 1) memcpy(dst, f, (size_t)n * 4);
+        if (is_float && stride == 1) cpu_copy_out(dst, f, (size_t)n * 4, stream);
         else if (is_float) CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = f[i];
         else CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = (float)v[i];
         break;
@@ -145,7 +153,7 @@ static void store_run(const void *block, bool is_float, char *p, wgt_dtype dtype
     }
     case WGT_I32: {
         int32_t *dst = (int32_t *)p;
-        if (!is_float && stride == 1) memcpy(dst, v, (size_t)n * 4);
+        if (!is_float && stride == 1) cpu_copy_out(dst, v, (size_t)n * 4, stream);
         else if (!is_float) CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = v[i];
         else CPU_SIMD for (int64_t i = 0; i < n; i++) dst[i * stride] = cpu_f32_to_i32(f[i]);
         break;
@@ -181,6 +189,22 @@ static void cast_block(const void *src, bool src_is_float, void *dst, int64_t n)
 
 /* ---------------------------------------------------------- node loops */
 
+/* r = sqrt(a), correctly rounded, NaN for a < 0. sqrtf itself does not
+ * vectorize: it must set errno for a < 0, so the compiler emits a check and a
+ * call per element. The SSE instruction computes the same IEEE square root. */
+static void sqrt_block(const float *restrict a, float *restrict r, int64_t n)
+{
+    int64_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 4 <= n; i += 4) _mm_storeu_ps(r + i, _mm_sqrt_ps(_mm_loadu_ps(a + i)));
+    for (; i < n; i++) _mm_store_ss(r + i, _mm_sqrt_ss(_mm_load_ss(a + i)));
+#endif
+    for (; i < n; i++) r[i] = sqrtf(a[i]);
+}
+
+/* exp and the functions built on it use cpu_expf (src/cpu/cpu_math.h), which
+ * vectorizes where libm's expf does not. */
+CPU_MULTIVERSION
 static void eval_float_unary(int op, const float *restrict a, float *restrict r, int64_t n)
 {
     switch (op) {
@@ -189,16 +213,19 @@ static void eval_float_unary(int op, const float *restrict a, float *restrict r,
     case WGT_EXPR_SIGN:
         CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] > 0 ? 1.0f : a[i] < 0 ? -1.0f : a[i] == 0 ? 0.0f : a[i];
         break;
-    case WGT_EXPR_EXP: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = expf(a[i]); break;
+    case WGT_EXPR_EXP: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = cpu_expf(a[i]); break;
     case WGT_EXPR_LOG: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = logf(a[i]); break;
     case WGT_EXPR_LOG1P: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = log1pf(a[i]); break;
-    case WGT_EXPR_SQRT: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = sqrtf(a[i]); break;
-    case WGT_EXPR_RSQRT: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = 1.0f / sqrtf(a[i]); break;
+    case WGT_EXPR_SQRT: sqrt_block(a, r, n); break;
+    case WGT_EXPR_RSQRT:
+        sqrt_block(a, r, n);
+        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = 1.0f / r[i];
+        break;
     case WGT_EXPR_RECIPROCAL: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = 1.0f / a[i]; break;
     case WGT_EXPR_SIN: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = sinf(a[i]); break;
     case WGT_EXPR_COS: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = cosf(a[i]); break;
     case WGT_EXPR_TANH: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = tanhf(a[i]); break;
-    case WGT_EXPR_SIGMOID: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = 1.0f / (1.0f + expf(-a[i])); break;
+    case WGT_EXPR_SIGMOID: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = 1.0f / (1.0f + cpu_expf(-a[i])); break;
     case WGT_EXPR_RELU: /* a > 0 ? a : 0, but NaN stays NaN */
         CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] > 0 ? a[i] : a[i] != a[i] ? a[i] : 0.0f;
         break;
@@ -211,9 +238,9 @@ static void eval_float_unary(int op, const float *restrict a, float *restrict r,
             r[i] = 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
         }
         break;
-    case WGT_EXPR_SILU: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] * (1.0f / (1.0f + expf(-a[i]))); break;
+    case WGT_EXPR_SILU: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = a[i] * (1.0f / (1.0f + cpu_expf(-a[i]))); break;
     case WGT_EXPR_SOFTPLUS: /* stable for large |x|: log1p(exp(-|x|)) + max(x, 0) */
-        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = log1pf(expf(-fabsf(a[i]))) + (a[i] > 0 ? a[i] : 0.0f);
+        CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = log1pf(cpu_expf(-fabsf(a[i]))) + (a[i] > 0 ? a[i] : 0.0f);
         break;
     case WGT_EXPR_FLOOR: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = floorf(a[i]); break;
     case WGT_EXPR_CEIL: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = ceilf(a[i]); break;
@@ -237,6 +264,7 @@ static void eval_int_unary(int op, const int32_t *restrict a, int32_t *restrict 
     }
 }
 
+CPU_MULTIVERSION
 static void eval_float_binary(int op, const float *restrict a, const float *restrict b, float *restrict r, int64_t n)
 {
     switch (op) {
@@ -446,14 +474,15 @@ static const void *evaluate_nodes(const elementwise_plan *plan, thread_scratch *
     return value[e->n_nodes - 1];
 }
 
-/* A linear block: output elements [start, start + n) in row-major order. */
-static void run_linear_block(const elementwise_plan *plan, thread_scratch *s, int64_t start, int64_t n)
+/* A linear block: output elements [start, start + n) in row-major order, from
+ * walk position pos, which moves on to the element after the block. */
+static void run_linear_block(const elementwise_plan *plan, thread_scratch *s, int64_t start, int64_t n,
+                             cpu_walk_position *pos)
 {
     const cpu_walk *w = &plan->walk;
     int last = w->ndim - 1;
     const void *input_value[WGT_MAX_KERNEL_INPUTS];
-    cpu_walk_position start_pos, pos;
-    cpu_walk_seek(w, start, &start_pos);
+    const cpu_walk_position start_pos = *pos;
 
     /* Inputs: read in place when the whole block is one unit-stride run of
      * 4-byte data, else gather run by run. */
@@ -465,13 +494,13 @@ static void run_linear_block(const elementwise_plan *plan, thread_scratch *s, in
             input_value[k] = plan->data[k + 1] + start_pos.offsets[k + 1] * (int64_t)size;
             continue;
         }
-        pos = start_pos;
+        *pos = start_pos;
         for (int64_t done = 0; done < n;) {
-            int64_t run = cpu_walk_run(w, &pos);
+            int64_t run = cpu_walk_run(w, pos);
             if (run > n - done) run = n - done;
-            load_run(plan->data[k + 1] + pos.offsets[k + 1] * (int64_t)size, dt, w->strides[k + 1][last], run,
+            load_run(plan->data[k + 1] + pos->offsets[k + 1] * (int64_t)size, dt, w->strides[k + 1][last], run,
                      (char *)s->input[k] + done * 4);
-            cpu_walk_advance(w, &pos, run);
+            cpu_walk_advance(w, pos, run);
             done += run;
         }
         input_value[k] = s->input[k];
@@ -480,13 +509,13 @@ static void run_linear_block(const elementwise_plan *plan, thread_scratch *s, in
     const void *result = evaluate_nodes(plan, s, input_value, start, n);
     bool result_float = plan->expr->nodes[plan->expr->n_nodes - 1].type == WGT_EXPR_F32;
     size_t out_size = cpu_dtype_size(plan->dtype[0]);
-    pos = start_pos;
+    *pos = start_pos;
     for (int64_t done = 0; done < n;) {
-        int64_t run = cpu_walk_run(w, &pos);
+        int64_t run = cpu_walk_run(w, pos);
         if (run > n - done) run = n - done;
-        store_run((const char *)result + done * 4, result_float, plan->data[0] + pos.offsets[0] * (int64_t)out_size,
-                  plan->dtype[0], w->strides[0][last], run);
-        cpu_walk_advance(w, &pos, run);
+        store_run((const char *)result + done * 4, result_float, plan->data[0] + pos->offsets[0] * (int64_t)out_size,
+                  plan->dtype[0], w->strides[0][last], run, plan->stream);
+        cpu_walk_advance(w, pos, run);
         done += run;
     }
 }
@@ -523,7 +552,7 @@ static void run_tile(const elementwise_plan *plan, thread_scratch *s, int64_t ti
     int64_t out_size = (int64_t)cpu_dtype_size(plan->dtype[0]);
     for (int64_t r = 0; r < rows; r++) {
         store_run(result + r * cols * 4, result_float, plan->data[0] + (pos.offsets[0] + r * w->strides[0][row_dim]) * out_size,
-                  plan->dtype[0], w->strides[0][col_dim], cols);
+                  plan->dtype[0], w->strides[0][col_dim], cols, plan->stream);
     }
 }
 
@@ -585,11 +614,12 @@ wgt_status cpu_run_elementwise(cpu_backend *b, const wgt_kernel_call *call)
         plan.index_inner[j] = out->ndim ? cpu_numel(out->ndim - axis - 1, out->shape + axis + 1) : 1;
     }
 
+    plan.stream = (size_t)plan.numel * cpu_dtype_size(out->dtype) >= CPU_STREAM_BYTES;
     bool parallel = plan.numel > CPU_PARALLEL_THRESHOLD && b->threads > 1;
     int threads = parallel ? b->threads : 1;
     size_t blocks_per_thread = (size_t)call->n_inputs + (size_t)e->n_nodes + EXTRA_BLOCKS;
     size_t bytes_per_thread = blocks_per_thread * CPU_BLOCK * 4;
-    char *scratch = aligned_alloc(64, bytes_per_thread * (size_t)threads);
+    char *scratch = cpu_scratch(b, bytes_per_thread * (size_t)threads);
     if (!scratch) {
         return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of scratch", bytes_per_thread * (size_t)threads);
     }
@@ -601,6 +631,10 @@ wgt_status cpu_run_elementwise(cpu_backend *b, const wgt_kernel_call *call)
         plan.tile_rows = CPU_BLOCK / plan.tile_cols;
         n_blocks = plan.numel / (R * C) * ((R + plan.tile_rows - 1) / plan.tile_rows) * ((C + plan.tile_cols - 1) / plan.tile_cols);
     }
+    /* at least four runs per thread, so that a mid-size output splits too */
+    int64_t run_blocks = n_blocks / (threads * 4) < RUN_BLOCKS ? n_blocks / (threads * 4) : RUN_BLOCKS;
+    if (run_blocks < 1) run_blocks = 1;
+    int64_t n_runs = (n_blocks + run_blocks - 1) / run_blocks;
 
 #pragma omp parallel num_threads(threads) if (parallel)
     {
@@ -614,17 +648,24 @@ wgt_status cpu_run_elementwise(cpu_backend *b, const wgt_kernel_call *call)
         }
         for (int x = 0; x < EXTRA_BLOCKS; x++) s.extra[x] = mine + (next++) * CPU_BLOCK * 4;
 
-#pragma omp for schedule(static)
-        for (int64_t block = 0; block < n_blocks; block++) {
+        /* Threads take runs of blocks as they become free (a thread the system
+         * preempts holds up no one) and walk each run from one seek. */
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int64_t run = 0; run < n_runs; run++) {
+            int64_t first = run * run_blocks, last = first + run_blocks < n_blocks ? first + run_blocks : n_blocks;
             if (plan.tile_rows) {
-                run_tile(&plan, &s, block);
+                for (int64_t block = first; block < last; block++) run_tile(&plan, &s, block);
                 continue;
             }
-            int64_t start = block * CPU_BLOCK;
-            int64_t n = plan.numel - start < CPU_BLOCK ? plan.numel - start : CPU_BLOCK;
-            run_linear_block(&plan, &s, start, n);
+            cpu_walk_position pos;
+            cpu_walk_seek(&plan.walk, first * CPU_BLOCK, &pos);
+            for (int64_t block = first; block < last; block++) {
+                int64_t start = block * CPU_BLOCK;
+                int64_t n = plan.numel - start < CPU_BLOCK ? plan.numel - start : CPU_BLOCK;
+                run_linear_block(&plan, &s, start, n, &pos);
+            }
         }
+        if (plan.stream) cpu_stream_fence();
     }
-    free(scratch);
     return WGT_OK;
 }

@@ -17,23 +17,51 @@
 
 #include "backend.h"
 #include "core/internal.h"
+#include "cpu/cpu_math.h" /* also cpu_f32_bits and friends */
 
 /* Before a loop without loop-carried dependencies: vectorize it. gcc -O2 alone
  * vectorizes almost nothing (its very-cheap cost model); this does not relax
  * IEEE semantics (no reassociation, NaN rules kept). */
 #define CPU_SIMD _Pragma("omp simd")
 
+/* Before a compute-bound function: one clone per x86-64 level (baseline SSE2,
+ * AVX2, AVX-512), picked when the library loads. The build targets baseline
+ * x86-64; wider vectors pay where a loop computes (exp, softmax, sums of
+ * floats in double) rather than waits on memory. Every clone gives the same
+ * bits: C11 mode compiles without FMA contraction, and these loops vectorize
+ * without reordering any arithmetic. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define CPU_MULTIVERSION __attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
+#else
+#define CPU_MULTIVERSION
+#endif
+
 /* Work below this many elements runs on one thread: starting a parallel region
  * costs more than the work saves. */
 #define CPU_PARALLEL_THRESHOLD 32768
+
+/* Size classes of the storage cache: 256 bytes, then four per power of two. */
+#define CPU_SIZE_CLASSES 256
+
+typedef struct cpu_block cpu_block; /* header in front of every storage (cpu_backend.c) */
 
 typedef struct cpu_backend {
     wgt_backend base;         /* first, so a wgt_backend * is a cpu_backend * */
     int threads;              /* OpenMP threads for kernels */
     uint64_t budget_bytes;    /* 0: no budget */
+    uint64_t cache_limit;     /* most bytes of freed storage kept for reuse */
+    cpu_block *free_lists[CPU_SIZE_CLASSES];
+    void *scratch;            /* kernel scratch, kept between calls (cpu_scratch) */
+    size_t scratch_bytes;
     wgt_memory_stats memory;
     wgt_execution_stats execution;
 } cpu_backend;
+
+/* A 64-byte aligned scratch buffer of at least bytes, owned by the backend and
+ * valid until the next call (kernels run one at a time, so one buffer serves
+ * them all, without a malloc, page faults and a free per call). NULL when out
+ * of memory. */
+void *cpu_scratch(cpu_backend *b, size_t bytes);
 
 /* ------------------------------------------------------------- dtypes */
 
@@ -48,20 +76,6 @@ static inline size_t cpu_dtype_size(wgt_dtype dtype)
 }
 
 static inline bool cpu_dtype_is_float(wgt_dtype dtype) { return dtype == WGT_F32 || dtype == WGT_F16; }
-
-static inline uint32_t cpu_f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static inline float cpu_bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 
 /* IEEE half -> float, exact (subnormals, inf and NaN included). */
 static inline float cpu_f16_to_f32(uint16_t h)
@@ -255,6 +269,17 @@ static inline void cpu_walk_advance(const cpu_walk *w, cpu_walk_position *pos, i
         for (int v = 0; v < w->n_views; v++) pos->offsets[v] += w->strides[v][d];
     }
 }
+
+/* ------------------------------------------------------ streaming stores */
+/* An output at least this large goes to memory with streaming (non-temporal)
+ * stores: it cannot stay in the caches for its reader anyway, and a plain
+ * store first reads every line it writes, a third more memory traffic. */
+#define CPU_STREAM_BYTES ((size_t)16 << 20)
+
+/* memcpy, with streaming stores when stream is set (and the CPU has them).
+ * A thread that streamed calls cpu_stream_fence before other threads read. */
+void cpu_copy_out(void *dst, const void *src, size_t bytes, bool stream);
+void cpu_stream_fence(void);
 
 /* ------------------------------------------------------------ kernels */
 /* Each returns WGT_OK or records an error on b->base.ctx. The call has passed

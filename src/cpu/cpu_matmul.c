@@ -7,9 +7,11 @@
  * f32 goes straight to OpenBLAS sgemm on the strided views whenever a matrix
  * has unit stride in one of its last two dims (transposed views are passed as
  * CblasTrans, never copied); other layouts are packed into a contiguous temp.
+ * A matrix-vector product (M or N of 1) goes to sgemv instead.
  * f16 is widened to f32, multiplied by sgemm and rounded back to nearest even.
  * i32 is a plain loop whose sums wrap to int32, as integer arithmetic does.
- * Batches run one after the other and OpenBLAS threads each product.
+ * Batches run one after the other, each product split over the backend's
+ * OpenMP threads (see blas_product).
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -79,19 +81,94 @@ static void plan_gemm(matmul_plan *p)
     if (p->pack_c) p->ldc = N > 1 ? N : 1;
 }
 
-/* One batch of f32/f16 through sgemm; the temps hold the packed operands. */
-static void gemm_batch(const matmul_plan *p, const cpu_walk_position *pos, float *temp_a, float *temp_b, float *temp_c)
+/*
+ * BLAS runs on the backend's OpenMP threads, OpenBLAS itself on one: each
+ * thread multiplies one band of output rows (or columns) with a one-thread
+ * BLAS call. Two thread pools on one machine fight: OpenMP's threads spin for a
+ * while after every elementwise kernel, OpenBLAS's after every product, and a
+ * product right after an elementwise op (or the reverse) ran several times
+ * slower than alone. Each output element is still computed by the same BLAS
+ * kernel over the same K order, so the bands change no result.
+ *
+ * A product with one row or one column (a matrix times a vector) goes to
+ * sgemv: sgemm would first copy the whole matrix into its packed layout, as
+ * much memory traffic as the product itself.
+ */
+
+/* Bands are whole multiples of this many rows or columns (cache lines of the
+ * output, and the same row groups for the kernels as without bands). */
+#define BAND_UNIT 64
+/* Products below this many multiply-adds run on one thread. */
+#define BLAS_PARALLEL_WORK (1 << 18)
+
+/* Output rows [first, first + count) of a x b: rows of a and of out. a, b and
+ * out are the batch's operands after packing. */
+static void product_rows(const matmul_plan *p, const float *a, const float *b, float *out, int64_t first, int64_t count)
+{
+    int64_t K = p->a.cols, N = p->b.cols;
+    /* row i of a: stored row i (NoTrans) or stored column i (Trans) */
+    const float *a_band = a + (p->trans_a == CblasNoTrans ? first * p->lda : first);
+    if (N == 1) { /* out column = A x (b column) */
+        int incx = K == 1 || p->pack_b ? 1 : (int)p->b.row_stride;
+        int incy = p->a.rows == 1 || p->pack_c ? 1 : (int)p->out.row_stride;
+        float *y = out + first * incy;
+        if (p->trans_a == CblasNoTrans) cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)count, (int)K, 1.0f, a_band, (int)p->lda, b, incx, 0.0f, y, incy);
+        else cblas_sgemv(CblasRowMajor, CblasTrans, (int)K, (int)count, 1.0f, a_band, (int)p->lda, b, incx, 0.0f, y, incy);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, p->trans_a, p->trans_b, (int)count, (int)N, (int)K, 1.0f, a_band, (int)p->lda, b,
+                (int)p->ldb, 0.0f, out + first * p->ldc, (int)p->ldc);
+}
+
+/* Output columns [first, first + count): columns of b and of out. */
+static void product_columns(const matmul_plan *p, const float *a, const float *b, float *out, int64_t first, int64_t count)
+{
+    int64_t M = p->a.rows, K = p->a.cols;
+    const float *b_band = b + (p->trans_b == CblasNoTrans ? first : first * p->ldb);
+    if (M == 1) { /* out row = (a row) x B = B^T x (a row) */
+        int incx = K == 1 || p->pack_a ? 1 : (int)p->a.col_stride;
+        int incy = p->pack_c ? 1 : (int)p->out.col_stride;
+        float *y = out + first * incy;
+        if (p->trans_b == CblasNoTrans) cblas_sgemv(CblasRowMajor, CblasTrans, (int)K, (int)count, 1.0f, b_band, (int)p->ldb, a, incx, 0.0f, y, incy);
+        else cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)count, (int)K, 1.0f, b_band, (int)p->ldb, a, incx, 0.0f, y, incy);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, p->trans_a, p->trans_b, (int)M, (int)count, (int)K, 1.0f, a, (int)p->lda, b_band,
+                (int)p->ldb, 0.0f, out + first, (int)p->ldc);
+}
+
+/* out = a x b on up to `threads` threads, one band each. */
+static void blas_product(const matmul_plan *p, int threads, const float *a, const float *b, float *out)
+{
+    int64_t M = p->a.rows, K = p->a.cols, N = p->b.cols;
+    /* matrix x vector: bands of rows; vector x matrix: of columns; else of the longer side */
+    bool by_rows = N == 1 || (M > 1 && M >= N);
+    int64_t total = by_rows ? M : N, units = (total + BAND_UNIT - 1) / BAND_UNIT;
+    int parts = (double)M * (double)N * (double)K < BLAS_PARALLEL_WORK ? 1 : threads;
+    if (parts > units) parts = (int)units;
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+    for (int part = 0; part < parts; part++) {
+        int64_t first = units * part / parts * BAND_UNIT, last = units * (part + 1) / parts * BAND_UNIT;
+        if (last > total) last = total;
+        if (by_rows) product_rows(p, a, b, out, first, last - first);
+        else product_columns(p, a, b, out, first, last - first);
+    }
+}
+
+/* One batch of f32/f16 through BLAS; the temps hold the packed operands. */
+static void gemm_batch(const matmul_plan *p, int threads, const cpu_walk_position *pos, float *temp_a, float *temp_b,
+                       float *temp_c)
 {
     size_t size = cpu_dtype_size(p->dtype);
     const char *a = p->a.data + pos->offsets[0] * (int64_t)size;
     const char *b = p->b.data + pos->offsets[1] * (int64_t)size;
     char *out = (char *)p->out.data + pos->offsets[2] * (int64_t)size;
-    int64_t M = p->a.rows, K = p->a.cols, N = p->b.cols;
+    int64_t M = p->a.rows, N = p->b.cols;
     if (p->pack_a) pack_as_float(a, p->dtype, &p->a, temp_a);
     if (p->pack_b) pack_as_float(b, p->dtype, &p->b, temp_b);
-    cblas_sgemm(CblasRowMajor, p->trans_a, p->trans_b, (int)M, (int)N, (int)K, 1.0f,
-                p->pack_a ? temp_a : (const float *)a, (int)p->lda, p->pack_b ? temp_b : (const float *)b, (int)p->ldb,
-                0.0f, p->pack_c ? temp_c : (float *)out, (int)p->ldc);
+    const float *a_f32 = p->pack_a ? temp_a : (const float *)a, *b_f32 = p->pack_b ? temp_b : (const float *)b;
+    float *out_f32 = p->pack_c ? temp_c : (float *)out;
+    blas_product(p, threads, a_f32, b_f32, out_f32);
     if (!p->pack_c) return;
     for (int64_t i = 0; i < M; i++) {
         for (int64_t j = 0; j < N; j++) {
@@ -198,7 +275,7 @@ wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)
     cpu_walk_position pos;
     cpu_walk_seek(&p.batch, 0, &pos);
     for (int64_t batch = 0; batch < p.n_batches; batch++) {
-        gemm_batch(&p, &pos, temp, temp ? temp + size_a : NULL, temp ? temp + size_a + size_b : NULL);
+        gemm_batch(&p, b->threads, &pos, temp, temp ? temp + size_a : NULL, temp ? temp + size_a + size_b : NULL);
         if (batch + 1 < p.n_batches) cpu_walk_advance(&p.batch, &pos, 1);
     }
     free(temp);

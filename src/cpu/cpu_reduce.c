@@ -119,14 +119,74 @@ static bool replaces_best(const reduce_partial *acc, double value, bool want_max
     return want_max ? value > acc->best : value < acc->best;
 }
 
-/* Folds n loaded values (reduced positions first_index...) into acc. `second`
- * is the squared-deviation pass of VAR/STD, around mean. */
-static void fold_doubles(const reduce_plan *p, const double *v, int64_t n, int64_t first_index, bool second, double mean,
-                         reduce_partial *acc)
+/* Sums (SUM, MEAN and both passes of VAR/STD) run in LANES interleaved
+ * partial sums, element i of a run going to lane i % LANES, that add up
+ * pairwise at the end of the range. One running sum is a chain of dependent
+ * adds that cannot vectorize; lanes can. The order still depends on the layout
+ * only, never on the thread count. */
+#define LANES 16
+
+static bool sums_in_lanes(const reduce_plan *p)
+{
+    return !p->integer_mode && (p->kind == WGT_REDUCE_SUM || p->kind == WGT_REDUCE_MEAN ||
+                                p->kind == WGT_REDUCE_VAR || p->kind == WGT_REDUCE_STD);
+}
+
+/* lane[i % LANES] += v[i] (or (v[i] - mean)^2 when squares). n need not be a
+ * multiple of LANES. */
+CPU_MULTIVERSION
+static void lanes_add(double *restrict lane, const double *restrict v, int64_t n, bool squares, double mean)
+{
+    int64_t i = 0;
+    if (squares) {
+        for (; i + LANES <= n; i += LANES) {
+            CPU_SIMD for (int j = 0; j < LANES; j++) { double d = v[i + j] - mean; lane[j] += d * d; }
+        }
+        for (int j = 0; i < n; i++, j++) { double d = v[i] - mean; lane[j] += d * d; }
+    } else {
+        for (; i + LANES <= n; i += LANES) {
+            CPU_SIMD for (int j = 0; j < LANES; j++) lane[j] += v[i + j];
+        }
+        for (int j = 0; i < n; i++, j++) lane[j] += v[i];
+    }
+}
+
+/* The same straight from contiguous f32 data, without a buffer of doubles. */
+CPU_MULTIVERSION
+static void lanes_add_f32(double *restrict lane, const float *restrict x, int64_t n, bool squares, double mean)
+{
+    int64_t i = 0;
+    if (squares) {
+        for (; i + LANES <= n; i += LANES) {
+            CPU_SIMD for (int j = 0; j < LANES; j++) { double d = (double)x[i + j] - mean; lane[j] += d * d; }
+        }
+        for (int j = 0; i < n; i++, j++) { double d = (double)x[i] - mean; lane[j] += d * d; }
+    } else {
+        for (; i + LANES <= n; i += LANES) {
+            CPU_SIMD for (int j = 0; j < LANES; j++) lane[j] += (double)x[i + j];
+        }
+        for (int j = 0; i < n; i++, j++) lane[j] += (double)x[i];
+    }
+}
+
+/* The lanes added pairwise, in a fixed order. */
+static double lanes_total(const double *lane)
+{
+    double t[LANES];
+    memcpy(t, lane, sizeof t);
+    for (int width = LANES / 2; width >= 1; width /= 2) {
+        for (int j = 0; j < width; j++) t[j] += t[j + width];
+    }
+    return t[0];
+}
+
+/* Folds n loaded values (reduced positions first_index...) into acc: PROD and
+ * the MAX/MIN family, whose order of operations the lanes would change. */
+static void fold_doubles(const reduce_plan *p, const double *v, int64_t n, int64_t first_index, reduce_partial *acc)
 {
     switch (p->kind) {
     case WGT_REDUCE_PROD: for (int64_t i = 0; i < n; i++) acc->sum *= v[i]; break;
-    case WGT_REDUCE_MAX: case WGT_REDUCE_MIN: case WGT_REDUCE_ARGMAX: case WGT_REDUCE_ARGMIN: {
+    default: { /* MAX, MIN, ARGMAX, ARGMIN */
         bool want_max = p->kind == WGT_REDUCE_MAX || p->kind == WGT_REDUCE_ARGMAX;
         for (int64_t i = 0; i < n; i++) {
             if (replaces_best(acc, v[i], want_max)) { acc->best = v[i]; acc->best_index = first_index + i; }
@@ -134,44 +194,55 @@ static void fold_doubles(const reduce_plan *p, const double *v, int64_t n, int64
         }
         return;
     }
-    default:
-        if (second) for (int64_t i = 0; i < n; i++) { double d = v[i] - mean; acc->sum += d * d; }
-        else for (int64_t i = 0; i < n; i++) acc->sum += v[i];
-        break;
     }
     acc->count += n;
 }
 
-/* Folds reduced positions [r0, r1) of the output whose x elements start at x. */
+/* Folds reduced positions [r0, r1) of the output whose x elements start at x.
+ * `second` is the squared-deviation pass of VAR/STD, around mean. */
 static void fold_range(const reduce_plan *p, const char *x, int64_t r0, int64_t r1, bool second, double mean,
                        reduce_partial *acc)
 {
     const cpu_walk *w = &p->reduced;
     int64_t stride = w->strides[0][w->ndim - 1];
     size_t size = cpu_dtype_size(p->x_dtype);
-    double values[TILE];
+    bool lanes = sums_in_lanes(p);
+    double values[TILE], lane[LANES] = {0};
     int64_t integers[TILE];
     cpu_walk_position pos;
     cpu_walk_seek(w, r0, &pos);
     for (int64_t r = r0; r < r1;) {
         int64_t run = cpu_walk_run(w, &pos);
         if (run > r1 - r) run = r1 - r;
-        for (int64_t done = 0; done < run; done += TILE) {
+        const char *run_start = x + pos.offsets[0] * (int64_t)size;
+        if (lanes && p->x_dtype == WGT_F32 && stride == 1) {
+            lanes_add_f32(lane, (const float *)run_start, run, second, mean);
+            acc->count += run;
+            cpu_walk_advance(w, &pos, run);
+            r += run;
+            continue;
+        }
+        for (int64_t done = 0; done < run; done += TILE) { /* TILE is a multiple of LANES: lanes continue */
             int64_t n = run - done < TILE ? run - done : TILE;
-            const char *src = x + (pos.offsets[0] + done * stride) * (int64_t)size;
+            const char *src = run_start + done * stride * (int64_t)size;
             if (p->integer_mode) {
                 load_integers(src, p->x_dtype, stride, n, integers);
                 if (p->kind == WGT_REDUCE_PROD) for (int64_t i = 0; i < n; i++) acc->isum = (int64_t)((uint64_t)acc->isum * (uint64_t)integers[i]);
                 else for (int64_t i = 0; i < n; i++) acc->isum = (int64_t)((uint64_t)acc->isum + (uint64_t)integers[i]);
                 acc->count += n;
+            } else if (lanes) {
+                load_doubles(src, p->x_dtype, stride, n, values);
+                lanes_add(lane, values, n, second, mean);
+                acc->count += n;
             } else {
                 load_doubles(src, p->x_dtype, stride, n, values);
-                fold_doubles(p, values, n, r + done, second, mean, acc);
+                fold_doubles(p, values, n, r + done, acc);
             }
         }
         cpu_walk_advance(w, &pos, run);
         r += run;
     }
+    if (lanes) acc->sum += lanes_total(lane);
 }
 
 /* Folds a later partial (the following chunk) into acc. */
@@ -236,12 +307,15 @@ static void reduce_per_output(const reduce_plan *p, int threads)
 {
     size_t x_size = cpu_dtype_size(p->x_dtype), out_size = cpu_dtype_size(p->out_dtype);
     bool parallel = threads > 1 && p->n_outputs > 1 && p->n_outputs * p->n_reduced > CPU_PARALLEL_THRESHOLD;
-#pragma omp parallel num_threads(threads) if (parallel)
-    {
-        int team = omp_get_num_threads(), me = omp_get_thread_num();
-        int64_t first = p->n_outputs * me / team, last = p->n_outputs * (me + 1) / team;
+    /* Threads take ranges of outputs as they become free (a thread the system
+     * preempts holds up no one), each range walked from one seek. */
+    int64_t per_range = p->n_outputs / (threads * 16) > 1 ? p->n_outputs / (threads * 16) : 1;
+    int64_t n_ranges = (p->n_outputs + per_range - 1) / per_range;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (parallel)
+    for (int64_t range = 0; range < n_ranges; range++) {
+        int64_t first = range * per_range, last = first + per_range < p->n_outputs ? first + per_range : p->n_outputs;
         cpu_walk_position pos;
-        if (first < last) cpu_walk_seek(&p->kept, first, &pos);
+        cpu_walk_seek(&p->kept, first, &pos);
         for (int64_t o = first; o < last; o++) {
             const char *x = p->x + pos.offsets[0] * (int64_t)x_size;
             reduce_partial acc = partial_init(p), deviations = partial_init(p);
@@ -320,7 +394,7 @@ static wgt_status reduce_across_outputs(const reduce_plan *p, int threads)
     output_group *groups = malloc((size_t)(threads > 0 ? threads : 1) * sizeof *groups);
     if (!groups) return WGT_ERR_OUT_OF_MEMORY;
     bool parallel = threads > 1 && n_groups > 1 && p->n_outputs * p->n_reduced > CPU_PARALLEL_THRESHOLD;
-#pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (parallel)
     for (int64_t group = 0; group < n_groups; group++) {
         output_group *g = &groups[omp_get_thread_num()];
         int64_t first = group / chunks * L + group % chunks * TILE;
@@ -637,7 +711,7 @@ static void softmax_item(const axis_plan *p, const axis_item *it, bool log_softm
         if (!cached) load_tile(p, it, d0, rows, false, tile);
         for (int64_t l = 0; l < rows; l++) {
             for (int64_t j = 0; j < n; j++) {
-                double e = exp(tile[l * n + j] - max[j]);
+                double e = cpu_exp(tile[l * n + j] - max[j]);
                 sum[j] += e;
                 if (cached && !log_softmax) tile[l * n + j] = e;
             }
@@ -652,10 +726,115 @@ static void softmax_item(const axis_plan *p, const axis_item *it, bool log_softm
             for (int64_t j = 0; j < n; j++) {
                 double t = tile[l * n + j];
                 if (log_softmax) tile[l * n + j] = t - max[j] - sum[j];
-                else tile[l * n + j] = (cached ? t : exp(t - max[j])) / sum[j];
+                else tile[l * n + j] = (cached ? t : cpu_exp(t - max[j])) / sum[j];
             }
         }
         store_tile(p, it, d0, rows, false, tile);
+    }
+}
+
+/* ------------------------------------------------- one line at a time */
+/* A softmax along an axis without inner positions (the last axis, the common
+ * case) works on one whole line at a time, in a buffer of doubles: each pass
+ * but the sum is a plain loop over the line that vectorizes. The arithmetic is
+ * softmax_item's, in the same order. */
+
+/* Longest line held whole (8 MiB of doubles per thread); longer lines take
+ * softmax_item's path. */
+#define SOFTMAX_LINE_MAX ((int64_t)1 << 20)
+
+/* Largest element of v; a NaN if v has one (the first, as softmax_item keeps). */
+CPU_MULTIVERSION
+static double line_max(const double *restrict v, int64_t n)
+{
+    double lane[LANES];
+    int64_t nan[LANES] = {0};
+    for (int j = 0; j < LANES; j++) lane[j] = -INFINITY;
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        CPU_SIMD for (int j = 0; j < LANES; j++) {
+            double x = v[i + j];
+            lane[j] = x > lane[j] ? x : lane[j]; /* max of the others is exact in any order */
+            nan[j] |= x != x;
+        }
+    }
+    for (int j = 0; i < n; i++, j++) {
+        lane[j] = v[i] > lane[j] ? v[i] : lane[j];
+        nan[j] |= v[i] != v[i];
+    }
+    double max = -INFINITY;
+    int64_t any_nan = 0;
+    for (int j = 0; j < LANES; j++) {
+        max = lane[j] > max ? lane[j] : max;
+        any_nan |= nan[j];
+    }
+    if (any_nan) {
+        for (i = 0; v[i] == v[i]; i++) {}
+        return v[i];
+    }
+    return max;
+}
+
+/* e[i] = exp(v[i] - max) */
+CPU_MULTIVERSION
+static void line_exp(const double *v, double *e, int64_t n, double max)
+{
+    CPU_SIMD for (int64_t i = 0; i < n; i++) e[i] = cpu_exp(v[i] - max);
+}
+
+/* The sum of exp(v[i] - max); with keep, v[i] becomes exp(v[i] - max). The
+ * exps vectorize; the sum runs in order, one element after the other, like
+ * softmax_item's: the terms are full double-precision values whose order
+ * shows in the last bits of the sum, and log_softmax's log(sum) of a sum near
+ * 1 magnifies those bits into the result. */
+static double line_exp_sum(double *v, int64_t n, double max, bool keep)
+{
+    double sum = 0.0, local[TILE];
+    for (int64_t done = 0; done < n; done += TILE) {
+        int64_t m = n - done < TILE ? n - done : TILE;
+        double *e = keep ? v + done : local;
+        line_exp(v + done, e, m, max);
+        for (int64_t i = 0; i < m; i++) sum += e[i];
+    }
+    return sum;
+}
+
+/* softmax: v[i] / sum; log_softmax: v[i] - max - log(sum). */
+CPU_MULTIVERSION
+static void line_finish(double *restrict v, int64_t n, double max, double sum, bool log_softmax)
+{
+    if (log_softmax) {
+        double log_sum = log(sum);
+        CPU_SIMD for (int64_t i = 0; i < n; i++) v[i] = v[i] - max - log_sum;
+    } else {
+        CPU_SIMD for (int64_t i = 0; i < n; i++) v[i] = v[i] / sum;
+    }
+}
+
+static void softmax_line(const axis_plan *p, const axis_item *it, bool log_softmax, bool stream, double *line)
+{
+    int64_t n = p->length;
+    const char *x = p->x + (it->x_base + it->x_inner[0]) * (int64_t)cpu_dtype_size(p->x_dtype);
+    if (p->x_dtype == WGT_F32 && p->x_axis_stride == 1) {
+        const float *f = (const float *)x;
+        CPU_SIMD for (int64_t i = 0; i < n; i++) line[i] = f[i];
+    } else {
+        load_doubles(x, p->x_dtype, p->x_axis_stride, n, line);
+    }
+    double max = line_max(line, n);
+    double sum = line_exp_sum(line, n, max, !log_softmax);
+    line_finish(line, n, max, sum, log_softmax);
+
+    char *out = p->out + (it->out_base + it->out_inner[0]) * (int64_t)cpu_dtype_size(p->out_dtype);
+    if (p->out_dtype != WGT_F32 || p->out_axis_stride != 1) {
+        store_doubles_at(out, p->out_dtype, NULL, p->out_axis_stride, n, line);
+        return;
+    }
+    float rounded[TILE]; /* through a small buffer, so a large output can stream */
+    for (int64_t done = 0; done < n; done += TILE) {
+        int64_t m = n - done < TILE ? n - done : TILE;
+        CPU_SIMD for (int64_t i = 0; i < m; i++) rounded[i] = (float)line[done + i];
+        cpu_copy_out((float *)out + done, rounded, (size_t)m * sizeof(float), stream);
     }
 }
 
@@ -667,16 +846,24 @@ wgt_status cpu_run_softmax(cpu_backend *b, const wgt_kernel_call *call)
     int64_t n_items = p.n_outer * p.n_inner_chunks;
     if (n_items == 0 || p.length == 0) return WGT_OK;
     bool parallel = b->threads > 1 && n_items > 1 && n_items * p.length * (p.n_inner < TILE ? p.n_inner : TILE) > CPU_PARALLEL_THRESHOLD / 4;
-#pragma omp parallel num_threads(b->threads) if (parallel)
+    int threads = parallel ? b->threads : 1;
+    bool lines = p.n_inner == 1 && p.length <= SOFTMAX_LINE_MAX;
+    int64_t per_thread = lines ? p.length : SOFTMAX_CACHE; /* doubles */
+    double *scratch = cpu_scratch(b, (size_t)per_thread * sizeof(double) * (size_t)threads);
+    if (!scratch && lines) return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "cannot allocate a line of %lld doubles", (long long)p.length);
+    bool stream = (size_t)(p.n_outer * p.length * p.n_inner) * cpu_dtype_size(p.out_dtype) >= CPU_STREAM_BYTES;
+#pragma omp parallel num_threads(threads) if (parallel)
     {
-        double *cache = malloc(SOFTMAX_CACHE * sizeof *cache); /* NULL: recompute instead */
-#pragma omp for schedule(static)
+        double *mine = scratch ? scratch + per_thread * omp_get_thread_num() : NULL; /* NULL: recompute instead */
+        /* dynamic: a thread the system preempts holds up no one */
+#pragma omp for schedule(dynamic, 4) nowait
         for (int64_t item = 0; item < n_items; item++) {
             axis_item it;
             axis_item_locate(&p, item, &it);
-            softmax_item(&p, &it, call->log_softmax, cache);
+            if (lines) softmax_line(&p, &it, call->log_softmax, stream, mine);
+            else softmax_item(&p, &it, call->log_softmax, mine);
         }
-        free(cache);
+        if (stream) cpu_stream_fence();
     }
     return WGT_OK;
 }
