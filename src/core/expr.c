@@ -70,6 +70,22 @@ int wgt_expr_opcode_float_only(wgt_expr_opcode op)
     return (unsigned)op < WGT_EXPR_OPCODE_COUNT ? opcode_table[op].float_only : 0;
 }
 
+wgt_expr_type wgt_expr_compute_type(const wgt_expr_node *node)
+{
+    switch ((wgt_expr_opcode)node->opcode) {
+    case WGT_EXPR_EXP: case WGT_EXPR_LOG: case WGT_EXPR_LOG1P: case WGT_EXPR_SQRT: case WGT_EXPR_RSQRT:
+    case WGT_EXPR_RECIPROCAL: case WGT_EXPR_SIN: case WGT_EXPR_COS: case WGT_EXPR_TANH: case WGT_EXPR_SIGMOID:
+    case WGT_EXPR_GELU: case WGT_EXPR_GELU_TANH: case WGT_EXPR_SILU: case WGT_EXPR_SOFTPLUS:
+    case WGT_EXPR_DIV: case WGT_EXPR_POW: case WGT_EXPR_RAND_UNIFORM: case WGT_EXPR_RAND_NORMAL:
+        return WGT_EXPR_F32;
+    case WGT_EXPR_INDEX: case WGT_EXPR_NOT: case WGT_EXPR_EQ: case WGT_EXPR_NE: case WGT_EXPR_LT: case WGT_EXPR_LE:
+    case WGT_EXPR_GT: case WGT_EXPR_GE: case WGT_EXPR_AND: case WGT_EXPR_OR:
+        return WGT_EXPR_I32;
+    default:
+        return (wgt_expr_type)node->type;
+    }
+}
+
 static int is_comparison_or_logic(wgt_expr_opcode op)
 {
     return (op >= WGT_EXPR_EQ && op <= WGT_EXPR_OR) || op == WGT_EXPR_NOT;

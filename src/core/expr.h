@@ -93,6 +93,11 @@ const char *wgt_expr_opcode_name(wgt_expr_opcode op);
 int wgt_expr_opcode_arity(wgt_expr_opcode op);
 /* True for opcodes that accept only F32 arguments. */
 int wgt_expr_opcode_float_only(wgt_expr_opcode op);
+/* The value type a node's opcode computes in, which both backends use: F32 for
+ * transcendental functions, div, pow and random draws; I32 for INDEX, NOT,
+ * comparisons and logic; otherwise the node's own type. A result computed in
+ * another type than the node's is converted with CAST rules. */
+wgt_expr_type wgt_expr_compute_type(const wgt_expr_node *node);
 
 /* Builders: append a node, return its index, or -1 if the program is full. */
 void wgt_expr_init(wgt_expr *e);

@@ -61,26 +61,6 @@ static int opcode_arity(int op)
     return -1;
 }
 
-/* Opcodes computed in F32 whatever the node's type (DIV, POW, transcendentals). */
-static bool computes_in_float(int op)
-{
-    switch (op) {
-    case WGT_EXPR_EXP: case WGT_EXPR_LOG: case WGT_EXPR_LOG1P: case WGT_EXPR_SQRT: case WGT_EXPR_RSQRT:
-    case WGT_EXPR_RECIPROCAL: case WGT_EXPR_SIN: case WGT_EXPR_COS: case WGT_EXPR_TANH: case WGT_EXPR_SIGMOID:
-    case WGT_EXPR_GELU: case WGT_EXPR_GELU_TANH: case WGT_EXPR_SILU: case WGT_EXPR_SOFTPLUS:
-    case WGT_EXPR_DIV: case WGT_EXPR_POW: case WGT_EXPR_RAND_UNIFORM: case WGT_EXPR_RAND_NORMAL:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Opcodes whose result is I32 0/1 (or an index) whatever the node's type. */
-static bool computes_in_int(int op)
-{
-    return op == WGT_EXPR_INDEX || op == WGT_EXPR_NOT || (op >= WGT_EXPR_EQ && op <= WGT_EXPR_OR);
-}
-
 bool cpu_expr_is_valid(const wgt_expr *e, int n_inputs, int out_ndim)
 {
     if (!e || e->n_nodes < 1 || e->n_nodes > WGT_EXPR_MAX_NODES) return false;
@@ -403,7 +383,7 @@ static const void *evaluate_nodes(const elementwise_plan *plan, thread_scratch *
         int op = node->opcode;
         bool node_float = node->type == WGT_EXPR_F32;
         /* Type the opcode computes in; converted to the node's type if different. */
-        bool compute_float = computes_in_float(op) ? true : computes_in_int(op) ? false : node_float;
+        bool compute_float = wgt_expr_compute_type(node) == WGT_EXPR_F32;
         void *r = compute_float == node_float ? s->slot[j] : s->extra[3];
         switch (op) {
         case WGT_EXPR_INPUT: {

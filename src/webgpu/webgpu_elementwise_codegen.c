@@ -70,24 +70,6 @@ static const char *param(int word, char *buf)
 
 /* ------------------------------------------------------- program analysis */
 
-static bool computes_in_float(int op)
-{
-    switch (op) {
-    case WGT_EXPR_EXP: case WGT_EXPR_LOG: case WGT_EXPR_LOG1P: case WGT_EXPR_SQRT: case WGT_EXPR_RSQRT:
-    case WGT_EXPR_RECIPROCAL: case WGT_EXPR_SIN: case WGT_EXPR_COS: case WGT_EXPR_TANH: case WGT_EXPR_SIGMOID:
-    case WGT_EXPR_GELU: case WGT_EXPR_GELU_TANH: case WGT_EXPR_SILU: case WGT_EXPR_SOFTPLUS:
-    case WGT_EXPR_DIV: case WGT_EXPR_POW: case WGT_EXPR_RAND_UNIFORM: case WGT_EXPR_RAND_NORMAL:
-        return true;
-    default:
-        return false;
-    }
-}
-
-static bool computes_in_int(int op)
-{
-    return op == WGT_EXPR_INDEX || op == WGT_EXPR_NOT || (op >= WGT_EXPR_EQ && op <= WGT_EXPR_OR);
-}
-
 static bool needs_math(int op)
 {
     switch (op) {
@@ -154,7 +136,7 @@ static void emit_node(text *t, const wgt_expr *e, int j, const bool *loaded_floa
     const wgt_expr_node *n = &e->nodes[j];
     int op = n->opcode;
     bool node_float = n->type == WGT_EXPR_F32;
-    bool compute_float = computes_in_float(op) ? true : computes_in_int(op) ? false : node_float;
+    bool compute_float = wgt_expr_compute_type(n) == WGT_EXPR_F32;
     const int16_t *a = n->args;
     char value[512];
     value[0] = 0;
