@@ -1,6 +1,7 @@
 /* Host-side helpers of the parity suite: deterministic inputs with special
  * values, f16 conversion, and the normalized-error comparison. */
 #include "parity_support.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,51 +19,6 @@ static uint64_t next(uint64_t *s)
 
 static double uniform(uint64_t *s) { return (double)(next(s) >> 11) * (1.0 / 9007199254740992.0); }
 
-uint16_t parity_f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
-    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    int e = (int)exp - 127 + 15;
-    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) {
-        if (e < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        int shift = 14 - e;
-        uint32_t half = mant >> shift, rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1))) half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t half = ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) half++;
-    return (uint16_t)(sign | half);
-}
-
-float parity_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
-    if (exp == 0) {
-        if (mant == 0) {
-            x = sign;
-        } else {
-            int e = -1;
-            do {
-                mant <<= 1;
-                e++;
-            } while (!(mant & 0x400u));
-            x = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-        }
-    } else if (exp == 31) {
-        x = sign | 0x7f800000u | (mant << 13);
-    } else {
-        x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-    }
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
 static const float special_values[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, 1e30f, -1e-30f, 65504.0f, -7.5f, 0.5f};
 
 void parity_fill(void *out, wgt_dtype dtype, int64_t count, input_domain domain, bool special, uint64_t seed)
@@ -78,7 +34,7 @@ void parity_fill(void *out, wgt_dtype dtype, int64_t count, input_domain domain,
         switch (dtype) {
         case WGT_F32: ((float *)out)[i] = i < n_special ? special_values[i] : (float)f; break;
         case WGT_F16:
-            ((uint16_t *)out)[i] = parity_f32_to_f16(i < n_special ? special_values[i] : (float)f);
+            ((uint16_t *)out)[i] = test_f32_to_f16(i < n_special ? special_values[i] : (float)f);
             break;
         case WGT_I32: ((int32_t *)out)[i] = (int32_t)k; break;
         case WGT_U8: ((uint8_t *)out)[i] = (uint8_t)(domain == DOMAIN_POSITIVE ? 1 + next(&s) % 200 : next(&s) % 256); break;
@@ -98,7 +54,7 @@ double parity_element(const void *data, wgt_dtype dtype, int64_t i)
 {
     switch (dtype) {
     case WGT_F32: return ((const float *)data)[i];
-    case WGT_F16: return parity_f16_to_f32(((const uint16_t *)data)[i]);
+    case WGT_F16: return test_f16_to_f32(((const uint16_t *)data)[i]);
     case WGT_I32: return ((const int32_t *)data)[i];
     case WGT_U8:
     case WGT_BOOL: return ((const uint8_t *)data)[i];

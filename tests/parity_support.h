@@ -20,8 +20,6 @@ typedef enum input_domain {
 void parity_fill(void *out, wgt_dtype dtype, int64_t count, input_domain domain, bool special, uint64_t seed);
 void parity_fill_indices(int32_t *out, int64_t count, int64_t low, int64_t high, uint64_t seed);
 
-uint16_t parity_f32_to_f16(float f);
-float parity_f16_to_f32(uint16_t h);
 /* Element i of a host buffer of dtype as a double. */
 double parity_element(const void *data, wgt_dtype dtype, int64_t i);
 

@@ -3,6 +3,7 @@
 #ifndef WGT_TEST_UTIL_H
 #define WGT_TEST_UTIL_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "wgtensor.h"
@@ -28,6 +29,12 @@ void check_error_and_recover(wgt_context *ctx, wgt_status expected, const char *
  * test then fails: CI always has lavapipe). */
 wgt_context *test_webgpu_context(void);
 wgt_context *test_cpu_context(void);
+
+/* xorshift32: deterministic test data independent of the library's Philox. */
+uint32_t test_xorshift(uint32_t *state);
+/* f32 -> IEEE half bits (round to nearest even) and back. */
+uint16_t test_f32_to_f16(float f);
+float test_f16_to_f32(uint16_t h);
 
 /* Prints "N passed, M failed" and returns the process exit code. */
 int test_summary(void);

@@ -25,27 +25,8 @@ static wgt_context *gpu, *cpu;
 /* ------------------------------------------------------------------ helpers */
 
 static uint32_t rng_state = 12345u;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
 /* Uniform integer in [lo, hi). */
-static int32_t rnd_range(int32_t lo, int32_t hi) { return lo + (int32_t)(rnd() % (uint32_t)(hi - lo)); }
-
-/* float -> IEEE half bits, for values exactly representable (no rounding). */
-static uint16_t half_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
-    if (f != f) return 0x7e00;
-    if (f == 0) return sign;
-    int exp = (int)((b >> 23) & 0xff) - 127 + 15;
-    return (uint16_t)(sign | (uint16_t)(exp << 10) | (uint16_t)((b >> 13) & 0x3ff));
-}
+static int32_t rnd_range(int32_t lo, int32_t hi) { return lo + (int32_t)(test_xorshift(&rng_state) % (uint32_t)(hi - lo)); }
 
 /* n random elements of dtype: f32/f16 multiples of 1/4 in [-8, 8) (ties are
  * common), i32 full range, u8 any byte, bool 0/1. */
@@ -56,10 +37,10 @@ static void *random_data(wgt_dtype dtype, int64_t n)
         float f = (float)rnd_range(-32, 32) / 4.0f;
         switch (dtype) {
         case WGT_F32: ((float *)data)[i] = f; break;
-        case WGT_F16: ((uint16_t *)data)[i] = half_bits(f); break;
-        case WGT_I32: ((int32_t *)data)[i] = (int32_t)rnd(); break;
-        case WGT_U8: ((uint8_t *)data)[i] = (uint8_t)rnd(); break;
-        default: ((uint8_t *)data)[i] = (uint8_t)(rnd() & 1); break;
+        case WGT_F16: ((uint16_t *)data)[i] = test_f32_to_f16(f); break;
+        case WGT_I32: ((int32_t *)data)[i] = (int32_t)test_xorshift(&rng_state); break;
+        case WGT_U8: ((uint8_t *)data)[i] = (uint8_t)test_xorshift(&rng_state); break;
+        default: ((uint8_t *)data)[i] = (uint8_t)(test_xorshift(&rng_state) & 1); break;
         }
     }
     return data;
@@ -357,7 +338,7 @@ static void test_scatter_add(void)
                 /* values with many significant bits, so rounding order matters */
                 int64_t n = is[0] * is[1];
                 float *v = malloc((size_t)n * 4);
-                for (int64_t i = 0; i < n; i++) v[i] = (float)((double)(int32_t)rnd() / 3e8);
+                for (int64_t i = 0; i < n; i++) v[i] = (float)((double)(int32_t)test_xorshift(&rng_state) / 3e8);
                 wgt_tensor_write(src.g, v, (size_t)n * 4);
                 wgt_tensor_write(src.c, v, (size_t)n * 4);
                 free(v);
@@ -448,15 +429,15 @@ static both topk_input(wgt_dtype dtype, int64_t rows, int64_t n, bool specials)
     if (specials && dtype == WGT_F32) {
         float sp[6] = {NAN, -0.0f, 0.0f, INFINITY, -INFINITY, -NAN};
         for (int64_t e = 0; e < rows * n; e++)
-            if (rnd() % 5 == 0) ((float *)data)[e] = sp[rnd() % 6];
+            if (test_xorshift(&rng_state) % 5 == 0) ((float *)data)[e] = sp[test_xorshift(&rng_state) % 6];
     }
     if (specials && dtype == WGT_F16) {
         uint16_t sp[6] = {0x7e00, 0x8000, 0x0000, 0x7c00, 0xfc00, 0x0001};
         for (int64_t e = 0; e < rows * n; e++)
-            if (rnd() % 5 == 0) ((uint16_t *)data)[e] = sp[rnd() % 6];
+            if (test_xorshift(&rng_state) % 5 == 0) ((uint16_t *)data)[e] = sp[test_xorshift(&rng_state) % 6];
     }
     if (dtype == WGT_I32) /* values beyond 2^24 that differ by one, and ties */
-        for (int64_t e = 0; e < rows * n; e++) ((int32_t *)data)[e] = (1 << 25) + rnd_range(-3, 3) * (rnd() % 2 ? 1 : 1 << 28);
+        for (int64_t e = 0; e < rows * n; e++) ((int32_t *)data)[e] = (1 << 25) + rnd_range(-3, 3) * (test_xorshift(&rng_state) % 2 ? 1 : 1 << 28);
     both x = upload(dtype, 2, shape, data);
     free(data);
     return x;

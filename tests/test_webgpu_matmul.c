@@ -29,34 +29,6 @@ static wgt_context *gpu, *cpu;
 /* ------------------------------------------------------------------ helpers */
 
 static uint32_t rng_state = 2463534242u;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-
-/* float -> IEEE half bits, for values exactly representable as normal halves or 0. */
-static uint16_t half_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
-    if (f == 0) return sign;
-    int exp = (int)((b >> 23) & 0xff) - 127 + 15;
-    return (uint16_t)(sign | (uint16_t)(exp << 10) | (uint16_t)((b >> 13) & 0x3ff));
-}
-
-static float half_value(uint16_t h)
-{
-    int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    float v;
-    if (exp == 0) v = ldexpf((float)mant, -24);
-    else if (exp == 31) v = mant ? NAN : INFINITY;
-    else v = ldexpf((float)(mant | 0x400), exp - 25);
-    return (h & 0x8000) ? -v : v;
-}
 
 /* Operand layouts: how the view handed to wgt_matmul is made from its storage. */
 enum {
@@ -72,10 +44,10 @@ static void *random_data(wgt_dtype dtype, int64_t n, bool wrap)
     void *data = malloc((size_t)(n > 0 ? n : 1) * 4);
     for (int64_t i = 0; i < n; i++) {
         switch (dtype) {
-        case WGT_F32: ((float *)data)[i] = (float)(rnd() % 2000000) / 1000000.0f - 1.0f; break;
-        case WGT_F16: ((uint16_t *)data)[i] = half_bits((float)((int)(rnd() % 17) - 8) / 8.0f); break;
+        case WGT_F32: ((float *)data)[i] = (float)(test_xorshift(&rng_state) % 2000000) / 1000000.0f - 1.0f; break;
+        case WGT_F16: ((uint16_t *)data)[i] = test_f32_to_f16((float)((int)(test_xorshift(&rng_state) % 17) - 8) / 8.0f); break;
         default:
-            ((int32_t *)data)[i] = wrap ? (int32_t)rnd() : (int32_t)(rnd() % 101) - 50;
+            ((int32_t *)data)[i] = wrap ? (int32_t)test_xorshift(&rng_state) : (int32_t)(test_xorshift(&rng_state) % 101) - 50;
             break;
         }
     }
@@ -170,8 +142,8 @@ static double compare(const char *name, wgt_dtype dtype, int nda, const int64_t 
     } else {
         double diff = 0, norm = 0;
         for (int64_t i = 0; i < n; i++) {
-            double x = dtype == WGT_F16 ? half_value(((uint16_t *)hg)[i]) : ((float *)hg)[i];
-            double y = dtype == WGT_F16 ? half_value(((uint16_t *)hc)[i]) : ((float *)hc)[i];
+            double x = dtype == WGT_F16 ? (double)test_f16_to_f32(((uint16_t *)hg)[i]) : ((float *)hg)[i];
+            double y = dtype == WGT_F16 ? (double)test_f16_to_f32(((uint16_t *)hc)[i]) : ((float *)hc)[i];
             diff += (x - y) * (x - y);
             norm += y * y;
         }

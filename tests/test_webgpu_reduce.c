@@ -32,36 +32,6 @@ static wgt_context *gpu, *cpu;
 /* ------------------------------------------------------------------ data */
 
 static uint32_t rng_state = 2463534242u;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-
-/* float -> IEEE half bits for 0, normal halves, +-inf and NaN. */
-static uint16_t half_bits(float f)
-{
-    if (f != f) return 0x7e00;
-    if (isinf(f)) return f > 0 ? 0x7c00 : 0xfc00;
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
-    if (f == 0) return sign;
-    int exp = (int)((b >> 23) & 0xff) - 127 + 15;
-    return (uint16_t)(sign | (uint16_t)(exp << 10) | (uint16_t)((b >> 13) & 0x3ff));
-}
-
-static double half_value(uint16_t h)
-{
-    int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    double v;
-    if (exp == 0) v = ldexp((double)mant, -24);
-    else if (exp == 31) v = mant ? NAN : INFINITY;
-    else v = ldexp((double)(mant | 0x400), exp - 25);
-    return (h & 0x8000) ? -v : v;
-}
 
 typedef enum fill_kind {
     FILL_UNIFORM,  /* floats in [-1, 1) (f16: multiples of 1/256); i32 [-1000, 1000]; u8 any; bool 0/1 */
@@ -77,8 +47,8 @@ static void *make_data(wgt_dtype dtype, int64_t n, fill_kind fill)
     size_t size = wgt_dtype_size(dtype);
     unsigned char *data = malloc((size_t)(n > 0 ? n : 1) * size);
     for (int64_t i = 0; i < n; i++) {
-        double v = (double)(rnd() % 2000000) / 1000000.0 - 1.0;
-        uint32_t r = rnd();
+        double v = (double)(test_xorshift(&rng_state) % 2000000) / 1000000.0 - 1.0;
+        uint32_t r = test_xorshift(&rng_state);
         if (fill == FILL_TIES) v = (double)(r % 5);
         if (fill == FILL_WIDE) v *= 8.0;
         if (fill == FILL_SPECIAL && r % 97 == 0) v = NAN;
@@ -87,7 +57,7 @@ static void *make_data(wgt_dtype dtype, int64_t n, fill_kind fill)
         if (fill == FILL_NEG_INF && (r % 4 != 0 || (i / 16) % 3 == 0 || (i / 4096) % 3 == 1)) v = -INFINITY;
         switch (dtype) {
         case WGT_F32: ((float *)data)[i] = (float)v; break;
-        case WGT_F16: ((uint16_t *)data)[i] = half_bits(isfinite(v) ? (float)(round(v * 256.0) / 256.0) : (float)v); break;
+        case WGT_F16: ((uint16_t *)data)[i] = test_f32_to_f16(isfinite(v) ? (float)(round(v * 256.0) / 256.0) : (float)v); break;
         case WGT_I32:
             ((int32_t *)data)[i] = fill == FILL_WRAP ? (int32_t)r : fill == FILL_TIES ? (int32_t)v : (int32_t)(r % 2001) - 1000;
             break;
@@ -164,7 +134,7 @@ static double element(const void *data, wgt_dtype dtype, int64_t i)
 {
     switch (dtype) {
     case WGT_F32: return ((const float *)data)[i];
-    case WGT_F16: return half_value(((const uint16_t *)data)[i]);
+    case WGT_F16: return (double)test_f16_to_f32(((const uint16_t *)data)[i]);
     case WGT_I32: return ((const int32_t *)data)[i];
     default: return ((const unsigned char *)data)[i];
     }

@@ -99,7 +99,7 @@ wgt_context *wgt_context_create(const wgt_context_options *options)
 }
 
 /* For the optional GPU-only entry points (profiler, tuner). */
-static bool profiler_ready(wgt_context *ctx, const char *op, bool need_backend_member)
+static bool backend_entry_ready(wgt_context *ctx, const char *op, bool need_backend_member)
 {
     if (!ctx) return false;
     if (ctx->status != WGT_OK || !ctx->backend) return false;
@@ -112,7 +112,7 @@ static bool profiler_ready(wgt_context *ctx, const char *op, bool need_backend_m
 
 wgt_status wgt_profiler_enable(wgt_context *ctx, bool enable)
 {
-    if (!profiler_ready(ctx, "wgt_profiler_enable", ctx && ctx->backend && ctx->backend->vt->profiler_enable))
+    if (!backend_entry_ready(ctx, "wgt_profiler_enable", ctx && ctx->backend && ctx->backend->vt->profiler_enable))
         return ctx ? ctx->status : WGT_ERR_INVALID_ARGUMENT;
     wgt_status s = ctx->backend->vt->profiler_enable(ctx->backend, enable);
     ctx->profiling = s == WGT_OK && enable;
@@ -121,7 +121,7 @@ wgt_status wgt_profiler_enable(wgt_context *ctx, bool enable)
 
 wgt_status wgt_profiler_report(wgt_context *ctx, FILE *out)
 {
-    if (!profiler_ready(ctx, "wgt_profiler_report", ctx && ctx->backend && ctx->backend->vt->profiler_report))
+    if (!backend_entry_ready(ctx, "wgt_profiler_report", ctx && ctx->backend && ctx->backend->vt->profiler_report))
         return ctx ? ctx->status : WGT_ERR_INVALID_ARGUMENT;
     if (!out) return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_profiler_report: out is NULL");
     return ctx->backend->vt->profiler_report(ctx->backend, out);
@@ -129,14 +129,14 @@ wgt_status wgt_profiler_report(wgt_context *ctx, FILE *out)
 
 wgt_status wgt_tune(wgt_context *ctx, bool quick, const char *cache_path, FILE *log)
 {
-    if (!profiler_ready(ctx, "wgt_tune", ctx && ctx->backend && ctx->backend->vt->tune))
+    if (!backend_entry_ready(ctx, "wgt_tune", ctx && ctx->backend && ctx->backend->vt->tune))
         return ctx ? ctx->status : WGT_ERR_INVALID_ARGUMENT;
     return ctx->backend->vt->tune(ctx->backend, quick, cache_path, log);
 }
 
 wgt_status wgt_profiler_write_trace(wgt_context *ctx, const char *path)
 {
-    if (!profiler_ready(ctx, "wgt_profiler_write_trace", ctx && ctx->backend && ctx->backend->vt->profiler_write_trace))
+    if (!backend_entry_ready(ctx, "wgt_profiler_write_trace", ctx && ctx->backend && ctx->backend->vt->profiler_write_trace))
         return ctx ? ctx->status : WGT_ERR_INVALID_ARGUMENT;
     if (!path) return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_profiler_write_trace: path is NULL");
     return ctx->backend->vt->profiler_write_trace(ctx->backend, path);

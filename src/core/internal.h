@@ -60,10 +60,6 @@ wgt_tensor *wgt_tensor_wrap(wgt_context *ctx, const wgt_tensor_view *view);
 /* New contiguous tensor with fresh storage. */
 wgt_tensor *wgt_tensor_alloc(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, const char *op);
 
-/* Front-end checks shared by all ops. Each records an error naming op and
- * returns false on failure. */
-bool wgt_check_tensor(const wgt_tensor *t, const char *op, const char *arg);
-bool wgt_check_same_context(const wgt_tensor *a, const wgt_tensor *b, const char *op);
 /* Normalizes axis into [0, ndim); false + error if out of range. */
 bool wgt_normalize_axis(wgt_context *ctx, int *axis, int ndim, const char *op);
 

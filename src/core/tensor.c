@@ -246,23 +246,6 @@ void wgt_tensor_release(wgt_tensor *t)
 
 /* ------------------------------------------------------------- checks */
 
-bool wgt_check_tensor(const wgt_tensor *t, const char *op, const char *arg)
-{
-    /* With no tensor there is no context to record on; callers return NULL. */
-    if (!t) return false;
-    if (t->ctx->status != WGT_OK) return false;
-    (void)op;
-    (void)arg;
-    return true;
-}
-
-bool wgt_check_same_context(const wgt_tensor *a, const wgt_tensor *b, const char *op)
-{
-    if (a->ctx == b->ctx) return true;
-    wgt_error(a->ctx, WGT_ERR_CONTEXT_MISMATCH, "%s: tensors belong to two different contexts", op);
-    return false;
-}
-
 bool wgt_normalize_axis(wgt_context *ctx, int *axis, int ndim, const char *op)
 {
     int rank = ndim > 0 ? ndim : 1;

@@ -7,10 +7,15 @@
  *   device.c            instance, adapters, selection, device and callbacks
  *   memory.c            caching allocator with size classes, staging, upload/readback
  *   pipeline_cache.c    shader modules + compute pipelines keyed by a string
- *   execution.c         open encoder/pass batching, parameter ring, dispatch, waits
+ *   execution.c         open encoder/pass batching, parameter ring, bind-group
+ *                       cache, dispatch
+ *   temporaries.c       device temporaries and dtype/layout conversion
+ *   profiler.c          timestamp queries, per-op report, trace file
+ *   tuner.c             GEMM autotuning and its on-disk cache
  *   custom_kernel.c     caller-supplied WGSL
  *   webgpu_backend.c    the vtable; routes kernel calls to the family files
- *   webgpu_<family>.c   kernels: elementwise (generated WGSL), reduce, matmul, indexing
+ *   webgpu_<family>.c   kernels: elementwise (+ _codegen: generated WGSL),
+ *                       transpose, reduce (+ scan, softmax), matmul, indexing
  *
  * Kernel binding convention (every built-in kernel follows it):
  *   @group(0) @binding(0) var<uniform> params: Params;   (dynamic offset into the ring)
