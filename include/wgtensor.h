@@ -477,6 +477,38 @@ typedef struct wgt_custom_kernel {
 
 wgt_status wgt_custom_kernel_run(wgt_context *ctx, const wgt_custom_kernel *kernel);
 
+/* --------------------------------------------------------------- autograd */
+/* Reverse-mode automatic differentiation (docs/autograd.md). A tensor that
+ * requires grad is a leaf whose gradient backward accumulates into its .grad.
+ * While grad mode is on (the default), every differentiable op with an input
+ * that requires grad records a node on the tape; the nodes live as long as the
+ * tensors they made, so popping the scope of a training step frees the tape.
+ * Only floating tensors (f32, f16) can require grad. */
+wgt_status wgt_tensor_set_requires_grad(wgt_tensor *t, bool requires_grad);
+bool wgt_tensor_requires_grad(const wgt_tensor *t);
+/* The accumulated gradient (borrowed: valid until the next zero_grad, set_grad
+ * or release of t), or NULL if backward has not reached t. */
+wgt_tensor *wgt_tensor_grad(const wgt_tensor *t);
+/* Replaces t's gradient (retains g; NULL clears). g must have t's shape. */
+wgt_status wgt_tensor_set_grad(wgt_tensor *t, wgt_tensor *g);
+/* Clears the gradients of n tensors (releases them; the next backward allocates). */
+wgt_status wgt_zero_grad(wgt_tensor *const *tensors, int n);
+
+/* Backpropagates from loss (any shape) with upstream gradient grad_output (loss's
+ * shape; NULL means ones, i.e. d loss / d loss = 1, for a scalar loss). Unless
+ * keep_graph, the tape below loss is released afterwards (a second backward
+ * through it is an error). */
+wgt_status wgt_backward_ex(wgt_tensor *loss, wgt_tensor *grad_output, bool keep_graph);
+wgt_status wgt_backward(wgt_tensor *loss); /* scalar loss, keep_graph = false */
+
+/* Grad mode: nothing is recorded between push and pop (nests). */
+wgt_status wgt_no_grad_push(wgt_context *ctx);
+wgt_status wgt_no_grad_pop(wgt_context *ctx);
+bool wgt_grad_enabled(const wgt_context *ctx);
+/* A new tensor sharing t's storage that is cut off from the tape (no node, does
+ * not require grad). */
+wgt_tensor *wgt_detach(wgt_tensor *t);
+
 /* --------------------------------------------------------------- version */
 const char *wgt_version(void); /* "0.1.0" */
 

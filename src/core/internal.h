@@ -29,6 +29,8 @@ struct wgt_context {
     int n_scopes, scopes_capacity;
     int64_t live_tensors;
     bool profiling;                 /* wgt_profiler_enable(ctx, true) succeeded */
+    int no_grad_depth;              /* wgt_no_grad_push nesting; > 0 = no recording */
+    uint64_t backward_passes;       /* numbers the visits of each wgt_backward */
 };
 
 struct wgt_tensor {
@@ -37,6 +39,10 @@ struct wgt_tensor {
     wgt_tensor_view view;                  /* view.storage holds one storage reference */
     int scope_level;                /* index into ctx->scopes, -1 if unscoped */
     size_t scope_slot;              /* position in that scope's array */
+    /* autograd (src/core/tape.h, src/autograd) */
+    bool requires_grad;             /* a leaf whose gradient is accumulated into grad */
+    wgt_tensor *grad;               /* owned reference; NULL until backward writes it */
+    struct wgt_grad_node *grad_node; /* how this tensor was made; NULL for leaves */
 };
 
 /* Records an error on ctx (first error wins; later ones are ignored until

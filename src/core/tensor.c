@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/tape.h"
 
 bool wgt_scope_add(wgt_context *ctx, wgt_tensor *t);
 void wgt_scope_remove(wgt_tensor *t);
@@ -240,6 +241,8 @@ void wgt_tensor_release(wgt_tensor *t)
     if (!t || --t->refcount > 0) return;
     wgt_scope_remove(t);
     t->ctx->live_tensors--;
+    wgt_tensor_release(t->grad);
+    wgt_tape_node_release(t->grad_node);
     wgt_storage_release(t->ctx, t->view.storage);
     free(t);
 }
