@@ -5,8 +5,6 @@
 #include "autograd/rules.h"
 #include "ops/op_common.h"
 
-void wgt_scope_remove(wgt_tensor *t); /* context.c */
-
 wgt_status wgt_tensor_set_requires_grad(wgt_tensor *t, bool requires_grad)
 {
     if (!wgt_op_begin("wgt_tensor_set_requires_grad", 1, &t)) return t ? t->ctx->status : WGT_ERR_INVALID_ARGUMENT;

@@ -65,6 +65,13 @@ bool wgt_view_is_contiguous(const wgt_tensor_view *v);
 wgt_tensor *wgt_tensor_wrap(wgt_context *ctx, const wgt_tensor_view *view);
 /* New contiguous tensor with fresh storage. */
 wgt_tensor *wgt_tensor_alloc(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, const char *op);
+/* The same without debug guards (host I/O staging). */
+wgt_tensor *wgt_tensor_alloc_unguarded(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape,
+                                       const char *op);
+
+/* Takes t out of its scope (the caller or an owner such as a tape node or a
+ * parameter's .grad now holds the reference). */
+void wgt_scope_remove(wgt_tensor *t);
 
 /* Normalizes axis into [0, ndim); false + error if out of range. */
 bool wgt_normalize_axis(wgt_context *ctx, int *axis, int ndim, const char *op);

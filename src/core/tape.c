@@ -5,8 +5,6 @@
 
 #include "core/tape.h"
 
-void wgt_scope_remove(wgt_tensor *t); /* context.c */
-
 bool wgt_tape_wants(wgt_context *ctx, int n, wgt_tensor *const *inputs)
 {
     if (!ctx || ctx->no_grad_depth > 0) return false;

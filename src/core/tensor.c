@@ -5,8 +5,8 @@
 #include "core/internal.h"
 #include "core/tape.h"
 
-bool wgt_scope_add(wgt_context *ctx, wgt_tensor *t);
-void wgt_scope_remove(wgt_tensor *t);
+static bool scope_add(wgt_context *ctx, wgt_tensor *t);
+
 
 /* ------------------------------------------------------------ shape helpers */
 
@@ -90,7 +90,7 @@ wgt_tensor *wgt_tensor_wrap(wgt_context *ctx, const wgt_tensor_view *view)
     t->refcount = 1;
     t->view = *view;
     wgt_storage_retain(view->storage);
-    if (!wgt_scope_add(ctx, t)) {
+    if (!scope_add(ctx, t)) {
         wgt_storage_release(ctx, view->storage);
         free(t);
         wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor: out of host memory");
@@ -205,29 +205,16 @@ wgt_tensor *wgt_tensor_alloc(wgt_context *ctx, wgt_dtype dtype, int ndim, const 
     return alloc_tensor(ctx, dtype, ndim, shape, op, ctx->options.debug_guards);
 }
 
+wgt_tensor *wgt_tensor_alloc_unguarded(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape,
+                                       const char *op)
+{
+    return alloc_tensor(ctx, dtype, ndim, shape, op, false);
+}
+
 wgt_tensor *wgt_tensor_empty(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape)
 {
     if (!ctx || ctx->status != WGT_OK) return NULL;
     return wgt_tensor_alloc(ctx, dtype, ndim, shape, "wgt_tensor_empty");
-}
-
-wgt_tensor *wgt_tensor_from_host(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape,
-                                 const void *data)
-{
-    if (!ctx || ctx->status != WGT_OK) return NULL;
-    if (!check_shape(ctx, dtype, ndim, shape, "wgt_tensor_from_host")) return NULL;
-    size_t bytes = (size_t)wgt_shape_numel(ndim, shape) * wgt_dtype_size(dtype);
-    if (!data && bytes > 0) {
-        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_tensor_from_host: data is NULL");
-        return NULL;
-    }
-    wgt_tensor *t = wgt_tensor_alloc(ctx, dtype, ndim, shape, "wgt_tensor_from_host");
-    if (!t || bytes == 0) return t;
-    if (wgt_tensor_write(t, data, bytes) != WGT_OK) {
-        wgt_tensor_release(t);
-        return NULL;
-    }
-    return t;
 }
 
 wgt_tensor *wgt_tensor_retain(wgt_tensor *t)
@@ -266,93 +253,84 @@ wgt_status wgt_run_kernel(wgt_context *ctx, const wgt_kernel_call *call)
     return ctx->backend->vt->run(ctx->backend, call);
 }
 
-/* ------------------------------------------------------------- host I/O */
+/* ------------------------------------------------------------------ scopes */
 
-/* Byte range [first, first+bytes) of a contiguous view, widened to 4-byte words. */
-static void word_range(const wgt_tensor_view *v, size_t bytes, size_t *first, size_t *aligned_first, size_t *aligned_bytes)
+int64_t wgt_context_live_tensors(const wgt_context *ctx) { return ctx ? ctx->live_tensors : 0; }
+
+wgt_status wgt_scope_push(wgt_context *ctx)
 {
-    *first = (size_t)v->offset * wgt_dtype_size(v->dtype);
-    *aligned_first = *first & ~(size_t)3;
-    size_t end = (*first + bytes + 3) & ~(size_t)3;
-    *aligned_bytes = end - *aligned_first;
+    if (!ctx) return WGT_ERR_INVALID_ARGUMENT;
+    if (ctx->status != WGT_OK) return ctx->status;
+    if (ctx->n_scopes == ctx->scopes_capacity) {
+        int capacity = ctx->scopes_capacity ? ctx->scopes_capacity * 2 : 8;
+        wgt_scope *grown = realloc(ctx->scopes, (size_t)capacity * sizeof(*grown));
+        if (!grown) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_scope_push: out of host memory");
+        ctx->scopes = grown;
+        ctx->scopes_capacity = capacity;
+    }
+    ctx->scopes[ctx->n_scopes++] = (wgt_scope){0};
+    return WGT_OK;
 }
 
-wgt_status wgt_tensor_read(wgt_tensor *t, void *data, size_t bytes)
+wgt_status wgt_scope_pop(wgt_context *ctx)
 {
-    if (!t) return WGT_ERR_INVALID_ARGUMENT;
-    wgt_context *ctx = t->ctx;
-    if (ctx->status != WGT_OK) return ctx->status;
-    size_t need = (size_t)wgt_shape_numel(t->view.ndim, t->view.shape) * wgt_dtype_size(t->view.dtype);
-    if (!data && need > 0) return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_tensor_read: data is NULL");
-    if (bytes < need)
-        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_tensor_read: buffer of %zu bytes, tensor needs %zu",
-                         bytes, need);
-    if (need == 0) return WGT_OK;
-    if (!wgt_view_is_contiguous(&t->view)) {
-        wgt_tensor *c = wgt_contiguous(t);
-        if (!c) return ctx->status;
-        wgt_status s = wgt_tensor_read(c, data, bytes);
-        wgt_tensor_release(c);
-        return s;
-    }
-    size_t first, aligned_first, aligned_bytes;
-    word_range(&t->view, need, &first, &aligned_first, &aligned_bytes);
-    if (aligned_first == first && aligned_bytes == need)
-        return ctx->backend->vt->storage_read(ctx->backend, t->view.storage->handle, first, data, need);
-    unsigned char *tmp = malloc(aligned_bytes);
-    if (!tmp) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor_read: out of host memory");
-    wgt_status s = ctx->backend->vt->storage_read(ctx->backend, t->view.storage->handle, aligned_first, tmp,
-                                                  aligned_bytes);
-    if (s == WGT_OK) memcpy(data, tmp + (first - aligned_first), need);
-    free(tmp);
-    return s;
+    if (!ctx) return WGT_ERR_INVALID_ARGUMENT;
+    if (ctx->n_scopes == 0)
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_scope_pop: no scope is open");
+    wgt_scope *scope = &ctx->scopes[ctx->n_scopes - 1];
+    /* Detach first so release does not edit the array we walk. */
+    for (size_t i = 0; i < scope->count; i++) scope->tensors[i]->scope_level = -1;
+    for (size_t i = 0; i < scope->count; i++) wgt_tensor_release(scope->tensors[i]);
+    free(scope->tensors);
+    ctx->n_scopes--;
+    return ctx->status;
 }
 
-wgt_status wgt_tensor_write(wgt_tensor *t, const void *data, size_t bytes)
+/* Adds t to the innermost scope. */
+static bool scope_add(wgt_context *ctx, wgt_tensor *t)
 {
-    if (!t) return WGT_ERR_INVALID_ARGUMENT;
-    wgt_context *ctx = t->ctx;
-    if (ctx->status != WGT_OK) return ctx->status;
-    size_t need = (size_t)wgt_shape_numel(t->view.ndim, t->view.shape) * wgt_dtype_size(t->view.dtype);
-    if (!data && need > 0) return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_tensor_write: data is NULL");
-    if (bytes < need)
-        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_tensor_write: %zu bytes given, tensor needs %zu",
-                         bytes, need);
-    if (need == 0) return WGT_OK;
-    size_t first, aligned_first, aligned_bytes;
-    word_range(&t->view, need, &first, &aligned_first, &aligned_bytes);
-    bool overlaps = false;
-    for (int i = 0; i < t->view.ndim; i++)
-        if (t->view.strides[i] == 0 && t->view.shape[i] > 1) overlaps = true;
-    if (overlaps)
-        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT,
-                         "wgt_tensor_write: the tensor is a broadcast view (stride 0); its elements overlap");
-    if (wgt_view_is_contiguous(&t->view) && aligned_first == first) {
-        if (first + need > t->view.storage->bytes)
-            return wgt_error(ctx, WGT_ERR_INTERNAL, "wgt_tensor_write: view exceeds its storage");
-        if (aligned_bytes == need)
-            return ctx->backend->vt->storage_write(ctx->backend, t->view.storage->handle, first, data, need);
-        if (first + need == t->view.storage->requested) {
-            /* The last word's spare bytes are storage padding: write it whole. */
-            unsigned char tail[4] = {0};
-            size_t body = need & ~(size_t)3;
-            wgt_status s = body ? ctx->backend->vt->storage_write(ctx->backend, t->view.storage->handle, first, data,
-                                                                  body)
-                                : WGT_OK;
-            memcpy(tail, (const unsigned char *)data + body, need - body);
-            if (s == WGT_OK)
-                s = ctx->backend->vt->storage_write(ctx->backend, t->view.storage->handle, first + body, tail, 4);
-            return s;
-        }
+    t->scope_level = -1;
+    if (ctx->n_scopes == 0) return true;
+    wgt_scope *scope = &ctx->scopes[ctx->n_scopes - 1];
+    if (scope->count == scope->capacity) {
+        size_t capacity = scope->capacity ? scope->capacity * 2 : 64;
+        wgt_tensor **grown = realloc(scope->tensors, capacity * sizeof(*grown));
+        if (!grown) return false;
+        scope->tensors = grown;
+        scope->capacity = capacity;
     }
-    /* Strided or sub-word-misaligned: upload to an unguarded contiguous tensor
-     * (whose write takes the direct path above), then copy through the view. */
-    wgt_tensor *tmp = alloc_tensor(ctx, t->view.dtype, t->view.ndim, t->view.shape, "wgt_tensor_write", false);
-    if (!tmp) return ctx->status;
-    wgt_status s = wgt_tensor_write(tmp, data, bytes);
-    if (s == WGT_OK) s = wgt_assign(t, tmp);
-    wgt_tensor_release(tmp);
-    return s;
+    t->scope_level = ctx->n_scopes - 1;
+    t->scope_slot = scope->count;
+    scope->tensors[scope->count++] = t;
+    return true;
+}
+
+/* Removes t from its scope (swap with the last entry). */
+void wgt_scope_remove(wgt_tensor *t)
+{
+    if (t->scope_level < 0) return;
+    wgt_scope *scope = &t->ctx->scopes[t->scope_level];
+    wgt_tensor *last = scope->tensors[--scope->count];
+    scope->tensors[t->scope_slot] = last;
+    last->scope_slot = t->scope_slot;
+    t->scope_level = -1;
+}
+
+wgt_tensor *wgt_scope_keep(wgt_tensor *t)
+{
+    if (!t || t->scope_level < 0) return t;
+    wgt_context *ctx = t->ctx;
+    int level = t->scope_level;
+    wgt_scope_remove(t);
+    if (level > 0) {
+        /* Hand it to the enclosing scope. */
+        int saved = ctx->n_scopes;
+        ctx->n_scopes = level;
+        if (!scope_add(ctx, t))
+            wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_scope_keep: out of host memory");
+        ctx->n_scopes = saved;
+    }
+    return t;
 }
 
 /* --------------------------------------------------------------- accessors */

@@ -11,7 +11,7 @@
  */
 #include <stdio.h>
 
-#include "webgpu/webgpu_reduce_internal.h"
+#include "webgpu/webgpu_rows.h"
 
 /* Rows at most this long always take one thread each. */
 #define SERIAL_MAX_LEN 32

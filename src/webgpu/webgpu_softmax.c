@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "webgpu/webgpu_reduce_internal.h"
+#include "webgpu/webgpu_rows.h"
 
 /* Register-cached rows: the fewest vec4 per thread (up to the kernel's 8,
  * or env WGT_WEBGPU_SOFTMAX_CACHE; 0 turns the kernel off) with 256 threads,

@@ -1,6 +1,7 @@
 /*
  * Private to the reduce family (webgpu_reduce.c, webgpu_scan.c,
- * webgpu_softmax.c): the row layout every kernel of the family works on, its
+ * webgpu_softmax.c; implemented in webgpu_rows.c): the row layout every kernel
+ * of the family works on, its
  * parameter block (reduce_common.wgsl's Params), and shared helpers.
  *
  * A call is seen as rows: x [d0..dn) splits into kept dims (one row per kept
@@ -10,8 +11,8 @@
  * are contiguous with each other are merged, so most calls end up with one
  * kept and one reduced dim.
  */
-#ifndef WGT_WEBGPU_REDUCE_INTERNAL_H
-#define WGT_WEBGPU_REDUCE_INTERNAL_H
+#ifndef WGT_WEBGPU_ROWS_H
+#define WGT_WEBGPU_ROWS_H
 
 #include "webgpu/webgpu_internal.h"
 
@@ -101,4 +102,4 @@ wgt_status webgpu_check_along_axis(webgpu_backend *wg, const wgt_kernel_call *ca
 wgt_status webgpu_cumsum_run(webgpu_backend *wg, const wgt_kernel_call *call);
 wgt_status webgpu_softmax_run(webgpu_backend *wg, const wgt_kernel_call *call);
 
-#endif /* WGT_WEBGPU_REDUCE_INTERNAL_H */
+#endif /* WGT_WEBGPU_ROWS_H */
