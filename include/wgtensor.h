@@ -380,7 +380,12 @@ wgt_tensor *wgt_gelu(wgt_tensor *x);      /* exact: x * Phi(x), with erf */
 wgt_tensor *wgt_gelu_tanh(wgt_tensor *x); /* tanh approximation */
 wgt_tensor *wgt_silu(wgt_tensor *x);
 wgt_tensor *wgt_softplus(wgt_tensor *x);
+/* clamp(x, lo, hi) = min(max(x, lo), hi), NaN stays NaN; lo > hi is an error.
+ * Integer tensors clamp exactly in their own dtype (bounds rounded inward and
+ * limited to the dtype's range). clamp_min / clamp_max take one bound. */
 wgt_tensor *wgt_clamp(wgt_tensor *x, double lo, double hi);
+wgt_tensor *wgt_clamp_min(wgt_tensor *x, double lo); /* max(x, lo) */
+wgt_tensor *wgt_clamp_max(wgt_tensor *x, double hi); /* min(x, hi) */
 wgt_tensor *wgt_floor(wgt_tensor *x);
 wgt_tensor *wgt_ceil(wgt_tensor *x);
 wgt_tensor *wgt_round(wgt_tensor *x);     /* half to even, as NumPy */
@@ -390,8 +395,18 @@ wgt_tensor *wgt_round(wgt_tensor *x);     /* half to even, as NumPy */
  * letters a, b, c, ... name inputs[0], inputs[1], ... Operators: + - * / and
  * comparisons, && || !, ?: is not offered: use where(c, x, y). Functions: every
  * unary op name, pow, maximum/max, minimum/min, where, clamp(x, lo, hi). Numeric
- * literals are constants. The compiled kernel is cached by expression and dtypes. */
+ * literals are constants; an integer literal beyond i32 is accepted only where
+ * it is used as a float ("x * 3000000000" with a float x), else refused.
+ * Nesting deeper than 200 levels is refused. The compiled kernel is cached by
+ * expression structure and dtypes: constant values are kernel parameters. */
 wgt_tensor *wgt_fused(wgt_context *ctx, const char *expression, wgt_tensor *const *inputs, int n_inputs);
+/* wgt_fused with scalar parameters: p0, p1, ... (at most 16) in the expression
+ * are params[0], params[1], ... as f32, e.g.
+ * wgt_fused_params(ctx, "a * p0 + p1", &x, 1, (double[]){0.5, 2}, 2).
+ * The values are passed to the kernel at run time: changing them reuses the
+ * compiled kernel (a training loop's scalars never recompile). */
+wgt_tensor *wgt_fused_params(wgt_context *ctx, const char *expression, wgt_tensor *const *inputs, int n_inputs,
+                             const double *params, int n_params);
 
 /* ------------------------------------------------------------- reductions */
 /* x [...] reduced over axes[n_axes] (n_axes = 0: all axes, to a scalar).

@@ -1,6 +1,7 @@
 /* Expression programs: builders with automatic typing, cache keys, and the
  * parser behind wgt_fused. Semantics are documented in expr.h. */
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,14 @@ int wgt_expr_rand(wgt_expr *e, wgt_expr_opcode uniform_or_normal)
     return append(e, uniform_or_normal, WGT_EXPR_F32, -1, -1, -1);
 }
 
+int32_t wgt_expr_const_i32(double value)
+{
+    if (value != value) return 0;
+    if (value >= 2147483647.0) return INT32_MAX;
+    if (value <= -2147483648.0) return INT32_MIN;
+    return (int32_t)value;
+}
+
 static wgt_expr_type type_of(const wgt_expr *e, int node) { return (wgt_expr_type)e->nodes[node].type; }
 
 int wgt_expr_cast(wgt_expr *e, int a, wgt_expr_type type)
@@ -184,7 +193,7 @@ int wgt_expr_key(const wgt_expr *e, char *buf, int size)
         if (used >= size) break;
         switch (n->opcode) {
         case WGT_EXPR_INPUT: used += snprintf(buf + used, (size_t)(size - used), "%d", n->input_index); break;
-        case WGT_EXPR_CONST: used += snprintf(buf + used, (size_t)(size - used), "%.17g", n->constant); break;
+        case WGT_EXPR_CONST: break; /* the value is a run-time parameter, not part of the key */
         case WGT_EXPR_INDEX: used += snprintf(buf + used, (size_t)(size - used), "%d", n->axis); break;
         default:
             for (int k = 0; k < wgt_expr_opcode_arity(n->opcode) && used < size; k++)
@@ -202,7 +211,12 @@ int wgt_expr_key(const wgt_expr *e, char *buf, int size)
  *   sum    := prod (('+'|'-') prod)*
  *   prod   := unary (('*'|'/') unary)*
  *   unary  := ('-'|'!') unary | primary
- *   primary:= number | letter | name '(' args ')' | '(' or ')'
+ *   primary:= number | letter | 'p' digits | name '(' args ')' | '(' or ')'
+ *
+ * Letters a..z are the inputs; p0, p1, .. are the scalar parameters (F32
+ * constants whose values come with the call). Every recursive descent (nested
+ * parentheses, call arguments, unary chains) counts its depth and stops at
+ * WGT_EXPR_MAX_DEPTH with an error: a hostile string must not overflow the stack.
  */
 typedef struct parser {
     const char *text;
@@ -211,6 +225,10 @@ typedef struct parser {
     int n_inputs;
     const wgt_expr_type *input_types;
     int input_nodes[26];
+    const double *params;
+    int n_params;
+    int param_nodes[WGT_EXPR_MAX_PARAMS];
+    int depth;
     char *err;
     int err_size;
     int failed;
@@ -243,6 +261,21 @@ static int accept(parser *ps, const char *tok)
 
 static int parse_or(parser *ps);
 
+/* Enter/leave one level of recursion; enter fails past WGT_EXPR_MAX_DEPTH. */
+static int enter(parser *ps)
+{
+    if (++ps->depth > WGT_EXPR_MAX_DEPTH) {
+        fail(ps, "expression nested deeper than " WGT_EXPR_MAX_DEPTH_TEXT " levels");
+        return 0;
+    }
+    return 1;
+}
+static int leave(parser *ps, int v)
+{
+    ps->depth--;
+    return v;
+}
+
 static const struct {
     const char *name;
     wgt_expr_opcode op;
@@ -267,7 +300,8 @@ static int parse_call(parser *ps, const char *name, size_t len)
         int args[3] = {-1, -1, -1};
         for (int k = 0; k < want; k++) {
             if (k > 0 && !accept(ps, ",")) return fail(ps, "expected ','");
-            args[k] = parse_or(ps);
+            if (!enter(ps)) return -1;
+            args[k] = leave(ps, parse_or(ps));
             if (args[k] < 0) return -1;
         }
         if (!accept(ps, ")")) return fail(ps, "expected ')'");
@@ -300,6 +334,17 @@ static int parse_primary(parser *ps)
         while (isalnum((unsigned char)*ps->p) || *ps->p == '_') ps->p++;
         size_t len = (size_t)(ps->p - start);
         if (accept(ps, "(")) return parse_call(ps, start, len);
+        if (len >= 2 && *start == 'p' && isdigit((unsigned char)start[1])) {
+            int k = 0;
+            for (const char *c = start + 1; c < start + len && k <= WGT_EXPR_MAX_PARAMS; c++)
+                k = isdigit((unsigned char)*c) ? k * 10 + (*c - '0') : WGT_EXPR_MAX_PARAMS + 1;
+            if (k >= ps->n_params) {
+                ps->p = start;
+                return fail(ps, "parameter beyond the parameters given");
+            }
+            if (ps->param_nodes[k] < 0) ps->param_nodes[k] = wgt_expr_const(ps->e, ps->params[k], WGT_EXPR_F32);
+            return ps->param_nodes[k];
+        }
         if (len == 1 && *start >= 'a' && *start <= 'z') {
             int k = *start - 'a';
             if (k >= ps->n_inputs) {
@@ -315,7 +360,8 @@ static int parse_primary(parser *ps)
         return fail(ps, "unknown name");
     }
     if (accept(ps, "(")) {
-        int v = parse_or(ps);
+        if (!enter(ps)) return -1;
+        int v = leave(ps, parse_or(ps));
         if (v < 0) return -1;
         if (!accept(ps, ")")) return fail(ps, "expected ')'");
         return v;
@@ -325,11 +371,15 @@ static int parse_primary(parser *ps)
 
 static int parse_unary(parser *ps)
 {
-    if (accept(ps, "-")) return wgt_expr_unary(ps->e, WGT_EXPR_NEG, parse_unary(ps));
+    if (accept(ps, "-")) {
+        if (!enter(ps)) return -1;
+        return wgt_expr_unary(ps->e, WGT_EXPR_NEG, leave(ps, parse_unary(ps)));
+    }
     skip_space(ps);
     if (ps->p[0] == '!' && ps->p[1] != '=') {
         ps->p++;
-        return wgt_expr_unary(ps->e, WGT_EXPR_NOT, parse_unary(ps));
+        if (!enter(ps)) return -1;
+        return wgt_expr_unary(ps->e, WGT_EXPR_NOT, leave(ps, parse_unary(ps)));
     }
     return parse_primary(ps);
 }
@@ -384,14 +434,64 @@ static int parse_or(parser *ps)
     return v;
 }
 
+/* Integer literals beyond i32 (issue 8): a use as a float (the literal cast to
+ * F32 by promotion, as in "x * 3000000000" with a float x) becomes an F32
+ * constant of the exact value; a use in integer arithmetic is refused, as
+ * PyTorch and NumPy 2 refuse a Python int that overflows the tensor's dtype.
+ * Returns 0 or fails ps. */
+static int resolve_wide_literals(parser *ps, int root)
+{
+    wgt_expr *e = ps->e;
+    for (int j = 0; j < e->n_nodes; j++) {
+        wgt_expr_node *c = &e->nodes[j];
+        if (c->opcode != WGT_EXPR_CONST || c->type != WGT_EXPR_I32 || c->constant <= 2147483647.0) continue;
+        bool refused = j == root;
+        for (int u = j + 1; u < e->n_nodes && !refused; u++) {
+            wgt_expr_node *n = &e->nodes[u];
+            for (int a = 0; a < wgt_expr_opcode_arity((wgt_expr_opcode)n->opcode); a++) {
+                if (n->args[a] != j) continue;
+                if (n->opcode == WGT_EXPR_CAST && n->type == WGT_EXPR_F32) {
+                    double v = c->constant;
+                    memset(n, 0, sizeof(*n));
+                    n->opcode = WGT_EXPR_CONST;
+                    n->type = WGT_EXPR_F32;
+                    n->args[0] = n->args[1] = n->args[2] = -1;
+                    n->constant = v;
+                } else {
+                    refused = true;
+                }
+                break;
+            }
+        }
+        if (refused) {
+            char what[160];
+            snprintf(what, sizeof what,
+                     "integer literal %.17g does not fit in i32 and is used as an integer (write %.17g.0 for a float)",
+                     c->constant, c->constant);
+            ps->p = ps->text + strlen(ps->text);
+            return fail(ps, what);
+        }
+    }
+    return 0;
+}
+
 int wgt_expr_parse(const char *text, int n_inputs, const wgt_expr_type *input_types, wgt_expr *out, char *err,
                    int err_size)
 {
+    return wgt_expr_parse_params(text, n_inputs, input_types, NULL, 0, out, err, err_size);
+}
+
+int wgt_expr_parse_params(const char *text, int n_inputs, const wgt_expr_type *input_types, const double *params,
+                          int n_params, wgt_expr *out, char *err, int err_size)
+{
     parser ps = {.text = text, .p = text, .e = out, .n_inputs = n_inputs, .input_types = input_types,
-                 .err = err, .err_size = err_size};
+                 .params = params, .n_params = n_params, .err = err, .err_size = err_size};
     for (int i = 0; i < 26; i++) ps.input_nodes[i] = -1;
+    for (int i = 0; i < WGT_EXPR_MAX_PARAMS; i++) ps.param_nodes[i] = -1;
     wgt_expr_init(out);
     if (n_inputs > 26) return fail(&ps, "more than 26 inputs"), 1;
+    if (n_params < 0 || n_params > WGT_EXPR_MAX_PARAMS || (n_params > 0 && !params))
+        return fail(&ps, "bad parameter count (0.." WGT_EXPR_MAX_PARAMS_TEXT ", with values)"), 1;
     int root = parse_or(&ps);
     if (root >= 0) {
         skip_space(&ps);
@@ -399,7 +499,7 @@ int wgt_expr_parse(const char *text, int n_inputs, const wgt_expr_type *input_ty
     } else if (!ps.failed) {
         fail(&ps, "expression has more than 64 nodes");
     }
-    if (ps.failed) return 1;
+    if (ps.failed || resolve_wide_literals(&ps, root) != 0) return 1;
     out->n_inputs = n_inputs;
     /* The result must be the last node; a bare input or a reused node is copied. */
     if (root != out->n_nodes - 1) {

@@ -43,6 +43,10 @@
 #include <stdint.h>
 
 #define WGT_EXPR_MAX_NODES 64
+#define WGT_EXPR_MAX_PARAMS 16      /* p0 .. p15 in wgt_fused_params */
+#define WGT_EXPR_MAX_PARAMS_TEXT "16"
+#define WGT_EXPR_MAX_DEPTH 200      /* nesting levels the parser accepts */
+#define WGT_EXPR_MAX_DEPTH_TEXT "200"
 
 typedef enum wgt_expr_type { WGT_EXPR_F32 = 0, WGT_EXPR_I32 = 1 } wgt_expr_type;
 
@@ -113,14 +117,27 @@ int wgt_expr_binary(wgt_expr *e, wgt_expr_opcode op, int a, int b);
 int wgt_expr_where(wgt_expr *e, int cond, int a, int b);
 int wgt_expr_cast(wgt_expr *e, int a, wgt_expr_type type);
 
-/* Stable text form of a program, for cache keys and debugging. Returns length
- * written (truncated to size-1). */
+/* The I32 value of an I32 CONST node's constant: toward zero, saturating,
+ * NaN -> 0 (both backends read I32 constants through this). */
+int32_t wgt_expr_const_i32(double value);
+
+/* Stable text form of a program, for cache keys and debugging. Constant values
+ * are left out: backends take them as run-time parameters, so programs that
+ * differ only in constants share one compiled kernel. Returns length written
+ * (truncated to size-1). */
 int wgt_expr_key(const wgt_expr *e, char *buf, int size);
 
 /* Parses a wgt_fused expression ("sqrt(a*b + c)") over n_inputs inputs whose
  * value types are input_types[]. On error returns nonzero and writes a message
- * naming the position into err. */
+ * naming the position into err. Integer literals are I32 constants; one beyond
+ * i32 is accepted only where it is used as a float (promoted), otherwise
+ * refused. Recursion is limited to WGT_EXPR_MAX_DEPTH levels. */
 int wgt_expr_parse(const char *text, int n_inputs, const wgt_expr_type *input_types, wgt_expr *out,
                    char *err, int err_size);
+/* The same with scalar parameters: p0 .. p<n_params - 1> in the text are F32
+ * constants of params[k]. Constants are run-time values for the backends
+ * (see wgt_expr_key), so new values reuse the compiled kernel. */
+int wgt_expr_parse_params(const char *text, int n_inputs, const wgt_expr_type *input_types, const double *params,
+                          int n_params, wgt_expr *out, char *err, int err_size);
 
 #endif /* WGT_EXPR_H */

@@ -105,7 +105,11 @@ static wgt_tensor *random_tensor(wgt_context *ctx, const char *op, wgt_expr_opco
     wgt_expr e;
     wgt_expr_init(&e);
     e.seed = seed;
-    wgt_expr_rand(&e, kind);
+    int draw = wgt_expr_rand(&e, kind);
+    /* A uniform draw within 2^-12 of 1 rounds to 1.0 in f16; cap it at the
+     * largest f16 below 1 (1 - 2^-11) so the contract [0, 1) holds. */
+    if (kind == WGT_EXPR_RAND_UNIFORM && dtype == WGT_F16)
+        wgt_expr_binary(&e, WGT_EXPR_MIN, draw, wgt_expr_const(&e, 0.99951171875, WGT_EXPR_F32));
     return run_expr(ctx, op, &e, dtype, ndim, shape);
 }
 

@@ -124,6 +124,19 @@ wgt_tensor *wgt_binary_scalar(wgt_op op, wgt_tensor *a, double value)
         wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: op %d (%s) is not a binary op", name, (int)op, wgt_op_name(op));
         return NULL;
     }
+    wgt_expr_opcode code = binary_ops[k].code;
+    bool arithmetic = code == WGT_EXPR_ADD || code == WGT_EXPR_SUB || code == WGT_EXPR_MUL || code == WGT_EXPR_MAX ||
+                      code == WGT_EXPR_MIN;
+    if (a->view.dtype == WGT_U8 && arithmetic && value == floor(value) && (value < 0 || value > 255)) {
+        /* the result would be stored as u8 and wrap: refuse it, as NumPy 2 and
+         * PyTorch refuse a Python int that overflows the tensor's dtype */
+        char shape[128];
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT,
+                  "%s: %s of a u8 tensor %s with the integer %.17g, which is outside u8's range [0, 255]; cast the "
+                  "tensor to i32 first",
+                  name, wgt_op_name(op), wgt_shape_string(a->view.ndim, a->view.shape, shape, sizeof shape), value);
+        return NULL;
+    }
     wgt_expr e;
     wgt_expr_init(&e);
     wgt_expr_type t = wgt_expr_type_of(a->view.dtype);
@@ -252,29 +265,57 @@ wgt_tensor *wgt_elu(wgt_tensor *x, double alpha)
     return run_to_new(ctx, "wgt_elu", &e, 1, &x, unary_result_dtype(WGT_EXPR_EXP, x->view.dtype));
 }
 
-/* clamp(x, lo, hi) = min(max(x, lo), hi); NaN stays NaN */
-wgt_tensor *wgt_clamp(wgt_tensor *x, double lo, double hi)
+/* clamp(x, lo, hi) = min(max(x, lo), hi); NaN stays NaN. An integer tensor
+ * clamps in I32 with bounds rounded inward and limited to its dtype's range, so
+ * no value goes through f32 (issue 8: i32 16777217 stayed exact only this way). */
+static wgt_tensor *clamp_bounds(wgt_tensor *x, const char *name, bool has_lo, double lo, bool has_hi, double hi)
 {
-    wgt_context *ctx = wgt_op_begin("wgt_clamp", 1, &x);
+    wgt_context *ctx = wgt_op_begin(name, 1, &x);
     if (!ctx) return NULL;
-    if (lo > hi) {
-        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_clamp: lo %g > hi %g", lo, hi);
+    if (has_lo && has_hi && lo > hi) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: lo %g > hi %g", name, lo, hi);
         return NULL;
     }
     wgt_expr e;
     wgt_expr_init(&e);
     wgt_expr_type t = wgt_expr_type_of(x->view.dtype);
-    int in = wgt_expr_input(&e, 0, t);
-    int low = wgt_expr_binary(&e, WGT_EXPR_MAX, in, scalar_constant(&e, t == WGT_EXPR_I32 ? ceil(lo) : lo, t));
-    wgt_expr_binary(&e, WGT_EXPR_MIN, low, scalar_constant(&e, t == WGT_EXPR_I32 ? floor(hi) : hi, t));
-    return run_to_new(ctx, "wgt_clamp", &e, 1, &x, x->view.dtype);
+    if (t == WGT_EXPR_I32) {
+        if ((has_lo && isnan(lo)) || (has_hi && isnan(hi))) {
+            wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: a NaN bound for a %s tensor", name,
+                      wgt_dtype_name(x->view.dtype));
+            return NULL;
+        }
+        double dmin = x->view.dtype == WGT_I32 ? -2147483648.0 : 0.0;
+        double dmax = x->view.dtype == WGT_I32 ? 2147483647.0 : x->view.dtype == WGT_U8 ? 255.0 : 1.0;
+        lo = fmin(fmax(ceil(lo), dmin), dmax);
+        hi = fmin(fmax(floor(hi), dmin), dmax);
+    }
+    int v = wgt_expr_input(&e, 0, t);
+    if (has_lo) v = wgt_expr_binary(&e, WGT_EXPR_MAX, v, wgt_expr_const(&e, lo, t));
+    if (has_hi) v = wgt_expr_binary(&e, WGT_EXPR_MIN, v, wgt_expr_const(&e, hi, t));
+    return run_to_new(ctx, name, &e, 1, &x, x->view.dtype);
 }
+
+wgt_tensor *wgt_clamp(wgt_tensor *x, double lo, double hi) { return clamp_bounds(x, "wgt_clamp", true, lo, true, hi); }
+wgt_tensor *wgt_clamp_min(wgt_tensor *x, double lo) { return clamp_bounds(x, "wgt_clamp_min", true, lo, false, 0); }
+wgt_tensor *wgt_clamp_max(wgt_tensor *x, double hi) { return clamp_bounds(x, "wgt_clamp_max", false, 0, true, hi); }
 
 /* ------------------------------------------------------------------- fused */
 
 wgt_tensor *wgt_fused(wgt_context *ctx, const char *expression, wgt_tensor *const *inputs, int n_inputs)
 {
+    return wgt_fused_params(ctx, expression, inputs, n_inputs, NULL, 0);
+}
+
+wgt_tensor *wgt_fused_params(wgt_context *ctx, const char *expression, wgt_tensor *const *inputs, int n_inputs,
+                             const double *params, int n_params)
+{
     if (!ctx || ctx->status != WGT_OK) return NULL;
+    if (n_params < 0 || n_params > WGT_EXPR_MAX_PARAMS || (n_params > 0 && !params)) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_fused_params: %d parameters%s (0..%d)", n_params,
+                  n_params > 0 && !params ? " but NULL values" : "", WGT_EXPR_MAX_PARAMS);
+        return NULL;
+    }
     if (!expression || n_inputs < 0 || n_inputs > WGT_MAX_KERNEL_INPUTS || (n_inputs > 0 && !inputs)) {
         wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_fused: NULL expression or bad input count %d (0..%d)", n_inputs,
                   WGT_MAX_KERNEL_INPUTS);
@@ -296,7 +337,7 @@ wgt_tensor *wgt_fused(wgt_context *ctx, const char *expression, wgt_tensor *cons
     }
     wgt_expr e;
     char err[256];
-    if (wgt_expr_parse(expression, n_inputs, types, &e, err, sizeof(err)) != 0) {
+    if (wgt_expr_parse_params(expression, n_inputs, types, params, n_params, &e, err, sizeof(err)) != 0) {
         wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_fused: %s", err);
         return NULL;
     }
@@ -384,6 +425,8 @@ wgt_status wgt_fill(wgt_tensor *t, double value)
     wgt_expr e;
     wgt_expr_init(&e);
     wgt_expr_type type = wgt_expr_type_of(t->view.dtype);
+    /* bool: the documented cast rule (value != 0, NaN -> true), as PyTorch */
+    if (t->view.dtype == WGT_BOOL) value = (value != 0 || isnan(value)) ? 1 : 0;
     wgt_expr_const(&e, type == WGT_EXPR_I32 ? trunc(value) : value, type);
     return wgt_run_elementwise(ctx, "wgt_fill", &e, 0, NULL, t);
 }

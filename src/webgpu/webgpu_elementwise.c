@@ -403,7 +403,20 @@ static wgt_status plan_call(webgpu_backend *wg, const wgt_kernel_call *call, ew_
         inner *= out->shape[a];
     }
     if (out->ndim == 0) w[EW_P_INDEX] = w[EW_P_INDEX + 1] = 1; /* INDEX(0) of a scalar is 0 */
-    L->n_words = uses_index ? EW_P_WORDS : strided ? EW_P_INDEX : EW_P_SHAPE;
+    L->n_words = uses_index ? EW_P_CONST : strided ? EW_P_INDEX : EW_P_SHAPE;
+    w[EW_P_ZERO2] = 0;
+    /* CONST values: uniforms (see webgpu_elementwise.h), converted as the CPU does */
+    for (int j = 0; j < call->expr->n_nodes; j++) {
+        const wgt_expr_node *n = &call->expr->nodes[j];
+        if (n->opcode != WGT_EXPR_CONST) continue;
+        if (n->type == WGT_EXPR_F32) {
+            float f = (float)n->constant;
+            memcpy(&w[EW_P_CONST + j], &f, 4);
+        } else {
+            w[EW_P_CONST + j] = (uint32_t)wgt_expr_const_i32(n->constant);
+        }
+        L->n_words = EW_P_CONST + j + 1;
+    }
     return WGT_OK;
 }
 
@@ -441,8 +454,7 @@ static size_t binary_plan_key(const ew_plan *plan, unsigned char *buf, size_t si
     for (int i = 0; i < plan->expr->n_nodes; i++) {
         const wgt_expr_node *n = &plan->expr->nodes[i];
         int fields[7] = {n->opcode, n->type, n->args[0], n->args[1], n->args[2], n->input_index, n->axis};
-        PUT(fields);
-        PUT(n->constant);
+        PUT(fields); /* constants are uniforms: their values are not part of the key */
     }
 #undef PUT
     return used;

@@ -6,7 +6,11 @@
  * output's shape [d0, .., dn). The host drops size-1 dims and merges dims that
  * are contiguous in every view, then classifies each view (ew_mode). Everything
  * that changes the generated WGSL is in the pipeline key (ew_plan_key); shapes,
- * strides, offsets, the element count and the seed are in Params.
+ * strides, offsets, the element count, the seed and the values of CONST nodes
+ * are in Params. Constants are uniforms, not WGSL literals, for two reasons:
+ * the shader compiler folds literal operands as if NaN and inf did not exist
+ * (x * 0 -> 0, 0 / x -> 0), and a new scalar value (wgt_binary_scalar,
+ * wgt_fused_params) must not compile a new pipeline.
  *
  * Work split: invocation t owns the chunk of C consecutive positions
  * [C t, C t + C) of "position = linear index + shift", where C (plan.chunk) is
@@ -47,11 +51,13 @@ enum {
     EW_P_NUMEL = 0, EW_P_SEED_LO = 1, EW_P_SEED_HI = 2, EW_P_SHIFT = 3,
     EW_P_ZERO = 4,          /* always 0: ew_opaque() ORs it in */
     EW_P_CHUNKS = 5,        /* invocations with work */
+    EW_P_ZERO2 = 6,         /* always 0: ew_opaque2() ORs it in (a second opaque copy of a value) */
     EW_P_OFFSET = 8,        /* [EW_MAX_VIEWS] element offsets */
     EW_P_SHAPE = 20,        /* [WGT_MAX_DIMS] collapsed shape */
     EW_P_STRIDES = 28,      /* [EW_MAX_VIEWS][WGT_MAX_DIMS] collapsed strides */
     EW_P_INDEX = 100,       /* [WGT_MAX_DIMS] (inner, size) of each output axis, for INDEX */
-    EW_P_WORDS = 116
+    EW_P_CONST = 116,       /* [WGT_EXPR_MAX_NODES] bits of CONST node j at EW_P_CONST + j */
+    EW_P_WORDS = EW_P_CONST + WGT_EXPR_MAX_NODES
 };
 
 typedef struct ew_plan {
