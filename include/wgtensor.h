@@ -120,7 +120,8 @@ typedef struct wgt_adapter_info {
     wgt_adapter_limits limits;
 } wgt_adapter_info;
 
-/* Lists every WebGPU adapter. *infos is allocated by the library; free it with
+/* Lists every WebGPU adapter on Vulkan/Metal/D3D12 (OpenGL ones too when
+ * WGT_ADAPTER names GL, or when there is no other). *infos is allocated by the library; free it with
  * wgt_adapters_free. Returns WGT_ERR_NO_ADAPTER (and *count = 0) when none exist. */
 wgt_status wgt_adapters_enumerate(wgt_adapter_info **infos, size_t *count);
 void wgt_adapters_free(wgt_adapter_info *infos);
@@ -138,7 +139,9 @@ typedef struct wgt_context_options {
     wgt_adapter_type adapter_type;     /* WGT_ADAPTER_ANY: no constraint */
     wgt_power_preference power;
     uint64_t memory_budget_bytes;      /* 0: the device's max buffer size bounds nothing else */
-    uint32_t wait_timeout_ms;          /* deadline of any single GPU wait; 0: 10000 ms */
+    uint32_t wait_timeout_ms;          /* a GPU wait fails after this long without progress (no
+                                          submission completing); 0: 10 s, 120 s on a software
+                                          adapter; WGT_WAIT_TIMEOUT_MS overrides */
     int cpu_threads;                   /* CPU backend threads; 0: all cores */
     bool debug_guards;                 /* surround every new tensor with guard bytes (tests) */
 } wgt_context_options;
@@ -319,12 +322,18 @@ typedef enum wgt_op {
     WGT_OP_STD, WGT_OP_ARGMAX, WGT_OP_ARGMIN, WGT_OP_CUMSUM,
     WGT_OP_SOFTMAX, WGT_OP_LOG_SOFTMAX,
     WGT_OP_MATMUL,
+    /* neural-network layers: linear, attention, rotary embedding */
+    WGT_OP_LINEAR, WGT_OP_ATTENTION, WGT_OP_ROPE,
     /* data movement */
     WGT_OP_COPY, WGT_OP_CAST, WGT_OP_FILL, WGT_OP_CONCAT, WGT_OP_STACK, WGT_OP_SPLIT,
     WGT_OP_SLICE_ASSIGN, WGT_OP_GATHER, WGT_OP_INDEX_SELECT, WGT_OP_SCATTER_ADD,
     WGT_OP_EMBEDDING, WGT_OP_PAD, WGT_OP_TRIL, WGT_OP_TRIU, WGT_OP_ONE_HOT, WGT_OP_TOPK,
+    /* views (no kernel: recorded so autograd can route gradients back) */
+    WGT_OP_VIEW, WGT_OP_PERMUTE, WGT_OP_SLICE, WGT_OP_EXPAND,
     /* creation */
     WGT_OP_ARANGE, WGT_OP_LINSPACE, WGT_OP_EYE, WGT_OP_RAND, WGT_OP_RANDN,
+    /* neural-network ops (fused, with backward kernels) */
+    WGT_OP_LAYER_NORM, WGT_OP_RMS_NORM, WGT_OP_CROSS_ENTROPY, WGT_OP_MSE_LOSS, WGT_OP_DROPOUT,
     WGT_OP_COUNT
 } wgt_op;
 
@@ -435,6 +444,31 @@ wgt_tensor *wgt_log_softmax(wgt_tensor *x, int axis);
  * operands follow NumPy: a [K] is a row vector, b [K] a column (matrix-vector).
  * Transposed views (wgt_transpose) are read in place, never copied. */
 wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b);
+/* wgt_matmul with the result in out_dtype: f16 x f16 -> f32 accumulates and
+ * stores in f32 (no rounding of the result to f16); out_dtype equal to the
+ * operands' dtype is wgt_matmul. */
+wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype);
+
+/* ------------------------------------------------------ neural-net layers */
+/* x [..., in], weight [out, in] (PyTorch layout), bias [out] or NULL -> [..., out]
+ * = x @ weight^T + bias. One GEMM: weight is read transposed in place and the
+ * bias is added in the GEMM's epilogue. f32 or f16 (all three one dtype). */
+wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias);
+/* Fused (flash) attention: softmax(q k^T / sqrt(D) [+ causal mask]) v.
+ * q [B, H, Tq, D]; k, v [B, Hkv, Tk, D] with H % Hkv == 0 (grouped-query: query
+ * head h reads kv head h / (H / Hkv)) -> [B, H, Tq, D]. causal: query i sees keys
+ * j <= i + (Tk - Tq) (bottom-right aligned, as PyTorch / flash-attention); a
+ * query that sees no key gets zeros. dropout_p in [0, 1): attention weights are
+ * dropped with probability dropout_p and the rest scaled by 1 / (1 - dropout_p),
+ * the mask drawn from Philox(seed), identical on both backends. f32 or f16
+ * (f32 arithmetic). No [Tq, Tk] tensor is ever stored. */
+wgt_tensor *wgt_scaled_dot_product_attention(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal,
+                                             double dropout_p, uint64_t seed);
+/* Rotary position embedding. x [B, H, T, D] (D even) -> same shape; row t has
+ * position position_offset + t and pair i turns by angle pos * theta^(-2i/D).
+ * interleaved: pairs (x[2i], x[2i+1]) (GPT-J / Meta layout); otherwise
+ * half-split pairs (x[i], x[i + D/2]) (Hugging Face rotate_half layout). */
+wgt_tensor *wgt_rope(wgt_tensor *x, int64_t position_offset, double theta, bool interleaved);
 
 /* ---------------------------------------------------------- data movement */
 wgt_tensor *wgt_copy(wgt_tensor *x);                   /* fresh contiguous copy */
@@ -470,6 +504,32 @@ wgt_tensor *wgt_one_hot(wgt_tensor *ids, int64_t num_classes, wgt_dtype dtype);
 /* x [..., N] -> values [..., k] (x's dtype), indices i32 [..., k] along the last
  * axis, largest first (smallest first if !largest); ties: lower index first. */
 wgt_status wgt_topk(wgt_tensor *x, int64_t k, bool largest, wgt_tensor **values, wgt_tensor **indices);
+
+/* --------------------------------------------------------- neural-network ops */
+/* Fused layers and losses, each one kernel forward and one or two backward
+ * (docs/ops.md). f32 or f16 inputs; the math and the statistics are f32. */
+typedef enum wgt_reduction { WGT_REDUCTION_MEAN, WGT_REDUCTION_SUM, WGT_REDUCTION_NONE } wgt_reduction;
+/* x [..., D]; weight, bias [D] or NULL -> [..., D], x's dtype:
+ * (x - mean) / sqrt(var + eps) * weight + bias over the last dim, with the
+ * biased variance, as PyTorch. eps >= 0. */
+wgt_tensor *wgt_layer_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, double eps);
+/* x [..., D]; weight [D] or NULL -> [..., D]: x / sqrt(mean(x^2) + eps) * weight. */
+wgt_tensor *wgt_rms_norm(wgt_tensor *x, wgt_tensor *weight, double eps);
+/* logits [..., C] (f32/f16); targets i32 [...] (logits' shape without C) ->
+ * f32 [] for MEAN (over the targets that are not ignore_index; NaN when all are
+ * ignored, as PyTorch) and SUM, or f32 [...] for NONE. Fused log-softmax + NLL.
+ * A target equal to ignore_index contributes 0. Any other target outside
+ * [0, C) cannot be reported without reading the targets back to the host, so
+ * it makes that row's loss NaN (and the MEAN/SUM NaN), on both backends. */
+wgt_tensor *wgt_cross_entropy(wgt_tensor *logits, wgt_tensor *targets, wgt_reduction reduction, int64_t ignore_index);
+/* input, target [...] of one shape (f32/f16) -> (input - target)^2, reduced:
+ * [] for MEAN and SUM (f32), input's shape and dtype for NONE. */
+wgt_tensor *wgt_mse_loss(wgt_tensor *input, wgt_tensor *target, wgt_reduction reduction);
+/* x [...] (f32/f16) -> [...]: each element zeroed with probability p, the
+ * others scaled by 1 / (1 - p). The keep mask of element i (row-major) is
+ * Philox-4x32-10(seed) at counter i, uniform u = (word0 >> 8) * 2^-24, kept
+ * when u >= p: identical on every backend. 0 <= p < 1; p = 0 returns a copy. */
+wgt_tensor *wgt_dropout(wgt_tensor *x, double p, uint64_t seed);
 
 /* --------------------------------------------------------- custom kernels */
 /* Runs caller-supplied WGSL on the WebGPU backend. Buffers are bound in order
@@ -523,6 +583,147 @@ bool wgt_grad_enabled(const wgt_context *ctx);
 /* A new tensor sharing t's storage that is cut off from the tape (no node, does
  * not require grad). */
 wgt_tensor *wgt_detach(wgt_tensor *t);
+
+/* ------------------------------------------------------------- optimizers */
+/* Optimizers update parameter tensors in place from their .grad, one fused
+ * kernel per parameter tensor (param, grad and state read and written once).
+ * The state lives in device memory; changing the learning rate between steps
+ * recompiles nothing and allocates nothing. Update equations are PyTorch's
+ * (torch.optim.SGD / Adam / AdamW, maximize = false, amsgrad = false);
+ * docs/ops.md writes them out. Parameters: contiguous f32 tensors (f16
+ * parameters with f32 master weights are planned). A parameter without a
+ * gradient is skipped, and its step counter does not advance (as PyTorch). */
+typedef enum wgt_optimizer_kind {
+    WGT_OPTIMIZER_SGD = 0,  /* momentum, dampening, Nesterov, L2 weight decay */
+    WGT_OPTIMIZER_ADAM,     /* L2 weight decay added to the gradient */
+    WGT_OPTIMIZER_ADAMW,    /* decoupled weight decay: p *= 1 - lr * weight_decay */
+    WGT_OPTIMIZER_KIND_COUNT
+} wgt_optimizer_kind;
+
+typedef struct wgt_optimizer_config {
+    wgt_optimizer_kind kind;
+    double lr;                 /* SGD 1e-3, Adam 1e-3, AdamW 1e-3 */
+    double weight_decay;       /* SGD 0, Adam 0, AdamW 1e-2 */
+    double momentum;           /* SGD: 0 */
+    double dampening;          /* SGD: 0 */
+    bool nesterov;             /* SGD: needs momentum > 0 and dampening 0 */
+    double beta1, beta2;       /* Adam/AdamW: 0.9, 0.999 */
+    double eps;                /* Adam/AdamW: 1e-8 */
+} wgt_optimizer_config;
+
+/* Fills PyTorch's defaults for kind (see the fields). */
+void wgt_optimizer_config_init(wgt_optimizer_config *config, wgt_optimizer_kind kind);
+
+typedef struct wgt_optimizer wgt_optimizer;
+/* params[n]: retained by the optimizer until destroy; state tensors (zeros)
+ * are allocated here, so steps allocate nothing. NULL on error (recorded on the
+ * parameters' context: bad hyperparameters, non-f32 or non-contiguous
+ * parameters, a parameter listed twice). */
+wgt_optimizer *wgt_optimizer_create(wgt_tensor *const *params, int n, const wgt_optimizer_config *config);
+void wgt_optimizer_destroy(wgt_optimizer *opt);
+/* One update of every parameter that has a gradient. */
+wgt_status wgt_optimizer_step(wgt_optimizer *opt);
+/* wgt_zero_grad over the optimizer's parameters. */
+wgt_status wgt_optimizer_zero_grad(wgt_optimizer *opt);
+wgt_status wgt_optimizer_set_lr(wgt_optimizer *opt, double lr);
+double wgt_optimizer_lr(const wgt_optimizer *opt);
+/* Gradients are multiplied by scale inside the update (default 1): with
+ * gradients summed over k micro-batches, scale 1/k steps with their mean. */
+wgt_status wgt_optimizer_set_grad_scale(wgt_optimizer *opt, double scale);
+/* Calls of wgt_optimizer_step so far (a checkpoint's step counter). */
+int64_t wgt_optimizer_step_count(const wgt_optimizer *opt);
+
+/* State for checkpoints. Tensors, in a fixed order, named "<kind>.<i>" for
+ * parameter i: "momentum_buffer.<i>" (SGD with momentum), "exp_avg.<i>" and
+ * "exp_avg_sq.<i>" (Adam, AdamW). *tensor is borrowed (owned by the optimizer);
+ * restore by wgt_assign into it. Per-parameter step counters (steps taken with
+ * a gradient: Adam's bias corrections, SGD's first momentum step) are plain
+ * integers, with the global count. */
+int wgt_optimizer_state_count(const wgt_optimizer *opt);
+wgt_status wgt_optimizer_state_get(wgt_optimizer *opt, int index, const char **name, wgt_tensor **tensor);
+int64_t wgt_optimizer_param_steps(const wgt_optimizer *opt, int param_index);
+wgt_status wgt_optimizer_set_steps(wgt_optimizer *opt, int64_t step_count, const int64_t *param_steps);
+
+/* Gradient clipping by global norm: norm = sqrt(sum over params of sum(g^2))
+ * (params without a gradient count 0); every gradient is multiplied by
+ * min(1, max_norm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_. The
+ * norm and the scale stay on the device (no host round trip). total_norm, if
+ * not NULL, receives the norm as an f32 [] tensor owned by the caller. */
+wgt_status wgt_clip_grad_norm(wgt_tensor *const *params, int n, double max_norm, wgt_tensor **total_norm);
+
+/* Learning-rate schedules, pure functions of the step (nanoGPT's get_lr):
+ * CONSTANT: lr. WARMUP_COSINE: lr * (step + 1) / warmup_steps while step <
+ * warmup_steps; min_lr after decay_steps; between, min_lr + 0.5 * (1 +
+ * cos(pi * r)) * (lr - min_lr), r = (step - warmup) / (decay - warmup).
+ * LINEAR_WARMUP: the warmup, then lr. */
+typedef enum wgt_lr_schedule_kind {
+    WGT_LR_CONSTANT = 0,
+    WGT_LR_LINEAR_WARMUP,
+    WGT_LR_WARMUP_COSINE
+} wgt_lr_schedule_kind;
+
+typedef struct wgt_lr_schedule {
+    wgt_lr_schedule_kind kind;
+    double lr;           /* peak learning rate */
+    double min_lr;       /* WARMUP_COSINE floor */
+    int64_t warmup_steps;
+    int64_t decay_steps; /* WARMUP_COSINE: step at which min_lr is reached */
+} wgt_lr_schedule;
+
+/* NaN for an invalid schedule (negative steps, decay_steps <= warmup_steps for
+ * cosine) or step < 0. */
+double wgt_lr_at(const wgt_lr_schedule *schedule, int64_t step);
+
+/* ------------------------------------------------------------ safetensors */
+/* Checkpoints in the safetensors format (docs/checkpoints.md): an 8-byte
+ * little-endian header length, a JSON header naming each tensor's dtype,
+ * shape and byte range, then the raw little-endian data. */
+
+typedef struct wgt_named_tensor {
+    const char *name;     /* UTF-8, unique within a file */
+    wgt_tensor *tensor;   /* f32, f16, i32, u8 or bool; any view */
+} wgt_named_tensor;
+
+typedef struct wgt_metadata_entry {
+    const char *key, *value; /* UTF-8 strings (the "__metadata__" map) */
+} wgt_metadata_entry;
+
+/* Writes tensors[n] and metadata[n_metadata] (may be 0) to path atomically: a
+ * temporary file in path's folder, fsync, rename over path. Either the whole
+ * new file is there afterwards or the old one is untouched. */
+wgt_status wgt_safetensors_save(wgt_context *ctx, const char *path, const wgt_named_tensor *tensors, int n,
+                                const wgt_metadata_entry *metadata, int n_metadata);
+
+/* An opened, fully validated file (memory-mapped). Every violation of the
+ * format (header length, JSON, UTF-8, dtype, shape x dtype size against the
+ * byte range, ranges in bounds, contiguous, not overlapping, covering the data,
+ * duplicate names, header over 100 MB) gives WGT_ERR_BAD_FORMAT naming the
+ * file, the tensor and the reason; NULL is returned. */
+typedef struct wgt_safetensors wgt_safetensors;
+wgt_safetensors *wgt_safetensors_open(wgt_context *ctx, const char *path);
+/* The same from a caller's buffer (not copied: it must outlive the handle). */
+wgt_safetensors *wgt_safetensors_open_memory(wgt_context *ctx, const void *data, size_t size, const char *what);
+void wgt_safetensors_close(wgt_safetensors *file);
+
+typedef struct wgt_safetensors_info {
+    const char *name;
+    const char *dtype;    /* as in the file: "F32", "BF16", "I64", ... */
+    int ndim;
+    int64_t shape[WGT_MAX_DIMS];
+    uint64_t data_bytes;
+} wgt_safetensors_info;
+
+int wgt_safetensors_count(const wgt_safetensors *file);
+/* Tensor i in file order (sorted by byte offset); strings live as long as file. */
+wgt_status wgt_safetensors_info_get(const wgt_safetensors *file, int i, wgt_safetensors_info *info);
+int wgt_safetensors_find(const wgt_safetensors *file, const char *name); /* index or -1 */
+/* Uploads the named tensor to the context's backend. F32, F16, I32, U8 and
+ * BOOL load as themselves, BF16 as f32 (exact); other dtypes (F64, I64, ...)
+ * give WGT_ERR_UNSUPPORTED, a BOOL byte other than 0/1 WGT_ERR_BAD_FORMAT. */
+wgt_tensor *wgt_safetensors_load(wgt_safetensors *file, const char *name);
+int wgt_safetensors_metadata_count(const wgt_safetensors *file);
+wgt_status wgt_safetensors_metadata_get(const wgt_safetensors *file, int i, const char **key, const char **value);
+const char *wgt_safetensors_metadata_find(const wgt_safetensors *file, const char *key); /* NULL if absent */
 
 /* --------------------------------------------------------------- version */
 const char *wgt_version(void); /* "0.1.0" */

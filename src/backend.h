@@ -20,6 +20,7 @@
 
 #include "wgtensor.h"
 #include "core/expr.h"
+#include "core/fault.h"
 
 /* Device memory as the front-end sees it: reference counted, shared by views.
  * handle is the backend's own object (a host pointer for the CPU, a buffer
@@ -52,8 +53,23 @@ typedef enum wgt_kernel_kind {
     WGT_KERNEL_GATHER,      /* out[c] = x[c with c[axis] = index[c]] */
     WGT_KERNEL_SCATTER_ADD, /* out[c with c[axis] = index[c]] += src[c] (out pre-filled) */
     WGT_KERNEL_TOPK,        /* values/indices of the k largest (smallest) along the last axis */
+    WGT_KERNEL_ATTENTION,   /* out, logsumexp = softmax(q k^T * scale [+ mask]) v, fused */
+    WGT_KERNEL_ATTENTION_BACKWARD, /* dq, dk, dv of ATTENTION, probabilities recomputed */
+    WGT_KERNEL_ROPE,        /* out = x with pairs turned by position-dependent angles */
+    WGT_KERNEL_NN,          /* fused norms / cross-entropy and their backward (call->nn.kernel) */
+    WGT_KERNEL_OPTIMIZER,   /* param, state updated in place from grad: one fused SGD/Adam/AdamW step */
     WGT_KERNEL_COUNT
 } wgt_kernel_kind;
+
+/* The fused neural-network kernels of WGT_KERNEL_NN (contracts below). */
+typedef enum wgt_nn_kernel {
+    WGT_NN_NORM,                   /* layer norm or rms norm forward */
+    WGT_NN_NORM_BACKWARD,          /* dx of a norm */
+    WGT_NN_NORM_PARAM_GRADS,       /* per-chunk partial sums of dweight, dbias */
+    WGT_NN_CROSS_ENTROPY,          /* per-row loss and logsumexp */
+    WGT_NN_CROSS_ENTROPY_BACKWARD, /* dlogits */
+    WGT_NN_KERNEL_COUNT
+} wgt_nn_kernel;
 
 typedef enum wgt_reduce_kind {
     WGT_REDUCE_SUM, WGT_REDUCE_MEAN, WGT_REDUCE_MAX, WGT_REDUCE_MIN, WGT_REDUCE_PROD,
@@ -78,6 +94,9 @@ typedef enum wgt_reduce_kind {
  * MATMUL       inputs[0] a [B.., M, K], inputs[1] b [B.., K, N], outputs[0]
  *              out [B.., M, N] contiguous; a and b already broadcast to the
  *              same batch dims (stride 0 where broadcast). ndim >= 2 for all.
+ *              Optional inputs[2] bias [N] (n_inputs 3, a's dtype, any stride)
+ *              added to every row in the epilogue. out's dtype is a's, or f32
+ *              for f16 operands (f32 accumulation kept unrounded).
  * GATHER       inputs[0] x, inputs[1] index (i32, out's shape), outputs[0]
  *              contiguous, axis. Index values in [-D, D) (negative wraps);
  *              outside that the output element is 0.
@@ -87,6 +106,57 @@ typedef enum wgt_reduce_kind {
  *              (x's dtype), outputs[1] indices i32 [..., k], k, largest.
  *              Sorted: largest first (smallest first if !largest); NaN counts
  *              as larger than everything; ties go to the lower index.
+ * ATTENTION    inputs q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, D]
+ *              (any strides, H % Hkv == 0); outputs[0] out [B, H, Tq, D]
+ *              contiguous (q's dtype), outputs[1] lse f32 [B, H, Tq] contiguous:
+ *              the natural log of each row's sum of exp(scaled scores) (-inf
+ *              for a row that sees no key). Fields in call->attention: scale,
+ *              causal (query i sees keys j <= i + Tk - Tq), dropout_p and seed:
+ *              weight (b, h, i, j) is dropped when philox(seed)[(b*H+h)*Tq+i,
+ *              j] < dropout_p (see wgt_attention_dropout_keep in
+ *              src/core/philox.h), kept ones scaled by 1 / (1 - dropout_p).
+ * ATTENTION_BACKWARD inputs q, k, v, out, dout [B, H, Tq, D], lse f32 [B, H, Tq];
+ *              outputs dq [B, H, Tq, D], dk, dv [B, Hkv, Tk, D] contiguous f32
+ *              (gradients summed over the query heads sharing a kv head).
+ *              Same call->attention fields as the forward.
+ * ROPE         inputs[0] x [B, H, T, D] (any strides, D even), outputs[0] out
+ *              contiguous same shape; call->rope: position of row t is
+ *              position_offset + t, pair i turns by pos * theta^(-2i/D)
+ *              (negated when inverse: the backward), pairs (2i, 2i+1) when
+ *              interleaved, else (i, i + D/2).
+ * NN           call->nn.kernel picks one; every row-shaped view is contiguous
+ *              (the front-end makes it so; offsets may be anything); R rows of D
+ *              (or C) elements; x, dy, dx, y and logits f32 or f16 (one dtype per
+ *              call), everything else f32; weight w / bias b present when
+ *              nn.has_weight / nn.has_bias (inputs in the order below, absent
+ *              ones left out); nn.rms: rms norm instead of layer norm.
+ *   NORM        x [R, D], w [D], b [D] -> y [R, D], stats [R, 2] = (mean, rstd);
+ *               layer: mean = sum x / D, rstd = 1/sqrt(sum (x-mean)^2 / D + eps),
+ *               rms: mean = 0, rstd = 1/sqrt(sum x^2 / D + eps);
+ *               y = (x - mean) rstd w + b.
+ *   NORM_BACKWARD x [R, D], w [D], stats [R, 2], dy [R, D] -> dx [R, D]:
+ *               xhat = (x - mean) rstd, g = dy w;
+ *               dx = rstd (g - xhat mean(g xhat) - mean(g)) (rms: no - mean(g)).
+ *   NORM_PARAM_GRADS x [R, D], stats [R, 2], dy [R, D] -> dw [P, D] and, when
+ *               has_bias, db [P, D] (outputs[1]), P = ceil(R / nn.chunk_rows):
+ *               row p sums rows [p chunk_rows, (p+1) chunk_rows) of dy xhat (and
+ *               dy); the front-end sums the P partials (no float atomics).
+ *   CROSS_ENTROPY logits [R, C], targets i32 [R] -> loss [R], lse [R] (f32):
+ *               lse = log sum exp logits; loss = lse - logits[target]; 0 when
+ *               target == nn.ignore_index, NaN when outside [0, C).
+ *   CROSS_ENTROPY_BACKWARD logits [R, C], targets i32 [R], lse [R], g [R] (any
+ *               stride; 0 broadcasts one scale) -> dlogits [R, C] (logits'
+ *               dtype) = (exp(logits - lse) - onehot(target)) g; 0 rows where
+ *               ignored.
+ * OPTIMIZER    inputs[0] grad [n] f32; outputs[0] param [n] f32, read and
+ *              written in place; outputs[1..n_outputs) state [n] f32, read and
+ *              written: SGD with momentum != 0: the momentum buffer; ADAM and
+ *              ADAMW: exp_avg, exp_avg_sq. Every view contiguous (any offset),
+ *              each in its own storage. call->optimizer holds the
+ *              hyperparameters, this step's lr and bias corrections (so a new lr
+ *              needs no new pipeline). Equations: docs/ops.md "Optimizers".
+ *              Room for f16 parameters: an f32 master copy would be one more
+ *              state view, the f16 param written from it.
  */
 typedef struct wgt_kernel_call {
     wgt_kernel_kind kind;
@@ -94,7 +164,7 @@ typedef struct wgt_kernel_call {
     int n_inputs;
     wgt_tensor_view inputs[WGT_MAX_KERNEL_INPUTS];
     int n_outputs;
-    wgt_tensor_view outputs[2];
+    wgt_tensor_view outputs[3];
     const wgt_expr *expr;        /* ELEMENTWISE */
     wgt_reduce_kind reduce;      /* REDUCE */
     uint32_t reduce_mask;        /* REDUCE */
@@ -103,6 +173,34 @@ typedef struct wgt_kernel_call {
     bool log_softmax;            /* SOFTMAX */
     int64_t k;                   /* TOPK */
     bool largest;                /* TOPK */
+    struct {                     /* ATTENTION, ATTENTION_BACKWARD */
+        double scale;            /* multiplies q k^T (1 / sqrt(D)) */
+        bool causal;
+        double dropout_p;        /* 0: no dropout */
+        uint64_t seed;
+    } attention;
+    struct {                     /* ROPE */
+        int64_t position_offset;
+        double theta;
+        bool interleaved, inverse;
+    } rope;
+    struct {                     /* NN */
+        wgt_nn_kernel kernel;
+        bool has_weight, has_bias, rms;
+        double eps;
+        int64_t chunk_rows;      /* NORM_PARAM_GRADS */
+        int64_t ignore_index;    /* CROSS_ENTROPY(_BACKWARD) */
+    } nn;
+    struct {                     /* OPTIMIZER (src/nn/optimizer.c) */
+        wgt_optimizer_kind kind; /* SGD, ADAM, ADAMW */
+        double lr, weight_decay;
+        double momentum, dampening; /* SGD */
+        bool nesterov;           /* SGD */
+        bool first_step;         /* SGD: the momentum buffer starts as the gradient */
+        double beta1, beta2, eps;   /* ADAM, ADAMW */
+        double bias_correction1, bias_correction2; /* 1 - beta^step, ADAM, ADAMW */
+        double grad_scale;       /* the gradient is multiplied by it first */
+    } optimizer;
 } wgt_kernel_call;
 
 typedef struct wgt_backend wgt_backend;
@@ -152,6 +250,7 @@ typedef struct wgt_backend_vtable {
 struct wgt_backend {
     const wgt_backend_vtable *vt;
     wgt_context *ctx;
+    wgt_fault fault;    /* test-only failure points (core/fault.h) */
 };
 
 /* Constructors. On failure they record the error on ctx and return NULL. */

@@ -361,11 +361,55 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         n = 2;
         break;
     }
+    case WGT_OP_VIEW: /* views have no kernel: each backend copies the strided result */
+    case WGT_OP_PERMUTE:
+    case WGT_OP_SLICE:
+    case WGT_OP_EXPAND:
+        x = upload(ctx, d, 3, SHAPE(3, 1, 10), DOMAIN_SIGNED, 30);
+        if (p->op == WGT_OP_VIEW) y = wgt_reshape(wgt_transpose(x, 0, 2), 2, v ? SHAPE(5, 6) : SHAPE(30, 1));
+        if (p->op == WGT_OP_PERMUTE) y = wgt_permute(x, v ? (int[]){2, 0, 1} : (int[]){1, 2, 0});
+        if (p->op == WGT_OP_SLICE) y = wgt_slice(x, 2, v ? 1 : -7, 9, v ? 3 : 1);
+        if (p->op == WGT_OP_EXPAND) y = wgt_expand(x, 4, v ? SHAPE(2, 3, 4, 10) : SHAPE(1, 3, 2, 10));
+        out[0] = wgt_contiguous(y);
+        break;
     case WGT_OP_ARANGE: out[0] = v ? wgt_arange(ctx, d, 3, 40, 7) : wgt_arange(ctx, d, 0, 10, 1); break;
     case WGT_OP_LINSPACE: out[0] = wgt_linspace(ctx, d, -1.5, 2.0, v ? 1 : 9); break;
     case WGT_OP_EYE: out[0] = wgt_eye(ctx, d, 4, v ? 6 : 4); break;
     case WGT_OP_RAND: out[0] = wgt_rand(ctx, d, 2, v ? SHAPE(300, 301) : SHAPE(3, 5), 42 + (uint64_t)v); break;
     case WGT_OP_RANDN: out[0] = wgt_randn(ctx, d, 2, v ? SHAPE(300, 301) : SHAPE(3, 5), 7 + (uint64_t)v); break;
+    case WGT_OP_LAYER_NORM:
+    case WGT_OP_RMS_NORM: /* v0 [5, 64] with weight (and bias), v1 [37, 769] without, v2 a transposed input */
+        x = upload(ctx, d, 2, v == 1 ? SHAPE(37, 769) : v == 2 ? SHAPE(7, 13) : SHAPE(5, 64), DOMAIN_SIGNED, 20);
+        if (v == 2) {
+            y = wgt_transpose(x, 0, 1);
+            wgt_tensor_release(x);
+            x = y;
+            y = NULL;
+        }
+        if (v == 0) {
+            y = upload(ctx, d, 1, SHAPE(64), DOMAIN_SIGNED, 21);
+            z = upload(ctx, d, 1, SHAPE(64), DOMAIN_SIGNED, 22);
+        }
+        out[0] = p->op == WGT_OP_LAYER_NORM ? wgt_layer_norm(x, y, z, 1e-5) : wgt_rms_norm(x, y, 1e-5);
+        break;
+    case WGT_OP_CROSS_ENTROPY: /* v1: C = 1000 (vec4 rows), targets of -1 ignored */
+        x = upload(ctx, d, 2, v ? SHAPE(37, 1000) : SHAPE(6, 7), DOMAIN_SIGNED, 23);
+        idx = upload_indices(ctx, 1, v ? SHAPE(37) : SHAPE(6), v ? -1 : 0, v ? 1000 : 7, 24);
+        out[0] = wgt_cross_entropy(x, idx, WGT_REDUCTION_NONE, -1);
+        out[1] = wgt_cross_entropy(x, idx, WGT_REDUCTION_MEAN, -1);
+        n = 2;
+        break;
+    case WGT_OP_MSE_LOSS:
+        x = upload(ctx, d, 2, v ? SHAPE(300, 301) : SHAPE(7, 13), DOMAIN_SIGNED, 25);
+        y = upload(ctx, d, 2, v ? SHAPE(300, 301) : SHAPE(7, 13), DOMAIN_SIGNED, 26);
+        out[0] = wgt_mse_loss(x, y, WGT_REDUCTION_NONE);
+        out[1] = wgt_mse_loss(x, y, WGT_REDUCTION_MEAN);
+        n = 2;
+        break;
+    case WGT_OP_DROPOUT: /* the same mask on both backends: exact */
+        x = upload(ctx, d, 2, v ? SHAPE(300, 301) : SHAPE(7, 13), DOMAIN_SIGNED, 27);
+        out[0] = wgt_dropout(x, v ? 0.5 : 0.1, 1234 + (uint64_t)v);
+        break;
     default: n = 0; break;
     }
     wgt_tensor_release(x);
@@ -449,11 +493,20 @@ static const parity_op table[] = {
     {WGT_OP_TRIU, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_ONE_HOT, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_TOPK, KIND_OWN, NUMERIC, TOL_EXACT, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_VIEW, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_PERMUTE, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_SLICE, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_EXPAND, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_ARANGE, KIND_OWN, NUMERIC, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_LINSPACE, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_EYE, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_RAND, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_RANDN, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_LAYER_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_RMS_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_CROSS_ENTROPY, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_MSE_LOSS, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_DROPOUT, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
 };
 
 static double tolerance(tolerance_class t, wgt_dtype d)

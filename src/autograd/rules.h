@@ -11,7 +11,8 @@
  * is true, and may leave the others NULL. Rules run with grad mode off and are
  * written with the public ops, so both backends get them. On error they record
  * it on the context and return the status; tensors they made are released by
- * the scope the engine opens around each rule.
+ * the scope the engine opens around each rule. A returned gradient is a tensor
+ * made in that scope (the engine takes it over) or grad_out itself.
  */
 #ifndef WGT_AUTOGRAD_RULES_H
 #define WGT_AUTOGRAD_RULES_H
@@ -24,7 +25,8 @@ typedef wgt_status (*wgt_backward_rule)(const wgt_grad_node *node, wgt_tensor *g
 bool wgt_autograd_input_needs_grad(const wgt_grad_node *node, int i);
 
 /* Sums g over the dims that broadcasting added or stretched so it has shape
- * (ndim, shape): the gradient of a broadcast read. Returns a new tensor. */
+ * (ndim, shape): the gradient of a broadcast read. Returns a new tensor of the
+ * current scope, or g itself when it already has that shape. */
 wgt_tensor *wgt_grad_sum_to_shape(wgt_tensor *g, int ndim, const int64_t *shape);
 
 /* The rule for op, or NULL when op has none. */
@@ -32,5 +34,40 @@ wgt_backward_rule wgt_backward_rule_for(wgt_op op);
 /* Ops that have no gradient by nature (comparisons, argmax, integer results,
  * creation ops). Asking for a gradient through one is an error. */
 bool wgt_op_is_differentiable(wgt_op op);
+/* Whether the rule table says anything about op (test_autograd checks all). */
+bool wgt_autograd_op_classified(wgt_op op);
+
+
+/* ---- rules by family (each file documents the ops it covers) ---- */
+/* rules_elementwise.c: every op run as an expression program (binary, unary,
+ * where, leaky_relu, elu, fused, copy, cast, tril, triu) by symbolic differentiation of the
+ * program, and clamp. */
+wgt_status wgt_backward_elementwise(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_clamp(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+/* rules_reduce.c: reductions, cumsum, softmax, log_softmax, matmul */
+wgt_status wgt_backward_reduce(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_cumsum(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_softmax(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_matmul(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+/* rules_movement.c: views, concat, gather/index_select, scatter_add, pad, topk */
+wgt_status wgt_backward_view(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_permute(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_slice(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_expand(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_concat(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_gather(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_index_select(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_scatter_add(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_pad(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_topk(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+/* rules_nn.c: layer_norm and rms_norm (one rule), cross_entropy, mse_loss, dropout */
+wgt_status wgt_backward_norm(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_cross_entropy(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_mse_loss(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_dropout(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+/* rules_attention.c */
+wgt_status wgt_backward_linear(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_attention(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_rope(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
 
 #endif /* WGT_AUTOGRAD_RULES_H */

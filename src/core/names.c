@@ -57,9 +57,12 @@ static const char *const op_names[] = {
     "sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "cumsum",
     "softmax", "log_softmax",
     "matmul",
+    "linear", "attention", "rope",
     "copy", "cast", "fill", "concat", "stack", "split", "slice_assign", "gather", "index_select",
     "scatter_add", "embedding", "pad", "tril", "triu", "one_hot", "topk",
+    "view", "permute", "slice", "expand",
     "arange", "linspace", "eye", "rand", "randn",
+    "layer_norm", "rms_norm", "cross_entropy", "mse_loss", "dropout",
 };
 static_assert(COUNT_OF(op_names) == WGT_OP_COUNT, "op name table out of date");
 

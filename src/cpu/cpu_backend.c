@@ -158,7 +158,9 @@ void *cpu_scratch(cpu_backend *b, size_t bytes)
 const char *cpu_call_name(const wgt_kernel_call *call, char *buf, size_t size)
 {
     static const char *const kind_names[WGT_KERNEL_COUNT] = {
-        "elementwise", "reduce", "cumsum", "softmax", "matmul", "gather", "scatter_add", "topk"};
+        "elementwise", "reduce", "cumsum", "softmax", "matmul", "gather", "scatter_add", "topk",
+        [WGT_KERNEL_ATTENTION] = "attention", [WGT_KERNEL_ATTENTION_BACKWARD] = "attention_backward",
+        [WGT_KERNEL_ROPE] = "rope", [WGT_KERNEL_NN] = "nn"};
     const char *name = call ? call->op_name : NULL;
     if (!name || !*name) {
         name = call && (unsigned)call->kind < WGT_KERNEL_COUNT ? kind_names[call->kind] : "cpu_kernel";
@@ -277,18 +279,17 @@ static wgt_status check_view(cpu_backend *b, const wgt_kernel_call *call, const 
 {
     if ((unsigned)v->dtype >= WGT_DTYPE_COUNT) return cpu_fail(b, call, WGT_ERR_DTYPE, "%s has an invalid dtype %d", what, (int)v->dtype);
     if (v->ndim < 0 || v->ndim > WGT_MAX_DIMS) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%s has rank %d, outside 0..%d", what, v->ndim, WGT_MAX_DIMS);
-    int64_t low = v->offset, high = v->offset;
-    bool empty = false;
+    int64_t low, high;
     for (int d = 0; d < v->ndim; d++) {
         if (v->shape[d] < 0) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%s has a negative dim %d", what, d);
-        if (v->shape[d] == 0) empty = true;
-        else if (v->strides[d] < 0) low += (v->shape[d] - 1) * v->strides[d];
-        else high += (v->shape[d] - 1) * v->strides[d];
+        if (v->shape[d] == 0) return WGT_OK; /* addresses nothing */
     }
-    if (empty) return WGT_OK; /* addresses nothing */
+    /* Checked arithmetic: an extent that overflows int64 is outside any storage. */
+    if (!wgt_view_extent(v, &low, &high))
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%s has an extent past 2^63 elements", what);
     if (!v->storage || !v->storage->handle) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%s has no storage", what);
     size_t size = cpu_dtype_size(v->dtype);
-    if (low < 0 || (uint64_t)(high + 1) * size > v->storage->bytes) {
+    if (low < 0 || (uint64_t)high >= v->storage->bytes / size) {
         return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT,
                         "%s addresses elements %lld..%lld, outside its storage of %zu bytes", what,
                         (long long)low, (long long)high, v->storage->bytes);
@@ -298,8 +299,12 @@ static wgt_status check_view(cpu_backend *b, const wgt_kernel_call *call, const 
 
 static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
 {
-    static const int expected_outputs[WGT_KERNEL_COUNT] = {1, 1, 1, 1, 1, 1, 1, 2};
-    static const int expected_inputs[WGT_KERNEL_COUNT] = {-1, 1, 1, 1, 2, 2, 2, 1};
+    static const int expected_outputs[WGT_KERNEL_COUNT] = {1, 1, 1, 1, 1, 1, 1, 2,
+        [WGT_KERNEL_ATTENTION] = 2, [WGT_KERNEL_ATTENTION_BACKWARD] = 3, [WGT_KERNEL_ROPE] = 1,
+        [WGT_KERNEL_NN] = 1};
+    static const int expected_inputs[WGT_KERNEL_COUNT] = {-1, 1, 1, 1, 2, 2, 2, 1,
+        [WGT_KERNEL_ATTENTION] = 3, [WGT_KERNEL_ATTENTION_BACKWARD] = 6, [WGT_KERNEL_ROPE] = 1,
+        [WGT_KERNEL_NN] = -1};
     if ((unsigned)call->kind >= WGT_KERNEL_COUNT) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "unknown kernel kind %d", (int)call->kind);
     int n_in = expected_inputs[call->kind];
     if (call->kind == WGT_KERNEL_ELEMENTWISE) {
@@ -307,9 +312,12 @@ static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
         n_in = call->n_inputs;
         if (n_in < 0 || n_in > WGT_MAX_KERNEL_INPUTS) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%d inputs, at most %d", n_in, WGT_MAX_KERNEL_INPUTS);
     }
-    if (call->n_inputs != n_in || call->n_outputs < expected_outputs[call->kind]) {
+    if (call->kind == WGT_KERNEL_MATMUL && call->n_inputs == 3) n_in = 3; /* with a bias */
+    int n_out = call->kind == WGT_KERNEL_NN ? cpu_nn_output_count(call) : expected_outputs[call->kind];
+    if (call->kind == WGT_KERNEL_NN) n_in = cpu_nn_input_count(call);
+    if (call->n_inputs != n_in || call->n_outputs < n_out) {
         return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%d inputs and %d outputs, expected %d and %d",
-                        call->n_inputs, call->n_outputs, n_in, expected_outputs[call->kind]);
+                        call->n_inputs, call->n_outputs, n_in, n_out);
     }
     char what[32];
     for (int i = 0; i < n_in; i++) {
@@ -317,7 +325,7 @@ static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
         wgt_status s = check_view(b, call, &call->inputs[i], what);
         if (s) return s;
     }
-    for (int i = 0; i < expected_outputs[call->kind]; i++) {
+    for (int i = 0; i < n_out; i++) {
         snprintf(what, sizeof what, "output %d", i);
         wgt_status s = check_view(b, call, &call->outputs[i], what);
         if (s) return s;
@@ -352,8 +360,13 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
     case WGT_KERNEL_SOFTMAX:
         return dtype_in(x->dtype, FLOAT_DTYPES) && dtype_in(out->dtype, FLOAT_DTYPES);
     case WGT_KERNEL_MATMUL:
+        if (call->n_inputs == 3 && (call->inputs[2].dtype != x->dtype || x->dtype == WGT_I32)) return false;
         return dtype_in(x->dtype, FLOAT_DTYPES | DTYPE_BIT(WGT_I32)) && call->inputs[1].dtype == x->dtype &&
-               out->dtype == x->dtype;
+               (out->dtype == x->dtype || (x->dtype == WGT_F16 && out->dtype == WGT_F32));
+    case WGT_KERNEL_ATTENTION:
+    case WGT_KERNEL_ATTENTION_BACKWARD:
+    case WGT_KERNEL_ROPE:
+        return cpu_attention_supports(call);
     case WGT_KERNEL_GATHER:
         return dtype_in(x->dtype, ANY_DTYPE) && call->inputs[1].dtype == WGT_I32 && out->dtype == x->dtype;
     case WGT_KERNEL_SCATTER_ADD:
@@ -361,6 +374,10 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
                call->inputs[1].dtype == out->dtype;
     case WGT_KERNEL_TOPK:
         return dtype_in(x->dtype, ANY_DTYPE) && out->dtype == x->dtype && call->outputs[1].dtype == WGT_I32;
+    case WGT_KERNEL_NN:
+        return cpu_nn_supports(call);
+    case WGT_KERNEL_OPTIMIZER:
+        return cpu_optimizer_supports(call);
     default:
         return false;
     }
@@ -372,6 +389,7 @@ static wgt_status cpu_run(wgt_backend *base, const wgt_kernel_call *call)
 {
     cpu_backend *b = (cpu_backend *)base;
     if (!call) return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_run_kernel: NULL kernel call (cpu backend)");
+    if (call->kind == WGT_KERNEL_OPTIMIZER) return cpu_run_optimizer(b, call); /* checks its own views */
     wgt_status status = check_call(b, call);
     if (status) return status;
     if (!cpu_supports(base, call)) {
@@ -388,6 +406,10 @@ static wgt_status cpu_run(wgt_backend *base, const wgt_kernel_call *call)
     case WGT_KERNEL_GATHER: return cpu_run_gather(b, call);
     case WGT_KERNEL_SCATTER_ADD: return cpu_run_scatter_add(b, call);
     case WGT_KERNEL_TOPK: return cpu_run_topk(b, call);
+    case WGT_KERNEL_NN: return cpu_run_nn(b, call);
+    case WGT_KERNEL_ATTENTION: return cpu_run_attention(b, call);
+    case WGT_KERNEL_ATTENTION_BACKWARD: return cpu_run_attention_backward(b, call);
+    case WGT_KERNEL_ROPE: return cpu_run_rope(b, call);
     default: return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "unknown kernel kind");
     }
 }
@@ -408,6 +430,10 @@ static wgt_status cpu_storage_alloc(wgt_backend *base, size_t bytes, void **hand
     if (reserved == 0 || reserved > SIZE_MAX - CPU_HUGE_PAGE - 4096) {
         return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_storage_alloc: cannot allocate %zu bytes (cpu backend)", bytes);
     }
+    if (wgt_fault_hit(&base->fault, WGT_FAULT_ALLOC))
+        return wgt_error(base->ctx, WGT_ERR_OUT_OF_MEMORY,
+                         "wgt_storage_alloc: %zu bytes requested, host allocation failed (injected fault, cpu backend)",
+                         bytes);
     if (b->budget_bytes && b->memory.bytes_in_use + reserved > b->budget_bytes) {
         uint64_t available = b->budget_bytes > b->memory.bytes_in_use ? b->budget_bytes - b->memory.bytes_in_use : 0;
         return wgt_error(base->ctx, WGT_ERR_OUT_OF_MEMORY,
@@ -618,6 +644,7 @@ wgt_backend *wgt_cpu_backend_create(wgt_context *ctx, const wgt_context_options 
     }
     b->base.vt = &cpu_vtable;
     b->base.ctx = ctx;
+    wgt_fault_from_environment(&b->base.fault);
     int requested = options ? options->cpu_threads : 0;
     b->threads = requested > 0 ? requested : omp_get_max_threads();
     if (b->threads < 1) b->threads = 1;

@@ -292,6 +292,19 @@ wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call);
 wgt_status cpu_run_gather(cpu_backend *b, const wgt_kernel_call *call);
 wgt_status cpu_run_scatter_add(cpu_backend *b, const wgt_kernel_call *call);
 wgt_status cpu_run_topk(cpu_backend *b, const wgt_kernel_call *call);
+/* cpu_nn.c: the fused NN kernels (WGT_KERNEL_NN) and their input/output counts. */
+wgt_status cpu_run_nn(cpu_backend *b, const wgt_kernel_call *call);
+bool cpu_nn_supports(const wgt_kernel_call *call);
+int cpu_nn_input_count(const wgt_kernel_call *call);
+int cpu_nn_output_count(const wgt_kernel_call *call);
+/* cpu_attention.c: ATTENTION, ATTENTION_BACKWARD and ROPE */
+bool cpu_attention_supports(const wgt_kernel_call *call);
+wgt_status cpu_run_attention(cpu_backend *b, const wgt_kernel_call *call);
+wgt_status cpu_run_attention_backward(cpu_backend *b, const wgt_kernel_call *call);
+wgt_status cpu_run_rope(cpu_backend *b, const wgt_kernel_call *call);
+/* cpu_optimizer.c: OPTIMIZER (checks its own views: called before the generic check) */
+bool cpu_optimizer_supports(const wgt_kernel_call *call);
+wgt_status cpu_run_optimizer(cpu_backend *b, const wgt_kernel_call *call);
 
 /* Checks an expression program is well formed for n_inputs inputs and an
  * output of ndim dims (args refer to earlier nodes, known opcodes). */

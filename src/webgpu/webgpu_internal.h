@@ -83,6 +83,28 @@ typedef struct webgpu_pipeline_cache {
 
 typedef struct webgpu_profiler webgpu_profiler; /* profiler.c */
 
+/* The result of one asynchronous request (map, device request, error scope),
+ * shared by the waiter and the callback: each holds a reference and whichever
+ * finishes last frees it. A waiter that gives up (timeout, device loss) just
+ * drops its reference; the callback, whenever the implementation fires it
+ * (a later poll, the buffer's destruction, the device's), writes into memory
+ * that is still alive. Never put a callback's target on the stack. */
+typedef struct webgpu_request {
+    int refs;
+    volatile bool done;
+    int status;                         /* the callback's status enum */
+    int error_type;                     /* error scopes: WGPUErrorType */
+    WGPUDevice device;                  /* device requests: owned until taken */
+    char message[512];
+} webgpu_request;
+
+/* Completed submissions, counted by one callback per submit (the deadline's
+ * notion of progress); reference counted like a request. */
+typedef struct webgpu_progress {
+    int refs;
+    uint64_t completed;
+} webgpu_progress;
+
 /* A bind group for (layout, buffers), reused while those buffers live: creating
  * one per dispatch is a large part of a small op's host cost. */
 typedef struct webgpu_bind_group_entry {
@@ -128,6 +150,12 @@ typedef struct webgpu_backend {
 
     /* error scope results land here (callbacks) */
     bool device_lost;
+
+    /* deadlines (device.c) */
+    webgpu_progress *progress;          /* completions of our submissions */
+    uint64_t submitted;                 /* submissions made */
+    bool stuck;                         /* a wait timed out: fail fast until... */
+    uint64_t stuck_until;               /* ...this many submissions have completed */
 } webgpu_backend;
 
 static inline webgpu_backend *webgpu_of(wgt_backend *b) { return (webgpu_backend *)b; }
@@ -135,6 +163,8 @@ static inline webgpu_backend *webgpu_of(wgt_backend *b) { return (webgpu_backend
 /* -------------------------------------------------------------- native_extras.c */
 /* Enumerates every adapter of every backend; returns the count and fills
  * adapters (caller releases each) when adapters != NULL. */
+/* An instance on Vulkan/Metal/D3D12, plus OpenGL when include_gl. */
+WGPUInstance webgpu_native_create_instance(bool include_gl);
 size_t webgpu_native_enumerate_adapters(WGPUInstance instance, WGPUAdapter *adapters, size_t capacity);
 /* Non-blocking: lets the implementation make progress and fire callbacks. */
 void webgpu_native_poll(WGPUInstance instance, WGPUDevice device);
@@ -155,9 +185,22 @@ wgt_status webgpu_adapter_info(wgt_backend *b, wgt_adapter_info *info);
 wgt_status webgpu_fill_adapter_info(WGPUAdapter adapter, int index, wgt_adapter_info *info);
 /* Score used to pick the best adapter when the caller names none. */
 int webgpu_adapter_score(const wgt_adapter_info *info, wgt_power_preference power);
-/* Polls until *done is set or the deadline passes; reports WGT_ERR_TIMEOUT
- * naming what for. */
+/* Polls until *done is set or the GPU makes no progress (no submission
+ * completes) for timeout_ms; reports WGT_ERR_TIMEOUT naming what for and marks
+ * the backend stuck while that work is outstanding. */
 wgt_status webgpu_wait(webgpu_backend *wg, volatile bool *done, const char *what);
+/* WGT_ERR_TIMEOUT at once while the backend is stuck (after polling once). */
+wgt_status webgpu_check_stuck(webgpu_backend *wg, const char *what);
+/* A request record with two references (see webgpu_request); NULL + error. */
+webgpu_request *webgpu_request_new(webgpu_backend *wg, const char *op);
+void webgpu_request_release(webgpu_request *r);
+/* Map callback for a webgpu_request (userdata1); drops the callback's reference. */
+void webgpu_on_map_request(WGPUMapAsyncStatus status, WGPUStringView message, void *u1, void *u2);
+/* After each wgpuQueueSubmit: counts it and arms its completion callback. */
+void webgpu_track_submission(webgpu_backend *wg);
+void webgpu_progress_release(webgpu_progress *p);
+/* Marks the device lost (fatal error on the context) and destroys it. */
+void webgpu_lose_device(webgpu_backend *wg, const char *why);
 /* Wraps work in an error scope: call push, do the work, then pop, which waits
  * for the scope and returns the error type and message (type NoError if none). */
 void webgpu_error_scope_push(webgpu_backend *wg);
@@ -278,6 +321,12 @@ bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call);
 wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_indexing_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* GATHER, SCATTER_ADD, TOPK */
 wgt_status webgpu_indexing_run(webgpu_backend *wg, const wgt_kernel_call *call);
+bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* ATTENTION(_BACKWARD), ROPE */
+wgt_status webgpu_attention_run(webgpu_backend *wg, const wgt_kernel_call *call);
+bool webgpu_optimizer_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* OPTIMIZER */
+wgt_status webgpu_optimizer_run(webgpu_backend *wg, const wgt_kernel_call *call);
+bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call);       /* NN: norms, cross-entropy */
+wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call);
 
 /* The buffer behind a view. */
 static inline WGPUBuffer webgpu_view_buffer(const wgt_tensor_view *v) { return ((webgpu_block *)v->storage->handle)->buffer; }

@@ -1,0 +1,375 @@
+/*
+ * Loss and dropout front-ends, forward and backward.
+ *
+ *   cross_entropy: logits [..., C], targets i32 [...] -> [] or [...] (f32)
+ *   mse_loss:      input [...], target [...]           -> [] or [...]
+ *   dropout:       x [...]                             -> [...]
+ *
+ * cross_entropy is one fused NN kernel (log-softmax + NLL, writing the per-row
+ * loss and logsumexp) and one for dlogits = (softmax - onehot) g in a single
+ * pass. mse_loss and dropout are single fused expression kernels (the
+ * ELEMENTWISE kind generates them on each backend), mse_loss followed by a
+ * REDUCE for MEAN/SUM. Dropout's mask is Philox(seed) at the element's linear
+ * index (the RAND_UNIFORM node of src/core/expr.h): backward regenerates it.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/tape.h"
+#include "ops/nn_internal.h"
+#include "ops/op_common.h"
+
+static void grad_off(wgt_context *ctx) { ctx->no_grad_depth++; }
+static void grad_on(wgt_context *ctx) { ctx->no_grad_depth--; }
+
+static bool check_reduction(wgt_context *ctx, wgt_reduction r, const char *op)
+{
+    if ((unsigned)r <= WGT_REDUCTION_NONE) return true;
+    wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: unknown reduction %d", op, (int)r);
+    return false;
+}
+
+/* ------------------------------------------------------- cross-entropy */
+
+/* The contiguous [rows, c] view of t's elements. */
+static wgt_tensor_view rows_view(const wgt_tensor *t, int64_t rows, int64_t c)
+{
+    wgt_tensor_view v = t->view;
+    v.ndim = 2;
+    v.shape[0] = rows;
+    v.shape[1] = c;
+    v.strides[0] = c;
+    v.strides[1] = 1;
+    return v;
+}
+
+/* targets (any strides) as a rank-1 [rows] view when its strides allow, else
+ * NULL (the caller copies it first). */
+static bool flat_view(const wgt_tensor_view *t, int64_t rows, wgt_tensor_view *out)
+{
+    *out = *t;
+    out->ndim = 1;
+    out->shape[0] = rows;
+    out->strides[0] = 1;
+    int64_t step = -1;
+    for (int k = t->ndim - 1; k >= 0; k--) {
+        if (t->shape[k] == 1) continue;
+        if (step < 0) step = t->strides[k]; /* innermost moving dim */
+        else return false;                  /* two moving dims: flatten only contiguous */
+    }
+    if (step >= 0) out->strides[0] = step;
+    return true;
+}
+
+static bool check_targets(wgt_context *ctx, wgt_tensor *logits, wgt_tensor *targets, const char *op)
+{
+    char b1[128], b2[128];
+    if (!wgt_dtype_is_float(logits->view.dtype)) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: logits have dtype %s, expected f32 or f16", op,
+                  wgt_dtype_name(logits->view.dtype));
+        return false;
+    }
+    if (targets->view.dtype != WGT_I32) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: targets have dtype %s, expected i32 class indices", op,
+                  wgt_dtype_name(targets->view.dtype));
+        return false;
+    }
+    int nd = logits->view.ndim;
+    if (nd < 1 || targets->view.ndim != nd - 1 ||
+        memcmp(targets->view.shape, logits->view.shape, sizeof(int64_t) * (size_t)(nd - 1)) != 0) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: logits %s and targets %s: targets must be the logits' shape without the class dim", op,
+                  wgt_shape_string(nd, logits->view.shape, b1, sizeof(b1)),
+                  wgt_shape_string(targets->view.ndim, targets->view.shape, b2, sizeof(b2)));
+        return false;
+    }
+    if (logits->view.shape[nd - 1] < 1) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: logits %s have no classes", op,
+                  wgt_shape_string(nd, logits->view.shape, b1, sizeof(b1)));
+        return false;
+    }
+    return true;
+}
+
+wgt_tensor *wgt_cross_entropy(wgt_tensor *logits, wgt_tensor *targets, wgt_reduction reduction, int64_t ignore_index)
+{
+    const char *op = "wgt_cross_entropy";
+    wgt_tensor *args[2] = {logits, targets};
+    wgt_context *ctx = wgt_op_begin(op, 2, args);
+    if (!ctx || !check_targets(ctx, logits, targets, op) || !check_reduction(ctx, reduction, op)) return NULL;
+    int nd = logits->view.ndim;
+    int64_t c = logits->view.shape[nd - 1], rows = wgt_shape_numel(nd - 1, logits->view.shape);
+    int64_t rshape[1] = {rows};
+    wgt_tensor *loss = wgt_tensor_alloc(ctx, WGT_F32, 1, rshape, op);
+    wgt_tensor *lse = wgt_tensor_alloc(ctx, WGT_F32, 1, rshape, op);
+    grad_off(ctx);
+    wgt_tensor *lc = loss && lse ? wgt_contiguous(logits) : NULL;
+    wgt_tensor_view tv;
+    wgt_tensor *tc = NULL;
+    if (lc && !flat_view(&targets->view, rows, &tv)) {
+        tc = wgt_contiguous(targets);
+        if (tc) flat_view(&tc->view, rows, &tv);
+    }
+    bool ok = lc && (tc || flat_view(&targets->view, rows, &tv));
+    if (ok && rows > 0) {
+        wgt_kernel_call call;
+        memset(&call, 0, sizeof(call));
+        call.kind = WGT_KERNEL_NN;
+        call.op_name = op;
+        call.nn.kernel = WGT_NN_CROSS_ENTROPY;
+        call.nn.ignore_index = ignore_index;
+        call.n_inputs = 2;
+        call.inputs[0] = rows_view(lc, rows, c);
+        call.inputs[1] = tv;
+        call.n_outputs = 2;
+        call.outputs[0] = loss->view;
+        call.outputs[1] = lse->view;
+        ok = wgt_run_kernel(ctx, &call) == WGT_OK;
+    }
+    wgt_tensor_release(lc);
+    wgt_tensor_release(tc);
+
+    /* MEAN divides by the number of targets that are not ignore_index (a
+     * device-side count: no host round trip). */
+    wgt_tensor *out = NULL, *count = NULL;
+    if (ok && reduction == WGT_REDUCTION_NONE) {
+        out = wgt_view(loss, nd - 1, logits->view.shape);
+    } else if (ok) {
+        wgt_tensor *total = wgt_sum(loss, NULL, 0, false);
+        if (reduction == WGT_REDUCTION_SUM) {
+            out = total;
+            total = NULL;
+        } else {
+            wgt_tensor *valid = wgt_binary_scalar(WGT_OP_NE, targets, (double)ignore_index);
+            count = valid ? wgt_sum(valid, NULL, 0, false) : NULL;
+            wgt_tensor *count_f = count && count->view.dtype != WGT_F32 ? wgt_cast(count, WGT_F32) : NULL;
+            if (count_f) {
+                wgt_tensor_release(count);
+                count = count_f;
+            }
+            out = total && count ? wgt_div(total, count) : NULL;
+            wgt_tensor_release(valid);
+        }
+        wgt_tensor_release(total);
+    }
+    grad_on(ctx);
+    ok = out != NULL;
+    if (ok && wgt_tape_wants(ctx, 2, args)) {
+        wgt_grad_node *node = wgt_tape_record(out, WGT_OP_CROSS_ENTROPY, 2, args);
+        ok = node && wgt_tape_save(node, lse) && (!count || wgt_tape_save(node, count));
+        if (node) {
+            node->params.ints[0] = reduction;
+            node->params.ints[1] = ignore_index;
+            node->params.n_ints = 2;
+        }
+    }
+    wgt_tensor_release(loss);
+    wgt_tensor_release(lse);
+    wgt_tensor_release(count);
+    if (!ok) {
+        wgt_tensor_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+wgt_tensor *wgt_cross_entropy_backward(wgt_tensor *logits, wgt_tensor *targets, wgt_tensor *lse, wgt_tensor *g,
+                                       int64_t ignore_index)
+{
+    const char *op = "wgt_cross_entropy backward";
+    wgt_tensor *args[4] = {logits, targets, lse, g};
+    wgt_context *ctx = wgt_op_begin(op, 4, args);
+    if (!ctx || !check_targets(ctx, logits, targets, op)) return NULL;
+    int nd = logits->view.ndim;
+    int64_t c = logits->view.shape[nd - 1], rows = wgt_shape_numel(nd - 1, logits->view.shape);
+    int64_t gn = wgt_shape_numel(g->view.ndim, g->view.shape);
+    if (lse->view.dtype != WGT_F32 || wgt_shape_numel(lse->view.ndim, lse->view.shape) != rows ||
+        !wgt_dtype_is_float(g->view.dtype) || (gn != 1 && gn != rows)) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: lse must be f32 [%lld] and g [] or [%lld] floating", op,
+                  (long long)rows, (long long)rows);
+        return NULL;
+    }
+    wgt_tensor *dl = wgt_tensor_alloc(ctx, logits->view.dtype, nd, logits->view.shape, op);
+    wgt_tensor *lc = dl ? wgt_contiguous(logits) : NULL;
+    wgt_tensor *tc = lc ? wgt_contiguous(targets) : NULL;
+    wgt_tensor *lsec = tc ? wgt_contiguous(lse) : NULL;
+    wgt_tensor *gf = lsec ? (g->view.dtype == WGT_F32 ? wgt_contiguous(g) : wgt_cast(g, WGT_F32)) : NULL;
+    bool ok = gf != NULL;
+    if (ok && rows > 0) {
+        wgt_kernel_call call;
+        memset(&call, 0, sizeof(call));
+        call.kind = WGT_KERNEL_NN;
+        call.op_name = op;
+        call.nn.kernel = WGT_NN_CROSS_ENTROPY_BACKWARD;
+        call.nn.ignore_index = ignore_index;
+        call.n_inputs = 4;
+        call.inputs[0] = rows_view(lc, rows, c);
+        flat_view(&tc->view, rows, &call.inputs[1]);
+        flat_view(&lsec->view, rows, &call.inputs[2]);
+        call.inputs[3] = gf->view;
+        call.inputs[3].ndim = 1;
+        call.inputs[3].shape[0] = rows;
+        call.inputs[3].strides[0] = gn == 1 ? 0 : 1; /* one scale broadcast to every row */
+        call.n_outputs = 1;
+        call.outputs[0] = rows_view(dl, rows, c);
+        ok = wgt_run_kernel(ctx, &call) == WGT_OK;
+    }
+    wgt_tensor_release(lc);
+    wgt_tensor_release(tc);
+    wgt_tensor_release(lsec);
+    wgt_tensor_release(gf);
+    if (!ok) {
+        wgt_tensor_release(dl);
+        return NULL;
+    }
+    return dl;
+}
+
+/* ------------------------------------------------------------ mse_loss */
+
+static bool same_shape(const wgt_tensor *a, const wgt_tensor *b)
+{
+    return a->view.ndim == b->view.ndim &&
+           memcmp(a->view.shape, b->view.shape, sizeof(int64_t) * (size_t)a->view.ndim) == 0;
+}
+
+wgt_tensor *wgt_mse_loss(wgt_tensor *input, wgt_tensor *target, wgt_reduction reduction)
+{
+    const char *op = "wgt_mse_loss";
+    wgt_tensor *args[2] = {input, target};
+    wgt_context *ctx = wgt_op_begin(op, 2, args);
+    if (!ctx || !check_reduction(ctx, reduction, op)) return NULL;
+    char b1[128], b2[128];
+    if (!wgt_dtype_is_float(input->view.dtype) || !wgt_dtype_is_float(target->view.dtype)) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: input %s and target %s must be f32 or f16", op,
+                  wgt_dtype_name(input->view.dtype), wgt_dtype_name(target->view.dtype));
+        return NULL;
+    }
+    if (!same_shape(input, target)) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: input %s and target %s must have one shape", op,
+                  wgt_shape_string(input->view.ndim, input->view.shape, b1, sizeof(b1)),
+                  wgt_shape_string(target->view.ndim, target->view.shape, b2, sizeof(b2)));
+        return NULL;
+    }
+    /* (input - target)^2, in input's dtype for NONE, in f32 when it is summed */
+    wgt_expr e;
+    wgt_expr_init(&e);
+    int diff = wgt_expr_binary(&e, WGT_EXPR_SUB, wgt_expr_input(&e, 0, WGT_EXPR_F32), wgt_expr_input(&e, 1, WGT_EXPR_F32));
+    wgt_expr_binary(&e, WGT_EXPR_MUL, diff, diff);
+    wgt_dtype sq_dtype = reduction == WGT_REDUCTION_NONE ? wgt_promote_dtypes(input->view.dtype, target->view.dtype)
+                                                         : WGT_F32;
+    wgt_tensor *sq = wgt_tensor_alloc(ctx, sq_dtype, input->view.ndim, input->view.shape, op);
+    grad_off(ctx);
+    wgt_tensor *out = NULL;
+    if (sq && wgt_run_elementwise(ctx, op, &e, 2, args, sq) == WGT_OK) {
+        if (reduction == WGT_REDUCTION_NONE) out = wgt_tensor_retain(sq);
+        else if (reduction == WGT_REDUCTION_SUM) out = wgt_sum(sq, NULL, 0, false);
+        else out = wgt_mean(sq, NULL, 0, false);
+    }
+    grad_on(ctx);
+    wgt_tensor_release(sq);
+    if (out && wgt_tape_wants(ctx, 2, args)) {
+        wgt_grad_node *node = wgt_tape_record(out, WGT_OP_MSE_LOSS, 2, args);
+        if (!node) {
+            wgt_tensor_release(out);
+            return NULL;
+        }
+        node->params.ints[0] = reduction;
+        node->params.n_ints = 1;
+    }
+    return out;
+}
+
+/* One fused kernel: out = sign * 2 (a - b) g * scale, g broadcast from []. */
+static wgt_tensor *mse_grad(wgt_context *ctx, wgt_tensor *a, wgt_tensor *b, wgt_tensor *g, double factor,
+                            wgt_dtype dtype, const char *op)
+{
+    wgt_expr e;
+    wgt_expr_init(&e);
+    int diff = wgt_expr_binary(&e, WGT_EXPR_SUB, wgt_expr_input(&e, 0, WGT_EXPR_F32), wgt_expr_input(&e, 1, WGT_EXPR_F32));
+    int scaled = wgt_expr_binary(&e, WGT_EXPR_MUL, diff, wgt_expr_const(&e, factor, WGT_EXPR_F32));
+    wgt_expr_binary(&e, WGT_EXPR_MUL, scaled, wgt_expr_input(&e, 2, WGT_EXPR_F32));
+    wgt_tensor *out = wgt_tensor_alloc(ctx, dtype, a->view.ndim, a->view.shape, op);
+    wgt_tensor *in[3] = {a, b, g};
+    if (out && wgt_run_elementwise(ctx, op, &e, 3, in, out) != WGT_OK) {
+        wgt_tensor_release(out);
+        out = NULL;
+    }
+    return out;
+}
+
+wgt_status wgt_mse_loss_backward(wgt_tensor *input, wgt_tensor *target, wgt_tensor *g, wgt_reduction reduction,
+                                 wgt_tensor **d_input, wgt_tensor **d_target)
+{
+    const char *op = "wgt_mse_loss backward";
+    wgt_tensor *args[3] = {input, target, g};
+    if (d_input) *d_input = NULL;
+    if (d_target) *d_target = NULL;
+    wgt_context *ctx = wgt_op_begin(op, 3, args);
+    if (!ctx) return input && input->ctx ? wgt_context_status(input->ctx) : WGT_ERR_INVALID_ARGUMENT;
+    if (!same_shape(input, target) || !wgt_dtype_is_float(g->view.dtype) ||
+        (reduction == WGT_REDUCTION_NONE ? !same_shape(g, input) : wgt_shape_numel(g->view.ndim, g->view.shape) != 1))
+        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: input, target and upstream gradient shapes disagree", op);
+    int64_t n = wgt_shape_numel(input->view.ndim, input->view.shape);
+    double factor = reduction == WGT_REDUCTION_MEAN ? 2.0 / (double)(n ? n : 1) : 2.0;
+    wgt_tensor *gs = g->view.ndim == 0 || reduction == WGT_REDUCTION_NONE ? wgt_tensor_retain(g) : wgt_view(g, 0, NULL);
+    if (!gs) return wgt_context_status(ctx);
+    if (d_input && !(*d_input = mse_grad(ctx, input, target, gs, factor, input->view.dtype, op))) goto fail;
+    if (d_target && !(*d_target = mse_grad(ctx, input, target, gs, -factor, target->view.dtype, op))) goto fail;
+    wgt_tensor_release(gs);
+    return WGT_OK;
+fail:
+    wgt_tensor_release(gs);
+    if (d_input) wgt_tensor_release(*d_input), *d_input = NULL;
+    return wgt_context_status(ctx);
+}
+
+/* ------------------------------------------------------------- dropout */
+
+wgt_tensor *wgt_dropout_apply(wgt_tensor *x, double p, uint64_t seed, const char *op)
+{
+    wgt_context *ctx = wgt_op_begin(op, 1, &x);
+    if (!ctx) return NULL;
+    if (!wgt_dtype_is_float(x->view.dtype)) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: x has dtype %s, expected f32 or f16", op, wgt_dtype_name(x->view.dtype));
+        return NULL;
+    }
+    if (!(p >= 0.0 && p < 1.0)) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: p = %g is outside [0, 1)", op, p);
+        return NULL;
+    }
+    /* keep = u >= p with u the element's Philox uniform; kept values * 1/(1-p).
+     * p and the scale are f32 constants on both backends, so the mask and the
+     * products are bit-identical. p = 0 is a plain copy. */
+    wgt_expr e;
+    wgt_expr_init(&e);
+    e.seed = seed;
+    int xin = wgt_expr_input(&e, 0, WGT_EXPR_F32);
+    if (p > 0) {
+        int keep = wgt_expr_binary(&e, WGT_EXPR_GE, wgt_expr_rand(&e, WGT_EXPR_RAND_UNIFORM),
+                                   wgt_expr_const(&e, p, WGT_EXPR_F32));
+        int scaled = wgt_expr_binary(&e, WGT_EXPR_MUL, xin, wgt_expr_const(&e, 1.0 / (1.0 - p), WGT_EXPR_F32));
+        wgt_expr_where(&e, keep, scaled, wgt_expr_const(&e, 0.0, WGT_EXPR_F32));
+    }
+    wgt_tensor *out = wgt_tensor_alloc(ctx, x->view.dtype, x->view.ndim, x->view.shape, op);
+    if (out && wgt_run_elementwise(ctx, op, &e, 1, &x, out) != WGT_OK) {
+        wgt_tensor_release(out);
+        out = NULL;
+    }
+    return out;
+}
+
+wgt_tensor *wgt_dropout(wgt_tensor *x, double p, uint64_t seed)
+{
+    wgt_tensor *out = wgt_dropout_apply(x, p, seed, "wgt_dropout");
+    if (out && wgt_tape_wants(out->ctx, 1, &x)) {
+        wgt_grad_node *node = wgt_tape_record(out, WGT_OP_DROPOUT, 1, &x);
+        if (!node) {
+            wgt_tensor_release(out);
+            return NULL;
+        }
+        node->params.reals[0] = p;
+        node->params.ints[0] = (int64_t)seed;
+        node->params.n_ints = 1;
+    }
+    return out;
+}

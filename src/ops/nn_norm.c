@@ -1,0 +1,235 @@
+/*
+ * Layer norm and rms norm front-ends, forward and backward (WGT_KERNEL_NN).
+ *
+ *   layer_norm: x [..., D], weight [D]?, bias [D]? -> [..., D]
+ *   rms_norm:   x [..., D], weight [D]?            -> [..., D]
+ *
+ * Forward is one kernel that also writes the per-row (mean, rstd) f32 [R, 2]
+ * that backward needs, so backward never recomputes the statistics. Backward
+ * is one kernel for dx and one for the weight/bias partial sums per chunk of
+ * rows, which a REDUCE sums: no float atomics, deterministic on both backends.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/tape.h"
+#include "ops/nn_internal.h"
+#include "ops/op_common.h"
+
+/* Rows of at most this many chunks of partial sums for the weight gradient:
+ * enough workgroups to fill a GPU, few enough that the second pass is small. */
+#define NORM_GRAD_MAX_CHUNKS 1024
+#define NORM_GRAD_MIN_CHUNK_ROWS 32
+
+/* The [rows, d] view of a contiguous tensor's elements. */
+static wgt_tensor_view rows_view(const wgt_tensor *t, int64_t rows, int64_t d)
+{
+    wgt_tensor_view v = t->view;
+    v.ndim = 2;
+    v.shape[0] = rows;
+    v.shape[1] = d;
+    v.strides[0] = d;
+    v.strides[1] = 1;
+    return v;
+}
+
+/* Internal computations record nothing on the tape (the op records one node). */
+static void grad_off(wgt_context *ctx) { ctx->no_grad_depth++; }
+static void grad_on(wgt_context *ctx) { ctx->no_grad_depth--; }
+
+static bool check_param(wgt_context *ctx, wgt_tensor *p, const char *what, int64_t d, const char *op)
+{
+    if (!p) return true;
+    char buf[128];
+    if (!wgt_dtype_is_float(p->view.dtype)) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: %s has dtype %s, expected f32 or f16", op, what,
+                  wgt_dtype_name(p->view.dtype));
+        return false;
+    }
+    if (p->view.ndim != 1 || p->view.shape[0] != d) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: %s has shape %s, expected [%lld] (the last dim of x)", op, what,
+                  wgt_shape_string(p->view.ndim, p->view.shape, buf, sizeof(buf)), (long long)d);
+        return false;
+    }
+    return true;
+}
+
+static wgt_tensor *norm_forward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, double eps, bool rms,
+                                const char *op)
+{
+    wgt_tensor *args[3] = {x, weight, bias};
+    wgt_context *ctx = wgt_op_begin(op, 1, &x);
+    if (!ctx) return NULL;
+    if ((weight && weight->ctx != ctx) || (bias && bias->ctx != ctx)) {
+        wgt_error(ctx, WGT_ERR_CONTEXT_MISMATCH, "%s: weight or bias belongs to another context", op);
+        return NULL;
+    }
+    char buf[128];
+    if (!wgt_dtype_is_float(x->view.dtype)) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: x has dtype %s, expected f32 or f16", op, wgt_dtype_name(x->view.dtype));
+        return NULL;
+    }
+    if (x->view.ndim < 1) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: x has shape %s; it needs a last dim to normalize over", op,
+                  wgt_shape_string(x->view.ndim, x->view.shape, buf, sizeof(buf)));
+        return NULL;
+    }
+    if (!(eps >= 0) || !isfinite(eps)) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: eps %g must be finite and >= 0", op, eps);
+        return NULL;
+    }
+    int64_t d = x->view.shape[x->view.ndim - 1];
+    if (!check_param(ctx, weight, "weight", d, op) || !check_param(ctx, bias, "bias", d, op)) return NULL;
+    int64_t numel = wgt_shape_numel(x->view.ndim, x->view.shape), rows = d ? numel / d : 0;
+
+    wgt_tensor *y = wgt_tensor_alloc(ctx, x->view.dtype, x->view.ndim, x->view.shape, op);
+    int64_t stats_shape[2] = {rows, 2};
+    wgt_tensor *stats = wgt_tensor_alloc(ctx, WGT_F32, 2, stats_shape, op);
+    grad_off(ctx);
+    wgt_tensor *xc = y && stats ? wgt_contiguous(x) : NULL;
+    wgt_tensor *wc = weight && xc ? wgt_contiguous(weight) : NULL;
+    wgt_tensor *bc = bias && xc ? wgt_contiguous(bias) : NULL;
+    grad_on(ctx);
+    bool ok = xc && (!weight || wc) && (!bias || bc);
+    if (ok && numel > 0) {
+        wgt_kernel_call call;
+        memset(&call, 0, sizeof(call));
+        call.kind = WGT_KERNEL_NN;
+        call.op_name = op;
+        call.nn.kernel = WGT_NN_NORM;
+        call.nn.rms = rms;
+        call.nn.eps = eps;
+        call.nn.has_weight = weight != NULL;
+        call.nn.has_bias = bias != NULL;
+        call.inputs[call.n_inputs++] = rows_view(xc, rows, d);
+        if (wc) call.inputs[call.n_inputs++] = wc->view;
+        if (bc) call.inputs[call.n_inputs++] = bc->view;
+        call.n_outputs = 2;
+        call.outputs[0] = rows_view(y, rows, d);
+        call.outputs[1] = stats->view;
+        ok = wgt_run_kernel(ctx, &call) == WGT_OK;
+    }
+    wgt_tensor_release(xc);
+    wgt_tensor_release(wc);
+    wgt_tensor_release(bc);
+    int n_in = rms ? 2 : 3;
+    if (ok && wgt_tape_wants(ctx, n_in, args)) {
+        wgt_grad_node *node = wgt_tape_record(y, rms ? WGT_OP_RMS_NORM : WGT_OP_LAYER_NORM, n_in, args);
+        ok = node && wgt_tape_save(node, stats);
+        if (node) node->params.reals[0] = eps;
+    }
+    wgt_tensor_release(stats);
+    if (!ok) {
+        wgt_tensor_release(y);
+        return NULL;
+    }
+    return y;
+}
+
+wgt_tensor *wgt_layer_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, double eps)
+{
+    return norm_forward(x, weight, bias, eps, false, "wgt_layer_norm");
+}
+
+wgt_tensor *wgt_rms_norm(wgt_tensor *x, wgt_tensor *weight, double eps)
+{
+    return norm_forward(x, weight, NULL, eps, true, "wgt_rms_norm");
+}
+
+/* ------------------------------------------------------------ backward */
+
+/* Column sums of the [P, D] partials -> [D] f32 (a REDUCE over dim 0). */
+static wgt_tensor *sum_partials(wgt_tensor *partials)
+{
+    int axis = 0;
+    return wgt_sum(partials, &axis, 1, false);
+}
+
+wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stats, wgt_tensor *dy, bool rms,
+                             wgt_tensor **dx, wgt_tensor **dweight, wgt_tensor **dbias)
+{
+    const char *op = rms ? "wgt_rms_norm backward" : "wgt_layer_norm backward";
+    wgt_tensor *args[3] = {x, stats, dy};
+    if (dx) *dx = NULL;
+    if (dweight) *dweight = NULL;
+    if (dbias) *dbias = NULL;
+    wgt_context *ctx = wgt_op_begin(op, 3, args);
+    if (!ctx) return x && x->ctx ? wgt_context_status(x->ctx) : WGT_ERR_INVALID_ARGUMENT;
+    int64_t d = x->view.ndim ? x->view.shape[x->view.ndim - 1] : 1;
+    int64_t numel = wgt_shape_numel(x->view.ndim, x->view.shape), rows = d ? numel / d : 0;
+    char b1[128], b2[128];
+    if (dy->view.ndim != x->view.ndim ||
+        memcmp(dy->view.shape, x->view.shape, sizeof(int64_t) * (size_t)x->view.ndim) != 0 ||
+        !wgt_dtype_is_float(dy->view.dtype) || stats->view.dtype != WGT_F32 ||
+        wgt_shape_numel(stats->view.ndim, stats->view.shape) != 2 * rows) {
+        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: dy %s %s does not match x %s, or stats are not f32 [%lld, 2]",
+                         op, wgt_shape_string(dy->view.ndim, dy->view.shape, b1, sizeof(b1)),
+                         wgt_dtype_name(dy->view.dtype), wgt_shape_string(x->view.ndim, x->view.shape, b2, sizeof(b2)),
+                         (long long)rows);
+    }
+    wgt_tensor *xc = wgt_contiguous(x), *dyc = wgt_contiguous(dy), *sc = wgt_contiguous(stats);
+    wgt_tensor *wc = weight ? wgt_contiguous(weight) : NULL;
+    wgt_status s = xc && dyc && sc && (!weight || wc) ? WGT_OK : wgt_context_status(ctx);
+    wgt_kernel_call call;
+    if (s == WGT_OK && dx) {
+        *dx = wgt_tensor_alloc(ctx, x->view.dtype, x->view.ndim, x->view.shape, op);
+        if (!*dx) s = wgt_context_status(ctx);
+        if (s == WGT_OK && numel > 0) {
+            memset(&call, 0, sizeof(call));
+            call.kind = WGT_KERNEL_NN;
+            call.op_name = op;
+            call.nn.kernel = WGT_NN_NORM_BACKWARD;
+            call.nn.rms = rms;
+            call.nn.has_weight = wc != NULL;
+            call.inputs[call.n_inputs++] = rows_view(xc, rows, d);
+            if (wc) call.inputs[call.n_inputs++] = wc->view;
+            call.inputs[call.n_inputs++] = rows_view(sc, rows, 2);
+            call.inputs[call.n_inputs++] = rows_view(dyc, rows, d);
+            call.n_outputs = 1;
+            call.outputs[0] = rows_view(*dx, rows, d);
+            s = wgt_run_kernel(ctx, &call);
+        }
+    }
+    if (s == WGT_OK && (dweight || dbias)) {
+        int64_t chunk = (rows + NORM_GRAD_MAX_CHUNKS - 1) / NORM_GRAD_MAX_CHUNKS;
+        if (chunk < NORM_GRAD_MIN_CHUNK_ROWS) chunk = NORM_GRAD_MIN_CHUNK_ROWS;
+        int64_t chunks = rows ? (rows + chunk - 1) / chunk : 1;
+        int64_t pshape[2] = {chunks, d};
+        /* the kernel writes every partial; with no rows they are zeros */
+        wgt_tensor *pw = numel > 0 ? wgt_tensor_empty(ctx, WGT_F32, 2, pshape) : wgt_zeros(ctx, WGT_F32, 2, pshape);
+        wgt_tensor *pb = !dbias ? NULL
+                         : numel > 0 ? wgt_tensor_empty(ctx, WGT_F32, 2, pshape) : wgt_zeros(ctx, WGT_F32, 2, pshape);
+        if (!pw || (dbias && !pb)) s = wgt_context_status(ctx);
+        if (s == WGT_OK && numel > 0) {
+            memset(&call, 0, sizeof(call));
+            call.kind = WGT_KERNEL_NN;
+            call.op_name = op;
+            call.nn.kernel = WGT_NN_NORM_PARAM_GRADS;
+            call.nn.rms = rms;
+            call.nn.has_bias = dbias != NULL;
+            call.nn.chunk_rows = chunk;
+            call.n_inputs = 3;
+            call.inputs[0] = rows_view(xc, rows, d);
+            call.inputs[1] = rows_view(sc, rows, 2);
+            call.inputs[2] = rows_view(dyc, rows, d);
+            call.n_outputs = dbias ? 2 : 1;
+            call.outputs[0] = pw->view;
+            if (pb) call.outputs[1] = pb->view;
+            s = wgt_run_kernel(ctx, &call);
+        }
+        if (s == WGT_OK && dweight && !(*dweight = sum_partials(pw))) s = wgt_context_status(ctx);
+        if (s == WGT_OK && dbias && !(*dbias = sum_partials(pb))) s = wgt_context_status(ctx);
+        wgt_tensor_release(pw);
+        wgt_tensor_release(pb);
+    }
+    wgt_tensor_release(xc);
+    wgt_tensor_release(dyc);
+    wgt_tensor_release(sc);
+    wgt_tensor_release(wc);
+    if (s != WGT_OK) {
+        if (dx) wgt_tensor_release(*dx), *dx = NULL;
+        if (dweight) wgt_tensor_release(*dweight), *dweight = NULL;
+        if (dbias) wgt_tensor_release(*dbias), *dbias = NULL;
+    }
+    return s;
+}

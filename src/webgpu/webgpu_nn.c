@@ -1,0 +1,362 @@
+/*
+ * WebGPU NN kernels (WGT_KERNEL_NN; contracts in src/backend.h):
+ *
+ *   NORM                    kernels/nn_norm.wgsl             one workgroup per row
+ *   NORM_BACKWARD           kernels/nn_norm_backward.wgsl    one workgroup per row
+ *   NORM_PARAM_GRADS        kernels/nn_norm_param_grads.wgsl a thread per (chunk, column)
+ *   CROSS_ENTROPY           kernels/nn_cross_entropy.wgsl    one workgroup per row
+ *   CROSS_ENTROPY_BACKWARD  kernels/nn_cross_entropy_backward.wgsl
+ *
+ * All share kernels/nn_common.wgsl (parameter block, workgroup sums). The
+ * kernels read and write f32: f16 inputs are converted to f32 temporaries and
+ * f16 outputs written through an f32 temporary (the f32 path is the one sized
+ * for speed). Rows whose length and offsets are multiples of 4 use vec4 loads
+ * and stores. The norms keep a row in registers (CACHE vec4 per thread) when
+ * it fits, so x is read once and y written once.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "webgpu/webgpu_internal.h"
+
+#define NN_MAX_THREADS 256u /* the WebGPU default limit of invocations per workgroup */
+#define NN_CACHE_MAX 8u     /* V slots a thread may keep in registers */
+
+/* Our index logic keeps every access inside the views. */
+static const bool nn_checked = false;
+
+/* The parameter block of kernels/nn_common.wgsl. */
+typedef struct nn_params {
+    uint32_t rows, d, x_offset, y_offset;
+    uint32_t w_offset, b_offset, stats_offset, dy_offset;
+    uint32_t t_offset, t_stride, g_offset, g_stride;
+    uint32_t flags;
+    float eps;
+    uint32_t chunk_rows, n_groups;
+    int32_t ignore_index;
+    uint32_t ignore_valid, lse_offset, nan_bits;
+} nn_params;
+_Static_assert(sizeof(nn_params) % 16 == 0 && sizeof(nn_params) <= WEBGPU_PARAMS_MAX, "nn params");
+
+enum { NN_HAS_WEIGHT = 1, NN_HAS_BIAS = 2, NN_RMS = 4 };
+
+static int nn_input_count(const wgt_kernel_call *call)
+{
+    int w = call->nn.has_weight, b = call->nn.has_bias;
+    switch (call->nn.kernel) {
+    case WGT_NN_NORM: return 1 + w + b;
+    case WGT_NN_NORM_BACKWARD: return 3 + w;
+    case WGT_NN_NORM_PARAM_GRADS: return 3;
+    case WGT_NN_CROSS_ENTROPY: return 2;
+    case WGT_NN_CROSS_ENTROPY_BACKWARD: return 4;
+    default: return -1;
+    }
+}
+
+static int nn_output_count(const wgt_kernel_call *call)
+{
+    switch (call->nn.kernel) {
+    case WGT_NN_NORM: case WGT_NN_CROSS_ENTROPY: return 2;
+    case WGT_NN_NORM_PARAM_GRADS: return call->nn.has_bias ? 2 : 1;
+    default: return 1;
+    }
+}
+
+static bool is_targets(const wgt_kernel_call *call, int i)
+{
+    return i == 1 && (call->nn.kernel == WGT_NN_CROSS_ENTROPY || call->nn.kernel == WGT_NN_CROSS_ENTROPY_BACKWARD);
+}
+
+/* The kernels address elements with u32 offsets. */
+static bool fits_u32(const wgt_tensor_view *v)
+{
+    if (!v->storage) return false;
+    return v->storage->bytes / 4 <= UINT32_MAX && v->offset >= 0 && v->offset <= UINT32_MAX;
+}
+
+bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    (void)wg;
+    if ((unsigned)call->nn.kernel >= WGT_NN_KERNEL_COUNT) return false;
+    if (call->n_inputs != nn_input_count(call) || call->n_outputs < nn_output_count(call)) return false;
+    for (int i = 0; i < call->n_inputs; i++) {
+        const wgt_tensor_view *v = &call->inputs[i];
+        bool float_ok = v->dtype == WGT_F32 || v->dtype == WGT_F16;
+        if (is_targets(call, i) ? v->dtype != WGT_I32 : !float_ok) return false;
+        if (!fits_u32(v)) return false;
+    }
+    for (int i = 0; i < nn_output_count(call); i++) {
+        const wgt_tensor_view *v = &call->outputs[i];
+        if ((v->dtype != WGT_F32 && v->dtype != WGT_F16) || !fits_u32(v)) return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------ temporaries */
+
+/* f32 views of the call's float inputs and outputs: the caller's own views, or
+ * temporaries (f16 data). Outputs written to a temporary are converted back
+ * by nn_views_finish. */
+typedef struct nn_views {
+    wgt_tensor_view in[WGT_MAX_KERNEL_INPUTS], out[3];
+    bool in_temp[WGT_MAX_KERNEL_INPUTS], out_temp[3];
+} nn_views;
+
+static wgt_status nn_views_begin(webgpu_backend *wg, const wgt_kernel_call *call, nn_views *v)
+{
+    memset(v, 0, sizeof(*v));
+    wgt_status s = WGT_OK;
+    for (int i = 0; i < call->n_inputs && s == WGT_OK; i++) {
+        v->in[i] = call->inputs[i];
+        if (call->inputs[i].dtype == WGT_F16) {
+            s = webgpu_temp_convert(wg, &call->inputs[i], WGT_F32, &v->in[i], call->op_name);
+            v->in_temp[i] = s == WGT_OK;
+        }
+    }
+    for (int i = 0; i < nn_output_count(call) && s == WGT_OK; i++) {
+        v->out[i] = call->outputs[i];
+        if (call->outputs[i].dtype == WGT_F16) {
+            s = webgpu_temp_alloc(wg, WGT_F32, call->outputs[i].ndim, call->outputs[i].shape, &v->out[i]);
+            v->out_temp[i] = s == WGT_OK;
+        }
+    }
+    return s;
+}
+
+static wgt_status nn_views_finish(webgpu_backend *wg, const wgt_kernel_call *call, nn_views *v, wgt_status s)
+{
+    for (int i = 0; i < 3; i++) {
+        if (!v->out_temp[i]) continue;
+        if (s == WGT_OK) s = webgpu_convert(wg, &v->out[i], &call->outputs[i], call->op_name);
+        webgpu_temp_release(wg, &v->out[i]);
+    }
+    for (int i = 0; i < WGT_MAX_KERNEL_INPUTS; i++)
+        if (v->in_temp[i]) webgpu_temp_release(wg, &v->in[i]);
+    return s;
+}
+
+/* ---------------------------------------------------------------- pipelines */
+
+typedef struct nn_shape {
+    uint32_t threads; /* WG */
+    uint32_t width;   /* W: 4 (vec4) or 1 */
+    uint32_t cache;   /* CACHE (>= 1) */
+    bool cached;      /* the row fits in threads * cache slots */
+} nn_shape;
+
+static nn_shape shape_for(uint64_t slots, uint32_t width, bool caches)
+{
+    nn_shape sh = {NN_MAX_THREADS, width, 1, false};
+    if (slots <= 64) sh.threads = 64; /* short rows: fewer idle threads */
+    else if (slots <= 128) sh.threads = 128;
+    if (caches) {
+        uint64_t per_thread = (slots + sh.threads - 1) / sh.threads;
+        if (per_thread == 0) per_thread = 1;
+        if (per_thread <= NN_CACHE_MAX) {
+            sh.cache = (uint32_t)per_thread;
+            sh.cached = true;
+        }
+    }
+    return sh;
+}
+
+static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const nn_shape *sh, int n_read_only,
+                               int n_read_write, const char *op, webgpu_pipeline **out)
+{
+    char key[96];
+    snprintf(key, sizeof(key), "%s/%u/%u/%u/%d", file, sh->threads, sh->width, sh->cache, (int)sh->cached);
+    *out = webgpu_pipeline_find(wg, key);
+    if (*out) return WGT_OK;
+    const char *common = webgpu_kernel_source("nn_common"), *body = webgpu_kernel_source(file);
+    if (!common || !body)
+        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel source %s is not embedded", op, body ? "nn_common" : file);
+    const char *helpers =
+        sh->width == 4
+            ? "alias V = vec4<f32>;\nconst W = 4u;\n"
+              "fn hsum(v: V) -> f32 { return (v.x + v.y) + (v.z + v.w); }\n"
+              "fn splat(f: f32) -> V { return V(f); }\n"
+              "fn vmax(v: V) -> f32 { return max(max(v.x, v.y), max(v.z, v.w)); }\n"
+              "fn vnan(v: V) -> bool { return any(v != v); }\n"
+              "fn onehot(i: u32, t: i32) -> V {\n"
+              "    let p = vec4<i32>(i32(i * 4u)) + vec4<i32>(0, 1, 2, 3);\n"
+              "    return select(V(0.0), V(1.0), p == vec4<i32>(t));\n}\n"
+            : "alias V = f32;\nconst W = 1u;\n"
+              "fn hsum(v: V) -> f32 { return v; }\n"
+              "fn splat(f: f32) -> V { return f; }\n"
+              "fn vmax(v: V) -> f32 { return v; }\n"
+              "fn vnan(v: V) -> bool { return v != v; }\n"
+              "fn onehot(i: u32, t: i32) -> V { return select(0.0, 1.0, i32(i) == t); }\n";
+    char prelude[160];
+    snprintf(prelude, sizeof(prelude), "const WG = %uu;\nconst CACHE = %uu;\nconst CACHED = %s;\n", sh->threads,
+             sh->cache, sh->cached ? "true" : "false");
+    size_t n = strlen(prelude) + strlen(helpers) + strlen(common) + strlen(body) + 4;
+    char *source = malloc(n);
+    if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    snprintf(source, n, "%s%s%s\n%s", prelude, helpers, common, body);
+    wgt_status s = webgpu_pipeline_create(wg, key, source, NULL, n_read_only, n_read_write, true, nn_checked, op, out);
+    free(source);
+    return s;
+}
+
+static wgt_status dispatch(webgpu_backend *wg, webgpu_pipeline *p, const WGPUBuffer *buffers, int n, nn_params *params,
+                           uint64_t groups, const char *op)
+{
+    uint32_t gx, gy;
+    params->n_groups = (uint32_t)groups;
+    wgt_status s = webgpu_grid(wg, groups, &gx, &gy, op);
+    if (s != WGT_OK) return s;
+    return webgpu_dispatch(wg, p, buffers, n, params, sizeof(*params), gx, gy, 1, op);
+}
+
+/* ------------------------------------------------------------------ kernels */
+
+static uint32_t off(const wgt_tensor_view *v, uint32_t width) { return (uint32_t)(v->offset / width); }
+
+static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v, nn_params *pr)
+{
+    int k = 1;
+    const wgt_tensor_view *x = &v->in[0];
+    const wgt_tensor_view *w = call->nn.has_weight ? &v->in[k++] : x;
+    const wgt_tensor_view *b = call->nn.has_bias ? &v->in[k++] : x;
+    const wgt_tensor_view *y = &v->out[0], *stats = &v->out[1];
+    uint32_t width = pr->d % 4 == 0 && x->offset % 4 == 0 && y->offset % 4 == 0 && w->offset % 4 == 0 &&
+                             b->offset % 4 == 0 ? 4 : 1;
+    nn_shape sh = shape_for(pr->d / width, width, true);
+    webgpu_pipeline *p;
+    wgt_status s = get_pipeline(wg, "nn_norm", &sh, 3, 2, call->op_name, &p);
+    if (s != WGT_OK) return s;
+    pr->x_offset = off(x, width), pr->y_offset = off(y, width);
+    pr->w_offset = off(w, width), pr->b_offset = off(b, width);
+    pr->stats_offset = (uint32_t)stats->offset;
+    WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(w), webgpu_view_buffer(b), webgpu_view_buffer(y),
+                             webgpu_view_buffer(stats)};
+    return dispatch(wg, p, buffers, 5, pr, pr->rows, call->op_name);
+}
+
+static wgt_status run_norm_backward(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v, nn_params *pr)
+{
+    int k = 0;
+    const wgt_tensor_view *x = &v->in[k++];
+    const wgt_tensor_view *w = call->nn.has_weight ? &v->in[k++] : x;
+    const wgt_tensor_view *stats = &v->in[k++], *dy = &v->in[k++], *dx = &v->out[0];
+    uint32_t width = pr->d % 4 == 0 && x->offset % 4 == 0 && w->offset % 4 == 0 && dy->offset % 4 == 0 &&
+                             dx->offset % 4 == 0 ? 4 : 1;
+    nn_shape sh = shape_for(pr->d / width, width, true);
+    webgpu_pipeline *p;
+    wgt_status s = get_pipeline(wg, "nn_norm_backward", &sh, 4, 1, call->op_name, &p);
+    if (s != WGT_OK) return s;
+    pr->x_offset = off(x, width), pr->w_offset = off(w, width), pr->dy_offset = off(dy, width);
+    pr->y_offset = off(dx, width), pr->stats_offset = (uint32_t)stats->offset;
+    WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(w), webgpu_view_buffer(stats),
+                             webgpu_view_buffer(dy), webgpu_view_buffer(dx)};
+    return dispatch(wg, p, buffers, 5, pr, pr->rows, call->op_name);
+}
+
+static wgt_status run_norm_param_grads(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v,
+                                       nn_params *pr)
+{
+    const wgt_tensor_view *x = &v->in[0], *stats = &v->in[1], *dy = &v->in[2], *dw = &v->out[0];
+    wgt_tensor_view scratch = {0};
+    const wgt_tensor_view *db = call->nn.has_bias ? &v->out[1] : NULL;
+    if (!db) { /* the kernel binds a db buffer it never writes: a small temporary, never dw (two writable aliases) */
+        int64_t one = 4;
+        wgt_status s = webgpu_temp_alloc(wg, WGT_F32, 1, &one, &scratch);
+        if (s != WGT_OK) return s;
+        db = &scratch;
+    }
+    uint32_t width = pr->d % 4 == 0 && x->offset % 4 == 0 && dy->offset % 4 == 0 && dw->offset % 4 == 0 &&
+                             db->offset % 4 == 0 ? 4 : 1;
+    nn_shape sh = shape_for(pr->d / width, width, false);
+    webgpu_pipeline *p;
+    wgt_status s = get_pipeline(wg, "nn_norm_param_grads", &sh, 3, 2, call->op_name, &p);
+    if (s == WGT_OK) {
+        uint64_t chunks = (uint64_t)call->outputs[0].shape[0];
+        uint64_t per_chunk = (pr->d / width + sh.threads - 1) / sh.threads;
+        pr->x_offset = off(x, width), pr->dy_offset = off(dy, width), pr->y_offset = off(dw, width);
+        pr->b_offset = off(db, width), pr->stats_offset = (uint32_t)stats->offset;
+        pr->chunk_rows = (uint32_t)call->nn.chunk_rows;
+        WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(stats), webgpu_view_buffer(dy),
+                                 webgpu_view_buffer(dw), webgpu_view_buffer(db)};
+        s = dispatch(wg, p, buffers, 5, pr, chunks * per_chunk, call->op_name);
+    }
+    if (scratch.storage) webgpu_temp_release(wg, &scratch);
+    return s;
+}
+
+static void fill_targets(const wgt_kernel_call *call, const wgt_tensor_view *t, nn_params *pr)
+{
+    pr->t_offset = (uint32_t)t->offset;
+    pr->t_stride = (uint32_t)(t->ndim ? t->strides[0] : 0);
+    int64_t ig = call->nn.ignore_index;
+    pr->ignore_valid = ig >= INT32_MIN && ig <= INT32_MAX;
+    pr->ignore_index = pr->ignore_valid ? (int32_t)ig : 0;
+}
+
+static wgt_status run_cross_entropy(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v, nn_params *pr)
+{
+    const wgt_tensor_view *logits = &v->in[0], *targets = &v->in[1], *loss = &v->out[0], *lse = &v->out[1];
+    uint32_t width = pr->d % 4 == 0 && logits->offset % 4 == 0 ? 4 : 1;
+    nn_shape sh = shape_for(pr->d / width, width, false);
+    webgpu_pipeline *p;
+    wgt_status s = get_pipeline(wg, "nn_cross_entropy", &sh, 3, 2, call->op_name, &p);
+    if (s != WGT_OK) return s;
+    pr->x_offset = off(logits, width);
+    pr->g_offset = (uint32_t)loss->offset, pr->lse_offset = (uint32_t)lse->offset;
+    fill_targets(call, targets, pr);
+    WGPUBuffer buffers[5] = {webgpu_view_buffer(logits), webgpu_view_buffer(targets), webgpu_view_buffer(logits),
+                             webgpu_view_buffer(loss), webgpu_view_buffer(lse)};
+    return dispatch(wg, p, buffers, 5, pr, pr->rows, call->op_name);
+}
+
+static wgt_status run_cross_entropy_backward(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v,
+                                             nn_params *pr)
+{
+    const wgt_tensor_view *logits = &v->in[0], *targets = &v->in[1], *lse = &v->in[2], *g = &v->in[3];
+    const wgt_tensor_view *dl = &v->out[0];
+    uint32_t width = pr->d % 4 == 0 && logits->offset % 4 == 0 && dl->offset % 4 == 0 ? 4 : 1;
+    nn_shape sh = shape_for(pr->d / width, width, false);
+    webgpu_pipeline *p;
+    wgt_status s = get_pipeline(wg, "nn_cross_entropy_backward", &sh, 4, 1, call->op_name, &p);
+    if (s != WGT_OK) return s;
+    pr->x_offset = off(logits, width), pr->y_offset = off(dl, width);
+    pr->lse_offset = (uint32_t)lse->offset;
+    pr->g_offset = (uint32_t)g->offset;
+    pr->g_stride = (uint32_t)(g->ndim ? g->strides[0] : 0);
+    fill_targets(call, targets, pr);
+    WGPUBuffer buffers[5] = {webgpu_view_buffer(logits), webgpu_view_buffer(targets), webgpu_view_buffer(lse),
+                             webgpu_view_buffer(g), webgpu_view_buffer(dl)};
+    return dispatch(wg, p, buffers, 5, pr, pr->rows, call->op_name);
+}
+
+wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *x = &call->inputs[0];
+    int64_t d = x->ndim ? x->shape[x->ndim - 1] : 1;
+    int64_t rows = d ? wgt_shape_numel(x->ndim, x->shape) / d : 0;
+    if (rows == 0 || d == 0) return WGT_OK;
+    if (d > UINT32_MAX || rows > UINT32_MAX)
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: %lld rows of %lld elements exceed the kernels' u32 indexing",
+                         call->op_name, (long long)rows, (long long)d);
+    nn_views v;
+    wgt_status s = nn_views_begin(wg, call, &v);
+    if (s == WGT_OK) {
+        nn_params pr;
+        memset(&pr, 0, sizeof(pr));
+        pr.rows = (uint32_t)rows;
+        pr.d = (uint32_t)d;
+        pr.eps = (float)call->nn.eps;
+        pr.flags = (call->nn.has_weight ? NN_HAS_WEIGHT : 0) | (call->nn.has_bias ? NN_HAS_BIAS : 0) |
+                   (call->nn.rms ? NN_RMS : 0);
+        pr.nan_bits = 0x7fc00000u;
+        switch (call->nn.kernel) {
+        case WGT_NN_NORM: s = run_norm(wg, call, &v, &pr); break;
+        case WGT_NN_NORM_BACKWARD: s = run_norm_backward(wg, call, &v, &pr); break;
+        case WGT_NN_NORM_PARAM_GRADS: s = run_norm_param_grads(wg, call, &v, &pr); break;
+        case WGT_NN_CROSS_ENTROPY: s = run_cross_entropy(wg, call, &v, &pr); break;
+        case WGT_NN_CROSS_ENTROPY_BACKWARD: s = run_cross_entropy_backward(wg, call, &v, &pr); break;
+        default: s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: unknown NN kernel", call->op_name); break;
+        }
+    }
+    return nn_views_finish(wg, call, &v, s);
+}

@@ -1,0 +1,680 @@
+/*
+ * The fused neural-network ops on both backends: layer_norm, rms_norm,
+ * cross_entropy, mse_loss, dropout, forward and backward.
+ *
+ *   forward   vs a reference computed here in double from the same (f16-rounded
+ *             where the input is f16) host data, not by the library
+ *   backward  vs the analytic formula computed here in double, and vs central
+ *             finite differences of the forward through the public API
+ *             (loss = sum(out * r) for a fixed random r, so d loss / d out = r)
+ *   autograd  the same gradients through wgt_backward (the tape records a node)
+ *   bad input wrong shapes/dtypes, eps < 0, p outside [0, 1), unknown reduction:
+ *             the right status, and the context stays usable
+ *
+ * Tolerances (stated per check): forward f32 |got - ref| <= 1e-4 (1 + |ref|);
+ * f16 outputs 4e-3 (1 + |ref|) (half precision rounding of the result);
+ * backward vs formula 2e-4 (1 + |ref|); finite differences use h = 1e-2 on f32
+ * and |fd - analytic| <= 3e-3 (1 + |analytic|) (truncation O(h^2) plus f32
+ * rounding of the forward amplified by 1 / 2h).
+ * Sizes: D = 1, 3, 769 (odd, scalar path), 1024 and 4100 (vec4 rows in
+ * registers and too long for them), 3001 (scalar, too long for registers); row
+ * counts that are not a multiple of anything (37).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/nn_internal.h"
+#include "test_util.h"
+
+static uint32_t rng_state = 12345u;
+
+static double uniform(double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(test_xorshift(&rng_state) >> 8) / 16777216.0;
+}
+
+/* Host data of n values in [lo, hi), rounded to what dtype can hold. */
+static double *random_values(int64_t n, double lo, double hi, wgt_dtype dtype)
+{
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) {
+        float f = (float)uniform(lo, hi);
+        v[i] = dtype == WGT_F16 ? test_f16_to_f32(test_f32_to_f16(f)) : f;
+    }
+    return v;
+}
+
+static wgt_tensor *upload(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, const double *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    void *buf = malloc((size_t)(n ? n : 1) * 4);
+    for (int64_t i = 0; i < n; i++) {
+        if (dtype == WGT_F16) ((uint16_t *)buf)[i] = test_f32_to_f16((float)v[i]);
+        else ((float *)buf)[i] = (float)v[i];
+    }
+    wgt_tensor *t = wgt_tensor_from_host(ctx, dtype, ndim, shape, buf);
+    free(buf);
+    return t;
+}
+
+static wgt_tensor *upload_i32(wgt_context *ctx, int ndim, const int64_t *shape, const int32_t *v)
+{
+    return wgt_tensor_from_host(ctx, WGT_I32, ndim, shape, v);
+}
+
+/* Reads t (f32 or f16) as doubles; NULL (and a failed CHECK) on error. */
+static double *download(wgt_tensor *t)
+{
+    if (!t) return NULL;
+    int64_t n = wgt_tensor_numel(t);
+    double *out = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    void *buf = malloc((size_t)(n ? n : 1) * 4);
+    wgt_dtype dt = wgt_tensor_dtype(t);
+    wgt_status s = wgt_tensor_read(t, buf, (size_t)n * wgt_dtype_size(dt));
+    CHECK(s == WGT_OK, "read: %s", wgt_context_error_message(wgt_tensor_context(t)));
+    for (int64_t i = 0; i < n; i++)
+        out[i] = dt == WGT_F16 ? test_f16_to_f32(((uint16_t *)buf)[i]) : ((float *)buf)[i];
+    free(buf);
+    return out;
+}
+
+/* Largest |got - ref| / (1 + |ref|); NaN positions must agree. */
+static double compare(const double *got, const double *ref, int64_t n)
+{
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(ref[i]) || isnan(got[i])) {
+            if (isnan(ref[i]) != isnan(got[i])) return INFINITY;
+            continue;
+        }
+        double e = fabs(got[i] - ref[i]) / (1 + fabs(ref[i]));
+        if (e > worst) worst = e;
+    }
+    return worst;
+}
+
+static double out_tolerance(wgt_dtype d) { return d == WGT_F16 ? 4e-3 : 1e-4; }
+
+static const char *backend_name(wgt_context *ctx) { return wgt_context_backend(ctx) == WGT_BACKEND_CPU ? "cpu" : "webgpu"; }
+
+/* ================================================================= norms */
+
+/* Host reference of layer/rms norm forward (y) and of its backward for upstream
+ * dy (dx, dw, db), all in double. */
+static void norm_reference(bool rms, int64_t rows, int64_t d, const double *x, const double *w, const double *b,
+                           double eps, const double *dy, double *y, double *dx, double *dw, double *db)
+{
+    for (int64_t i = 0; i < d; i++) dw[i] = db[i] = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * d, *gr = dy + r * d;
+        double mean = 0, var = 0;
+        if (!rms) {
+            for (int64_t i = 0; i < d; i++) mean += xr[i];
+            mean /= (double)d;
+        }
+        for (int64_t i = 0; i < d; i++) var += (xr[i] - mean) * (xr[i] - mean);
+        double rstd = 1 / sqrt(var / (double)d + eps);
+        double sg = 0, sgh = 0;
+        for (int64_t i = 0; i < d; i++) {
+            double h = (xr[i] - mean) * rstd, g = gr[i] * (w ? w[i] : 1);
+            y[r * d + i] = h * (w ? w[i] : 1) + (b ? b[i] : 0);
+            sg += g;
+            sgh += g * h;
+            dw[i] += gr[i] * h;
+            db[i] += gr[i];
+        }
+        for (int64_t i = 0; i < d; i++) {
+            double h = (xr[i] - mean) * rstd, g = gr[i] * (w ? w[i] : 1);
+            dx[r * d + i] = rstd * (g - h * sgh / (double)d - (rms ? 0 : sg / (double)d));
+        }
+    }
+}
+
+static wgt_tensor *norm_run(bool rms, wgt_tensor *x, wgt_tensor *w, wgt_tensor *b, double eps)
+{
+    return rms ? wgt_rms_norm(x, w, eps) : wgt_layer_norm(x, w, b, eps);
+}
+
+/* sum(norm(x) * r) in double from the device's forward. */
+static double norm_loss(bool rms, wgt_context *ctx, wgt_dtype dt, int ndim, const int64_t *shape, const double *x,
+                        wgt_tensor *w, wgt_tensor *b, double eps, const double *r, int64_t n)
+{
+    wgt_tensor *xt = upload(ctx, dt, ndim, shape, x);
+    wgt_tensor *y = norm_run(rms, xt, w, b, eps);
+    double *yv = download(y), loss = 0;
+    for (int64_t i = 0; yv && i < n; i++) loss += yv[i] * r[i];
+    free(yv);
+    wgt_tensor_release(y);
+    wgt_tensor_release(xt);
+    return loss;
+}
+
+static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, wgt_dtype dt, bool affine,
+                           bool transposed)
+{
+    const char *name = rms ? "rms_norm" : "layer_norm";
+    int64_t n = rows * d;
+    double eps = 1e-5;
+    /* an offset so the mean matters; weights around 1 */
+    double *x = random_values(n, -1.5, 2.5, dt), *w = random_values(d, 0.5, 1.5, dt), *b = random_values(d, -1, 1, dt);
+    double *r = random_values(n, -1, 1, WGT_F32);
+    double *y = malloc(sizeof(double) * (size_t)n), *dx = malloc(sizeof(double) * (size_t)n);
+    double *dw = malloc(sizeof(double) * (size_t)d), *db = malloc(sizeof(double) * (size_t)d);
+    norm_reference(rms, rows, d, x, affine ? w : NULL, affine && !rms ? b : NULL, eps, r, y, dx, dw, db);
+
+    int64_t shape[2] = {rows, d}, tshape[2] = {d, rows}, dshape[1] = {d};
+    wgt_tensor *xt;
+    if (transposed) { /* a transposed view: the op must read it through its strides */
+        double *xtr = malloc(sizeof(double) * (size_t)n);
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < d; j++) xtr[j * rows + i] = x[i * d + j];
+        wgt_tensor *base = upload(ctx, dt, 2, tshape, xtr);
+        xt = wgt_transpose(base, 0, 1);
+        wgt_tensor_release(base);
+        free(xtr);
+    } else {
+        xt = upload(ctx, dt, 2, shape, x);
+    }
+    wgt_tensor *wt = affine ? upload(ctx, dt, 1, dshape, w) : NULL;
+    wgt_tensor *bt = affine && !rms ? upload(ctx, dt, 1, dshape, b) : NULL;
+    wgt_tensor *yt = norm_run(rms, xt, wt, bt, eps);
+    CHECK(yt && wgt_tensor_dtype(yt) == dt, "%s %s [%lld, %lld]: %s", name, backend_name(ctx), (long long)rows,
+          (long long)d, wgt_context_error_message(ctx));
+    double *yv = download(yt);
+    double e = yv ? compare(yv, y, n) : INFINITY;
+    CHECK(e <= out_tolerance(dt), "%s %s %s [%lld, %lld]%s%s forward: error %g", name, backend_name(ctx),
+          wgt_dtype_name(dt), (long long)rows, (long long)d, affine ? " affine" : "", transposed ? " transposed" : "", e);
+
+    /* backward kernels vs the formula (f32 only: f16 rounding of dy and dx is
+     * covered by the forward's tolerance story, not worth a second one) */
+    if (dt == WGT_F32) {
+        wgt_tensor *rt = upload(ctx, WGT_F32, 2, shape, r);
+        /* stats as the forward saves them: run the tape-free forward again via autograd-less path */
+        wgt_tensor *stats = NULL;
+        int64_t sshape[2] = {rows, 2};
+        double *sv = malloc(sizeof(double) * (size_t)(2 * rows));
+        for (int64_t i = 0; i < rows; i++) { /* from the reference, in double: the kernel takes them as given */
+            double mean = 0, var = 0;
+            if (!rms) {
+                for (int64_t j = 0; j < d; j++) mean += x[i * d + j];
+                mean /= (double)d;
+            }
+            for (int64_t j = 0; j < d; j++) var += (x[i * d + j] - mean) * (x[i * d + j] - mean);
+            sv[2 * i] = mean;
+            sv[2 * i + 1] = 1 / sqrt(var / (double)d + eps);
+        }
+        stats = upload(ctx, WGT_F32, 2, sshape, sv);
+        wgt_tensor *gx = NULL, *gw = NULL, *gb = NULL;
+        wgt_status s = wgt_norm_backward(xt, wt, stats, rt, rms, &gx, affine ? &gw : NULL, affine && !rms ? &gb : NULL);
+        CHECK(s == WGT_OK, "%s backward: %s", name, wgt_context_error_message(ctx));
+        double *gxv = download(gx), *gwv = download(gw), *gbv = download(gb);
+        double ex = gxv ? compare(gxv, dx, n) : INFINITY;
+        CHECK(ex <= 2e-4, "%s %s [%lld, %lld] dx vs formula: error %g", name, backend_name(ctx), (long long)rows,
+              (long long)d, ex);
+        if (affine) {
+            double ew = gwv ? compare(gwv, dw, d) : INFINITY;
+            CHECK(ew <= 2e-4, "%s %s [%lld, %lld] dweight vs formula: error %g", name, backend_name(ctx),
+                  (long long)rows, (long long)d, ew);
+        }
+        if (affine && !rms) {
+            double eb = gbv ? compare(gbv, db, d) : INFINITY;
+            CHECK(eb <= 2e-4, "%s %s [%lld, %lld] dbias vs formula: error %g", name, backend_name(ctx),
+                  (long long)rows, (long long)d, eb);
+        }
+        /* central differences through the public forward, at a few elements of x */
+        if (!transposed && n <= 4096) {
+            const double h = 1e-2;
+            double *xp = malloc(sizeof(double) * (size_t)n);
+            for (int k = 0; k < 4; k++) {
+                int64_t i = (int64_t)(test_xorshift(&rng_state) % (uint32_t)n);
+                memcpy(xp, x, sizeof(double) * (size_t)n);
+                xp[i] = x[i] + h;
+                double lp = norm_loss(rms, ctx, dt, 2, shape, xp, wt, bt, eps, r, n);
+                xp[i] = x[i] - h;
+                double lm = norm_loss(rms, ctx, dt, 2, shape, xp, wt, bt, eps, r, n);
+                double fd = (lp - lm) / (2 * h), an = gxv ? gxv[i] : NAN;
+                CHECK(fabs(fd - an) <= 3e-3 * (1 + fabs(an)), "%s %s [%lld, %lld] dx[%lld]: finite difference %g, analytic %g",
+                      name, backend_name(ctx), (long long)rows, (long long)d, (long long)i, fd, an);
+            }
+            free(xp);
+        }
+        free(gxv), free(gwv), free(gbv), free(sv);
+        wgt_tensor_release(gx), wgt_tensor_release(gw), wgt_tensor_release(gb);
+        wgt_tensor_release(stats), wgt_tensor_release(rt);
+    }
+    free(yv);
+    wgt_tensor_release(yt), wgt_tensor_release(xt), wgt_tensor_release(wt), wgt_tensor_release(bt);
+    free(x), free(w), free(b), free(r), free(y), free(dx), free(dw), free(db);
+}
+
+static void test_norms(wgt_context *ctx)
+{
+    static const int64_t cases[][2] = {{5, 1}, {37, 3}, {3, 769}, {4, 1024}, {2, 3001}, {2, 4100}, {9, 64}};
+    for (int rms = 0; rms < 2; rms++) {
+        for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+            test_norm_case(ctx, rms, cases[c][0], cases[c][1], WGT_F32, true, false);
+        }
+        test_norm_case(ctx, rms, 37, 3, WGT_F32, false, false);
+        test_norm_case(ctx, rms, 6, 40, WGT_F32, true, true);
+        test_norm_case(ctx, rms, 7, 769, WGT_F16, true, false);
+        test_norm_case(ctx, rms, 5, 256, WGT_F16, false, false);
+    }
+}
+
+/* ======================================================== cross-entropy */
+
+/* Per-row loss (NAN for out-of-range, 0 for ignored) and dlogits for per-row
+ * scale g (0 where ignored), in double. */
+static void ce_reference(int64_t rows, int64_t c, const double *logits, const int32_t *t, int64_t ignore,
+                         const double *g, double *loss, double *dl)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const double *l = logits + r * c;
+        double m = l[0], s = 0;
+        for (int64_t i = 1; i < c; i++) m = l[i] > m ? l[i] : m;
+        for (int64_t i = 0; i < c; i++) s += exp(l[i] - m);
+        double lse = m + log(s);
+        bool ignored = t[r] == ignore;
+        loss[r] = ignored ? 0 : (t[r] < 0 || t[r] >= c) ? NAN : lse - l[t[r]];
+        for (int64_t i = 0; i < c && dl; i++)
+            dl[r * c + i] = ignored ? 0 : (exp(l[i] - lse) - (i == t[r])) * g[r];
+    }
+}
+
+static double ce_loss_host(wgt_context *ctx, int64_t rows, int64_t c, const double *logits, wgt_tensor *targets,
+                           wgt_reduction red, int64_t ignore)
+{
+    int64_t shape[2] = {rows, c};
+    wgt_tensor *lt = upload(ctx, WGT_F32, 2, shape, logits);
+    wgt_tensor *l = wgt_cross_entropy(lt, targets, red, ignore);
+    double *v = download(l), out = v ? v[0] : NAN;
+    free(v);
+    wgt_tensor_release(l), wgt_tensor_release(lt);
+    return out;
+}
+
+static void test_ce_case(wgt_context *ctx, int64_t rows, int64_t c, wgt_dtype dt, bool with_ignored)
+{
+    const int64_t ignore = -100;
+    int64_t n = rows * c, shape[2] = {rows, c}, tshape[1] = {rows};
+    double *logits = random_values(n, -4, 4, dt);
+    int32_t *t = malloc(sizeof(int32_t) * (size_t)rows);
+    int64_t valid = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        t[r] = (int32_t)(test_xorshift(&rng_state) % (uint32_t)c);
+        if (with_ignored && r % 3 == 1) t[r] = (int32_t)ignore;
+        valid += t[r] != ignore;
+    }
+    double *loss = malloc(sizeof(double) * (size_t)rows), *dl = malloc(sizeof(double) * (size_t)n);
+    double *ones = malloc(sizeof(double) * (size_t)rows);
+    for (int64_t r = 0; r < rows; r++) ones[r] = 1.0 / (double)valid; /* MEAN's scale */
+    ce_reference(rows, c, logits, t, ignore, ones, loss, dl);
+    double sum = 0;
+    for (int64_t r = 0; r < rows; r++) sum += loss[r];
+
+    wgt_tensor *lt = upload(ctx, dt, 2, shape, logits), *tt = upload_i32(ctx, 1, tshape, t);
+    wgt_tensor *none = wgt_cross_entropy(lt, tt, WGT_REDUCTION_NONE, ignore);
+    wgt_tensor *total = wgt_cross_entropy(lt, tt, WGT_REDUCTION_SUM, ignore);
+    wgt_tensor *mean = wgt_cross_entropy(lt, tt, WGT_REDUCTION_MEAN, ignore);
+    CHECK(none && total && mean, "cross_entropy %s [%lld, %lld]: %s", backend_name(ctx), (long long)rows, (long long)c,
+          wgt_context_error_message(ctx));
+    CHECK(none && wgt_tensor_ndim(none) == 1 && wgt_tensor_dim(none, 0) == rows && mean && wgt_tensor_ndim(mean) == 0,
+          "cross_entropy shapes");
+    double *nv = download(none), *sv = download(total), *mv = download(mean);
+    double tol = dt == WGT_F16 ? 1e-3 : 1e-4; /* the loss is f32 either way; f16 only rounds the inputs */
+    double e = nv ? compare(nv, loss, rows) : INFINITY;
+    CHECK(e <= tol, "cross_entropy %s %s [%lld, %lld] NONE: error %g", backend_name(ctx), wgt_dtype_name(dt),
+          (long long)rows, (long long)c, e);
+    double mref = sum / (double)valid;
+    CHECK(sv && fabs(sv[0] - sum) <= tol * (1 + fabs(sum)), "cross_entropy SUM %g vs %g", sv ? sv[0] : NAN, sum);
+    CHECK(mv && fabs(mv[0] - mref) <= tol * (1 + fabs(mref)), "cross_entropy MEAN %g vs %g", mv ? mv[0] : NAN, mref);
+
+    /* backward of MEAN: the rule's scale g = 1 / count on every row */
+    int64_t one[1] = {1};
+    double inv = 1.0 / (double)valid;
+    wgt_tensor *g = upload(ctx, WGT_F32, 0, one, &inv);
+    wgt_tensor *lse = NULL;
+    { /* lse from the reference, as the forward saves it */
+        double *lsev = malloc(sizeof(double) * (size_t)rows);
+        for (int64_t r = 0; r < rows; r++) {
+            double m = logits[r * c], s = 0;
+            for (int64_t i = 1; i < c; i++) m = logits[r * c + i] > m ? logits[r * c + i] : m;
+            for (int64_t i = 0; i < c; i++) s += exp(logits[r * c + i] - m);
+            lsev[r] = m + log(s);
+        }
+        lse = upload(ctx, WGT_F32, 1, tshape, lsev);
+        free(lsev);
+    }
+    wgt_tensor *dlt = wgt_cross_entropy_backward(lt, tt, lse, g, ignore);
+    CHECK(dlt && wgt_tensor_dtype(dlt) == dt, "cross_entropy backward: %s", wgt_context_error_message(ctx));
+    double *dlv = download(dlt);
+    double ed = dlv ? compare(dlv, dl, n) : INFINITY;
+    CHECK(ed <= (dt == WGT_F16 ? 4e-3 : 2e-4), "cross_entropy %s %s [%lld, %lld] dlogits vs formula: error %g",
+          backend_name(ctx), wgt_dtype_name(dt), (long long)rows, (long long)c, ed);
+    if (dt == WGT_F32 && n <= 4096) {
+        const double h = 1e-2;
+        double *lp = malloc(sizeof(double) * (size_t)n);
+        for (int k = 0; k < 4; k++) {
+            int64_t i = (int64_t)(test_xorshift(&rng_state) % (uint32_t)n);
+            memcpy(lp, logits, sizeof(double) * (size_t)n);
+            lp[i] = logits[i] + h;
+            double up = ce_loss_host(ctx, rows, c, lp, tt, WGT_REDUCTION_MEAN, ignore);
+            lp[i] = logits[i] - h;
+            double down = ce_loss_host(ctx, rows, c, lp, tt, WGT_REDUCTION_MEAN, ignore);
+            double fd = (up - down) / (2 * h), an = dlv ? dlv[i] : NAN;
+            CHECK(fabs(fd - an) <= 3e-3 * (1 + fabs(an)), "cross_entropy %s [%lld, %lld] dlogits[%lld]: fd %g, analytic %g",
+                  backend_name(ctx), (long long)rows, (long long)c, (long long)i, fd, an);
+        }
+        free(lp);
+    }
+    free(nv), free(sv), free(mv), free(dlv);
+    wgt_tensor_release(none), wgt_tensor_release(total), wgt_tensor_release(mean);
+    wgt_tensor_release(g), wgt_tensor_release(lse), wgt_tensor_release(dlt);
+    wgt_tensor_release(lt), wgt_tensor_release(tt);
+    free(logits), free(t), free(loss), free(dl), free(ones);
+}
+
+static void test_ce_special(wgt_context *ctx)
+{
+    /* an out-of-range target gives NaN for its row (and the mean); all ignored
+     * gives a NaN mean (0 / 0, as PyTorch) and a zero sum */
+    int64_t shape[2] = {3, 4}, tshape[1] = {3};
+    double logits[12] = {1, 2, 3, 4, 0, 0, 0, 0, -1, 5, 2, 0};
+    int32_t bad[3] = {0, 7, 2}, ignored[3] = {-1, -1, -1};
+    wgt_tensor *lt = upload(ctx, WGT_F32, 2, shape, logits);
+    wgt_tensor *bt = upload_i32(ctx, 1, tshape, bad), *it = upload_i32(ctx, 1, tshape, ignored);
+    wgt_tensor *l1 = wgt_cross_entropy(lt, bt, WGT_REDUCTION_NONE, -100);
+    wgt_tensor *l2 = wgt_cross_entropy(lt, it, WGT_REDUCTION_MEAN, -1);
+    wgt_tensor *l3 = wgt_cross_entropy(lt, it, WGT_REDUCTION_SUM, -1);
+    double *v1 = download(l1), *v2 = download(l2), *v3 = download(l3);
+    CHECK(v1 && !isnan(v1[0]) && isnan(v1[1]) && !isnan(v1[2]), "cross_entropy %s: out-of-range target -> NaN row",
+          backend_name(ctx));
+    CHECK(v2 && isnan(v2[0]), "cross_entropy %s: all ignored MEAN is NaN", backend_name(ctx));
+    CHECK(v3 && v3[0] == 0, "cross_entropy %s: all ignored SUM is 0", backend_name(ctx));
+    free(v1), free(v2), free(v3);
+    wgt_tensor_release(l1), wgt_tensor_release(l2), wgt_tensor_release(l3);
+    /* unbatched logits [C] with a scalar target */
+    int64_t cshape[1] = {4};
+    int32_t t0 = 3;
+    wgt_tensor *row = upload(ctx, WGT_F32, 1, cshape, logits), *ts = upload_i32(ctx, 0, cshape, &t0);
+    wgt_tensor *l4 = wgt_cross_entropy(row, ts, WGT_REDUCTION_NONE, -100);
+    double *v4 = download(l4), ref = log(exp(1) + exp(2) + exp(3) + exp(4)) - 4;
+    CHECK(v4 && wgt_tensor_ndim(l4) == 0 && fabs(v4[0] - ref) < 1e-5, "cross_entropy %s [C] -> []: %g vs %g",
+          backend_name(ctx), v4 ? v4[0] : NAN, ref);
+    free(v4);
+    wgt_tensor_release(l4), wgt_tensor_release(row), wgt_tensor_release(ts);
+    wgt_tensor_release(lt), wgt_tensor_release(bt), wgt_tensor_release(it);
+}
+
+static void test_cross_entropy(wgt_context *ctx)
+{
+    test_ce_case(ctx, 37, 1, WGT_F32, false);
+    test_ce_case(ctx, 37, 3, WGT_F32, true);
+    test_ce_case(ctx, 5, 769, WGT_F32, true);
+    test_ce_case(ctx, 4, 1000, WGT_F32, true);
+    test_ce_case(ctx, 3, 5003, WGT_F32, false);
+    test_ce_case(ctx, 6, 1000, WGT_F16, true);
+    test_ce_special(ctx);
+}
+
+/* ============================================================== mse_loss */
+
+static void test_mse(wgt_context *ctx)
+{
+    int64_t shape[2] = {7, 13}, n = 91;
+    double *a = random_values(n, -2, 2, WGT_F32), *b = random_values(n, -2, 2, WGT_F32);
+    wgt_tensor *at = upload(ctx, WGT_F32, 2, shape, a), *bt = upload(ctx, WGT_F32, 2, shape, b);
+    double sum = 0, *sq = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) sum += (sq[i] = (a[i] - b[i]) * (a[i] - b[i]));
+    wgt_tensor *none = wgt_mse_loss(at, bt, WGT_REDUCTION_NONE), *s = wgt_mse_loss(at, bt, WGT_REDUCTION_SUM);
+    wgt_tensor *m = wgt_mse_loss(at, bt, WGT_REDUCTION_MEAN);
+    double *nv = download(none), *sv = download(s), *mv = download(m);
+    CHECK(nv && compare(nv, sq, n) <= 1e-6, "mse_loss %s NONE", backend_name(ctx));
+    CHECK(sv && fabs(sv[0] - sum) <= 1e-5 * sum, "mse_loss %s SUM %g vs %g", backend_name(ctx), sv ? sv[0] : NAN, sum);
+    CHECK(mv && fabs(mv[0] - sum / (double)n) <= 1e-5 * sum / (double)n, "mse_loss %s MEAN", backend_name(ctx));
+    /* backward of MEAN with upstream 1: d input = 2 (a - b) / n, d target its negation */
+    int64_t one[1] = {1};
+    double up = 1;
+    wgt_tensor *g = upload(ctx, WGT_F32, 0, one, &up), *da = NULL, *db = NULL;
+    wgt_status st = wgt_mse_loss_backward(at, bt, g, WGT_REDUCTION_MEAN, &da, &db);
+    CHECK(st == WGT_OK, "mse_loss backward: %s", wgt_context_error_message(ctx));
+    double *dav = download(da), *dbv = download(db), *ref = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) ref[i] = 2 * (a[i] - b[i]) / (double)n;
+    CHECK(dav && compare(dav, ref, n) <= 1e-6, "mse_loss %s d input", backend_name(ctx));
+    for (int64_t i = 0; i < n; i++) ref[i] = -ref[i];
+    CHECK(dbv && compare(dbv, ref, n) <= 1e-6, "mse_loss %s d target", backend_name(ctx));
+    /* one finite difference through the public forward */
+    const double h = 1e-2;
+    double keep = a[5];
+    a[5] = keep + h;
+    wgt_tensor *ap = upload(ctx, WGT_F32, 2, shape, a);
+    a[5] = keep - h;
+    wgt_tensor *am = upload(ctx, WGT_F32, 2, shape, a);
+    a[5] = keep;
+    wgt_tensor *lp = wgt_mse_loss(ap, bt, WGT_REDUCTION_MEAN), *lm = wgt_mse_loss(am, bt, WGT_REDUCTION_MEAN);
+    double *lpv = download(lp), *lmv = download(lm);
+    double fd = lpv && lmv ? (lpv[0] - lmv[0]) / (2 * h) : NAN;
+    CHECK(dav && fabs(fd - dav[5]) <= 1e-3 * (1 + fabs(dav[5])), "mse_loss %s fd %g vs %g", backend_name(ctx), fd,
+          dav ? dav[5] : NAN);
+    free(lpv), free(lmv), free(nv), free(sv), free(mv), free(dav), free(dbv), free(ref), free(sq), free(a), free(b);
+    wgt_tensor_release(ap), wgt_tensor_release(am), wgt_tensor_release(lp), wgt_tensor_release(lm);
+    wgt_tensor_release(none), wgt_tensor_release(s), wgt_tensor_release(m), wgt_tensor_release(g);
+    wgt_tensor_release(da), wgt_tensor_release(db), wgt_tensor_release(at), wgt_tensor_release(bt);
+}
+
+/* =============================================================== dropout */
+
+/* Philox-4x32-10, written here from the paper's constants (not the library's
+ * header), to check the mask is the documented one. */
+static uint32_t philox_word0(uint64_t seed, uint32_t counter)
+{
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32), c0 = counter, c1 = 0, c2 = 0, c3 = 0;
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1, c3 = (uint32_t)p0, c0 = n0, c2 = n2;
+        k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+    }
+    return c0;
+}
+
+static void test_dropout(wgt_context *ctx, wgt_context *other)
+{
+    int64_t shape[2] = {33, 61}, n = 33 * 61;
+    double *x = random_values(n, 0.5, 2, WGT_F32); /* nonzero, so a zero output means dropped */
+    const double p = 0.3;
+    const uint64_t seed = 0x123456789abcull;
+    wgt_tensor *xt = upload(ctx, WGT_F32, 2, shape, x);
+    wgt_tensor *y = wgt_dropout(xt, p, seed);
+    double *yv = download(y);
+    int64_t dropped = 0, wrong = 0;
+    float scale = (float)(1.0 / (1.0 - p));
+    for (int64_t i = 0; yv && i < n; i++) {
+        double u = (double)(philox_word0(seed, (uint32_t)i) >> 8) / 16777216.0;
+        bool keep = (float)u >= (float)p;
+        dropped += !keep;
+        double expect = keep ? (double)((float)x[i] * scale) : 0.0;
+        wrong += yv[i] != expect;
+    }
+    CHECK(yv && wrong == 0, "dropout %s: %lld elements differ from the documented Philox mask", backend_name(ctx),
+          (long long)wrong);
+    double sigma = sqrt(p * (1 - p) * (double)n);
+    CHECK(fabs((double)dropped - p * (double)n) <= 4 * sigma, "dropout %s: %lld of %lld dropped, p = %g",
+          backend_name(ctx), (long long)dropped, (long long)n, p);
+    /* the other backend gives the same bits */
+    if (other) {
+        wgt_tensor *xo = upload(other, WGT_F32, 2, shape, x), *yo = wgt_dropout(xo, p, seed);
+        double *yov = download(yo);
+        CHECK(yov && yv && memcmp(yov, yv, sizeof(double) * (size_t)n) == 0, "dropout: backends disagree");
+        free(yov);
+        wgt_tensor_release(xo), wgt_tensor_release(yo);
+    }
+    /* p = 0: a copy */
+    wgt_tensor *y0 = wgt_dropout(xt, 0.0, seed);
+    double *y0v = download(y0);
+    CHECK(y0v && compare(y0v, x, n) == 0, "dropout %s p = 0 is a copy", backend_name(ctx));
+    /* backward: the same mask and scale applied to the upstream gradient */
+    double *ones = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) ones[i] = 1;
+    wgt_tensor *gt = upload(ctx, WGT_F32, 2, shape, ones), *dx = wgt_dropout_apply(gt, p, seed, "test");
+    double *dxv = download(dx);
+    int64_t mismatch = 0;
+    for (int64_t i = 0; dxv && yv && i < n; i++) mismatch += (dxv[i] != 0) != (yv[i] != 0);
+    CHECK(dxv && mismatch == 0, "dropout %s backward mask: %lld mismatches", backend_name(ctx), (long long)mismatch);
+    free(ones), free(dxv), free(y0v), free(yv), free(x);
+    wgt_tensor_release(gt), wgt_tensor_release(dx), wgt_tensor_release(y0), wgt_tensor_release(y);
+    wgt_tensor_release(xt);
+}
+
+/* ============================================================== autograd */
+
+/* The tape: loss = cross_entropy(layer_norm(x, w, b)) and mse(dropout(rms_norm)) gradients
+ * through wgt_backward match the backward functions called directly. */
+static void test_autograd(wgt_context *ctx)
+{
+    int64_t rows = 6, d = 8, shape[2] = {6, 8}, dshape[1] = {8}, tshape[1] = {6};
+    double *x = random_values(rows * d, -1, 1, WGT_F32), *w = random_values(d, 0.5, 1.5, WGT_F32);
+    double *b = random_values(d, -0.5, 0.5, WGT_F32);
+    int32_t t[6] = {0, 7, 3, -100, 5, 1};
+    wgt_tensor *xt = upload(ctx, WGT_F32, 2, shape, x), *wt = upload(ctx, WGT_F32, 1, dshape, w);
+    wgt_tensor *bt = upload(ctx, WGT_F32, 1, dshape, b), *tt = upload_i32(ctx, 1, tshape, t);
+    wgt_tensor_set_requires_grad(xt, true);
+    wgt_tensor_set_requires_grad(wt, true);
+    wgt_tensor_set_requires_grad(bt, true);
+    wgt_tensor *y = wgt_layer_norm(xt, wt, bt, 1e-5);
+    wgt_tensor *loss = wgt_cross_entropy(y, tt, WGT_REDUCTION_MEAN, -100);
+    wgt_status s = wgt_backward(loss);
+    CHECK(s == WGT_OK, "autograd %s: backward through layer_norm + cross_entropy: %s", backend_name(ctx),
+          wgt_context_error_message(ctx));
+    /* the same by finite differences of the whole loss, for a few x, w, b entries */
+    double *gx = download(wgt_tensor_grad(xt)), *gw = download(wgt_tensor_grad(wt)), *gb = download(wgt_tensor_grad(bt));
+    const double h = 1e-2;
+    double *vals[3] = {x, w, b}, *grads[3] = {gx, gw, gb};
+    int64_t sizes[3] = {rows * d, d, d};
+    for (int which = 0; which < 3; which++) {
+        for (int k = 0; k < 2; k++) {
+            int64_t i = (int64_t)(test_xorshift(&rng_state) % (uint32_t)sizes[which]);
+            double keep = vals[which][i], l[2];
+            for (int side = 0; side < 2; side++) {
+                vals[which][i] = keep + (side ? -h : h);
+                wgt_tensor *x2 = upload(ctx, WGT_F32, 2, shape, x), *w2 = upload(ctx, WGT_F32, 1, dshape, w);
+                wgt_tensor *b2 = upload(ctx, WGT_F32, 1, dshape, b);
+                wgt_tensor *y2 = wgt_layer_norm(x2, w2, b2, 1e-5), *l2 = wgt_cross_entropy(y2, tt, WGT_REDUCTION_MEAN, -100);
+                double *lv = download(l2);
+                l[side] = lv ? lv[0] : NAN;
+                free(lv);
+                wgt_tensor_release(x2), wgt_tensor_release(w2), wgt_tensor_release(b2), wgt_tensor_release(y2),
+                    wgt_tensor_release(l2);
+            }
+            vals[which][i] = keep;
+            double fd = (l[0] - l[1]) / (2 * h), an = grads[which] ? grads[which][i] : NAN;
+            CHECK(fabs(fd - an) <= 3e-3 * (1 + fabs(an)), "autograd %s: %s[%lld] fd %g vs grad %g", backend_name(ctx),
+                  which == 0 ? "x" : which == 1 ? "weight" : "bias", (long long)i, fd, an);
+        }
+    }
+    free(gx), free(gw), free(gb);
+    wgt_tensor_release(y), wgt_tensor_release(loss);
+
+    /* mse(dropout(rms_norm(x, w)), target): analytic chain on the host */
+    wgt_zero_grad((wgt_tensor *const[]){xt, wt}, 2);
+    double *target = random_values(rows * d, -1, 1, WGT_F32);
+    wgt_tensor *tg = upload(ctx, WGT_F32, 2, shape, target);
+    wgt_tensor *r = wgt_rms_norm(xt, wt, 1e-6), *dr = wgt_dropout(r, 0.25, 99), *ml = wgt_mse_loss(dr, tg, WGT_REDUCTION_SUM);
+    s = wgt_backward(ml);
+    CHECK(s == WGT_OK, "autograd %s: backward through rms_norm + dropout + mse: %s", backend_name(ctx),
+          wgt_context_error_message(ctx));
+    double *rv = download(r), *drv = download(dr), *gw2 = download(wgt_tensor_grad(wt));
+    double *dy = malloc(sizeof(double) * (size_t)(rows * d)), *ry = malloc(sizeof(double) * (size_t)(rows * d));
+    double *rdx = malloc(sizeof(double) * (size_t)(rows * d)), *rdw = malloc(sizeof(double) * (size_t)d);
+    double *rdb = malloc(sizeof(double) * (size_t)d);
+    for (int64_t i = 0; rv && drv && i < rows * d; i++) { /* d loss / d r = 2 (dr - target) * mask / (1 - p) */
+        bool kept = drv[i] != 0;
+        dy[i] = kept ? 2 * (drv[i] - target[i]) / 0.75 : 0;
+    }
+    norm_reference(true, rows, d, x, w, NULL, 1e-6, dy, ry, rdx, rdw, rdb);
+    CHECK(gw2 && compare(gw2, rdw, d) <= 1e-4, "autograd %s: rms_norm weight grad through dropout and mse: error %g",
+          backend_name(ctx), gw2 ? compare(gw2, rdw, d) : INFINITY);
+    free(rv), free(drv), free(gw2), free(dy), free(ry), free(rdx), free(rdw), free(rdb), free(target);
+    wgt_tensor_release(r), wgt_tensor_release(dr), wgt_tensor_release(ml), wgt_tensor_release(tg);
+    wgt_tensor_release(xt), wgt_tensor_release(wt), wgt_tensor_release(bt), wgt_tensor_release(tt);
+    free(x), free(w), free(b);
+}
+
+/* ============================================================ bad input */
+
+static void test_bad_input(wgt_context *ctx)
+{
+    int64_t s23[2] = {2, 3}, s4[1] = {4}, s2[1] = {2}, s3[1] = {3};
+    wgt_tensor *x = wgt_ones(ctx, WGT_F32, 2, s23), *w4 = wgt_ones(ctx, WGT_F32, 1, s4);
+    wgt_tensor *xi = wgt_ones(ctx, WGT_I32, 2, s23), *t2 = wgt_zeros(ctx, WGT_I32, 1, s2);
+    wgt_tensor *t3 = wgt_zeros(ctx, WGT_I32, 1, s3), *tf = wgt_zeros(ctx, WGT_F32, 1, s2);
+    wgt_tensor *y3 = wgt_ones(ctx, WGT_F32, 1, s3), *scalar = wgt_ones(ctx, WGT_F32, 0, NULL);
+    CHECK(!wgt_layer_norm(x, w4, NULL, 1e-5), "layer_norm with weight [4] for D = 3");
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "layer_norm weight shape");
+    CHECK(!wgt_layer_norm(x, NULL, w4, 1e-5), "layer_norm with bias [4]");
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "layer_norm bias shape");
+    CHECK(!wgt_layer_norm(xi, NULL, NULL, 1e-5), "layer_norm of i32");
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "layer_norm dtype");
+    CHECK(!wgt_layer_norm(x, NULL, NULL, -1), "layer_norm eps < 0");
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "layer_norm eps");
+    CHECK(!wgt_rms_norm(scalar, NULL, 1e-5), "rms_norm of a scalar");
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "rms_norm rank 0");
+    CHECK(!wgt_layer_norm(NULL, NULL, NULL, 1e-5), "layer_norm(NULL) returns NULL");
+    CHECK(!wgt_cross_entropy(x, tf, WGT_REDUCTION_MEAN, -100), "cross_entropy with f32 targets");
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "cross_entropy target dtype");
+    CHECK(!wgt_cross_entropy(x, t3, WGT_REDUCTION_MEAN, -100), "cross_entropy with targets [3] for 2 rows");
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "cross_entropy target shape");
+    CHECK(!wgt_cross_entropy(x, t2, (wgt_reduction)7, -100), "cross_entropy with reduction 7");
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "cross_entropy reduction");
+    CHECK(!wgt_cross_entropy(xi, t2, WGT_REDUCTION_SUM, -100), "cross_entropy of i32 logits");
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "cross_entropy logits dtype");
+    CHECK(!wgt_mse_loss(x, y3, WGT_REDUCTION_MEAN), "mse_loss of [2, 3] and [3]");
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "mse_loss shapes");
+    CHECK(!wgt_mse_loss(x, xi, WGT_REDUCTION_MEAN), "mse_loss with an i32 target");
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "mse_loss dtype");
+    CHECK(!wgt_dropout(x, 1.0, 1), "dropout p = 1");
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "dropout p = 1");
+    CHECK(!wgt_dropout(x, -0.1, 1), "dropout p < 0");
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "dropout p < 0");
+    CHECK(!wgt_dropout(x, NAN, 1), "dropout p = NaN");
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "dropout p NaN");
+    CHECK(!wgt_dropout(xi, 0.5, 1), "dropout of i32");
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "dropout dtype");
+    /* after all that, the ops still work */
+    wgt_tensor *ok = wgt_layer_norm(x, NULL, NULL, 1e-5);
+    double *v = download(ok);
+    CHECK(v && v[0] == 0, "layer_norm of a constant row is 0 after errors (got %g)", v ? v[0] : NAN);
+    free(v);
+    wgt_tensor_release(ok);
+    wgt_tensor_release(x), wgt_tensor_release(w4), wgt_tensor_release(xi), wgt_tensor_release(t2);
+    wgt_tensor_release(t3), wgt_tensor_release(tf), wgt_tensor_release(y3), wgt_tensor_release(scalar);
+}
+
+int main(void)
+{
+    wgt_context *cpu = test_cpu_context(), *gpu = test_webgpu_context();
+    CHECK(cpu != NULL, "cpu context");
+    CHECK(gpu != NULL, "webgpu context");
+    wgt_context *ctxs[2] = {cpu, gpu};
+    for (int k = 0; k < 2; k++) {
+        wgt_context *ctx = ctxs[k];
+        if (!ctx) continue;
+        int before = test_failed;
+        int64_t live = wgt_context_live_tensors(ctx);
+        test_norms(ctx);
+        test_cross_entropy(ctx);
+        test_mse(ctx);
+        test_dropout(ctx, k == 1 ? cpu : NULL);
+        test_autograd(ctx);
+        test_bad_input(ctx);
+        CHECK(wgt_context_live_tensors(ctx) == live, "%s: %lld tensors leaked", backend_name(ctx),
+              (long long)(wgt_context_live_tensors(ctx) - live));
+        printf("%s: %s\n", backend_name(ctx), test_failed == before ? "ok" : "FAILED");
+        fflush(stdout);
+    }
+    if (gpu) wgt_context_destroy(gpu);
+    if (cpu) wgt_context_destroy(cpu);
+    return test_summary();
+}
