@@ -366,7 +366,10 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
     case WGT_OP_SLICE:
     case WGT_OP_EXPAND:
         x = upload(ctx, d, 3, SHAPE(3, 1, 10), DOMAIN_SIGNED, 30);
-        if (p->op == WGT_OP_VIEW) y = wgt_reshape(wgt_transpose(x, 0, 2), 2, v ? SHAPE(5, 6) : SHAPE(30, 1));
+        if (p->op == WGT_OP_VIEW) { /* v0 stays a view, v1 has to copy */
+            z = wgt_transpose(x, 0, 2);
+            y = wgt_reshape(z, 2, v ? SHAPE(5, 6) : SHAPE(30, 1));
+        }
         if (p->op == WGT_OP_PERMUTE) y = wgt_permute(x, v ? (int[]){2, 0, 1} : (int[]){1, 2, 0});
         if (p->op == WGT_OP_SLICE) y = wgt_slice(x, 2, v ? 1 : -7, 9, v ? 3 : 1);
         if (p->op == WGT_OP_EXPAND) y = wgt_expand(x, 4, v ? SHAPE(2, 3, 4, 10) : SHAPE(1, 3, 2, 10));

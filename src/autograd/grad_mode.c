@@ -39,8 +39,10 @@ wgt_status wgt_tensor_set_grad(wgt_tensor *t, wgt_tensor *g)
                              wgt_shape_string(g->view.ndim, g->view.shape, a, sizeof(a)),
                              wgt_shape_string(t->view.ndim, t->view.shape, b, sizeof(b)));
         }
-        wgt_tensor_retain(g);
-        wgt_scope_remove(g); /* the tensor owns its gradient now */
+        /* t owns an alias of g (same storage): g itself stays in the caller's scope */
+        g = wgt_tensor_wrap(t->ctx, &g->view);
+        if (!g) return t->ctx->status;
+        wgt_scope_remove(g);
     }
     wgt_tensor_release(t->grad);
     t->grad = g;

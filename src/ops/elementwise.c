@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/op_common.h"
+#include "core/tape.h"
 
 /* Allocates the output of an elementwise op over inputs broadcast together. */
 static wgt_tensor *alloc_broadcast_output(wgt_context *ctx, const char *op, int n, wgt_tensor *const *inputs,
@@ -29,6 +30,15 @@ static wgt_tensor *run_to_new(wgt_context *ctx, const char *op, const wgt_expr *
         wgt_tensor_release(out);
         return NULL;
     }
+    return out;
+}
+
+/* run_to_new, recording an autograd node for op that keeps the program. */
+static wgt_tensor *run_recorded(wgt_context *ctx, wgt_op op, const char *name, const wgt_expr *e, int n,
+                                wgt_tensor *const *inputs, wgt_dtype dtype)
+{
+    wgt_tensor *out = run_to_new(ctx, name, e, n, inputs, dtype);
+    wgt_op_record_expr(&out, op, n, inputs, e);
     return out;
 }
 
@@ -88,7 +98,7 @@ wgt_tensor *wgt_binary(wgt_op op, wgt_tensor *a, wgt_tensor *b)
     int x = wgt_expr_input(&e, 0, wgt_expr_type_of(a->view.dtype));
     int y = wgt_expr_input(&e, 1, wgt_expr_type_of(b->view.dtype));
     wgt_expr_binary(&e, binary_ops[k].code, x, y);
-    return run_to_new(ctx, name, &e, 2, args, binary_result_dtype(binary_ops[k].code, a->view.dtype, b->view.dtype));
+    return run_recorded(ctx, op, name, &e, 2, args, binary_result_dtype(binary_ops[k].code, a->view.dtype, b->view.dtype));
 }
 
 wgt_tensor *wgt_add(wgt_tensor *a, wgt_tensor *b) { return wgt_binary(WGT_OP_ADD, a, b); }
@@ -147,7 +157,7 @@ wgt_tensor *wgt_binary_scalar(wgt_op op, wgt_tensor *a, double value)
     wgt_dtype out = binary_result_dtype(binary_ops[k].code, a->view.dtype, scalar_dtype);
     /* a f16 tensor with a float scalar stays f16, as in PyTorch */
     if (a->view.dtype == WGT_F16 && out == WGT_F32) out = WGT_F16;
-    return run_to_new(ctx, name, &e, 1, &a, out);
+    return run_recorded(ctx, op, name, &e, 1, &a, out);
 }
 
 wgt_tensor *wgt_where(wgt_tensor *cond, wgt_tensor *a, wgt_tensor *b)
@@ -161,7 +171,7 @@ wgt_tensor *wgt_where(wgt_tensor *cond, wgt_tensor *a, wgt_tensor *b)
     int x = wgt_expr_input(&e, 1, wgt_expr_type_of(a->view.dtype));
     int y = wgt_expr_input(&e, 2, wgt_expr_type_of(b->view.dtype));
     wgt_expr_where(&e, c, x, y);
-    return run_to_new(ctx, "wgt_where", &e, 3, args, wgt_promote_dtypes(a->view.dtype, b->view.dtype));
+    return run_recorded(ctx, WGT_OP_WHERE, "wgt_where", &e, 3, args, wgt_promote_dtypes(a->view.dtype, b->view.dtype));
 }
 
 /* ------------------------------------------------------------------- unary */
@@ -209,7 +219,7 @@ wgt_tensor *wgt_unary(wgt_op op, wgt_tensor *x)
     wgt_expr_init(&e);
     int in = wgt_expr_input(&e, 0, wgt_expr_type_of(x->view.dtype));
     wgt_expr_unary(&e, unary_ops[k].code, in);
-    return run_to_new(ctx, name, &e, 1, &x, unary_result_dtype(unary_ops[k].code, x->view.dtype));
+    return run_recorded(ctx, op, name, &e, 1, &x, unary_result_dtype(unary_ops[k].code, x->view.dtype));
 }
 
 wgt_tensor *wgt_neg(wgt_tensor *x) { return wgt_unary(WGT_OP_NEG, x); }
@@ -246,7 +256,7 @@ wgt_tensor *wgt_leaky_relu(wgt_tensor *x, double negative_slope)
     int positive = wgt_expr_binary(&e, WGT_EXPR_GT, in, wgt_expr_const(&e, 0, WGT_EXPR_F32));
     int scaled = wgt_expr_binary(&e, WGT_EXPR_MUL, in, wgt_expr_const(&e, negative_slope, WGT_EXPR_F32));
     wgt_expr_where(&e, positive, in, scaled);
-    return run_to_new(ctx, "wgt_leaky_relu", &e, 1, &x, unary_result_dtype(WGT_EXPR_EXP, x->view.dtype));
+    return run_recorded(ctx, WGT_OP_LEAKY_RELU, "wgt_leaky_relu", &e, 1, &x, unary_result_dtype(WGT_EXPR_EXP, x->view.dtype));
 }
 
 /* elu(x) = x > 0 ? x : alpha * (exp(x) - 1) */
@@ -262,7 +272,7 @@ wgt_tensor *wgt_elu(wgt_tensor *x, double alpha)
                                 wgt_expr_const(&e, 1, WGT_EXPR_F32));
     int scaled = wgt_expr_binary(&e, WGT_EXPR_MUL, expm1, wgt_expr_const(&e, alpha, WGT_EXPR_F32));
     wgt_expr_where(&e, positive, in, scaled);
-    return run_to_new(ctx, "wgt_elu", &e, 1, &x, unary_result_dtype(WGT_EXPR_EXP, x->view.dtype));
+    return run_recorded(ctx, WGT_OP_ELU, "wgt_elu", &e, 1, &x, unary_result_dtype(WGT_EXPR_EXP, x->view.dtype));
 }
 
 /* clamp(x, lo, hi) = min(max(x, lo), hi); NaN stays NaN. An integer tensor
@@ -293,7 +303,13 @@ static wgt_tensor *clamp_bounds(wgt_tensor *x, const char *name, bool has_lo, do
     int v = wgt_expr_input(&e, 0, t);
     if (has_lo) v = wgt_expr_binary(&e, WGT_EXPR_MAX, v, wgt_expr_const(&e, lo, t));
     if (has_hi) v = wgt_expr_binary(&e, WGT_EXPR_MIN, v, wgt_expr_const(&e, hi, t));
-    return run_to_new(ctx, name, &e, 1, &x, x->view.dtype);
+    wgt_tensor *out = run_to_new(ctx, name, &e, 1, &x, x->view.dtype);
+    wgt_grad_node *node = wgt_op_record(&out, WGT_OP_CLAMP, 1, &x);
+    if (node) { /* the bounds the gradient passes between (inclusive) */
+        node->params.reals[0] = has_lo ? lo : -INFINITY;
+        node->params.reals[1] = has_hi ? hi : INFINITY;
+    }
+    return out;
 }
 
 wgt_tensor *wgt_clamp(wgt_tensor *x, double lo, double hi) { return clamp_bounds(x, "wgt_clamp", true, lo, true, hi); }
@@ -347,7 +363,7 @@ wgt_tensor *wgt_fused_params(wgt_context *ctx, const char *expression, wgt_tenso
     else if (root->opcode >= WGT_EXPR_EQ && root->opcode <= WGT_EXPR_OR) out = WGT_BOOL;
     else if (root->opcode == WGT_EXPR_NOT) out = WGT_BOOL;
     else out = WGT_I32;
-    return run_to_new(ctx, "wgt_fused", &e, n_inputs, inputs, out);
+    return run_recorded(ctx, WGT_OP_FUSED, "wgt_fused", &e, n_inputs, inputs, out);
 }
 
 /* ---------------------------------------------------- copy, cast, fill, assign */
@@ -359,6 +375,15 @@ static wgt_status copy_into(wgt_context *ctx, const char *op, wgt_tensor *dst, w
     wgt_expr_init(&e);
     wgt_expr_input(&e, 0, wgt_expr_type_of(src->view.dtype));
     return wgt_run_elementwise(ctx, op, &e, 1, &src, dst);
+}
+
+/* A copy's node: the program is the single load copy_into runs. */
+static void record_copy(wgt_tensor **out, wgt_op op, wgt_tensor *x)
+{
+    wgt_expr e;
+    wgt_expr_init(&e);
+    wgt_expr_input(&e, 0, wgt_expr_type_of(x->view.dtype));
+    wgt_op_record_expr(out, op, 1, &x, &e);
 }
 
 wgt_tensor *wgt_cast(wgt_tensor *x, wgt_dtype dtype)
@@ -374,6 +399,7 @@ wgt_tensor *wgt_cast(wgt_tensor *x, wgt_dtype dtype)
         wgt_tensor_release(out);
         return NULL;
     }
+    record_copy(&out, WGT_OP_CAST, x);
     return out;
 }
 
@@ -386,6 +412,7 @@ wgt_tensor *wgt_copy(wgt_tensor *x)
         wgt_tensor_release(out);
         return NULL;
     }
+    record_copy(&out, WGT_OP_COPY, x);
     return out;
 }
 
@@ -402,6 +429,7 @@ wgt_status wgt_assign(wgt_tensor *dst, wgt_tensor *src)
     wgt_tensor *args[2] = {dst, src};
     wgt_context *ctx = wgt_op_begin("wgt_assign", 2, args);
     if (!ctx) return dst && dst->ctx ? dst->ctx->status : WGT_ERR_INVALID_ARGUMENT;
+    if (!wgt_op_check_inplace(ctx, dst, "wgt_assign")) return ctx->status;
     if (view_overlaps(&dst->view))
         return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT,
                          "wgt_assign: destination is a broadcast view (stride 0); its elements overlap");
@@ -420,6 +448,7 @@ wgt_status wgt_fill(wgt_tensor *t, double value)
 {
     wgt_context *ctx = wgt_op_begin("wgt_fill", 1, &t);
     if (!ctx) return t && t->ctx ? t->ctx->status : WGT_ERR_INVALID_ARGUMENT;
+    if (!wgt_op_check_inplace(ctx, t, "wgt_fill")) return ctx->status;
     if (view_overlaps(&t->view))
         return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_fill: tensor is a broadcast view (stride 0)");
     wgt_expr e;

@@ -2,14 +2,17 @@
  *   a [..., M, K] x b [..., K, N] -> [..., M, N], batch dims broadcast
  *   a [K] is a row vector ([1, K], the 1 dropped from the result),
  *   b [K] a column vector ([K, 1], the 1 dropped): matrix-vector products.
- * Operands are passed to the kernel as views, so transposes are never copied. */
+ * Operands are passed to the kernel as views, so transposes are never copied.
+ * wgt_matmul_ex: the same with an f32 result for f16 operands.
+ * wgt_linear: x [..., in] @ weight[out, in]^T + bias, one MATMUL call with the
+ * weight read transposed in place and the bias in the GEMM's epilogue. */
 #include <string.h>
 
+#include "core/tape.h"
 #include "ops/op_common.h"
 
-wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b)
+static wgt_tensor *matmul(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype, const char *op)
 {
-    const char *op = "wgt_matmul";
     wgt_tensor *args[2] = {a, b};
     wgt_context *ctx = wgt_op_begin(op, 2, args);
     if (!ctx) return NULL;
@@ -27,6 +30,11 @@ wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b)
     }
     if (va.dtype != WGT_F32 && va.dtype != WGT_F16 && va.dtype != WGT_I32) {
         wgt_error(ctx, WGT_ERR_DTYPE, "%s: dtype %s (f32, f16 and i32 are supported)", op, wgt_dtype_name(va.dtype));
+        return NULL;
+    }
+    if (out_dtype != va.dtype && !(va.dtype == WGT_F16 && out_dtype == WGT_F32)) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: %s operands cannot give a %s result (same dtype, or f16 -> f32)", op,
+                  wgt_dtype_name(va.dtype), wgt_dtype_name(out_dtype));
         return NULL;
     }
     bool a_vector = va.ndim == 1, b_vector = vb.ndim == 1;
@@ -71,7 +79,7 @@ wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b)
     if (!wgt_broadcast_view(ctx, &vb, batch_ndim + 2, shape, &eb, op)) return NULL;
     shape[batch_ndim] = M;
     shape[batch_ndim + 1] = N;
-    wgt_tensor *out = wgt_tensor_alloc(ctx, va.dtype, batch_ndim + 2, shape, op);
+    wgt_tensor *out = wgt_tensor_alloc(ctx, out_dtype, batch_ndim + 2, shape, op);
     if (!out) return NULL;
     if (wgt_shape_numel(batch_ndim + 2, shape) > 0) {
         wgt_kernel_call call;
@@ -91,6 +99,10 @@ wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b)
             return NULL;
         }
     }
+    /* The node sees the 2-D form ([.., M, N] with the 1s a vector operand adds);
+     * the view below records its own node. */
+    wgt_op_record(&out, WGT_OP_MATMUL, 2, args);
+    if (!out) return NULL;
     if (!a_vector && !b_vector) return out;
     /* Drop the dims that the 1-D operands added. */
     int64_t final_shape[WGT_MAX_DIMS];
@@ -101,4 +113,122 @@ wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b)
     wgt_tensor *r = wgt_view(out, n, final_shape);
     wgt_tensor_release(out);
     return r;
+}
+
+wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b)
+{
+    return matmul(a, b, a ? a->view.dtype : WGT_F32, "wgt_matmul");
+}
+
+wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype)
+{
+    if ((unsigned)out_dtype >= WGT_DTYPE_COUNT) {
+        if (a) wgt_error(a->ctx, WGT_ERR_DTYPE, "wgt_matmul_ex: invalid out_dtype %d", (int)out_dtype);
+        return NULL;
+    }
+    return matmul(a, b, out_dtype, "wgt_matmul_ex");
+}
+
+/* ----------------------------------------------------------------- linear */
+
+/* Whether dims [0, n) of v fold into one dim (each steps over the next whole). */
+static bool leading_dims_fold(const wgt_tensor_view *v, int n)
+{
+    for (int d = 0; d + 1 < n; d++)
+        if (v->shape[d] != 1 && v->shape[d + 1] != 1 && v->strides[d] != v->strides[d + 1] * v->shape[d + 1])
+            return false;
+    return true;
+}
+
+static bool check_linear_args(wgt_context *ctx, const char *op, wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
+{
+    char xs[160], ws[160], bs[160];
+    const wgt_tensor_view *vx = &x->view, *vw = &weight->view;
+    wgt_shape_string(vx->ndim, vx->shape, xs, sizeof(xs));
+    wgt_shape_string(vw->ndim, vw->shape, ws, sizeof(ws));
+    if (!wgt_dtype_is_float(vx->dtype) || vw->dtype != vx->dtype || (bias && bias->view.dtype != vx->dtype)) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: x %s, weight %s%s%s: need one float dtype (f32 or f16)", op,
+                  wgt_dtype_name(vx->dtype), wgt_dtype_name(vw->dtype), bias ? ", bias " : "",
+                  bias ? wgt_dtype_name(bias->view.dtype) : "");
+        return false;
+    }
+    if (vx->ndim < 1 || vw->ndim != 2 || vw->shape[1] != vx->shape[vx->ndim - 1]) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: x %s, weight %s: need x [..., in] and weight [out, in]", op, xs, ws);
+        return false;
+    }
+    if (bias && (bias->view.ndim != 1 || bias->view.shape[0] != vw->shape[0])) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: bias %s for weight %s: need bias [out]", op,
+                  wgt_shape_string(bias->view.ndim, bias->view.shape, bs, sizeof(bs)), ws);
+        return false;
+    }
+    return true;
+}
+
+wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
+{
+    const char *op = "wgt_linear";
+    wgt_tensor *args[3] = {x, weight, bias};
+    wgt_context *ctx = wgt_op_begin(op, 2, args); /* bias is optional */
+    if (!ctx) return NULL;
+    if (bias && !wgt_op_begin(op, 3, args)) return NULL;
+    if (!check_linear_args(ctx, op, x, weight, bias)) return NULL;
+    const wgt_tensor_view *vx = &x->view, *vw = &weight->view;
+    int nd = vx->ndim;
+    int64_t in = vw->shape[1], out_features = vw->shape[0];
+    int64_t shape[WGT_MAX_DIMS];
+    memcpy(shape, vx->shape, sizeof(shape));
+    shape[nd - 1] = out_features;
+    wgt_tensor *out = wgt_tensor_alloc(ctx, vx->dtype, nd, shape, op);
+    if (!out) return NULL;
+    int64_t rows = wgt_shape_numel(nd - 1, vx->shape);
+    wgt_status s = WGT_OK;
+    if (rows > 0 && out_features > 0 && in == 0) { /* empty sums: the bias alone */
+        s = bias ? wgt_assign(out, bias) : wgt_fill(out, 0.0);
+    } else if (rows > 0 && out_features > 0) {
+        /* a: x as [rows, in] when its leading dims fold (one GEMM), else
+         * batched [..., M, in] with the weight broadcast over the batch */
+        wgt_kernel_call call;
+        memset(&call, 0, sizeof(call));
+        call.kind = WGT_KERNEL_MATMUL;
+        call.op_name = op;
+        call.n_inputs = bias ? 3 : 2;
+        call.n_outputs = 1;
+        wgt_tensor_view a = *vx, b = *vw, o = out->view;
+        if (nd == 1 || leading_dims_fold(vx, nd - 1)) {
+            int64_t row_stride = 0;
+            for (int d = nd - 2; d >= 0; d--)
+                if (vx->shape[d] != 1) row_stride = vx->strides[d]; /* the innermost non-1 dim's stride */
+            a.ndim = 2;
+            a.shape[0] = rows;
+            a.strides[0] = row_stride;
+            a.shape[1] = in;
+            a.strides[1] = vx->strides[nd - 1];
+            o.ndim = 2;
+            o.shape[0] = rows;
+            o.shape[1] = out_features;
+            o.strides[0] = out_features;
+            o.strides[1] = 1;
+        }
+        int ndim = a.ndim;
+        b.ndim = ndim; /* weight^T [in, out], broadcast (stride 0) over a's batch dims */
+        for (int d = 0; d < ndim - 2; d++) {
+            b.shape[d] = a.shape[d];
+            b.strides[d] = 0;
+        }
+        b.shape[ndim - 2] = in;
+        b.strides[ndim - 2] = vw->strides[1];
+        b.shape[ndim - 1] = out_features;
+        b.strides[ndim - 1] = vw->strides[0];
+        call.inputs[0] = a;
+        call.inputs[1] = b;
+        if (bias) call.inputs[2] = bias->view;
+        call.outputs[0] = o;
+        s = wgt_run_kernel(ctx, &call);
+    }
+    if (s != WGT_OK) {
+        wgt_tensor_release(out);
+        return NULL;
+    }
+    wgt_op_record(&out, WGT_OP_LINEAR, 3, args); /* no params: the inputs say it all */
+    return out;
 }

@@ -2,9 +2,12 @@
  * scatter_add, embedding, pad, tril/triu, one_hot, topk. Most are compositions
  * of views, wgt_assign and expression programs; gather, scatter_add and topk
  * are kernels of their own. Shapes are given per function. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "ops/op_common.h"
+#include "core/tape.h"
 
 static wgt_kernel_call make_call(wgt_kernel_kind kind, const char *op)
 {
@@ -44,7 +47,12 @@ wgt_tensor *wgt_concat(wgt_tensor *const *tensors, int n, int axis)
                       wgt_shape_string(first->ndim, first->shape, b, sizeof(b)), axis);
             return NULL;
         }
-        shape[axis] += v->shape[axis];
+        if (!wgt_checked_add(shape[axis], v->shape[axis], &shape[axis])) {
+            char a[160];
+            wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: sizes along axis %d add up past 2^63 at tensor %d (%s)", op,
+                      axis, i, wgt_shape_string(v->ndim, v->shape, a, sizeof(a)));
+            return NULL;
+        }
         dtype = wgt_promote_dtypes(dtype, v->dtype);
     }
     wgt_tensor *out = wgt_tensor_alloc(ctx, dtype, first->ndim, shape, op);
@@ -61,6 +69,8 @@ wgt_tensor *wgt_concat(wgt_tensor *const *tensors, int n, int axis)
         }
         at += size;
     }
+    struct wgt_grad_node *node = wgt_op_record(&out, WGT_OP_CONCAT, n, tensors);
+    if (node) node->params.ints[0] = axis;
     return out;
 }
 
@@ -68,7 +78,7 @@ wgt_tensor *wgt_concat(wgt_tensor *const *tensors, int n, int axis)
 wgt_tensor *wgt_stack(wgt_tensor *const *tensors, int n, int axis)
 {
     const char *op = "wgt_stack";
-    if (!tensors || n < 1 || n > 1024) return NULL;
+    if (!tensors || n < 1) return NULL; /* no tensor, no context to report on */
     wgt_context *ctx = wgt_op_begin(op, n, tensors);
     if (!ctx) return NULL;
     int ndim = tensors[0]->view.ndim;
@@ -77,7 +87,11 @@ wgt_tensor *wgt_stack(wgt_tensor *const *tensors, int n, int axis)
         return NULL;
     }
     if (axis < 0) axis += ndim + 1;
-    wgt_tensor *expanded[1024];
+    wgt_tensor **expanded = malloc(sizeof(*expanded) * (size_t)n);
+    if (!expanded) {
+        wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory for %d inputs", op, n);
+        return NULL;
+    }
     int made = 0;
     wgt_tensor *out = NULL;
     for (; made < n; made++) {
@@ -94,6 +108,7 @@ wgt_tensor *wgt_stack(wgt_tensor *const *tensors, int n, int axis)
     }
     if (made == n) out = wgt_concat(expanded, n, axis);
     for (int i = 0; i < made; i++) wgt_tensor_release(expanded[i]);
+    free(expanded);
     return out;
 }
 
@@ -110,7 +125,10 @@ wgt_status wgt_split(wgt_tensor *x, int axis, const int64_t *sizes, int n, wgt_t
     int64_t total = 0;
     for (int i = 0; i < n; i++) {
         if (sizes[i] < 0) return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: sizes[%d] = %lld < 0", op, i, (long long)sizes[i]);
-        total += sizes[i];
+        /* Checked: {INT64_MAX, INT64_MAX, d + 2} would wrap to d and pass. */
+        if (!wgt_checked_add(total, sizes[i], &total))
+            return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: sizes up to sizes[%d] = %lld add up past 2^63, axis %d has %lld",
+                             op, i, (long long)sizes[i], axis, (long long)x->view.shape[axis]);
     }
     if (total != x->view.shape[axis])
         return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: sizes add up to %lld, axis %d has %lld", op,
@@ -174,7 +192,10 @@ wgt_tensor *wgt_gather(wgt_tensor *x, int axis, wgt_tensor *index)
                   wgt_shape_string(x->view.ndim, x->view.shape, b, sizeof(b)), axis);
         return NULL;
     }
-    return gather_view(ctx, x, axis, &index->view, op);
+    wgt_tensor *out = gather_view(ctx, x, axis, &index->view, op);
+    struct wgt_grad_node *node = wgt_op_record(&out, WGT_OP_GATHER, 2, args);
+    if (node) node->params.ints[0] = axis;
+    return out;
 }
 
 /* x [..., D, ...], index i32 [n] -> [..., n, ...] */
@@ -199,7 +220,10 @@ wgt_tensor *wgt_index_select(wgt_tensor *x, int axis, wgt_tensor *index)
         iv.shape[d] = d == axis ? index->view.shape[0] : x->view.shape[d];
         iv.strides[d] = d == axis ? index->view.strides[0] : 0;
     }
-    return gather_view(ctx, x, axis, &iv, op);
+    wgt_tensor *out = gather_view(ctx, x, axis, &iv, op);
+    struct wgt_grad_node *node = wgt_op_record(&out, WGT_OP_INDEX_SELECT, 2, args);
+    if (node) node->params.ints[0] = axis;
+    return out;
 }
 
 /* weight [V, D], ids i32 [...] -> [..., D] */
@@ -276,6 +300,8 @@ wgt_tensor *wgt_scatter_add(wgt_tensor *dst, int axis, wgt_tensor *index, wgt_te
         wgt_tensor_release(out);
         return NULL;
     }
+    struct wgt_grad_node *node = wgt_op_record(&out, WGT_OP_SCATTER_ADD, 3, args);
+    if (node) node->params.ints[0] = axis;
     return out;
 }
 
@@ -296,9 +322,21 @@ wgt_tensor *wgt_pad(wgt_tensor *x, const int64_t *pads, double value)
                       (long long)pads[2 * d], (long long)pads[2 * d + 1], d);
             return NULL;
         }
-        shape[d] = x->view.shape[d] + pads[2 * d] + pads[2 * d + 1];
+        if (!wgt_checked_add(x->view.shape[d], pads[2 * d], &shape[d]) ||
+            !wgt_checked_add(shape[d], pads[2 * d + 1], &shape[d])) {
+            char a[160];
+            wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: padding (%lld, %lld) on dim %d of %s overflows the size", op,
+                      (long long)pads[2 * d], (long long)pads[2 * d + 1], d,
+                      wgt_shape_string(x->view.ndim, x->view.shape, a, sizeof(a)));
+            return NULL;
+        }
     }
-    wgt_tensor *out = wgt_full(ctx, x->view.dtype, x->view.ndim, shape, value);
+    /* Allocated here rather than by wgt_full so a refused shape names wgt_pad. */
+    wgt_tensor *out = wgt_tensor_alloc(ctx, x->view.dtype, x->view.ndim, shape, op);
+    if (out && wgt_fill(out, value) != WGT_OK) {
+        wgt_tensor_release(out);
+        out = NULL;
+    }
     if (!out) return NULL;
     wgt_tensor *inner = wgt_tensor_retain(out);
     for (int d = 0; d < x->view.ndim && inner; d++) {
@@ -312,6 +350,9 @@ wgt_tensor *wgt_pad(wgt_tensor *x, const int64_t *pads, double value)
         wgt_tensor_release(out);
         return NULL;
     }
+    struct wgt_grad_node *node = wgt_op_record(&out, WGT_OP_PAD, 1, &x);
+    if (node) /* ints[d]: the padding before dim d */
+        for (int d = 0; d < x->view.ndim; d++) node->params.ints[d] = pads[2 * d];
     return out;
 }
 
@@ -339,6 +380,7 @@ static wgt_tensor *triangle(wgt_tensor *x, int64_t k, bool lower, const char *op
         wgt_tensor_release(out);
         return NULL;
     }
+    wgt_op_record_expr(&out, lower ? WGT_OP_TRIL : WGT_OP_TRIU, 1, &x, &e);
     return out;
 }
 
@@ -414,6 +456,13 @@ wgt_status wgt_topk(wgt_tensor *x, int64_t k, bool largest, wgt_tensor **values,
         wgt_tensor_release(v);
         wgt_tensor_release(i);
         return s;
+    }
+    struct wgt_grad_node *node = wgt_op_record(&v, WGT_OP_TOPK, 1, &x);
+    if (node && !wgt_tape_save(node, i)) s = ctx->status;
+    if (!v || s != WGT_OK) {
+        wgt_tensor_release(v);
+        wgt_tensor_release(i);
+        return ctx->status;
     }
     *values = v;
     *indices = i;

@@ -1,7 +1,9 @@
 /* Argument checks, broadcasting and dtype promotion shared by every op front-end. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/op_common.h"
+#include "core/tape.h"
 
 wgt_context *wgt_op_begin(const char *op, int n, wgt_tensor *const *args)
 {
@@ -90,4 +92,49 @@ wgt_status wgt_run_elementwise(wgt_context *ctx, const char *op, const wgt_expr 
             return ctx->status;
     if (wgt_shape_numel(out->view.ndim, out->view.shape) == 0) return WGT_OK;
     return wgt_run_kernel(ctx, &call);
+}
+
+/* ------------------------------------------------------------ autograd */
+
+wgt_grad_node *wgt_op_record(wgt_tensor **out, wgt_op op, int n_inputs, wgt_tensor *const *inputs)
+{
+    wgt_tensor *t = *out;
+    if (!t || !wgt_tape_wants(t->ctx, n_inputs, inputs) || !wgt_dtype_is_float(t->view.dtype)) return NULL;
+    wgt_grad_node *node = wgt_tape_record(t, op, n_inputs, inputs);
+    if (!node) {
+        wgt_tensor_release(t);
+        *out = NULL;
+    }
+    return node;
+}
+
+static void free_owned_expr(void *p) { free(p); }
+
+wgt_grad_node *wgt_op_record_expr(wgt_tensor **out, wgt_op op, int n_inputs, wgt_tensor *const *inputs,
+                                  const wgt_expr *expr)
+{
+    wgt_grad_node *node = wgt_op_record(out, op, n_inputs, inputs);
+    if (!node) return NULL;
+    wgt_expr *copy = malloc(sizeof(*copy));
+    if (!copy) {
+        wgt_error((*out)->ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory recording the autograd node",
+                  wgt_op_name(op));
+        wgt_tensor_release(*out);
+        *out = NULL;
+        return NULL;
+    }
+    *copy = *expr;
+    node->owned = copy;
+    node->free_owned = free_owned_expr;
+    return node;
+}
+
+bool wgt_op_check_inplace(wgt_context *ctx, const wgt_tensor *dst, const char *op)
+{
+    if (ctx->no_grad_depth > 0 || (!dst->requires_grad && !dst->grad_node)) return true;
+    wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT,
+              "%s: the destination is on the autograd tape (it requires grad or was computed from a tensor that "
+              "does); in-place writes would corrupt its gradient: write under wgt_no_grad_push or into a copy",
+              op);
+    return false;
 }

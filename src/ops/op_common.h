@@ -26,4 +26,17 @@ wgt_expr_type wgt_expr_type_of(wgt_dtype d);
 wgt_status wgt_run_elementwise(wgt_context *ctx, const char *op, const wgt_expr *expr, int n_inputs,
                                wgt_tensor *const *inputs, wgt_tensor *out);
 
+/* Autograd recording (src/core/tape.h). When an input needs grad, grad mode is
+ * on and *out is a float tensor, attaches a node for op to *out and returns it
+ * for the caller to fill params and save tensors; otherwise returns NULL. On
+ * failure releases *out and sets it to NULL (the error is recorded). */
+struct wgt_grad_node *wgt_op_record(wgt_tensor **out, wgt_op op, int n_inputs, wgt_tensor *const *inputs);
+/* The same for an op run as an expression program: the node keeps a copy of
+ * expr, from which autograd derives the backward program. */
+struct wgt_grad_node *wgt_op_record_expr(wgt_tensor **out, wgt_op op, int n_inputs, wgt_tensor *const *inputs,
+                                         const wgt_expr *expr);
+/* In-place writes (fill, assign, tensor_write) refuse a destination on the
+ * tape while grad mode is on; false + error. */
+bool wgt_op_check_inplace(wgt_context *ctx, const wgt_tensor *dst, const char *op);
+
 #endif /* WGT_OP_COMMON_H */

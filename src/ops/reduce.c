@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops/op_common.h"
+#include "core/tape.h"
 
 static const char *reduce_call_name(wgt_reduce_kind kind)
 {
@@ -103,6 +104,16 @@ static wgt_tensor *reduce(wgt_reduce_kind kind, wgt_tensor *x, const int *axes, 
         wgt_tensor_release(out);
         return NULL;
     }
+    static const wgt_op op_of_kind[WGT_REDUCE_COUNT] = {WGT_OP_SUM, WGT_OP_MEAN, WGT_OP_MAX, WGT_OP_MIN, WGT_OP_PROD,
+                                                        WGT_OP_VAR, WGT_OP_STD, WGT_OP_ARGMAX, WGT_OP_ARGMIN};
+    struct wgt_grad_node *node = wgt_op_record(&out, op_of_kind[kind], 1, &x);
+    if (node) { /* ints: reduced-dims mask, correction; max/min/std/prod reuse the (keepdim) result */
+        node->params.ints[0] = mask;
+        node->params.ints[1] = correction;
+        if (kind == WGT_REDUCE_MAX || kind == WGT_REDUCE_MIN || kind == WGT_REDUCE_STD || kind == WGT_REDUCE_PROD)
+            wgt_tape_save_output(node, out);
+    }
+    if (!out) return NULL;
     if (keepdim) return out;
     wgt_tensor *squeezed = wgt_view(out, out_ndim, out_shape);
     wgt_tensor_release(out);
@@ -195,6 +206,12 @@ static wgt_tensor *along_axis(wgt_kernel_kind kind, bool log, wgt_tensor *x, int
     if (wgt_shape_numel(x->view.ndim, x->view.shape) > 0 && wgt_run_kernel(ctx, &call) != WGT_OK) {
         wgt_tensor_release(out);
         return NULL;
+    }
+    wgt_op node_op = kind == WGT_KERNEL_CUMSUM ? WGT_OP_CUMSUM : log ? WGT_OP_LOG_SOFTMAX : WGT_OP_SOFTMAX;
+    struct wgt_grad_node *node = wgt_op_record(&out, node_op, 1, &x);
+    if (node) { /* ints[0]: the axis; softmax rules reuse the result */
+        node->params.ints[0] = call.axis;
+        if (kind == WGT_KERNEL_SOFTMAX) wgt_tape_save_output(node, out);
     }
     return out;
 }

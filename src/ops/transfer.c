@@ -56,6 +56,7 @@ wgt_status wgt_tensor_write(wgt_tensor *t, const void *data, size_t bytes)
     if (bytes < need)
         return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_tensor_write: %zu bytes given, tensor needs %zu",
                          bytes, need);
+    if (!wgt_op_check_inplace(ctx, t, "wgt_tensor_write")) return ctx->status;
     if (need == 0) return WGT_OK;
     size_t first, aligned_first, aligned_bytes;
     word_range(&t->view, need, &first, &aligned_first, &aligned_bytes);

@@ -1,0 +1,239 @@
+/*
+ * The backward pass: collect the nodes the loss depends on, order them so a
+ * node runs only after every consumer of its output has sent its gradient
+ * (Kahn's algorithm over consumer counts), run each node's rule, and
+ * accumulate the results into the producing nodes or, for leaves that
+ * require grad, into tensor->grad.
+ *
+ * Memory: every rule runs inside its own scope, so its temporaries are freed
+ * as soon as it returns; the gradients it returns are taken out of that scope
+ * and owned by the engine (node->grad) or the leaf (tensor->grad). Nodes are
+ * retained while the pass holds them, because releasing a processed node's
+ * inputs (the tape is freed as we go unless keep_graph) may free the tensors
+ * that own the nodes still queued.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/rules.h"
+#include "ops/op_common.h"
+
+typedef struct node_list {
+    wgt_grad_node **items;
+    size_t count, capacity;
+} node_list;
+
+static bool list_push(node_list *l, wgt_grad_node *n)
+{
+    if (l->count == l->capacity) {
+        size_t capacity = l->capacity ? l->capacity * 2 : 64;
+        wgt_grad_node **grown = realloc(l->items, capacity * sizeof(*grown));
+        if (!grown) return false;
+        l->items = grown;
+        l->capacity = capacity;
+    }
+    l->items[l->count++] = n;
+    return true;
+}
+
+static bool same_shape(const wgt_tensor *t, int ndim, const int64_t *shape)
+{
+    return t->view.ndim == ndim && memcmp(t->view.shape, shape, sizeof(int64_t) * (size_t)ndim) == 0;
+}
+
+/* Takes over the scope's reference to g, a result made in the current scope. */
+static wgt_tensor *own(wgt_tensor *g)
+{
+    wgt_scope_remove(g);
+    return g;
+}
+
+/* *slot += g, both owned; g is consumed. The sum is contiguous in dtype. */
+static wgt_status accumulate(wgt_context *ctx, wgt_tensor **slot, wgt_tensor *g, wgt_dtype dtype)
+{
+    wgt_tensor *sum = NULL;
+    if (*slot) sum = wgt_add(*slot, g);
+    else if (g->view.dtype != dtype) sum = wgt_cast(g, dtype);
+    else if (!wgt_view_is_contiguous(&g->view) || g->view.offset != 0) sum = wgt_copy(g);
+    else sum = wgt_tensor_retain(g);
+    wgt_tensor_release(g);
+    if (!sum) return ctx->status ? ctx->status : WGT_ERR_INTERNAL;
+    if (sum->view.dtype != dtype) { /* an f16 leaf keeps an f16 gradient */
+        wgt_tensor *cast = wgt_cast(sum, dtype);
+        wgt_tensor_release(sum);
+        if (!cast) return ctx->status;
+        sum = cast;
+    }
+    own(sum);
+    wgt_tensor_release(*slot);
+    *slot = sum;
+    return WGT_OK;
+}
+
+/* Depth-first collection of every node reachable from root, counting for each
+ * the edges from reachable consumers (pending). Nodes are retained in *all. */
+static wgt_status collect(wgt_context *ctx, wgt_grad_node *root, node_list *all)
+{
+    uint64_t pass = ++ctx->backward_passes;
+    node_list stack = {0};
+    wgt_status s = WGT_OK;
+    root->visit = pass;
+    root->pending = 0;
+    if (!list_push(&stack, root) || !list_push(all, root)) goto oom;
+    wgt_tape_node_retain(root);
+    while (stack.count > 0) {
+        wgt_grad_node *n = stack.items[--stack.count];
+        if (n->released) {
+            s = wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT,
+                          "wgt_backward: the graph through %s was already freed by an earlier backward; pass "
+                          "keep_graph to wgt_backward_ex to run backward twice",
+                          wgt_op_name(n->op));
+            break;
+        }
+        for (int i = 0; i < n->n_inputs; i++) {
+            wgt_tensor *in = n->inputs[i];
+            if (!in || !in->grad_node) continue;
+            wgt_grad_node *child = in->grad_node;
+            if (child->visit != pass) {
+                child->visit = pass;
+                child->pending = 0;
+                if (!list_push(&stack, child) || !list_push(all, child)) goto oom;
+                wgt_tape_node_retain(child);
+            }
+            child->pending++;
+        }
+    }
+    free(stack.items);
+    return s;
+oom:
+    free(stack.items);
+    return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory ordering the tape");
+}
+
+/* Runs node's rule on its accumulated gradient and sends the results on. */
+static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready, bool keep_graph)
+{
+    wgt_backward_rule rule = wgt_backward_rule_for(n->op);
+    if (!rule)
+        return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "wgt_backward: %s has no gradient (not differentiable)",
+                         wgt_op_name(n->op));
+    wgt_tensor *stack_grads[8] = {0};
+    wgt_tensor **grads = n->n_inputs <= 8 ? stack_grads : calloc((size_t)n->n_inputs, sizeof(*grads));
+    if (!grads) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory");
+    wgt_status s = wgt_scope_push(ctx);
+    if (s == WGT_OK) {
+        s = rule(n, n->grad, grads);
+        for (int i = 0; i < n->n_inputs; i++) {
+            if (!grads[i]) continue;
+            if (s != WGT_OK || !wgt_autograd_input_needs_grad(n, i)) {
+                grads[i] = NULL; /* the scope frees it */
+                continue;
+            }
+            /* take over the rule scope's reference, or add one (a rule may pass
+             * grad_out itself on) */
+            if (grads[i]->scope_level == ctx->n_scopes - 1) wgt_scope_remove(grads[i]);
+            else wgt_tensor_retain(grads[i]);
+        }
+        wgt_status popped = wgt_scope_pop(ctx);
+        if (s == WGT_OK) s = popped;
+    }
+    if (s == WGT_OK && ctx->status != WGT_OK) s = ctx->status;
+    for (int i = 0; i < n->n_inputs; i++) {
+        wgt_tensor *g = grads[i];
+        if (!g) continue;
+        grads[i] = NULL;
+        wgt_tensor *in = n->inputs[i];
+        if (s != WGT_OK) {
+            wgt_tensor_release(g);
+            continue;
+        }
+        if (!same_shape(g, in->view.ndim, in->view.shape)) {
+            char a[128], b[128];
+            s = wgt_error(ctx, WGT_ERR_INTERNAL, "wgt_backward: the rule of %s gave input %d a gradient of shape %s, "
+                                                 "the input is %s",
+                          wgt_op_name(n->op), i, wgt_shape_string(g->view.ndim, g->view.shape, a, sizeof(a)),
+                          wgt_shape_string(in->view.ndim, in->view.shape, b, sizeof(b)));
+            wgt_tensor_release(g);
+            continue;
+        }
+        if (in->grad_node) {
+            wgt_grad_node *child = in->grad_node;
+            s = accumulate(ctx, &child->grad, g, WGT_F32);
+            if (s == WGT_OK && --child->pending == 0 && !list_push(ready, child))
+                s = wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory");
+        } else if (in->requires_grad) {
+            s = accumulate(ctx, &in->grad, g, in->view.dtype);
+        } else {
+            wgt_tensor_release(g);
+        }
+    }
+    if (grads != stack_grads) free(grads);
+    wgt_tensor_release(n->grad);
+    n->grad = NULL;
+    if (!keep_graph) wgt_tape_node_release_inputs(n);
+    return s;
+}
+
+wgt_status wgt_backward_ex(wgt_tensor *loss, wgt_tensor *grad_output, bool keep_graph)
+{
+    const char *op = "wgt_backward";
+    wgt_tensor *args[2] = {loss, grad_output};
+    wgt_context *ctx = wgt_op_begin(op, grad_output ? 2 : 1, args);
+    if (!ctx) return loss && loss->ctx ? loss->ctx->status : WGT_ERR_INVALID_ARGUMENT;
+    if (!loss->grad_node && !loss->requires_grad)
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT,
+                         "%s: the loss does not require grad (no input of the ops that made it requires grad, it "
+                         "was made under wgt_no_grad_push, or it came from an op without a gradient)",
+                         op);
+    char a[128], b[128];
+    if (grad_output) {
+        if (!same_shape(grad_output, loss->view.ndim, loss->view.shape))
+            return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: grad_output %s does not match the loss %s", op,
+                             wgt_shape_string(grad_output->view.ndim, grad_output->view.shape, a, sizeof(a)),
+                             wgt_shape_string(loss->view.ndim, loss->view.shape, b, sizeof(b)));
+        if (!wgt_dtype_is_float(grad_output->view.dtype))
+            return wgt_error(ctx, WGT_ERR_DTYPE, "%s: grad_output is %s, a float dtype is needed", op,
+                             wgt_dtype_name(grad_output->view.dtype));
+    } else if (wgt_shape_numel(loss->view.ndim, loss->view.shape) != 1) {
+        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH,
+                         "%s: the loss %s is not a scalar; pass grad_output to wgt_backward_ex", op,
+                         wgt_shape_string(loss->view.ndim, loss->view.shape, a, sizeof(a)));
+    }
+
+    wgt_no_grad_push(ctx);
+    /* d loss / d loss: grad_output, or ones */
+    wgt_tensor *seed = grad_output ? wgt_cast(grad_output, WGT_F32) /* our own copy */
+                                   : wgt_full(ctx, WGT_F32, loss->view.ndim, loss->view.shape, 1.0);
+    if (!seed) {
+        wgt_no_grad_pop(ctx);
+        return ctx->status;
+    }
+    own(seed);
+    if (!loss->grad_node) { /* the loss is itself a leaf */
+        wgt_status s = accumulate(ctx, &loss->grad, seed, loss->view.dtype);
+        wgt_no_grad_pop(ctx);
+        return s;
+    }
+    node_list all = {0}, ready = {0};
+    wgt_grad_node *root = loss->grad_node;
+    wgt_status s = collect(ctx, root, &all);
+    if (s == WGT_OK) s = accumulate(ctx, &root->grad, seed, WGT_F32);
+    else wgt_tensor_release(seed);
+    if (s == WGT_OK && !list_push(&ready, root)) s = wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    while (s == WGT_OK && ready.count > 0) {
+        wgt_grad_node *n = ready.items[--ready.count];
+        s = run_node(ctx, n, &ready, keep_graph);
+    }
+    /* Gradients left on nodes (after an error) are dropped. */
+    for (size_t i = 0; i < all.count; i++) {
+        wgt_tensor_release(all.items[i]->grad);
+        all.items[i]->grad = NULL;
+        wgt_tape_node_release(all.items[i]);
+    }
+    free(all.items);
+    free(ready.items);
+    wgt_no_grad_pop(ctx);
+    return s;
+}
+
+wgt_status wgt_backward(wgt_tensor *loss) { return wgt_backward_ex(loss, NULL, false); }
