@@ -13,6 +13,8 @@ TARGETS = {
     "sum_f32": 0.90, "rowsum_f32": 0.90, "softmax_f32": 1.0, "transpose_f32": 0.90,
     "gemm_f32_1024": 0.60, "gemm_f32_2048": 0.80, "gemm_f32_4096": 0.80, "gemm_f32_8192": 0.80,
     "gemv_f32": 0.90, "small_ops_10000": 1 / 0.7,
+    "layernorm_fb_768": 1.0, "layernorm_fb_4096": 1.0, "rmsnorm_fb_768": 1.0, "rmsnorm_fb_4096": 1.0,
+    "xent_fb_50304": 1.0,
 }
 
 

@@ -19,6 +19,31 @@ def randn(*shape, dtype=torch.float32):
     return torch.randn(*shape, device=dev, dtype=dtype)
 
 
+def norm_fb(kind, rows, d):
+    """(make, fn, bytes, flops, reps) of a layer/rms norm forward + backward."""
+    def make():
+        return (randn(rows, d).requires_grad_(), torch.ones(d, device=dev, requires_grad=True),
+                torch.zeros(d, device=dev, requires_grad=True), randn(rows, d))
+
+    def fn(x, w, b, dy):
+        x.grad = w.grad = b.grad = None
+        if kind == "layer":
+            y = torch.nn.functional.layer_norm(x, (d,), w, b, 1e-5)
+        else:
+            y = torch.nn.functional.rms_norm(x, (d,), w, 1e-5)
+        y.backward(dy)
+    return (make, fn, 5 * 4 * rows * d, 0, 20)
+
+
+def xent_make():
+    return (randn(8192, 50304).requires_grad_(), torch.randint(0, 50304, (8192,), device=dev))
+
+
+def xent_fb(logits, targets):
+    logits.grad = None
+    torch.nn.functional.cross_entropy(logits, targets).backward()
+
+
 def case_list():
     n = 1 << 28
     return [
@@ -40,6 +65,12 @@ def case_list():
          torch.matmul, 0, 2 * 4096 ** 3, 5),
         ("gemv_f32", lambda: (randn(11008, 4096), randn(4096)), torch.matmul,
          4 * (11008 * 4096 + 4096 + 11008), 2 * 11008 * 4096, 50),
+        # NN ops, forward + backward (x, weight, bias require grad; dy upstream), as wgt bench
+        ("layernorm_fb_768",) + norm_fb("layer", 8192, 768),
+        ("layernorm_fb_4096",) + norm_fb("layer", 8192, 4096),
+        ("rmsnorm_fb_768",) + norm_fb("rms", 8192, 768),
+        ("rmsnorm_fb_4096",) + norm_fb("rms", 8192, 4096),
+        ("xent_fb_50304", xent_make, xent_fb, 3 * 4 * 8192 * 50304, 0, 10),
     ]
 
 

@@ -222,7 +222,7 @@ static wgt_status run_cross_entropy(cpu_backend *b, const wgt_kernel_call *call)
             if (v > m) m = v; /* a NaN is skipped here and poisons the sum below */
         }
         for (int64_t i = 0; i < c; i++) s += exp(at(&logits, base + i) - m);
-        double lse = m + log(s);
+        double lse = m == -INFINITY ? -INFINITY : m + log(s); /* a row of -inf: log sum = -inf, as PyTorch */
         int32_t t = target_at(targets, r);
         double l;
         if (t == ignore) l = 0;

@@ -21,6 +21,7 @@
 typedef struct bench_state {
     wgt_context *ctx;
     wgt_tensor *a, *b, *c;
+    wgt_tensor *d;         /* a fourth operand (the NN cases' upstream gradient or targets) */
     int64_t n, m, k;
 } bench_state;
 
@@ -131,6 +132,54 @@ static wgt_tensor *step_small_ops(bench_state *s)
     return x;
 }
 
+/* ---- NN ops, forward + backward through autograd (x, weight, bias as in a
+ * model: all three require grad; d is the upstream gradient of y) */
+static bool setup_norm(bench_state *s)
+{
+    int64_t shape[2] = {s->n, s->m};
+    s->a = randn(s, 2, shape, 9);
+    s->b = wgt_ones(s->ctx, WGT_F32, 1, &s->m);
+    s->c = wgt_zeros(s->ctx, WGT_F32, 1, &s->m);
+    s->d = randn(s, 2, shape, 10);
+    return s->a && s->b && s->c && s->d && wgt_tensor_set_requires_grad(s->a, true) == WGT_OK &&
+           wgt_tensor_set_requires_grad(s->b, true) == WGT_OK && wgt_tensor_set_requires_grad(s->c, true) == WGT_OK;
+}
+static wgt_tensor *norm_fb(bench_state *s, bool rms)
+{
+    wgt_tensor *params[3] = {s->a, s->b, s->c};
+    wgt_zero_grad(params, 3);
+    wgt_tensor *y = rms ? wgt_rms_norm(s->a, s->b, 1e-5) : wgt_layer_norm(s->a, s->b, s->c, 1e-5);
+    if (y && wgt_backward_ex(y, s->d, false) != WGT_OK) {
+        wgt_tensor_release(y);
+        return NULL;
+    }
+    return y;
+}
+static wgt_tensor *step_layer_norm_fb(bench_state *s) { return norm_fb(s, false); }
+static wgt_tensor *step_rms_norm_fb(bench_state *s) { return norm_fb(s, true); }
+/* logits [n, m] requiring grad, targets i32 [n] uniform in [0, m) */
+static bool setup_cross_entropy(bench_state *s)
+{
+    int64_t shape[2] = {s->n, s->m};
+    s->a = randn(s, 2, shape, 11);
+    wgt_tensor *u = wgt_rand(s->ctx, WGT_F32, 1, &s->n, 12);
+    wgt_tensor *scaled = u ? wgt_binary_scalar(WGT_OP_MUL, u, (double)s->m) : NULL;
+    s->d = scaled ? wgt_cast(scaled, WGT_I32) : NULL;
+    wgt_tensor_release(u);
+    wgt_tensor_release(scaled);
+    return s->a && s->d && wgt_tensor_set_requires_grad(s->a, true) == WGT_OK;
+}
+static wgt_tensor *step_cross_entropy_fb(bench_state *s)
+{
+    wgt_zero_grad(&s->a, 1);
+    wgt_tensor *loss = wgt_cross_entropy(s->a, s->d, WGT_REDUCTION_MEAN, -100);
+    if (loss && wgt_backward(loss) != WGT_OK) {
+        wgt_tensor_release(loss);
+        return NULL;
+    }
+    return loss;
+}
+
 /* ---- work counts */
 static double bytes_3n(const bench_state *s) { return 3.0 * 4 * (double)s->n; }
 static double bytes_2n(const bench_state *s) { return 2.0 * 4 * (double)s->n; }
@@ -139,6 +188,10 @@ static double bytes_1n(const bench_state *s) { return 4.0 * (double)s->n; }
 static double bytes_nm(const bench_state *s) { return 4.0 * (double)s->n * (double)s->m; }
 static double bytes_2nm(const bench_state *s) { return 8.0 * (double)s->n * (double)s->m; }
 static double bytes_gemv(const bench_state *s) { return 4.0 * ((double)s->n * s->k + s->k + s->n); }
+/* norm forward + backward at least: read x, write y; read x, dy, write dx */
+static double bytes_5nm(const bench_state *s) { return 5.0 * 4 * (double)s->n * (double)s->m; }
+/* cross-entropy forward + backward at least: read logits; read logits, write dlogits */
+static double bytes_3nm(const bench_state *s) { return 3.0 * 4 * (double)s->n * (double)s->m; }
 static double flops_gemm(const bench_state *s) { return 2.0 * (double)s->n * (double)s->m * (double)s->k; }
 static double flops_gemv(const bench_state *s) { return 2.0 * (double)s->n * (double)s->k; }
 
@@ -157,6 +210,11 @@ static const bench_case cases[] = {
     {"gemm_f32_8192", "8192^3", 8192, 8192, 8192, 64, 0, NULL, flops_gemm, setup_gemm, step_matmul, 3},
     {"gemm_f16_4096", "4096^3 f16 in, f32 acc", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_gemm_f16, step_matmul, 5},
     {"gemv_f32", "11008x4096 x 4096", 11008, 0, 4096, 16, 1, bytes_gemv, flops_gemv, setup_gemv, step_matmul, 50},
+    {"layernorm_fb_768", "8192x768 fwd+bwd", 8192, 768, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_layer_norm_fb, 20},
+    {"layernorm_fb_4096", "8192x4096 fwd+bwd", 8192, 4096, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_layer_norm_fb, 20},
+    {"rmsnorm_fb_768", "8192x768 fwd+bwd", 8192, 768, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_rms_norm_fb, 20},
+    {"rmsnorm_fb_4096", "8192x4096 fwd+bwd", 8192, 4096, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_rms_norm_fb, 20},
+    {"xent_fb_50304", "8192x50304 fwd+bwd", 8192, 50304, 0, 64, 0, bytes_3nm, NULL, setup_cross_entropy, step_cross_entropy_fb, 10},
     {"small_ops_10000", "10000 x add 1024", 1024, 0, 0, 1, 1, NULL, NULL, setup_small, step_small_ops, 1},
 };
 
@@ -210,7 +268,7 @@ int wgt_command_bench(int argc, char **argv)
         const bench_case *bc = &cases[i];
         if (only && !strstr(bc->name, only)) continue;
         if (cpu && bc->cpu_div == 0) continue;
-        bench_state s = {ctx, NULL, NULL, NULL, bc->n, bc->m, bc->k};
+        bench_state s = {ctx, NULL, NULL, NULL, NULL, bc->n, bc->m, bc->k};
         int64_t div = quick ? bc->quick_div : cpu ? bc->cpu_div : 1;
         if (div > 1) {
             s.n = bc->n / div > 0 ? bc->n / div : 1;
@@ -260,6 +318,7 @@ int wgt_command_bench(int argc, char **argv)
         wgt_tensor_release(s.a);
         wgt_tensor_release(s.b);
         wgt_tensor_release(s.c);
+        wgt_tensor_release(s.d);
         wgt_memory_trim(ctx);
         fflush(stdout);
     }
