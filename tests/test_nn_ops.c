@@ -159,7 +159,7 @@ static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, 
     double eps = 1e-5;
     /* an offset so the mean matters; weights around 1 */
     double *x = random_values(n, -1.5, 2.5, dt), *w = random_values(d, 0.5, 1.5, dt), *b = random_values(d, -1, 1, dt);
-    double *r = random_values(n, -1, 1, WGT_F32);
+    double *r = random_values(n, -1, 1, dt); /* the upstream gradient, in x's dtype */
     double *y = malloc(sizeof(double) * (size_t)n), *dx = malloc(sizeof(double) * (size_t)n);
     double *dw = malloc(sizeof(double) * (size_t)d), *db = malloc(sizeof(double) * (size_t)d);
     norm_reference(rms, rows, d, x, affine ? w : NULL, affine && !rms ? b : NULL, eps, r, y, dx, dw, db);
@@ -187,10 +187,10 @@ static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, 
     CHECK(e <= out_tolerance(dt), "%s %s %s [%lld, %lld]%s%s forward: error %g", name, backend_name(ctx),
           wgt_dtype_name(dt), (long long)rows, (long long)d, affine ? " affine" : "", transposed ? " transposed" : "", e);
 
-    /* backward kernels vs the formula (f32 only: f16 rounding of dy and dx is
-     * covered by the forward's tolerance story, not worth a second one) */
-    if (dt == WGT_F32) {
-        wgt_tensor *rt = upload(ctx, WGT_F32, 2, shape, r);
+    /* backward kernels vs the formula; f16: dy is f16 and dx is rounded to f16 */
+    {
+        double btol = dt == WGT_F16 ? 4e-3 : 2e-4;
+        wgt_tensor *rt = upload(ctx, dt, 2, shape, r);
         /* stats as the forward saves them: run the tape-free forward again via autograd-less path */
         wgt_tensor *stats = NULL;
         int64_t sshape[2] = {rows, 2};
@@ -211,20 +211,20 @@ static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, 
         CHECK(s == WGT_OK, "%s backward: %s", name, wgt_context_error_message(ctx));
         double *gxv = download(gx), *gwv = download(gw), *gbv = download(gb);
         double ex = gxv ? compare(gxv, dx, n) : INFINITY;
-        CHECK(ex <= 2e-4, "%s %s [%lld, %lld] dx vs formula: error %g", name, backend_name(ctx), (long long)rows,
-              (long long)d, ex);
+        CHECK(ex <= btol, "%s %s %s [%lld, %lld] dx vs formula: error %g", name, backend_name(ctx), wgt_dtype_name(dt),
+              (long long)rows, (long long)d, ex);
         if (affine) {
             double ew = gwv ? compare(gwv, dw, d) : INFINITY;
-            CHECK(ew <= 2e-4, "%s %s [%lld, %lld] dweight vs formula: error %g", name, backend_name(ctx),
+            CHECK(ew <= btol, "%s %s [%lld, %lld] dweight vs formula: error %g", name, backend_name(ctx),
                   (long long)rows, (long long)d, ew);
         }
         if (affine && !rms) {
             double eb = gbv ? compare(gbv, db, d) : INFINITY;
-            CHECK(eb <= 2e-4, "%s %s [%lld, %lld] dbias vs formula: error %g", name, backend_name(ctx),
+            CHECK(eb <= btol, "%s %s [%lld, %lld] dbias vs formula: error %g", name, backend_name(ctx),
                   (long long)rows, (long long)d, eb);
         }
         /* central differences through the public forward, at a few elements of x */
-        if (!transposed && n <= 4096) {
+        if (dt == WGT_F32 && !transposed && n <= 4096) {
             const double h = 1e-2;
             double *xp = malloc(sizeof(double) * (size_t)n);
             for (int k = 0; k < 4; k++) {
@@ -602,6 +602,85 @@ static void test_autograd(wgt_context *ctx)
     free(x), free(w), free(b);
 }
 
+/* Every NN op through the tape: loss = sum(f(inputs) * W) for a fixed random W,
+ * wgt_backward, and each input's gradient against central differences
+ * (h = 1e-2, |fd - grad| <= 3e-3 (1 + |grad|)) at up to 6 elements per input. */
+enum { NN_LAYER_NORM_3D, NN_RMS_NORM, NN_RMS_NORM_PLAIN, NN_XENT_NONE, NN_XENT_SUM, NN_MSE_MEAN, NN_MSE_NONE, NN_DROPOUT,
+       NN_CASES };
+
+static wgt_tensor *nn_case_forward(int id, wgt_tensor **in, wgt_tensor *targets)
+{
+    switch (id) {
+    case NN_LAYER_NORM_3D: return wgt_layer_norm(in[0], in[1], in[2], 1e-5);
+    case NN_RMS_NORM: return wgt_rms_norm(in[0], in[1], 1e-6);
+    case NN_RMS_NORM_PLAIN: return wgt_rms_norm(in[0], NULL, 1e-6);
+    case NN_XENT_NONE: return wgt_cross_entropy(in[0], targets, WGT_REDUCTION_NONE, 2);
+    case NN_XENT_SUM: return wgt_cross_entropy(in[0], targets, WGT_REDUCTION_SUM, 2);
+    case NN_MSE_MEAN: return wgt_mse_loss(in[0], in[1], WGT_REDUCTION_MEAN);
+    case NN_MSE_NONE: return wgt_mse_loss(in[0], in[1], WGT_REDUCTION_NONE);
+    case NN_DROPOUT: return wgt_dropout(in[0], 0.4, 5);
+    default: return NULL;
+    }
+}
+
+static void tape_gradcheck(wgt_context *ctx, int id)
+{
+    static const char *const names[NN_CASES] = {"layer_norm 3-D", "rms_norm", "rms_norm without weight",
+                                                "cross_entropy NONE", "cross_entropy SUM", "mse_loss MEAN",
+                                                "mse_loss NONE", "dropout"};
+    int n_in = id == NN_LAYER_NORM_3D ? 3 : id == NN_RMS_NORM || id == NN_MSE_MEAN || id == NN_MSE_NONE ? 2 : 1;
+    int ndim[3] = {2, 1, 1};
+    int64_t shapes[3][3] = {{4, 6}, {6}, {6}};
+    if (id == NN_LAYER_NORM_3D) ndim[0] = 3, shapes[0][0] = 2, shapes[0][1] = 3, shapes[0][2] = 5, shapes[1][0] = shapes[2][0] = 5;
+    if (id == NN_MSE_MEAN || id == NN_MSE_NONE) ndim[1] = 2, shapes[1][0] = 4, shapes[1][1] = 6;
+    int32_t t[4] = {0, 5, 2, 3}; /* 2 is the ignore_index */
+    wgt_scope_push(ctx);
+    wgt_tensor *targets = upload_i32(ctx, 1, (int64_t[]){4}, t);
+    double *vals[3];
+    int64_t sizes[3];
+    wgt_tensor *in[3] = {NULL};
+    for (int k = 0; k < n_in; k++) {
+        sizes[k] = 1;
+        for (int d = 0; d < ndim[k]; d++) sizes[k] *= shapes[k][d];
+        vals[k] = random_values(sizes[k], k == 1 && id == NN_RMS_NORM ? 0.5 : -2, 2, WGT_F32);
+        in[k] = upload(ctx, WGT_F32, ndim[k], shapes[k], vals[k]);
+        wgt_tensor_set_requires_grad(in[k], true);
+    }
+    wgt_tensor *out = nn_case_forward(id, in, targets);
+    int64_t n_out = out ? wgt_tensor_numel(out) : 0;
+    double *wv = random_values(n_out, -1, 1, WGT_F32);
+    wgt_tensor *w = out ? upload(ctx, WGT_F32, wgt_tensor_ndim(out), wgt_tensor_shape(out), wv) : NULL;
+    wgt_tensor *loss = w ? wgt_sum(wgt_mul(out, w), NULL, 0, false) : NULL;
+    wgt_status s = loss ? wgt_backward(loss) : WGT_ERR_INTERNAL;
+    CHECK(s == WGT_OK, "tape %s %s: %s", names[id], backend_name(ctx), wgt_context_error_message(ctx));
+    for (int k = 0; k < n_in && s == WGT_OK; k++) {
+        double *grad = download(wgt_tensor_grad(in[k]));
+        CHECK(grad != NULL, "tape %s %s: input %d has no gradient", names[id], backend_name(ctx), k);
+        for (int e = 0; grad && e < 6 && e < sizes[k]; e++) {
+            int64_t i = (int64_t)(test_xorshift(&rng_state) % (uint32_t)sizes[k]);
+            double keep = vals[k][i], l[2];
+            for (int side = 0; side < 2; side++) {
+                vals[k][i] = keep + (side ? -1e-2 : 1e-2);
+                wgt_tensor *pin[3] = {NULL};
+                for (int j = 0; j < n_in; j++) pin[j] = upload(ctx, WGT_F32, ndim[j], shapes[j], vals[j]);
+                wgt_tensor *po = nn_case_forward(id, pin, targets);
+                double *ov = download(po);
+                l[side] = 0;
+                for (int64_t q = 0; ov && q < n_out; q++) l[side] += ov[q] * wv[q];
+                free(ov);
+            }
+            vals[k][i] = keep;
+            double fd = (l[0] - l[1]) / 2e-2;
+            CHECK(fabs(fd - grad[i]) <= 3e-3 * (1 + fabs(grad[i])), "tape %s %s: d/d input %d [%lld]: fd %g, grad %g",
+                  names[id], backend_name(ctx), k, (long long)i, fd, grad[i]);
+        }
+        free(grad);
+    }
+    for (int k = 0; k < n_in; k++) free(vals[k]);
+    free(wv);
+    wgt_scope_pop(ctx);
+}
+
 /* ============================================================ bad input */
 
 static void test_bad_input(wgt_context *ctx)
@@ -668,6 +747,7 @@ int main(void)
         test_mse(ctx);
         test_dropout(ctx, k == 1 ? cpu : NULL);
         test_autograd(ctx);
+        for (int id = 0; id < NN_CASES; id++) tape_gradcheck(ctx, id);
         test_bad_input(ctx);
         CHECK(wgt_context_live_tensors(ctx) == live, "%s: %lld tensors leaked", backend_name(ctx),
               (long long)(wgt_context_live_tensors(ctx) - live));
