@@ -395,6 +395,25 @@ static void test_ce_special(wgt_context *ctx)
     CHECK(v3 && v3[0] == 0, "cross_entropy %s: all ignored SUM is 0", backend_name(ctx));
     free(v1), free(v2), free(v3);
     wgt_tensor_release(l1), wgt_tensor_release(l2), wgt_tensor_release(l3);
+    /* strided views: logits read through a transpose, targets through a step-2 slice */
+    {
+        double lt_host[12];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++) lt_host[j * 3 + i] = logits[i * 4 + j];
+        int32_t t6[6] = {1, 9, 3, 9, 0, 9};
+        wgt_tensor *base = upload(ctx, WGT_F32, 2, (int64_t[]){4, 3}, lt_host), *tr = wgt_transpose(base, 0, 1);
+        wgt_tensor *tall = upload_i32(ctx, 1, (int64_t[]){6}, t6), *ts2 = wgt_slice(tall, 0, 0, 6, 2);
+        int32_t tc[3] = {1, 3, 0};
+        wgt_tensor *tcont = upload_i32(ctx, 1, tshape, tc);
+        wgt_tensor *a1 = wgt_cross_entropy(tr, ts2, WGT_REDUCTION_NONE, -100);
+        wgt_tensor *a2 = wgt_cross_entropy(lt, tcont, WGT_REDUCTION_NONE, -100);
+        double *v5 = download(a1), *v6 = download(a2);
+        CHECK(v5 && v6 && compare(v5, v6, 3) == 0, "cross_entropy %s: strided logits and targets give the contiguous result",
+              backend_name(ctx));
+        free(v5), free(v6);
+        wgt_tensor_release(a1), wgt_tensor_release(a2), wgt_tensor_release(base), wgt_tensor_release(tr);
+        wgt_tensor_release(tall), wgt_tensor_release(ts2), wgt_tensor_release(tcont);
+    }
     /* unbatched logits [C] with a scalar target */
     int64_t cshape[1] = {4};
     int32_t t0 = 3;

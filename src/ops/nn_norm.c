@@ -16,10 +16,13 @@
 #include "ops/nn_internal.h"
 #include "ops/op_common.h"
 
-/* Rows of at most this many chunks of partial sums for the weight gradient:
- * enough workgroups to fill a GPU, few enough that the second pass is small. */
-#define NORM_GRAD_MAX_CHUNKS 1024
-#define NORM_GRAD_MIN_CHUNK_ROWS 32
+/* The weight/bias gradient kernel runs a thread per (chunk of rows, 4
+ * columns): about NORM_GRAD_THREADS of them fill a large GPU (132 SMs x 2048)
+ * while the [chunks, D] partials stay a small fraction of the traffic (a chunk
+ * has at least NORM_GRAD_MIN_CHUNK_ROWS rows). */
+#define NORM_GRAD_THREADS 262144
+#define NORM_GRAD_MAX_CHUNKS 4096
+#define NORM_GRAD_MIN_CHUNK_ROWS 4
 
 /* The [rows, d] view of a contiguous tensor's elements. */
 static wgt_tensor_view rows_view(const wgt_tensor *t, int64_t rows, int64_t d)
@@ -191,7 +194,10 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
         }
     }
     if (s == WGT_OK && (dweight || dbias)) {
-        int64_t chunk = (rows + NORM_GRAD_MAX_CHUNKS - 1) / NORM_GRAD_MAX_CHUNKS;
+        int64_t columns = (d + 3) / 4, target = NORM_GRAD_THREADS / (columns ? columns : 1);
+        if (target < 1) target = 1;
+        if (target > NORM_GRAD_MAX_CHUNKS) target = NORM_GRAD_MAX_CHUNKS;
+        int64_t chunk = (rows + target - 1) / target;
         if (chunk < NORM_GRAD_MIN_CHUNK_ROWS) chunk = NORM_GRAD_MIN_CHUNK_ROWS;
         int64_t chunks = rows ? (rows + chunk - 1) / chunk : 1;
         int64_t pshape[2] = {chunks, d};
