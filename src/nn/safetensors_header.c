@@ -517,7 +517,7 @@ static bool validate_ranges(json_reader *r, st_header *h, uint64_t data_size)
             return fail(r, WGT_ERR_BAD_FORMAT, "tensor \"%s\": shape x dtype size differs from its byte range",
                         e->name);
     }
-    qsort(h->entries, (size_t)h->n_entries, sizeof(*h->entries), compare_offsets);
+    if (h->n_entries > 1) qsort(h->entries, (size_t)h->n_entries, sizeof(*h->entries), compare_offsets);
     uint64_t expected = 0;
     for (int i = 0; i < h->n_entries; i++) {
         st_entry *e = &h->entries[i];

@@ -1,0 +1,14 @@
+# libFuzzer targets, one per parser of outside input. Configure with clang:
+#   CC=clang cmake -S . -B build-fuzz -DWGT_FUZZ=ON -DWGT_SANITIZE=ON
+#   cmake --build build-fuzz --target fuzz_safetensors
+# The library is compiled with -fsanitize=fuzzer-no-link (top-level
+# CMakeLists.txt) so coverage inside it guides the fuzzer.
+function(wgt_fuzz_target name)
+  add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.c)
+  target_link_libraries(${name} PRIVATE wgtensor_static)
+  target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+endfunction()
+
+# safetensors reader: seeds in corpus_safetensors/, dictionary safetensors.dict
+wgt_fuzz_target(fuzz_safetensors)
