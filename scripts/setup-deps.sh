@@ -46,3 +46,13 @@ PY
   echo "$WGPU_WHEEL_VERSION" > "$stamp"
   echo "setup-deps: wgpu-native extracted to $dest"
 fi
+
+# NumPy for tests/numpy_diff.py, into .deps/python (the test puts it on sys.path).
+pydest="$root/.deps/python"
+if [ "$(cat "$pydest/.version" 2>/dev/null)" != "$NUMPY_VERSION" ]; then
+  echo "setup-deps: installing numpy==$NUMPY_VERSION from PyPI into $pydest"
+  rm -rf "$pydest"
+  python3 -m pip install -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --target "$pydest" "numpy==$NUMPY_VERSION"
+  echo "$NUMPY_VERSION" > "$pydest/.version"
+fi

@@ -133,6 +133,9 @@ static void test_clamp_integers(wgt_context *ctx)
     expect_i32(wgt_clamp_max(x, 16777218), 4, (int32_t[]){16777217, 16777218, -2147483647 - 1, 16777218},
                "clamp_max i32");
     expect_i32(wgt_clamp_max(x, 1e12), 4, v, "clamp_max i32 above the range");
+    /* floor/ceil/round of an integer: the integer, in its own dtype (PyTorch) */
+    expect_i32(wgt_floor(x), 4, v, "floor i32");
+    expect_i32(wgt_round(x), 4, v, "round i32");
     wgt_tensor *u = wgt_tensor_from_host(ctx, WGT_U8, 1, &n, (uint8_t[]){0, 7, 200, 255});
     expect_bytes(wgt_clamp(u, -5, 300), 4, (uint8_t[]){0, 7, 200, 255}, "clamp u8 to (-5, 300)");
     expect_bytes(wgt_clamp_min(u, 300), 4, (uint8_t[]){255, 255, 255, 255}, "clamp_min u8 300 (limited to 255)");

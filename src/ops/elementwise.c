@@ -194,9 +194,17 @@ static const struct {
     {WGT_OP_ROUND, WGT_EXPR_ROUND, "wgt_round"}, {WGT_OP_LOGICAL_NOT, WGT_EXPR_NOT, "wgt_logical_not"},
 };
 
+/* floor/ceil/round of an integer is the integer itself, in its own dtype (as
+ * PyTorch): no trip through f32, which would round i32 values beyond 2^24. */
+static bool integer_rounding(wgt_expr_opcode code, wgt_dtype in)
+{
+    return (code == WGT_EXPR_FLOOR || code == WGT_EXPR_CEIL || code == WGT_EXPR_ROUND) && !wgt_dtype_is_float(in);
+}
+
 /* Float functions keep a float dtype and turn integers into f32. */
 static wgt_dtype unary_result_dtype(wgt_expr_opcode code, wgt_dtype in)
 {
+    if (integer_rounding(code, in)) return in;
     if (code == WGT_EXPR_NOT) return WGT_BOOL;
     if (wgt_expr_opcode_float_only(code) && !wgt_dtype_is_float(in)) return WGT_F32;
     return in;
@@ -218,7 +226,7 @@ wgt_tensor *wgt_unary(wgt_op op, wgt_tensor *x)
     wgt_expr e;
     wgt_expr_init(&e);
     int in = wgt_expr_input(&e, 0, wgt_expr_type_of(x->view.dtype));
-    wgt_expr_unary(&e, unary_ops[k].code, in);
+    if (!integer_rounding(unary_ops[k].code, x->view.dtype)) wgt_expr_unary(&e, unary_ops[k].code, in);
     return run_recorded(ctx, op, name, &e, 1, &x, unary_result_dtype(unary_ops[k].code, x->view.dtype));
 }
 

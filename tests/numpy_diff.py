@@ -1,0 +1,637 @@
+#!/usr/bin/env python3
+"""Differential test of wgtensor against NumPy (issue 8).
+
+Drives the public C API of libwgtensor through ctypes with random cases drawn
+from a seed -- op, dtypes, shapes, broadcasting, and a chain of views (permute,
+slice with step, expand, unsqueeze, reshape) applied to the inputs first -- and
+compares every result with NumPy computing the same thing in float64 (or int64)
+and converting to the result dtype wgtensor documents (docs/ops.md; where that
+differs from NumPy, the case follows wgtensor's documented rule and the
+difference is listed in docs/ops.md "Differences from PyTorch and NumPy").
+
+Tolerances (per element, err = |got - want|):
+  f32 elementwise         err <= 2e-6 * |want| + 1e-6 * scale  (transcendental: 1e-5 * |want|)
+  f16 results             err <= 1.5e-3 * |want| + 1e-3 * scale (one f16 rounding either side)
+  sums, means, cumsum, matmul:  err <= tol * (sum of |terms|) + tiny  (tol 2e-6 f32, 2e-3 f16)
+  integers and bools      exact
+NaN positions must match exactly, and infinities must match exactly (sign
+included). A case also fails if the result's shape or dtype differs from the
+expected one, or if the call fails.
+
+Usage:
+  numpy_diff.py --lib build/lib/libwgtensor.so --backend cpu --seeds 1-8
+  numpy_diff.py --lib ... --backend webgpu --seeds 1-1000 --cases 200   (many more, locally)
+Exit status 0 only with zero mismatches and at least one case compared.
+"""
+import argparse
+import ctypes
+import math
+import os
+import random
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, ".deps", "python"))  # scripts/setup-deps.sh installs NumPy here
+import numpy as np  # noqa: E402
+
+F32, F16, I32, U8, BOOL = 0, 1, 2, 3, 4
+NP_DTYPE = {F32: np.float32, F16: np.float16, I32: np.int32, U8: np.uint8, BOOL: np.bool_}
+NAME = {F32: "f32", F16: "f16", I32: "i32", U8: "u8", BOOL: "bool"}
+RANK = {BOOL: 0, U8: 1, I32: 2, F16: 3, F32: 4}  # promotion order bool < u8 < i32 < f16 < f32
+
+
+def promote(a, b):
+    return a if RANK[a] >= RANK[b] else b
+
+
+def is_float(d):
+    return d in (F32, F16)
+
+
+class Lib:
+    """The few public calls the test needs, with their C signatures."""
+
+    def __init__(self, path):
+        L = ctypes.CDLL(path)
+        P, I, I64, D, B = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_double, ctypes.c_bool
+        I64P, IP = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int)
+
+        def sig(name, res, *args):
+            f = getattr(L, name)
+            f.restype, f.argtypes = res, list(args)
+            setattr(self, name[4:], f)
+
+        sig("wgt_context_create", P, P)
+        sig("wgt_context_destroy", None, P)
+        sig("wgt_context_status", I, P)
+        sig("wgt_context_error_message", ctypes.c_char_p, P)
+        sig("wgt_context_clear_error", I, P)
+        sig("wgt_scope_push", I, P)
+        sig("wgt_scope_pop", I, P)
+        sig("wgt_tensor_from_host", P, P, I, I, I64P, P)
+        sig("wgt_tensor_read", I, P, P, ctypes.c_size_t)
+        sig("wgt_tensor_dtype", I, P)
+        sig("wgt_tensor_ndim", I, P)
+        sig("wgt_tensor_shape", I64P, P)
+        sig("wgt_permute", P, P, IP)
+        sig("wgt_slice", P, P, I, I64, I64, I64)
+        sig("wgt_expand", P, P, I, I64P)
+        sig("wgt_unsqueeze", P, P, I)
+        sig("wgt_reshape", P, P, I, I64P)
+        for name in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+                     "logical_and", "logical_or"):
+            sig("wgt_" + name, P, P, P)
+        sig("wgt_where", P, P, P, P)
+        for name in UNARY:
+            sig("wgt_" + name, P, P)
+        sig("wgt_clamp", P, P, D, D)
+        sig("wgt_cast", P, P, I)
+        for name in ("sum", "mean", "max", "min", "prod"):
+            sig("wgt_" + name, P, P, IP, I, B)
+        sig("wgt_var", P, P, IP, I, I, B)
+        sig("wgt_argmax", P, P, I, B)
+        sig("wgt_argmin", P, P, I, B)
+        sig("wgt_cumsum", P, P, I)
+        sig("wgt_softmax", P, P, I)
+        sig("wgt_log_softmax", P, P, I)
+        sig("wgt_matmul", P, P, P)
+        sig("wgt_fused", P, P, ctypes.c_char_p, ctypes.POINTER(P), I)
+
+
+UNARY = ["neg", "abs", "sign", "exp", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
+         "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "softplus", "floor", "ceil", "round", "logical_not"]
+TRANSCENDENTAL = {"exp", "log", "log1p", "sin", "cos", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu", "softplus",
+                  "rsqrt", "pow", "softmax", "log_softmax", "fused"}
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def unary_ref(name, x):
+    """float64 reference of the formulas in src/core/expr.h."""
+    with np.errstate(all="ignore"):
+        return {
+            "neg": lambda: -x, "abs": lambda: np.abs(x), "sign": lambda: np.sign(x), "exp": lambda: np.exp(x),
+            "log": lambda: np.log(x), "log1p": lambda: np.log1p(x), "sqrt": lambda: np.sqrt(x),
+            "rsqrt": lambda: 1 / np.sqrt(x), "reciprocal": lambda: 1 / x, "sin": lambda: np.sin(x),
+            "cos": lambda: np.cos(x), "tanh": lambda: np.tanh(x), "sigmoid": lambda: 1 / (1 + np.exp(-x)),
+            "relu": lambda: np.where(np.isnan(x), x, np.maximum(x, 0)),
+            "gelu": lambda: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
+            "gelu_tanh": lambda: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+            "silu": lambda: x / (1 + np.exp(-x)),
+            "softplus": lambda: np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0),
+            "floor": lambda: np.floor(x), "ceil": lambda: np.ceil(x), "round": lambda: np.round(x),
+        }[name]()
+
+
+# Functions whose value at +-inf is a limit the formula does not reach (inf * 0):
+# their cases draw finite values and NaN only.
+NO_INF = {"gelu", "gelu_tanh", "silu", "softplus"}
+
+
+class Mismatch(Exception):
+    pass
+
+
+def to_dtype(values, dtype):
+    """Store conversion of expr.h: float64/int64 values -> dtype's array."""
+    v = np.asarray(values)
+    if dtype == BOOL:
+        return v != 0  # NaN != 0 is True
+    if is_float(dtype):
+        with np.errstate(all="ignore"):
+            return v.astype(np.float64).astype(np.float32).astype(NP_DTYPE[dtype])
+    if v.dtype.kind == "f":  # CAST F32 -> I32: toward zero, saturating, NaN -> 0
+        with np.errstate(all="ignore"):
+            f = v.astype(np.float32).astype(np.float64)
+            i = np.where(np.isnan(f), 0, np.clip(np.trunc(f), -2147483648.0, 2147483647.0)).astype(np.int64)
+    else:
+        i = v.astype(np.int64)
+    i32 = ((i + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32)  # i32 arithmetic wraps
+    return i32 if dtype == I32 else (i32.astype(np.int64) & 0xFF).astype(np.uint8)
+
+
+def value_of(a):
+    """The value type of expr.h: floats widen to float64 (f16 exactly), ints to int64."""
+    if a.dtype.kind == "f":
+        return a.astype(np.float64)
+    return a.astype(np.int64)
+
+
+class Runner:
+    def __init__(self, lib, ctx, rng, allow_f16=True):
+        self.lib, self.ctx, self.rng = lib, ctx, rng
+        self.allow_f16 = allow_f16
+
+    # ---------------------------------------------------------------- data
+    def data(self, dtype, shape, specials=True, no_inf=False, positive=False, small=False):
+        r = self.rng
+        n = int(np.prod(shape)) if shape else 1
+        if dtype == BOOL:
+            vals = [r.random() < 0.5 for _ in range(n)]
+        elif dtype == U8:
+            vals = [r.randrange(256) for _ in range(n)]
+        elif dtype == I32:
+            vals = [r.randrange(-100, 101) for _ in range(n)]
+        else:
+            vals = []
+            for _ in range(n):
+                u = r.random()
+                if specials and u < 0.06:
+                    choices = [math.nan, 0.0, -0.0] + ([] if no_inf else [math.inf, -math.inf])
+                    vals.append(r.choice(choices))
+                elif small:
+                    vals.append(r.uniform(-2, 2))
+                else:
+                    vals.append(r.gauss(0, 3) if r.random() < 0.8 else r.uniform(-50, 50))
+            if positive:
+                vals = [abs(v) for v in vals]
+        return np.array(vals, dtype=NP_DTYPE[dtype]).reshape(shape)
+
+    def upload(self, arr, dtype):
+        shape = (ctypes.c_int64 * max(1, arr.ndim))(*arr.shape)
+        host = np.ascontiguousarray(arr.astype(NP_DTYPE[dtype]))
+        if dtype == BOOL:
+            host = host.astype(np.uint8)
+        t = self.lib.tensor_from_host(self.ctx, dtype, arr.ndim, shape, host.ctypes.data)
+        self.check_call(t, "wgt_tensor_from_host")
+        return t
+
+    def read(self, t, what):
+        self.check_call(t, what)
+        dtype = self.lib.tensor_dtype(t)
+        ndim = self.lib.tensor_ndim(t)
+        sp = self.lib.tensor_shape(t)
+        shape = tuple(sp[i] for i in range(ndim))
+        out = np.empty(shape, dtype=np.uint8 if dtype == BOOL else NP_DTYPE[dtype])
+        s = self.lib.tensor_read(t, out.ctypes.data, out.nbytes)
+        if s != 0:
+            raise Mismatch(f"{what}: wgt_tensor_read failed: {self.lib.context_error_message(self.ctx).decode()}")
+        return (out != 0) if dtype == BOOL else out, dtype
+
+    def check_call(self, t, what):
+        if not t or self.lib.context_status(self.ctx) != 0:
+            msg = self.lib.context_error_message(self.ctx).decode()
+            self.lib.context_clear_error(self.ctx)
+            raise Mismatch(f"{what} failed: {msg}")
+
+    # ---------------------------------------------------------- view chains
+    def view_chain(self, arr, t, out_shape=None):
+        """Applies 0-3 random views to (numpy array, tensor) alike; returns both."""
+        r, lib = self.rng, self.lib
+        steps = []
+        for _ in range(r.randrange(4)):
+            kind = r.choice(["permute", "slice", "unsqueeze", "reshape"])
+            nd = arr.ndim
+            if kind == "permute" and nd >= 2:
+                perm = list(range(nd))
+                r.shuffle(perm)
+                t = lib.permute(t, (ctypes.c_int * nd)(*perm))
+                arr = arr.transpose(perm)
+            elif kind == "slice" and nd >= 1:
+                axis = r.randrange(nd)
+                n = arr.shape[axis]
+                start = r.randrange(max(1, n))
+                step = r.choice([1, 1, 2, 3])
+                stop = r.randrange(start, n + 1)
+                if stop == start:
+                    stop = min(n, start + 1)
+                t = lib.slice(t, axis, start, stop, step)
+                arr = arr[(slice(None),) * axis + (slice(start, stop, step),)]
+            elif kind == "unsqueeze" and nd < 5:
+                axis = r.randrange(nd + 1)
+                t = lib.unsqueeze(t, axis)
+                arr = np.expand_dims(arr, axis)
+            elif kind == "reshape" and nd >= 1:
+                shape = [int(np.prod(arr.shape))] if r.random() < 0.5 else list(arr.shape[::-1])
+                if int(np.prod(shape)) != arr.size:
+                    continue
+                t = lib.reshape(t, len(shape), (ctypes.c_int64 * len(shape))(*shape))
+                arr = arr.reshape(shape)
+            else:
+                continue
+            steps.append(kind)
+            self.check_call(t, "view " + kind)
+        return arr, t, steps
+
+    def operand(self, dtype, shape, **kw):
+        """A tensor of `shape`, either uploaded directly or reached through views
+        of a bigger or differently ordered tensor (so kernels see strides)."""
+        r = self.rng
+        mode = r.random()
+        if mode < 0.4 or not shape:
+            a = self.data(dtype, shape, **kw)
+            return a, self.upload(a, dtype), []
+        if mode < 0.7:  # a transposed parent, permuted back
+            nd = len(shape)
+            perm = list(range(nd))
+            r.shuffle(perm)
+            inv = [perm.index(i) for i in range(nd)]
+            parent = self.data(dtype, tuple(shape[p] for p in perm), **kw)
+            t = self.lib.permute(self.upload(parent, dtype), (ctypes.c_int * nd)(*inv))
+            self.check_call(t, "permute")
+            return parent.transpose(inv), t, ["permute"]
+        # a strided slice of a longer parent along one axis
+        axis = r.randrange(len(shape))
+        step = r.choice([2, 3])
+        start = r.randrange(3)
+        big = list(shape)
+        big[axis] = start + step * shape[axis] + r.randrange(2)
+        parent = self.data(dtype, tuple(big), **kw)
+        t = self.lib.slice(self.upload(parent, dtype), axis, start, start + step * shape[axis], step)
+        self.check_call(t, "slice")
+        return parent[(slice(None),) * axis + (slice(start, start + step * shape[axis], step),)], t, ["slice"]
+
+    def broadcast_operand(self, dtype, out_shape, **kw):
+        """An operand that broadcasts to out_shape: fewer leading dims and some
+        size-1 dims, sometimes made by wgt_expand of a size-1 dim."""
+        r = self.rng
+        nd = len(out_shape)
+        keep = r.randrange(nd + 1) if r.random() < 0.3 else nd
+        shape = [1 if r.random() < 0.25 else d for d in out_shape[nd - keep:]]
+        a, t, steps = self.operand(dtype, tuple(shape), **kw)
+        if r.random() < 0.3 and shape:
+            full = list(out_shape[nd - keep:])
+            t = self.lib.expand(t, len(full), (ctypes.c_int64 * len(full))(*full))
+            self.check_call(t, "expand")
+            a = np.broadcast_to(a, full)
+            steps = steps + ["expand"]
+        return a, t, steps
+
+    def random_shape(self, max_nd=4, max_dim=6):
+        r = self.rng
+        return tuple(r.randrange(1, max_dim + 1) for _ in range(r.randrange(max_nd + 1)))
+
+    def dtype(self, choices=(F32, F16, I32, U8, BOOL)):
+        pool = [d for d in choices if d != F16 or self.allow_f16]
+        return self.rng.choice(pool)
+
+    # --------------------------------------------------------------- compare
+    def compare(self, got, got_dtype, want, want_dtype, kind, scale=None, what=""):
+        if got_dtype != want_dtype:
+            raise Mismatch(f"{what}: dtype {NAME[got_dtype]}, expected {NAME[want_dtype]}")
+        want = to_dtype(want, want_dtype)
+        if got.shape != want.shape:
+            raise Mismatch(f"{what}: shape {got.shape}, expected {want.shape}")
+        if not is_float(want_dtype):
+            bad = np.argwhere(got != want)
+            if bad.size:
+                i = tuple(bad[0])
+                raise Mismatch(f"{what}: at {i} got {got[i]}, expected {want[i]} ({len(bad)} elements differ)")
+            return
+        with np.errstate(all="ignore"):
+            self.compare_floats(got.astype(np.float64), want.astype(np.float64), want_dtype, kind, scale, what)
+
+    def compare_floats(self, g, w, want_dtype, kind, scale, what):
+        if np.any(np.isnan(g) != np.isnan(w)):
+            i = tuple(np.argwhere(np.isnan(g) != np.isnan(w))[0])
+            raise Mismatch(f"{what}: NaN position differs at {i}: got {g[i]}, expected {w[i]}")
+        inf_g, inf_w = np.isinf(g), np.isinf(w)
+        if np.any(inf_g != inf_w) or np.any(g[inf_w] != w[inf_w]):
+            i = tuple(np.argwhere((inf_g != inf_w) | (inf_w & (g != w)))[0])
+            raise Mismatch(f"{what}: inf position differs at {i}: got {g[i]}, expected {w[i]}")
+        fin = ~np.isnan(w) & ~inf_w
+        if want_dtype == F16:
+            rel, absolute = 1.5e-3, 1e-3
+        else:
+            rel, absolute = (1e-5 if kind == "transcendental" else 2e-6), 1e-6
+        if scale is None:
+            bound = rel * np.abs(w) + absolute * 1e-3
+        else:  # accumulated results: relative to the sum of |terms|
+            s = np.asarray(scale, dtype=np.float64)
+            s = np.broadcast_to(np.where(np.isfinite(s), s, 0), w.shape)
+            rel_acc = 2e-3 if want_dtype == F16 else 4e-6
+            bound = rel_acc * s + rel * np.abs(w) + 1e-30
+        err = np.abs(g - w)
+        bad = fin & (err > bound)
+        if np.any(bad):
+            i = tuple(np.argwhere(bad)[0])
+            raise Mismatch(f"{what}: at {i} got {g[i]!r}, expected {w[i]!r} (error {err[i]:.3g}, bound {bound[i]:.3g})")
+
+    # ------------------------------------------------------------------ cases
+    def case_binary(self):
+        r = self.rng
+        op = r.choice(["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+                       "logical_and", "logical_or"])
+        da, db = self.dtype(), self.dtype()
+        if op == "sub" and (da == BOOL and db == BOOL):
+            db = I32
+        out_shape = self.random_shape()
+        kw = {"small": op == "pow"}
+        a, ta, sa = self.broadcast_operand(da, out_shape, **kw)
+        b, tb, sb = self.broadcast_operand(db, out_shape, **kw)
+        t = getattr(self.lib, op)(ta, tb)
+        got, gd = self.read(t, "wgt_" + op)
+        va, vb = value_of(a), value_of(b)
+        common = promote(da, db)
+        if op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"):
+            if is_float(common):
+                va, vb = va.astype(np.float64), vb.astype(np.float64)
+            with np.errstate(all="ignore"):
+                fn = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+                      "ge": np.greater_equal, "logical_and": np.logical_and, "logical_or": np.logical_or}[op]
+                want = fn(va, vb)
+            want_dtype, kind = BOOL, "exact"
+        else:
+            want_dtype = common
+            if op in ("div", "pow") and not is_float(common):
+                want_dtype = F32
+            if is_float(want_dtype):
+                # operands as f32 values: an integer operand converts exactly (|v| <= 255)
+                va, vb = va.astype(np.float64), vb.astype(np.float64)
+            with np.errstate(all="ignore"):
+                fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
+                      "maximum": np.maximum, "minimum": np.minimum}[op]
+                want = fn(va, vb)
+                if op in ("div", "mul", "add", "sub") and is_float(want_dtype):
+                    want = want.astype(np.float32)  # one f32 rounding, as the kernel does
+            kind = "transcendental" if op == "pow" else "exact"
+        return f"{op} {NAME[da]}{a.shape}{sa} {NAME[db]}{b.shape}{sb}", got, gd, want, want_dtype, kind, None
+
+    def case_unary(self):
+        r = self.rng
+        op = r.choice(UNARY)
+        d = self.dtype()
+        shape = self.random_shape()
+        a, ta, sa = self.operand(d, shape, no_inf=op in NO_INF, small=op in ("sin", "cos"))
+        t = getattr(self.lib, op)(ta)
+        got, gd = self.read(t, "wgt_" + op)
+        if op == "logical_not":
+            return f"{op} {NAME[d]}{shape}{sa}", got, gd, value_of(a) == 0, BOOL, "exact", None
+        float_only = op not in ("neg", "abs", "sign", "relu", "floor", "ceil", "round")  # rounding keeps ints, as PyTorch
+        want_dtype = d if (is_float(d) or not float_only) else F32
+        v = value_of(a)
+        if is_float(want_dtype):
+            want = unary_ref(op, v.astype(np.float64))
+        elif op in ("floor", "ceil", "round"):
+            want = v
+        else:
+            with np.errstate(all="ignore"):
+                want = {"neg": lambda: -v, "abs": lambda: np.abs(v), "sign": lambda: np.sign(v),
+                        "relu": lambda: np.maximum(v, 0)}[op]()
+        kind = "transcendental" if op in TRANSCENDENTAL else "exact"
+        # 0.5 x (1 + tanh/erf(..)) cancels for negative x in f32: error relative to |x|
+        scale = np.abs(v.astype(np.float64)) if op in ("gelu", "gelu_tanh") else None
+        return f"{op} {NAME[d]}{shape}{sa}", got, gd, want, want_dtype, kind, scale
+
+    def case_where(self):
+        out_shape = self.random_shape()
+        dc, da, db = self.dtype(), self.dtype(), self.dtype()
+        c, tc, _ = self.broadcast_operand(dc, out_shape)
+        a, ta, _ = self.broadcast_operand(da, out_shape)
+        b, tb, _ = self.broadcast_operand(db, out_shape)
+        got, gd = self.read(self.lib.where(tc, ta, tb), "wgt_where")
+        want = np.where(value_of(c) != 0, value_of(a), value_of(b))
+        if is_float(promote(da, db)):
+            want = want.astype(np.float64)
+        return f"where {NAME[dc]} {NAME[da]} {NAME[db]} {out_shape}", got, gd, want, promote(da, db), "exact", None
+
+    def case_reduce(self):
+        r = self.rng
+        op = r.choice(["sum", "mean", "max", "min", "prod", "var", "argmax", "argmin"])
+        d = self.dtype((F32, F16, I32, U8) if op not in ("var",) else (F32, F16, I32))
+        shape = self.random_shape(max_nd=3, max_dim=7) or (5,)
+        a, ta, sa = self.operand(d, shape, small=op == "prod")
+        if op == "prod" and not is_float(d):
+            a_small = True  # ints: products of up to 7 values of |v| <= 100 may wrap: compare in wrapped i32
+        nd = len(shape)
+        keep = r.random() < 0.5
+        v = value_of(a)
+        if op in ("argmax", "argmin"):
+            axis = r.randrange(nd)
+            got, gd = self.read(getattr(self.lib, op)(ta, axis, keep), "wgt_" + op)
+            if is_float(d):
+                vf = v.astype(np.float64)
+                want = np.argmax(vf, axis=axis) if op == "argmax" else np.argmin(vf, axis=axis)
+            else:
+                want = np.argmax(v, axis=axis) if op == "argmax" else np.argmin(v, axis=axis)
+            if keep:
+                want = np.expand_dims(want, axis)
+            return f"{op} {NAME[d]}{shape}{sa} axis {axis}", got, gd, want, I32, "exact", None
+        axes = sorted(r.sample(range(nd), r.randrange(nd + 1)))
+        if op == "var" and axes and int(np.prod([shape[x] for x in axes])) < 2:
+            axes = list(range(nd))
+        if op == "var" and int(np.prod([shape[x] for x in axes] if axes else shape)) < 2:
+            return None
+        arr = (ctypes.c_int * max(1, len(axes)))(*axes)
+        if op == "var":
+            corr = r.randrange(2)
+            t = self.lib.var(ta, arr, len(axes), corr, keep)
+        else:
+            t = getattr(self.lib, op)(ta, arr, len(axes), keep)
+        got, gd = self.read(t, "wgt_" + op)
+        ax = tuple(axes) if axes else None
+        with np.errstate(all="ignore"):
+            vf = v.astype(np.float64)
+            if op in ("sum", "prod"):
+                want_dtype = d if is_float(d) else I32
+                if is_float(d):
+                    want = (np.sum if op == "sum" else np.prod)(vf, axis=ax, keepdims=keep)
+                else:
+                    want = (np.sum if op == "sum" else np.prod)(v, axis=ax, keepdims=keep)
+            elif op == "mean":
+                want_dtype = d if is_float(d) else F32
+                want = np.mean(vf, axis=ax, keepdims=keep)
+            elif op == "var":
+                want_dtype = d if is_float(d) else F32
+                want = np.var(vf, axis=ax, ddof=corr, keepdims=keep)
+            else:
+                want_dtype = d
+                want = (np.max if op == "max" else np.min)(vf if is_float(d) else v, axis=ax, keepdims=keep)
+            if op in ("sum", "mean") and is_float(d):
+                n = int(np.prod([shape[x] for x in axes])) if axes else int(np.prod(shape))
+                scale = np.sum(np.abs(vf), axis=ax, keepdims=keep) / (n if op == "mean" else 1)
+            elif op == "var":
+                dev = np.abs(vf - np.mean(vf, axis=ax, keepdims=True))
+                scale = np.sum(dev * dev, axis=ax, keepdims=keep) * 4 / max(1, (np.size(vf) // max(1, np.size(want))) - corr)
+            elif op == "prod" and is_float(d):
+                scale = np.abs(want) * 8
+            else:
+                scale = None
+        return f"{op} {NAME[d]}{shape}{sa} axes {axes} keepdim {keep}", got, gd, want, want_dtype, "exact", scale
+
+    def case_cumsum(self):
+        d = self.dtype((F32, F16, I32, U8))
+        shape = self.random_shape(max_nd=3, max_dim=8) or (4,)
+        a, ta, sa = self.operand(d, shape)
+        axis = self.rng.randrange(len(shape))
+        got, gd = self.read(self.lib.cumsum(ta, axis), "wgt_cumsum")
+        v = value_of(a)
+        if is_float(d):
+            with np.errstate(all="ignore"):
+                want = np.cumsum(v, axis=axis)
+            scale = np.cumsum(np.where(np.isfinite(v), np.abs(v), 0), axis=axis)
+            return f"cumsum {NAME[d]}{shape}{sa} axis {axis}", got, gd, want, d, "exact", scale
+        return f"cumsum {NAME[d]}{shape}{sa} axis {axis}", got, gd, np.cumsum(v, axis=axis), I32, "exact", None
+
+    def case_softmax(self):
+        d = self.dtype((F32, F16))
+        shape = self.random_shape(max_nd=3, max_dim=9) or (6,)
+        a, ta, sa = self.operand(d, shape, specials=False)
+        axis = self.rng.randrange(len(shape))
+        log = self.rng.random() < 0.5
+        got, gd = self.read((self.lib.log_softmax if log else self.lib.softmax)(ta, axis), "softmax")
+        v = value_of(a)
+        m = np.max(v, axis=axis, keepdims=True)
+        lse = np.log(np.sum(np.exp(v - m), axis=axis, keepdims=True)) + m
+        want = v - lse if log else np.exp(v - lse)
+        scale = (np.abs(v) + np.abs(lse)) if log else None
+        name = "log_softmax" if log else "softmax"
+        return f"{name} {NAME[d]}{shape}{sa} axis {axis}", got, gd, want, d, "transcendental", scale
+
+    def case_matmul(self):
+        r = self.rng
+        d = self.dtype((F32, F16))
+        M, K, N = r.randrange(1, 9), r.randrange(1, 17), r.randrange(1, 9)
+        batch = self.random_shape(max_nd=2, max_dim=3)
+        a_shape = batch + (M, K) if r.random() < 0.85 else (K,)
+        b_batch = batch[r.randrange(len(batch) + 1):] if batch else ()
+        b_shape = b_batch + (K, N) if r.random() < 0.85 else (K,)
+        a, ta, sa = self.operand(d, a_shape, specials=False)
+        b, tb, sb = self.operand(d, b_shape, specials=False)
+        got, gd = self.read(self.lib.matmul(ta, tb), "wgt_matmul")
+        va, vb = value_of(a), value_of(b)
+        want = np.matmul(va, vb)
+        scale = np.matmul(np.abs(va), np.abs(vb))
+        return f"matmul {NAME[d]} {a_shape}{sa} x {b_shape}{sb}", got, gd, want, d, "exact", scale
+
+    def case_cast(self):
+        src, dst = self.dtype(), self.dtype()
+        shape = self.random_shape()
+        a, ta, sa = self.operand(src, shape)
+        if is_float(src) and not is_float(dst):
+            pass  # the documented rule (toward zero, saturating, NaN -> 0; u8 keeps the low 8 bits) is to_dtype's
+        got, gd = self.read(self.lib.cast(ta, dst), "wgt_cast")
+        return f"cast {NAME[src]}->{NAME[dst]} {shape}{sa}", got, gd, value_of(a), dst, "exact", None
+
+    def case_view_chain(self):
+        """A chain of views of one tensor, then a copy through a unary op."""
+        d = self.dtype()
+        shape = self.random_shape(max_nd=4, max_dim=5) or (3,)
+        a = self.data(d, shape)
+        t = self.upload(a, d)
+        a, t, steps = self.view_chain(a, t)
+        got, gd = self.read(self.lib.abs(t), "abs of a view")
+        v = value_of(a)
+        return f"view chain {steps} of {NAME[d]}{shape} -> abs", got, gd, np.abs(v), d, "exact", None
+
+    def case_fused(self):
+        r = self.rng
+        exprs = [("a * b + c", lambda a, b, c: a * b + c), ("maximum(a, b) - c", lambda a, b, c: np.maximum(a, b) - c),
+                 ("where(a > b, a - b, c * 2)", lambda a, b, c: np.where(a > b, a - b, c * np.float32(2))),
+                 ("a / (abs(b) + 1) + c * 0", lambda a, b, c: a / (np.abs(b) + np.float32(1)) + c * np.float32(0)),
+                 ("(a - a) + b", lambda a, b, c: (a - a) + b)]
+        text, fn = r.choice(exprs)
+        out_shape = self.random_shape()
+        ops = [self.broadcast_operand(F32, out_shape) for _ in range(3)]
+        arr = (ctypes.c_void_p * 3)(*[o[1] for o in ops])
+        got, gd = self.read(self.lib.fused(self.ctx, text.encode(), arr, 3), "wgt_fused")
+        with np.errstate(all="ignore"):
+            # in f32, op by op: each node result is rounded to f32 (expr.h: no fma, no reassociation)
+            want = fn(*[o[0].astype(np.float32) for o in ops])
+        want = np.broadcast_to(want, np.broadcast_shapes(*[o[0].shape for o in ops]))  # every input broadcasts
+        return f"fused '{text}' {out_shape}", got, gd, want, F32, "transcendental", None
+
+    CASES = [("binary", 30), ("unary", 25), ("where", 5), ("reduce", 15), ("cumsum", 4), ("softmax", 4),
+             ("matmul", 5), ("cast", 6), ("view_chain", 4), ("fused", 4)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True, help="path of libwgtensor.so")
+    ap.add_argument("--backend", choices=["cpu", "webgpu"], required=True)
+    ap.add_argument("--seeds", default="1-4", help="seed range a-b or a list a,b,c")
+    ap.add_argument("--cases", type=int, default=100, help="cases per seed")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    seeds = []
+    for part in args.seeds.split(","):
+        lo, _, hi = part.partition("-")
+        seeds.extend(range(int(lo), int(hi or lo) + 1))
+
+    os.environ["WGT_BACKEND"] = args.backend
+    lib = Lib(args.lib)
+    ctx = lib.context_create(None)
+    if not ctx or lib.context_status(ctx) != 0:
+        print(f"FAIL: cannot create a {args.backend} context: "
+              f"{lib.context_error_message(ctx).decode() if ctx else 'NULL'}")
+        return 1
+    names = [n for n, _ in Runner.CASES]
+    weights = [w for _, w in Runner.CASES]
+    compared, mismatches, per_kind = 0, 0, {}
+    for seed in seeds:
+        rng = random.Random(seed)
+        runner = Runner(lib, ctx, rng)
+        for i in range(args.cases):
+            kind = rng.choices(names, weights)[0]
+            lib.scope_push(ctx)
+            desc = kind
+            try:
+                case = getattr(runner, "case_" + kind)()
+                if case is None:
+                    continue
+                desc, got, gd, want, want_dtype, k, scale = case
+                runner.compare(got, gd, want, want_dtype, k, scale, desc)
+                compared += 1
+                per_kind[kind] = per_kind.get(kind, 0) + 1
+                if args.verbose:
+                    print(f"ok   seed {seed} case {i}: {desc}")
+            except Mismatch as m:
+                compared += 1
+                mismatches += 1
+                print(f"MISMATCH seed {seed} case {i}: {m}")
+            finally:
+                lib.scope_pop(ctx)
+                if lib.context_status(ctx) != 0:
+                    lib.context_clear_error(ctx)
+    lib.context_destroy(ctx)
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(per_kind.items()))
+    print(f"numpy_diff {args.backend}: seeds {args.seeds}, {compared} cases compared ({kinds}), "
+          f"{mismatches} mismatches")
+    passed = compared - mismatches
+    print(f"{passed} passed, {mismatches} failed")
+    return 0 if mismatches == 0 and compared > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
