@@ -413,6 +413,27 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         x = upload(ctx, d, 2, v ? SHAPE(300, 301) : SHAPE(7, 13), DOMAIN_SIGNED, 27);
         out[0] = wgt_dropout(x, v ? 0.5 : 0.1, 1234 + (uint64_t)v);
         break;
+    case WGT_OP_LINEAR: /* v0 [5, 7, 33] x [19, 33]^T + bias, v1 [64, 40] no bias (whole tiles), v2 transposed x */
+        x = upload(ctx, d, v == 1 ? 2 : 3, v == 1 ? SHAPE(64, 40) : SHAPE(5, 7, 33), DOMAIN_SIGNED, 28);
+        y = upload(ctx, d, 2, v == 1 ? SHAPE(48, 40) : SHAPE(19, 33), DOMAIN_SIGNED, 29);
+        if (v != 1) z = upload(ctx, d, 1, SHAPE(19), DOMAIN_SIGNED, 31);
+        if (v == 2) {
+            idx = x; /* released below like the others */
+            x = wgt_transpose(idx, 0, 1);
+        }
+        out[0] = wgt_linear(x, y, z);
+        if (v == 2) wgt_tensor_release(idx), idx = NULL;
+        break;
+    case WGT_OP_ATTENTION: /* v0 plain, v1 causal GQA Tq < Tk, v2 causal with dropout, D = 80 */
+        x = upload(ctx, d, 4, v == 2 ? SHAPE(1, 2, 21, 80) : v ? SHAPE(2, 4, 17, 64) : SHAPE(1, 2, 33, 32), DOMAIN_SIGNED, 32);
+        y = upload(ctx, d, 4, v == 2 ? SHAPE(1, 1, 21, 80) : v ? SHAPE(2, 2, 40, 64) : SHAPE(1, 2, 33, 32), DOMAIN_SIGNED, 33);
+        z = upload(ctx, d, 4, v == 2 ? SHAPE(1, 1, 21, 80) : v ? SHAPE(2, 2, 40, 64) : SHAPE(1, 2, 33, 32), DOMAIN_SIGNED, 34);
+        out[0] = wgt_scaled_dot_product_attention(x, y, z, v != 0, v == 2 ? 0.2 : 0.0, 99);
+        break;
+    case WGT_OP_ROPE: /* v0 half-split from position 0, v1 interleaved from position 500 */
+        x = upload(ctx, d, 4, SHAPE(2, 3, 9, 64), DOMAIN_SIGNED, 35);
+        out[0] = wgt_rope(x, v ? 500 : 0, 10000.0, v == 1);
+        break;
     default: n = 0; break;
     }
     wgt_tensor_release(x);
@@ -510,6 +531,9 @@ static const parity_op table[] = {
     {WGT_OP_CROSS_ENTROPY, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_MSE_LOSS, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_DROPOUT, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_ATTENTION, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_ROPE, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
 };
 
 static double tolerance(tolerance_class t, wgt_dtype d)

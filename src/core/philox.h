@@ -33,4 +33,22 @@ static inline void wgt_philox4x32_10(uint32_t k0, uint32_t k1, uint32_t c0, uint
     out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
 }
 
+/* Attention dropout (WGT_KERNEL_ATTENTION): weight (row, col) of the attention
+ * matrix, row = (b * H + h) * Tq + i and col = key j, is kept when the top 24
+ * bits of philox(seed, (col, row, 0, "atte")) word 0 are >= threshold, with
+ * threshold = wgt_attention_dropout_threshold(p). Integer arithmetic only, so
+ * the WGSL twin (kernels/attention_common.wgsl) draws the same mask. */
+#define WGT_ATTENTION_DROPOUT_TAG 0x61747465u
+static inline uint32_t wgt_attention_dropout_threshold(double p)
+{
+    double t = p * 16777216.0;
+    return t <= 0 ? 0u : t >= 16777216.0 ? 16777216u : (uint32_t)t;
+}
+static inline int wgt_attention_dropout_keep(uint64_t seed, uint32_t threshold, uint32_t row, uint32_t col)
+{
+    uint32_t w[4];
+    wgt_philox4x32_10((uint32_t)seed, (uint32_t)(seed >> 32), col, row, 0u, WGT_ATTENTION_DROPOUT_TAG, w);
+    return (w[0] >> 8) >= threshold;
+}
+
 #endif /* WGT_PHILOX_H */

@@ -10,6 +10,8 @@
  * A matrix-vector product (M or N of 1) goes to sgemv instead.
  * f16 is widened to f32, multiplied by sgemm and rounded back to nearest even.
  * i32 is a plain loop whose sums wrap to int32, as integer arithmetic does.
+ * An optional bias [N] (inputs[2], linear's) is added to each output row after
+ * the product, before any rounding to f16; f16 operands may write an f32 out.
  * Batches run one after the other, each product split over the backend's
  * OpenMP threads (see blas_product).
  */
@@ -58,7 +60,9 @@ static void pack_as_float(const char *src, wgt_dtype dtype, const matrix *m, flo
 
 typedef struct matmul_plan {
     matrix a, b, out;
-    wgt_dtype dtype;
+    wgt_dtype dtype, out_dtype;
+    const char *bias;         /* NULL, or element 0 of bias [N] (dtype) */
+    int64_t bias_stride;
     cpu_walk batch;           /* views: a, b, out */
     int64_t n_batches;
     /* sgemm's view of each operand, the same for every batch; pack_* when an
@@ -75,7 +79,7 @@ static void plan_gemm(matmul_plan *p)
     CBLAS_TRANSPOSE trans_c = CblasNoTrans;
     p->pack_a = !(f32 && blas_layout(&p->a, &p->trans_a, &p->lda));
     p->pack_b = !(f32 && blas_layout(&p->b, &p->trans_b, &p->ldb));
-    p->pack_c = !(f32 && blas_layout(&p->out, &trans_c, &p->ldc) && trans_c == CblasNoTrans);
+    p->pack_c = !(p->out_dtype == WGT_F32 && blas_layout(&p->out, &trans_c, &p->ldc) && trans_c == CblasNoTrans);
     if (p->pack_a) { p->trans_a = CblasNoTrans; p->lda = K > 1 ? K : 1; }
     if (p->pack_b) { p->trans_b = CblasNoTrans; p->ldb = N > 1 ? N : 1; }
     if (p->pack_c) p->ldc = N > 1 ? N : 1;
@@ -162,19 +166,26 @@ static void gemm_batch(const matmul_plan *p, int threads, const cpu_walk_positio
     size_t size = cpu_dtype_size(p->dtype);
     const char *a = p->a.data + pos->offsets[0] * (int64_t)size;
     const char *b = p->b.data + pos->offsets[1] * (int64_t)size;
-    char *out = (char *)p->out.data + pos->offsets[2] * (int64_t)size;
+    char *out = (char *)p->out.data + pos->offsets[2] * (int64_t)cpu_dtype_size(p->out_dtype);
     int64_t M = p->a.rows, N = p->b.cols;
     if (p->pack_a) pack_as_float(a, p->dtype, &p->a, temp_a);
     if (p->pack_b) pack_as_float(b, p->dtype, &p->b, temp_b);
     const float *a_f32 = p->pack_a ? temp_a : (const float *)a, *b_f32 = p->pack_b ? temp_b : (const float *)b;
     float *out_f32 = p->pack_c ? temp_c : (float *)out;
+    int64_t ldc = p->pack_c ? N : p->ldc;
     blas_product(p, threads, a_f32, b_f32, out_f32);
+    if (p->bias) {
+        for (int64_t j = 0; j < N; j++) {
+            float bj = (float)cpu_load_f64(p->bias + j * p->bias_stride * (int64_t)size, p->dtype);
+            for (int64_t i = 0; i < M; i++) out_f32[i * ldc + j] += bj;
+        }
+    }
     if (!p->pack_c) return;
     for (int64_t i = 0; i < M; i++) {
         for (int64_t j = 0; j < N; j++) {
             int64_t at = i * p->out.row_stride + j * p->out.col_stride;
             float v = temp_c[i * N + j];
-            if (p->dtype == WGT_F16) ((uint16_t *)out)[at] = cpu_f32_to_f16(v); /* nearest even */
+            if (p->out_dtype == WGT_F16) ((uint16_t *)out)[at] = cpu_f32_to_f16(v); /* nearest even */
             else ((float *)out)[at] = v;
         }
     }
@@ -239,7 +250,16 @@ wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)
                         cpu_shape_string(a->ndim, a->shape, as, sizeof as), cpu_shape_string(bv->ndim, bv->shape, bs, sizeof bs),
                         cpu_shape_string(out->ndim, out->shape, os, sizeof os));
     }
-    matmul_plan p = {.a = last_two_dims(a), .b = last_two_dims(bv), .out = last_two_dims(out), .dtype = a->dtype};
+    if (call->n_inputs == 3 && (call->inputs[2].ndim != 1 || call->inputs[2].shape[0] != bv->shape[n - 1]))
+        return cpu_fail(b, call, WGT_ERR_SHAPE_MISMATCH, "bias %s for %lld output columns",
+                        cpu_shape_string(call->inputs[2].ndim, call->inputs[2].shape, as, sizeof as),
+                        (long long)bv->shape[n - 1]);
+    matmul_plan p = {.a = last_two_dims(a), .b = last_two_dims(bv), .out = last_two_dims(out), .dtype = a->dtype,
+                     .out_dtype = out->dtype};
+    if (call->n_inputs == 3) {
+        p.bias = cpu_view_data(&call->inputs[2]);
+        p.bias_stride = call->inputs[2].strides[0];
+    }
     int64_t M = p.a.rows, K = p.a.cols, N = p.b.cols;
     p.n_batches = cpu_numel(n - 2, a->shape);
     if (p.n_batches == 0 || M == 0 || N == 0) return WGT_OK;
@@ -254,14 +274,17 @@ wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)
         if (!matmul_i32(&p, b->threads)) return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "cannot allocate a row of %lld sums", (long long)N);
         return WGT_OK;
     }
-    if (K == 0) { /* an empty sum: zeros, without asking BLAS about k = 0 */
-        size_t size = cpu_dtype_size(p.dtype);
+    if (K == 0) { /* an empty sum: zeros (plus the bias), without asking BLAS about k = 0 */
+        size_t size = cpu_dtype_size(p.out_dtype), in_size = cpu_dtype_size(p.dtype);
         cpu_walk_position pos;
         cpu_walk_seek(&p.batch, 0, &pos);
         for (int64_t batch = 0; batch < p.n_batches; batch++) {
             char *o = (char *)p.out.data + pos.offsets[2] * (int64_t)size;
             for (int64_t i = 0; i < M; i++) {
-                for (int64_t j = 0; j < N; j++) memset(o + (i * p.out.row_stride + j * p.out.col_stride) * (int64_t)size, 0, size);
+                for (int64_t j = 0; j < N; j++) {
+                    double v = p.bias ? cpu_load_f64(p.bias + j * p.bias_stride * (int64_t)in_size, p.dtype) : 0.0;
+                    cpu_store_f64(o + (i * p.out.row_stride + j * p.out.col_stride) * (int64_t)size, p.out_dtype, v);
+                }
             }
             if (batch + 1 < p.n_batches) cpu_walk_advance(&p.batch, &pos, 1);
         }

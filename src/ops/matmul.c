@@ -196,7 +196,7 @@ wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
         wgt_tensor_view a = *vx, b = *vw, o = out->view;
         if (nd == 1 || leading_dims_fold(vx, nd - 1)) {
             int64_t row_stride = 0;
-            for (int d = nd - 2; d >= 0; d--)
+            for (int d = 0; d <= nd - 2; d++)
                 if (vx->shape[d] != 1) row_stride = vx->strides[d]; /* the innermost non-1 dim's stride */
             a.ndim = 2;
             a.shape[0] = rows;

@@ -24,7 +24,14 @@
  *
  * dtypes: f32; i32 (exact, wrapping sums); f16 with f32 accumulation, read and
  * written as f16 when the device has shader-f16, otherwise through f32
- * temporaries (also forced by WGT_MATMUL_F16_EMULATE=1, for tests).
+ * temporaries (also forced by WGT_MATMUL_F16_EMULATE=1, for tests). f16
+ * operands may write an f32 out (wgt_matmul_ex): the sums are stored unrounded.
+ *
+ * Linear's bias [N] (optional inputs[2]) is a specialization of every kernel
+ * (BIAS, bound at binding 4): the epilogue adds it before the store, so
+ * linear costs one dispatch. linear's weight [out, in] is b transposed, which
+ * the loaders read in place (B_QUAD_K quads along its rows), as they read a
+ * transposed a for the weight gradient x^T dy.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,11 +95,13 @@ typedef struct matmul_params {
     uint32_t batch_shape[MATMUL_MAX_BATCH_DIMS];
     uint32_t a_batch[MATMUL_MAX_BATCH_DIMS];
     uint32_t b_batch[MATMUL_MAX_BATCH_DIMS];
+    uint32_t bias_offset, bias_row, bias_col, pad2;
 } matmul_params;
 
 /* One product as the kernels see it: batch dims collapsed, sizes checked to fit u32. */
 typedef struct matmul_problem {
     const wgt_tensor_view *a, *b, *out;
+    const wgt_tensor_view *bias;   /* NULL, or bias [N] */
     int64_t M, N, K, batches;
     int batch_ndim;
     int64_t batch_shape[MATMUL_MAX_BATCH_DIMS], a_batch[MATMUL_MAX_BATCH_DIMS], b_batch[MATMUL_MAX_BATCH_DIMS];
@@ -245,21 +254,38 @@ static const char *dtype_prelude(wgt_dtype dtype)
     }
 }
 
-/* The cached pipeline under key, or a new one from prelude + matmul_common + kernel file. */
-static wgt_status get_pipeline(webgpu_backend *wg, const char *key, const char *file, wgt_dtype dtype,
-                               const char *consts, const char *op, webgpu_pipeline **out)
+/* The output type O and the bias specialization (see matmul_common.wgsl). */
+static void epilogue_prelude(const matmul_problem *p, char *buf, size_t size)
 {
+    snprintf(buf, size, "alias O = %s;\nconst BIAS: bool = %s;\n%s", p->out->dtype == WGT_F32 ? "f32" : "S",
+             p->bias ? "true" : "false",
+             p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<S>;\n"
+                       "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
+                     : "fn bias_load(i: u32) -> T { return T(); }\n");
+}
+
+/* The cached pipeline under key + the epilogue's specialization, or a new one
+ * from prelude + matmul_common + kernel file. */
+static wgt_status get_pipeline(webgpu_backend *wg, const matmul_problem *p, const char *base_key, const char *file,
+                               wgt_dtype dtype, const char *consts, const char *op, webgpu_pipeline **out)
+{
+    char key[200];
+    snprintf(key, sizeof(key), "%s:o%s:bias%d", base_key, wgt_dtype_name(p->out->dtype), p->bias != NULL);
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
     const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source(file);
     if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
     const char *prelude = dtype_prelude(dtype);
-    size_t n = strlen(prelude) + strlen(consts) + strlen(common) + strlen(body) + 1;
+    char epilogue[256];
+    epilogue_prelude(p, epilogue, sizeof(epilogue));
+    size_t n = strlen(prelude) + strlen(epilogue) + strlen(consts) + strlen(common) + strlen(body) + 1;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-    snprintf(source, n, "%s%s%s%s", prelude, consts, common, body);
+    snprintf(source, n, "%s%s%s%s%s", prelude, epilogue, consts, common, body);
     /* unchecked: every kernel bounds its own reads and writes (CHECK, row < M, ...) */
-    wgt_status s = webgpu_pipeline_create(wg, key, source, NULL, 2, 1, true, false, op, out);
+    static const bool read_only[4] = {true, true, false, true}; /* a, b, out, bias */
+    wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, p->bias ? 4 : 3, read_only, true, false, false,
+                                             op, out);
     free(source);
     return s;
 }
@@ -288,8 +314,9 @@ static wgt_status dispatch(webgpu_backend *wg, webgpu_pipeline *pipe, const wgt_
     uint32_t x, y;
     wgt_status s = webgpu_grid(wg, (uint64_t)workgroups, &x, &y, op);
     if (s != WGT_OK) return s;
-    WGPUBuffer buffers[3] = {webgpu_view_buffer(first), webgpu_view_buffer(second), webgpu_view_buffer(p->out)};
-    return webgpu_dispatch(wg, pipe, buffers, 3, q, sizeof(*q), x, y, 1, op);
+    WGPUBuffer buffers[4] = {webgpu_view_buffer(first), webgpu_view_buffer(second), webgpu_view_buffer(p->out),
+                             p->bias ? webgpu_view_buffer(p->bias) : NULL};
+    return webgpu_dispatch(wg, pipe, buffers, p->bias ? 4 : 3, q, sizeof(*q), x, y, 1, op);
 }
 
 static const char *dtype_key(wgt_dtype dtype) { return wgt_dtype_name(dtype); }
@@ -317,7 +344,7 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
              c->bm, c->bn, c->bk, c->tm, c->tn, check ? "true" : "false", a_quad_k ? "true" : "false",
              a_vec ? "true" : "false", b_quad_k ? "true" : "false", b_vec ? "true" : "false");
     webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, key, "matmul_tiled", a->dtype, consts, op, &pipe);
+    wgt_status s = get_pipeline(wg, p, key, "matmul_tiled", a->dtype, consts, op, &pipe);
     if (s != WGT_OK) return s;
 
     matmul_params q;
@@ -334,6 +361,10 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     q.tiles_m = (uint32_t)ceil_div(p->M, c->bm);
     q.tiles_n = (uint32_t)ceil_div(p->N, c->bn);
     q.group_m = (uint32_t)c->group_m;
+    if (p->bias) { /* bias (m, n) = bias[n] */
+        q.bias_offset = (uint32_t)p->bias->offset;
+        q.bias_col = (uint32_t)p->bias->strides[0];
+    }
     fill_batches(p, p->a_batch, p->b_batch, &q);
     return dispatch(wg, pipe, a, b, p, &q, (int64_t)q.tiles_m * q.tiles_n * p->batches, op);
 }
@@ -377,7 +408,7 @@ static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const ch
     }
     snprintf(key, sizeof(key), "%s:%s:%s:v%d", file, dtype_key(a->dtype), c->name, vec4);
     webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, key, file, a->dtype, consts, op, &pipe);
+    wgt_status s = get_pipeline(wg, p, key, file, a->dtype, consts, op, &pipe);
     if (s != WGT_OK) return s;
 
     matmul_params q;
@@ -393,6 +424,10 @@ static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const ch
     q.tiles_m = (uint32_t)per_batch;
     q.tiles_n = 1;
     q.group_m = 1;
+    if (p->bias) { /* the kernel's rows are out's rows (N == 1: one bias) or its columns (M == 1) */
+        q.bias_offset = (uint32_t)p->bias->offset;
+        q.bias_row = mat_is_a ? 0u : (uint32_t)p->bias->strides[0];
+    }
     fill_batches(p, om.batch_strides, ov.batch_strides, &q);
     return dispatch(wg, pipe, mat, vec, p, &q, per_batch * p->batches, op);
 }
@@ -400,12 +435,14 @@ static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const ch
 /* Collapses the batch dims of a, b (dropping size-1 dims, merging dims that are
  * contiguous in both) and checks every size and index fits the kernels' u32s. */
 static wgt_status make_problem(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
-                               const wgt_tensor_view *out, const char *op, matmul_problem *p)
+                               const wgt_tensor_view *bias, const wgt_tensor_view *out, const char *op,
+                               matmul_problem *p)
 {
     memset(p, 0, sizeof(*p));
     int nd = a->ndim;
     p->a = a;
     p->b = b;
+    p->bias = bias;
     p->out = out;
     p->M = a->shape[nd - 2];
     p->K = a->shape[nd - 1];
@@ -430,7 +467,9 @@ static wgt_status make_problem(webgpu_backend *wg, const wgt_tensor_view *a, con
     }
     const int64_t limit = (int64_t)UINT32_MAX;
     int64_t out_end = out->offset + p->batches * p->M * p->N;
-    if (p->M >= limit || p->N >= limit || p->K >= limit || p->batches >= limit || out_end >= limit)
+    int64_t bias_end = bias ? bias->offset + (p->N - 1) * llabs(bias->strides[0]) : 0;
+    if (p->M >= limit || p->N >= limit || p->K >= limit || p->batches >= limit || out_end >= limit ||
+        bias_end >= limit || (bias && bias->strides[0] < 0))
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: sizes M %lld, N %lld, K %lld, %lld batches exceed 2^32",
                          op, (long long)p->M, (long long)p->N, (long long)p->K, (long long)p->batches);
     /* inputs are bound as arrays of vec4 (8 or 16 bytes) */
@@ -447,10 +486,10 @@ static wgt_status make_problem(webgpu_backend *wg, const wgt_tensor_view *a, con
 }
 
 static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
-                             const wgt_tensor_view *out, const char *op)
+                             const wgt_tensor_view *bias, const wgt_tensor_view *out, const char *op)
 {
     matmul_problem p;
-    wgt_status s = make_problem(wg, a, b, out, op, &p);
+    wgt_status s = make_problem(wg, a, b, bias, out, op, &p);
     if (s != WGT_OK) return s;
     if (p.M == 1 || p.N == 1) return run_gemv(wg, &p, op);
     return run_tiled(wg, &p, op);
@@ -472,34 +511,45 @@ static wgt_status convert_to_f32(webgpu_backend *wg, const wgt_tensor_view *x, w
     return WGT_OK;
 }
 
-/* f16 without shader-f16: f32 temporaries in, f32 product, converted out. */
+/* f16 without shader-f16: f32 temporaries in, f32 product, converted out
+ * (written straight into an f32 out). */
 static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const char *op = call->op_name;
     const wgt_tensor_view *out = &call->outputs[0];
-    wgt_tensor_view ta, tb, tout;
+    bool has_bias = call->n_inputs == 3, direct = out->dtype == WGT_F32;
+    wgt_tensor_view ta, tb, tbias, tout;
     memset(&tb, 0, sizeof(tb));
+    memset(&tbias, 0, sizeof(tbias));
     memset(&tout, 0, sizeof(tout));
     wgt_status s = convert_to_f32(wg, &call->inputs[0], &ta, op);
     if (s != WGT_OK) return s;
     s = convert_to_f32(wg, &call->inputs[1], &tb, op);
-    if (s == WGT_OK) s = webgpu_temp_alloc(wg, WGT_F32, out->ndim, out->shape, &tout);
-    if (s == WGT_OK) s = run_native(wg, &ta, &tb, &tout, op);
-    if (s == WGT_OK) s = webgpu_convert(wg, &tout, out, op);
+    if (s == WGT_OK && has_bias) s = convert_to_f32(wg, &call->inputs[2], &tbias, op);
+    if (s == WGT_OK && !direct) s = webgpu_temp_alloc(wg, WGT_F32, out->ndim, out->shape, &tout);
+    if (s == WGT_OK) s = run_native(wg, &ta, &tb, has_bias ? &tbias : NULL, direct ? out : &tout, op);
+    if (s == WGT_OK && !direct) s = webgpu_convert(wg, &tout, out, op);
     webgpu_temp_release(wg, &ta);
     webgpu_temp_release(wg, &tb);
-    webgpu_temp_release(wg, &tout);
+    if (has_bias) webgpu_temp_release(wg, &tbias);
+    if (!direct) webgpu_temp_release(wg, &tout);
     return s;
 }
 
 bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     (void)wg;
-    if (call->kind != WGT_KERNEL_MATMUL || call->n_inputs != 2 || call->n_outputs != 1) return false;
+    if (call->kind != WGT_KERNEL_MATMUL || call->n_inputs < 2 || call->n_inputs > 3 || call->n_outputs != 1)
+        return false;
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     wgt_dtype t = a->dtype;
     if (t != WGT_F32 && t != WGT_F16 && t != WGT_I32) return false;
-    if (b->dtype != t || out->dtype != t) return false;
+    if (b->dtype != t || (out->dtype != t && !(t == WGT_F16 && out->dtype == WGT_F32))) return false;
+    if (call->n_inputs == 3) {
+        const wgt_tensor_view *bias = &call->inputs[2];
+        if (t == WGT_I32 || bias->dtype != t || bias->ndim != 1 || bias->shape[0] != b->shape[b->ndim - 1])
+            return false;
+    }
     if (a->ndim < 2 || a->ndim != b->ndim || a->ndim != out->ndim) return false;
     return a->ndim - 2 <= MATMUL_MAX_BATCH_DIMS;
 }
@@ -512,5 +562,5 @@ wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
         const char *emulate = getenv("WGT_MATMUL_F16_EMULATE");
         if (!wg->has_f16 || (emulate && strcmp(emulate, "1") == 0)) return run_f16_emulated(wg, call);
     }
-    return run_native(wg, a, b, out, call->op_name);
+    return run_native(wg, a, b, call->n_inputs == 3 ? &call->inputs[2] : NULL, out, call->op_name);
 }

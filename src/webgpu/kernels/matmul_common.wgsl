@@ -1,8 +1,11 @@
 // matmul_common: parameters, bindings and helpers shared by the matmul kernels
 // (matmul_tiled, matmul_gemv_rows, matmul_gemv_cols). webgpu_matmul.c puts a
 // prelude in front of this file that defines:
-//   S        storage element type (f32, f16 or i32)
+//   S        storage element type of a and b (f32, f16 or i32)
 //   T        compute / accumulator type (f32 for f32 and f16, i32 for i32)
+//   O        element type of out (S, or f32 for f16 operands: wgt_matmul_ex)
+//   BIAS     whether a bias [N] (linear's) is added in the epilogue; when true
+//            the prelude binds it (binding 4) and bias_load(i) reads element i
 //   mad(x, y, z) = x * y + z on T, mad4 on vec4<T> (fma for floats; wrapping for i32)
 //   the kernel's tile constants (see each kernel's header)
 //
@@ -26,15 +29,22 @@ struct Params {
     batch_shape: array<vec4<u32>, 2>,   // up to 8 (collapsed) batch dims, outermost first
     a_batch: array<vec4<u32>, 2>,       // a's stride per batch dim (0 where broadcast)
     b_batch: array<vec4<u32>, 2>,
-}
+    bias_offset: u32, bias_row: u32, bias_col: u32, _pad2: u32,   // bias of output (m, n):
+}                                    // element bias_offset + m * bias_row + n * bias_col
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> a: array<vec4<S>>;
 @group(0) @binding(2) var<storage, read> b: array<vec4<S>>;
-@group(0) @binding(3) var<storage, read_write> out: array<S>;
+@group(0) @binding(3) var<storage, read_write> out: array<O>;
 
 fn a_elem(i: u32) -> T { return T(a[i >> 2u][i & 3u]); }
 fn b_elem(i: u32) -> T { return T(b[i >> 2u][i & 3u]); }
+
+// Output (m, n) as stored: the sum x plus the bias when there is one.
+fn finish(x: T, m: u32, n: u32) -> O {
+    if (BIAS) { return O(x + bias_load(params.bias_offset + m * params.bias_row + n * params.bias_col)); }
+    return O(x);
+}
 
 // Element offsets of batch `batch` in a (x), b (y) and out (z).
 fn batch_offsets(batch: u32) -> vec3<u32> {

@@ -69,7 +69,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (ly == 0u) {
         let v = partial[lid];
         for (var j = 0u; j < 4u; j++) {
-            if (i0 + j < params.M) { out[base.z + i0 + j] = S(v[j]); }
+            if (i0 + j < params.M) { out[base.z + i0 + j] = finish(v[j], i0 + j, 0u); }
         }
     }
 }

@@ -58,5 +58,5 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (lane < s) { partial[lid] += partial[lid + s]; }
         workgroupBarrier();
     }
-    if (lane == 0u && row < params.M) { out[base.z + row] = S(partial[lid]); }
+    if (lane == 0u && row < params.M) { out[base.z + row] = finish(partial[lid], row, 0u); }
 }

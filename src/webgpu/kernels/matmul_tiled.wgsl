@@ -229,16 +229,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                     let n = col0 + 4u * slot;
                     let o = base.z + m * params.N + n;
                     if (!CHECK || n + 3u < params.N) {
-                        out[o] = S(v.x);
-                        out[o + 1u] = S(v.y);
-                        out[o + 2u] = S(v.z);
-                        out[o + 3u] = S(v.w);
+                        out[o] = finish(v.x, m, n);
+                        out[o + 1u] = finish(v.y, m, n + 1u);
+                        out[o + 2u] = finish(v.z, m, n + 2u);
+                        out[o + 3u] = finish(v.w, m, n + 3u);
                         continue;
                     }
                 }
                 for (var j = 0u; j < 4u; j++) {
                     let n = col0 + b_col_of(slot, j);
-                    if (!CHECK || n < params.N) { out[base.z + m * params.N + n] = S(v[j]); }
+                    if (!CHECK || n < params.N) { out[base.z + m * params.N + n] = finish(v[j], m, n); }
                 }
             }
         }

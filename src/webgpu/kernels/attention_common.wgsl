@@ -1,0 +1,78 @@
+// attention_common: parameters and helpers shared by the attention kernels
+// (attention_forward, attention_backward_prepare, attention_backward_kv,
+// attention_backward_q). webgpu_attention.c puts a prelude of constants in
+// front of this file:
+//   D4   vec4s per head row (ceil(D / 4); the padding lanes hold zeros)
+//   BQ   query rows per workgroup (one per invocation), BK keys per shared tile
+//        (attention_backward_kv swaps the roles: BK keys per workgroup, one
+//        per invocation, BQ query rows per shared tile)
+//
+// Shapes: q, out, dout [B, H, Tq, D]; k, v [B, Hkv, Tk, D]; lse, delta f32
+// [B, H, Tq]; query head h reads kv head h / group (group = H / Hkv).
+// Inputs are f32 with any strides (in elements, u32: negative strides wrap);
+// element (b, h, t, d) of q is q[q_at.x + b * q_st.x + h * q_st.y + t * q_st.z
+// + d * q_st.w] with q_at.x its offset. Outputs are contiguous f32 from their
+// offsets (offsets[1].yzw: forward out, lse; backward dq, dk, dv).
+// Scores are kept in log2 units: s2 = (q . k) * scale * log2(e), so
+// probabilities are exp2(s2 - lse * log2(e)).
+// Causal: query i sees key j when j <= i + Tk - Tq (bottom-right aligned).
+// Dropout: weight (row = (b * H + h) * Tq + i, key j) is kept when
+// philox(seed, (j, row, 0, "atte")).x >> 8 >= threshold (src/core/philox.h),
+// kept weights are scaled by keep_scale = 1 / (1 - p).
+
+struct Params {
+    B: u32, H: u32, Hkv: u32, group: u32,
+    Tq: u32, Tk: u32, D: u32, causal: u32,
+    q_st: vec4<u32>, k_st: vec4<u32>, v_st: vec4<u32>, o_st: vec4<u32>, do_st: vec4<u32>,   // strides b, h, t, d
+    offsets: array<vec4<u32>, 3>,   // inputs q, k, v, out | dout, outputs 0, 1, 2 | lse, delta, -, -
+    scale_log2: f32, keep_scale: f32, threshold: u32, dropout: u32,   // dropout: 0 or 1
+    seed: vec2<u32>, blocks: u32, _pad: u32,   // blocks: workgroups per (b, h) or (b, kv head)
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+
+const LOG2E: f32 = 1.4426950408889634;
+const LN2: f32 = 0.6931471805599453;
+const MASKED: f32 = -3.0e38;   // score of an invisible key: exp2(MASKED - m) == 0, never inf - inf
+const NO_MAX: f32 = -1.0e30;   // running max before the first visible key
+
+// Element offset of (b, h, t, d) in a tensor with strides st and offset at.
+fn elem(at: u32, st: vec4<u32>, b: u32, h: u32, t: u32, d: u32) -> u32 {
+    return at + b * st.x + h * st.y + t * st.z + d * st.w;
+}
+
+// Last key query i may see (as i32: negative when it sees none); Tk - 1 when not causal.
+fn last_key(i: u32) -> i32 {
+    if (params.causal == 0u) { return i32(params.Tk) - 1; }
+    return i32(i) + i32(params.Tk) - i32(params.Tq);
+}
+
+// 32 x 32 -> 64-bit product as (hi, lo), from 16-bit halves.
+fn mul_wide(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xFFFFu; let a1 = a >> 16u;
+    let b0 = b & 0xFFFFu; let b1 = b >> 16u;
+    let p00 = a0 * b0; let p01 = a0 * b1; let p10 = a1 * b0; let p11 = a1 * b1;
+    let mid = (p00 >> 16u) + (p01 & 0xFFFFu) + (p10 & 0xFFFFu);
+    let hi = p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+    let lo = (mid << 16u) | (p00 & 0xFFFFu);
+    return vec2<u32>(hi, lo);
+}
+
+fn philox(key: vec2<u32>, counter: vec4<u32>) -> vec4<u32> {
+    var k = key;
+    var c = counter;
+    for (var round = 0; round < 10; round++) {
+        let p0 = mul_wide(0xD2511F53u, c.x);
+        let p1 = mul_wide(0xCD9E8D57u, c.z);
+        c = vec4<u32>(p1.x ^ c.y ^ k.x, p1.y, p0.x ^ c.w ^ k.y, p0.y);
+        k = k + vec2<u32>(0x9E3779B9u, 0xBB67AE85u);
+    }
+    return c;
+}
+
+// Dropout factor of weight (row, key j): 0 or keep_scale (1 without dropout).
+fn dropout_factor(row: u32, j: u32) -> f32 {
+    if (params.dropout == 0u) { return 1.0; }
+    let w = philox(params.seed, vec4<u32>(j, row, 0u, 0x61747465u));
+    return select(0.0, params.keep_scale, (w.x >> 8u) >= params.threshold);
+}

@@ -1,0 +1,323 @@
+/*
+ * ATTENTION, ATTENTION_BACKWARD and ROPE on WebGPU.
+ *
+ *   q [B, H, Tq, D], k, v [B, Hkv, Tk, D] -> out [B, H, Tq, D], lse f32 [B, H, Tq]
+ *   backward -> dq [B, H, Tq, D], dk, dv [B, Hkv, Tk, D] (f32)
+ *   rope: x [B, H, T, D] -> out [B, H, T, D]
+ *
+ * Kernels (src/webgpu/kernels/, after attention_common.wgsl):
+ *   attention_forward           flash attention: K/V tiles in shared memory,
+ *                               online softmax, one query row per invocation
+ *   attention_backward_prepare  delta = rowsum(dout * out)
+ *   attention_backward_kv       dk, dv: one key per invocation, query tiles in
+ *                               shared memory (no atomics)
+ *   attention_backward_q        dq: one query row per invocation, key tiles
+ *   rope                        one pair per invocation
+ * Specialized per head dim by a prelude of constants (D4 vec4s per row, tile
+ * sizes that fit the device's workgroup memory). The kernels compute in f32 on
+ * f32 data of any strides; f16 tensors go through f32 temporaries.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/philox.h"
+#include "webgpu/webgpu_internal.h"
+
+#define QUERY_ROWS 64        /* BQ of the forward and dq kernels: rows per workgroup */
+#define KV_KEYS 64           /* BK of the dk/dv kernel: keys per workgroup */
+#define KV_QUERY_TILE 32     /* BQ of the dk/dv kernel: query rows per shared tile */
+#define ROPE_MAX_PAIRS 128   /* inv_freq table in the parameters: D <= 256 */
+
+/* Mirrors struct Params of attention_common.wgsl. */
+typedef struct attention_params {
+    uint32_t B, H, Hkv, group;
+    uint32_t Tq, Tk, D, causal;
+    uint32_t q_st[4], k_st[4], v_st[4], o_st[4], do_st[4];
+    uint32_t offsets[12];       /* q, k, v, out | dout, outputs 0..2 | lse, delta, -, - */
+    float scale_log2, keep_scale;
+    uint32_t threshold, dropout;
+    uint32_t seed[2], blocks, pad;
+} attention_params;
+
+/* Mirrors struct Params of rope.wgsl. */
+typedef struct rope_params {
+    uint32_t B, H, T, D;
+    uint32_t x_st[4];
+    uint32_t x_offset, position_offset, interleaved, inverse;
+    uint32_t pairs, out_offset, pad[2];
+    float inv_freq[ROPE_MAX_PAIRS];
+} rope_params;
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Whether every element of v has an index below 2^32 (the kernels' u32 math). */
+static bool view_fits_u32(const wgt_tensor_view *v)
+{
+    int64_t high = v->offset;
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->shape[d] == 0) return true;
+        if (v->strides[d] < 0) return false;
+        high += (v->shape[d] - 1) * v->strides[d];
+    }
+    return high < (int64_t)UINT32_MAX;
+}
+
+bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *x = &call->inputs[0];
+    if (x->ndim != 4 || (x->dtype != WGT_F32 && x->dtype != WGT_F16)) return false;
+    for (int i = 0; i < call->n_inputs; i++)
+        if (!view_fits_u32(&call->inputs[i])) return false;
+    switch (call->kind) {
+    case WGT_KERNEL_ROPE: return x->shape[3] / 2 <= ROPE_MAX_PAIRS && call->n_inputs == 1;
+    case WGT_KERNEL_ATTENTION: return call->n_inputs == 3 && call->n_outputs == 2;
+    case WGT_KERNEL_ATTENTION_BACKWARD:
+        return call->n_inputs == 6 && call->n_outputs == 3 && wg->limits.maxStorageBuffersPerShaderStage >= 8;
+    default: return false;
+    }
+}
+
+/* ------------------------------------------------------------ pipelines */
+
+/* The pipeline of kernel file (after attention_common) with constants D4, BQ,
+ * BK, cached under a key naming them. */
+static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4, uint32_t bq, uint32_t bk,
+                               int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "%s:d%u:q%u:k%u", file, d4, bq, bk);
+    *out = webgpu_pipeline_find(wg, key);
+    if (*out) return WGT_OK;
+    const char *common = webgpu_kernel_source("attention_common"), *body = webgpu_kernel_source(file);
+    if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
+    char consts[160];
+    snprintf(consts, sizeof(consts), "const D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\n", d4, bq, bk);
+    size_t n = strlen(consts) + strlen(common) + strlen(body) + 1;
+    char *source = malloc(n);
+    if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    snprintf(source, n, "%s%s%s", consts, common, body);
+    /* unchecked: every kernel bounds its reads (row_ok, j < Tk, d < D) */
+    wgt_status s = webgpu_pipeline_create(wg, key, source, NULL, n_read_only, n_read_write, true, false, op, out);
+    free(source);
+    return s;
+}
+
+/* Largest key tile (a multiple of 4, at most 64) whose K and V tiles fit. */
+static uint32_t key_tile(const webgpu_backend *wg, uint32_t d4)
+{
+    uint32_t bk = 32;
+    while (bk > 4 && 2ull * bk * d4 * 16 > wg->limits.maxComputeWorkgroupStorageSize) bk /= 2;
+    return bk;
+}
+
+static void copy_strides(uint32_t *dst, const wgt_tensor_view *v)
+{
+    for (int d = 0; d < 4; d++) dst[d] = (uint32_t)v->strides[d];
+}
+
+static void fill_params(const wgt_kernel_call *call, const wgt_tensor_view *in, int n_in, attention_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    const wgt_tensor_view *q = &in[0], *k = &in[1];
+    p->B = (uint32_t)q->shape[0];
+    p->H = (uint32_t)q->shape[1];
+    p->Tq = (uint32_t)q->shape[2];
+    p->D = (uint32_t)q->shape[3];
+    p->Hkv = (uint32_t)k->shape[1];
+    p->Tk = (uint32_t)k->shape[2];
+    p->group = p->H / p->Hkv;
+    p->causal = call->attention.causal;
+    copy_strides(p->q_st, &in[0]);
+    copy_strides(p->k_st, &in[1]);
+    copy_strides(p->v_st, &in[2]);
+    for (int i = 0; i < 3; i++) p->offsets[i] = (uint32_t)in[i].offset;
+    if (n_in > 4) {
+        copy_strides(p->o_st, &in[3]);
+        copy_strides(p->do_st, &in[4]);
+        p->offsets[3] = (uint32_t)in[3].offset;
+        p->offsets[4] = (uint32_t)in[4].offset;
+    }
+    p->scale_log2 = (float)(call->attention.scale * 1.4426950408889634);
+    p->threshold = wgt_attention_dropout_threshold(call->attention.dropout_p);
+    p->dropout = p->threshold > 0;
+    p->keep_scale = p->dropout ? (float)(1.0 / (1.0 - call->attention.dropout_p)) : 1.0f;
+    p->seed[0] = (uint32_t)call->attention.seed;
+    p->seed[1] = (uint32_t)(call->attention.seed >> 32);
+}
+
+static wgt_status dispatch_blocks(webgpu_backend *wg, webgpu_pipeline *pipe, const WGPUBuffer *buffers, int n,
+                                  const attention_params *p, uint64_t workgroups, const char *op)
+{
+    uint32_t x, y;
+    wgt_status s = webgpu_grid(wg, workgroups, &x, &y, op);
+    if (s != WGT_OK) return s;
+    return webgpu_dispatch(wg, pipe, buffers, n, p, sizeof(*p), x, y, 1, op);
+}
+
+/* f32 views of the inputs: the view itself, or an f32 temporary (temp[i] set). */
+static wgt_status inputs_as_f32(webgpu_backend *wg, const wgt_kernel_call *call, wgt_tensor_view *in, bool *temp)
+{
+    for (int i = 0; i < call->n_inputs; i++) {
+        temp[i] = call->inputs[i].dtype != WGT_F32;
+        if (!temp[i]) {
+            in[i] = call->inputs[i];
+            continue;
+        }
+        wgt_status s = webgpu_temp_convert(wg, &call->inputs[i], WGT_F32, &in[i], call->op_name);
+        if (s != WGT_OK) {
+            temp[i] = false;
+            return s;
+        }
+    }
+    return WGT_OK;
+}
+
+static void release_temps(webgpu_backend *wg, wgt_tensor_view *in, const bool *temp, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (temp[i]) webgpu_temp_release(wg, &in[i]);
+}
+
+/* ------------------------------------------------------------ forward */
+
+static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
+{
+    const char *op = call->op_name;
+    const wgt_tensor_view *out = &call->outputs[0], *lse = &call->outputs[1];
+    attention_params p;
+    fill_params(call, in, 3, &p);
+    uint32_t d4 = (p.D + 3) / 4, bk = key_tile(wg, d4);
+    webgpu_pipeline *pipe;
+    wgt_status s = get_pipeline(wg, "attention_forward", d4, QUERY_ROWS, bk, 3, 2, op, &pipe);
+    if (s != WGT_OK) return s;
+    wgt_tensor_view target = *out;
+    bool temp = out->dtype != WGT_F32;
+    if (temp && (s = webgpu_temp_alloc(wg, WGT_F32, 4, out->shape, &target)) != WGT_OK) return s;
+    p.blocks = (uint32_t)ceil_div(p.Tq, QUERY_ROWS);
+    WGPUBuffer buffers[5] = {webgpu_view_buffer(&in[0]), webgpu_view_buffer(&in[1]), webgpu_view_buffer(&in[2]),
+                             webgpu_view_buffer(&target), webgpu_view_buffer(lse)};
+    p.offsets[5] = (uint32_t)target.offset;
+    p.offsets[6] = (uint32_t)lse->offset;
+    if (!view_fits_u32(&target) || !view_fits_u32(lse))
+        s = wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: outputs past 2^32 elements", op);
+    if (s == WGT_OK) s = dispatch_blocks(wg, pipe, buffers, 5, &p, (uint64_t)p.blocks * p.B * p.H, op);
+    if (s == WGT_OK && temp) s = webgpu_convert(wg, &target, out, op);
+    if (temp) webgpu_temp_release(wg, &target);
+    return s;
+}
+
+/* ------------------------------------------------------------ backward */
+
+static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
+{
+    const char *op = call->op_name;
+    attention_params p;
+    fill_params(call, in, 6, &p);
+    for (int i = 0; i < 3; i++)
+        if (call->outputs[i].dtype != WGT_F32 || !wgt_view_is_contiguous(&call->outputs[i]) ||
+            !view_fits_u32(&call->outputs[i]))
+            return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gradient %d must be a contiguous f32 tensor",
+                             op, i);
+        else p.offsets[5 + i] = (uint32_t)call->outputs[i].offset;
+    uint32_t d4 = (p.D + 3) / 4, bk = key_tile(wg, d4);
+    uint32_t kv_tile = KV_QUERY_TILE;
+    while (kv_tile > 4 && 2ull * kv_tile * d4 * 16 + 8ull * kv_tile > wg->limits.maxComputeWorkgroupStorageSize)
+        kv_tile /= 2;
+    webgpu_pipeline *prepare, *kv, *dq;
+    wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, QUERY_ROWS, bk, 2, 1, op, &prepare);
+    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_kv", d4, kv_tile, KV_KEYS, 6, 2, op, &kv);
+    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_q", d4, QUERY_ROWS, bk, 6, 1, op, &dq);
+    if (s != WGT_OK) return s;
+    wgt_tensor_view delta;
+    s = webgpu_temp_alloc(wg, WGT_F32, 3, in[0].shape, &delta);
+    if (s != WGT_OK) return s;
+    WGPUBuffer q = webgpu_view_buffer(&in[0]), k = webgpu_view_buffer(&in[1]), v = webgpu_view_buffer(&in[2]);
+    WGPUBuffer o = webgpu_view_buffer(&in[3]), dout = webgpu_view_buffer(&in[4]), lse = webgpu_view_buffer(&in[5]);
+    WGPUBuffer d = webgpu_view_buffer(&delta);
+    p.offsets[8] = (uint32_t)in[5].offset;
+    p.offsets[9] = (uint32_t)delta.offset;
+    if (!wgt_view_is_contiguous(&in[5]))
+        s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: lse must be contiguous", op);
+    uint64_t rows = (uint64_t)p.B * p.H * p.Tq;
+    if (s == WGT_OK) {
+        WGPUBuffer b[3] = {o, dout, d};
+        s = dispatch_blocks(wg, prepare, b, 3, &p, ceil_div((int64_t)rows, QUERY_ROWS), op);
+    }
+    if (s == WGT_OK) {
+        p.blocks = (uint32_t)ceil_div(p.Tk, KV_KEYS);
+        WGPUBuffer b[8] = {q, k, v, dout, lse, d, webgpu_view_buffer(&call->outputs[1]),
+                           webgpu_view_buffer(&call->outputs[2])};
+        s = dispatch_blocks(wg, kv, b, 8, &p, (uint64_t)p.blocks * p.B * p.Hkv, op);
+    }
+    if (s == WGT_OK) {
+        p.blocks = (uint32_t)ceil_div(p.Tq, QUERY_ROWS);
+        WGPUBuffer b[7] = {q, k, v, dout, lse, d, webgpu_view_buffer(&call->outputs[0])};
+        s = dispatch_blocks(wg, dq, b, 7, &p, (uint64_t)p.blocks * p.B * p.H, op);
+    }
+    webgpu_temp_release(wg, &delta);
+    return s;
+}
+
+/* ------------------------------------------------------------ rope */
+
+static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *x)
+{
+    const char *op = call->op_name;
+    const wgt_tensor_view *out = &call->outputs[0];
+    rope_params p;
+    memset(&p, 0, sizeof(p));
+    p.B = (uint32_t)x->shape[0];
+    p.H = (uint32_t)x->shape[1];
+    p.T = (uint32_t)x->shape[2];
+    p.D = (uint32_t)x->shape[3];
+    copy_strides(p.x_st, x);
+    p.x_offset = (uint32_t)x->offset;
+    p.position_offset = (uint32_t)call->rope.position_offset;
+    p.interleaved = call->rope.interleaved;
+    p.inverse = call->rope.inverse;
+    uint64_t pairs = (uint64_t)p.B * p.H * p.T * (p.D / 2);
+    if (pairs >= UINT32_MAX) return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: %llu pairs exceed 2^32", op,
+                                              (unsigned long long)pairs);
+    p.pairs = (uint32_t)pairs;
+    /* the CPU backend's values exactly (cpu_attention.c) */
+    for (uint32_t i = 0; i < p.D / 2; i++) p.inv_freq[i] = (float)pow(call->rope.theta, -2.0 * i / (double)p.D);
+    webgpu_pipeline *pipe = webgpu_pipeline_find(wg, "rope");
+    wgt_status s = WGT_OK;
+    if (!pipe) {
+        const char *source = webgpu_kernel_source("rope");
+        if (!source) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel rope is not embedded", op);
+        s = webgpu_pipeline_create(wg, "rope", source, NULL, 1, 1, true, false, op, &pipe);
+        if (s != WGT_OK) return s;
+    }
+    wgt_tensor_view target = *out;
+    bool temp = out->dtype != WGT_F32;
+    if (temp && (s = webgpu_temp_alloc(wg, WGT_F32, 4, out->shape, &target)) != WGT_OK) return s;
+    p.out_offset = (uint32_t)target.offset;
+    if (!view_fits_u32(&target)) s = wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: out past 2^32 elements", op);
+    uint32_t gx, gy;
+    if (s == WGT_OK) s = webgpu_grid(wg, ceil_div(p.pairs, 256), &gx, &gy, op);
+    WGPUBuffer buffers[2] = {webgpu_view_buffer(x), webgpu_view_buffer(&target)};
+    if (s == WGT_OK) s = webgpu_dispatch(wg, pipe, buffers, 2, &p, sizeof(p), gx, gy, 1, op);
+    if (s == WGT_OK && temp) s = webgpu_convert(wg, &target, out, op);
+    if (temp) webgpu_temp_release(wg, &target);
+    return s;
+}
+
+wgt_status webgpu_attention_run(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    if (wgt_shape_numel(call->outputs[0].ndim, call->outputs[0].shape) == 0) return WGT_OK;
+    wgt_tensor_view in[6];
+    bool temp[6] = {false};
+    wgt_status s = inputs_as_f32(wg, call, in, temp);
+    if (s == WGT_OK) {
+        switch (call->kind) {
+        case WGT_KERNEL_ATTENTION: s = run_forward(wg, call, in); break;
+        case WGT_KERNEL_ATTENTION_BACKWARD: s = run_backward(wg, call, in); break;
+        default: s = run_rope(wg, call, &in[0]); break;
+        }
+    }
+    release_temps(wg, in, temp, call->n_inputs);
+    return s;
+}
