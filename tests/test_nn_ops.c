@@ -17,8 +17,9 @@
  * and |fd - analytic| <= 3e-3 (1 + |analytic|) (truncation O(h^2) plus f32
  * rounding of the forward amplified by 1 / 2h).
  * Sizes: D = 1, 3, 769 (odd, scalar path), 1024 and 4100 (vec4 rows in
- * registers and too long for them), 3001 (scalar, too long for registers); row
- * counts that are not a multiple of anything (37).
+ * registers), 2046 and 8192 (the most slots a thread keeps), 3001 and 8200
+ * (too long for registers: read again); row counts that are not a multiple of
+ * anything (37).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -251,7 +252,10 @@ static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, 
 
 static void test_norms(wgt_context *ctx)
 {
-    static const int64_t cases[][2] = {{5, 1}, {37, 3}, {3, 769}, {4, 1024}, {2, 3001}, {2, 4100}, {9, 64}};
+    /* slots per thread of 256: 2046 scalar and 8192 vec4 have 8 (the most kept
+     * in registers); 3001 scalar and 8200 vec4 are too long and read again */
+    static const int64_t cases[][2] = {{5, 1},    {37, 3},   {3, 769},  {4, 1024}, {2, 3001},
+                                       {2, 4100}, {9, 64},   {3, 2046}, {2, 8192}, {2, 8200}};
     for (int rms = 0; rms < 2; rms++) {
         for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
             test_norm_case(ctx, rms, cases[c][0], cases[c][1], WGT_F32, true, false);
