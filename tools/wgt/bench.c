@@ -180,6 +180,54 @@ static wgt_tensor *step_cross_entropy_fb(bench_state *s)
     return loss;
 }
 
+/* ---- attention and linear (issue 10): q, k, v [m, 12, n, k] requiring grad,
+ * causal, forward + backward through autograd with upstream gradient d */
+#define ATTN_HEADS 12
+static bool setup_attention(bench_state *s)
+{
+    int64_t shape[4] = {s->m, ATTN_HEADS, s->n, s->k};
+    s->a = randn(s, 4, shape, 13);
+    s->b = randn(s, 4, shape, 14);
+    s->c = randn(s, 4, shape, 15);
+    s->d = randn(s, 4, shape, 16);
+    return s->a && s->b && s->c && s->d && wgt_tensor_set_requires_grad(s->a, true) == WGT_OK &&
+           wgt_tensor_set_requires_grad(s->b, true) == WGT_OK && wgt_tensor_set_requires_grad(s->c, true) == WGT_OK;
+}
+static wgt_tensor *step_attention_fb(bench_state *s)
+{
+    wgt_tensor *params[3] = {s->a, s->b, s->c};
+    wgt_zero_grad(params, 3);
+    wgt_tensor *y = wgt_scaled_dot_product_attention(s->a, s->b, s->c, true, 0.0, 0);
+    if (y && wgt_backward_ex(y, s->d, false) != WGT_OK) {
+        wgt_tensor_release(y);
+        return NULL;
+    }
+    return y;
+}
+/* linear's three GEMMs at n x k x m: forward x W^T + bias (A B^T), dx = dy W
+ * (A B: gemm_f32_*), dW = dy^T x (A^T B); transposed operands read in place */
+static bool setup_linear(bench_state *s)
+{
+    int64_t x[2] = {s->n, s->k}, w[2] = {s->m, s->k};
+    s->a = randn(s, 2, x, 17);
+    s->b = randn(s, 2, w, 18);
+    s->c = randn(s, 1, &s->m, 19);
+    return s->a && s->b && s->c;
+}
+static wgt_tensor *step_linear(bench_state *s) { return wgt_linear(s->a, s->b, s->c); }
+static wgt_tensor *step_gemm_nt(bench_state *s)
+{
+    wgt_tensor *bt = wgt_transpose(s->b, 0, 1), *r = bt ? wgt_matmul(s->a, bt) : NULL;
+    wgt_tensor_release(bt);
+    return r;
+}
+static wgt_tensor *step_gemm_tn(bench_state *s)
+{
+    wgt_tensor *at = wgt_transpose(s->a, 0, 1), *r = at ? wgt_matmul(at, s->b) : NULL; /* [k, n] x [n, k] */
+    wgt_tensor_release(at);
+    return r;
+}
+
 /* ---- work counts */
 static double bytes_3n(const bench_state *s) { return 3.0 * 4 * (double)s->n; }
 static double bytes_2n(const bench_state *s) { return 2.0 * 4 * (double)s->n; }
@@ -194,6 +242,11 @@ static double bytes_5nm(const bench_state *s) { return 5.0 * 4 * (double)s->n * 
 static double bytes_3nm(const bench_state *s) { return 3.0 * 4 * (double)s->n * (double)s->m; }
 static double flops_gemm(const bench_state *s) { return 2.0 * (double)s->n * (double)s->m * (double)s->k; }
 static double flops_gemv(const bench_state *s) { return 2.0 * (double)s->n * (double)s->k; }
+/* causal attention, flash-attention's count: forward 4 B H T^2 D / 2, backward 2.5x that */
+static double flops_attention_fb(const bench_state *s)
+{
+    return 3.5 * 2.0 * (double)s->m * ATTN_HEADS * (double)s->n * (double)s->n * (double)s->k;
+}
 
 static const bench_case cases[] = {
     {"add_f32", "2^28", 1 << 28, 0, 0, 256, 16, bytes_3n, NULL, setup_vec2, step_add, 20},
@@ -215,6 +268,10 @@ static const bench_case cases[] = {
     {"rmsnorm_fb_768", "8192x768 fwd+bwd", 8192, 768, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_rms_norm_fb, 20},
     {"rmsnorm_fb_4096", "8192x4096 fwd+bwd", 8192, 4096, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_rms_norm_fb, 20},
     {"xent_fb_50304", "8192x50304 fwd+bwd", 8192, 50304, 0, 64, 0, bytes_3nm, NULL, setup_cross_entropy, step_cross_entropy_fb, 10},
+    {"attn_fb_1024", "8x12x1024x64 causal fwd+bwd", 1024, 8, 64, 16, 0, NULL, flops_attention_fb, setup_attention, step_attention_fb, 10},
+    {"linear_f32_4096", "4096^3 x W^T + bias", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_linear, 5},
+    {"gemm_nt_f32_4096", "4096^3 A B^T", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_gemm_nt, 5},
+    {"gemm_tn_f32_4096", "4096^3 A^T B", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_gemm_tn, 5},
     {"small_ops_10000", "10000 x add 1024", 1024, 0, 0, 1, 1, NULL, NULL, setup_small, step_small_ops, 1},
 };
 
