@@ -11,7 +11,7 @@ void wgt_context_options_init(wgt_context_options *options)
     memset(options, 0, sizeof(*options));
     options->backend = WGT_BACKEND_AUTO;
     options->adapter_index = -1;
-    options->wait_timeout_ms = 10000;
+    options->wait_timeout_ms = 0; /* the backend's default: see wgtensor.h */
 }
 
 /* For the optional GPU-only entry points (profiler, tuner). */

@@ -4,6 +4,7 @@
  * knows every backend, so it sits on its own floor above them; core only sees
  * the backend table.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,8 @@
 #include "core/internal.h"
 
 /* WGT_BACKEND=cpu|webgpu and WGT_ADAPTER=<index|name substring> override AUTO
- * and an unset adapter choice, so a user can steer any program without a rebuild. */
+ * and an unset adapter choice, and WGT_WAIT_TIMEOUT_MS any deadline, so a user
+ * can steer any program without a rebuild. */
 static void apply_environment(wgt_context_options *o)
 {
     const char *backend = getenv("WGT_BACKEND");
@@ -27,7 +29,15 @@ static void apply_environment(wgt_context_options *o)
         if (end && *end == '\0') o->adapter_index = (int)index;
         else o->adapter_name = adapter; /* getenv storage lives for the process */
     }
-    if (o->wait_timeout_ms == 0) o->wait_timeout_ms = 10000;
+    /* Any program's deadline can be raised (a slow device) or lowered (tests)
+     * without a rebuild; 0 leaves the backend's default. */
+    const char *timeout = getenv("WGT_WAIT_TIMEOUT_MS");
+    if (timeout && *timeout) {
+        char *end = NULL;
+        unsigned long long ms = strtoull(timeout, &end, 10);
+        if (end && *end == '\0' && ms > 0) o->wait_timeout_ms = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+        else fprintf(stderr, "wgtensor: WGT_WAIT_TIMEOUT_MS=\"%s\" ignored (a number of milliseconds > 0)\n", timeout);
+    }
 }
 
 wgt_context *wgt_context_create(const wgt_context_options *options)

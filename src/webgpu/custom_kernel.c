@@ -1,6 +1,13 @@
 /* Caller-supplied WGSL: validated completely before anything reaches the
- * implementation (which aborts the process on some invalid work). */
+ * implementation (which aborts the process on some invalid work: a shader
+ * compiler panic on non-UTF-8 text, an invalid command buffer in submit).
+ *
+ * Each custom kernel is recorded in its own command encoder inside an error
+ * scope and submitted only if the implementation accepted it: bindings smaller
+ * than the shader declares, or one buffer bound read-only and read-write, come
+ * back as WGT_ERR_INVALID_ARGUMENT instead of an abort in wgpuQueueSubmit. */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +60,83 @@ static uint64_t hash64(const char *s)
     return h;
 }
 
+/* Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
+ * Returns the byte offset of the first invalid sequence, or -1. */
+static long long utf8_invalid_at(const char *text)
+{
+    const unsigned char *s = (const unsigned char *)text, *p = s;
+    while (*p) {
+        unsigned c = *p;
+        int n;
+        unsigned min;
+        if (c < 0x80) {
+            p++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 1, min = 0x80, c &= 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2, min = 0x800, c &= 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 3, min = 0x10000, c &= 0x07;
+        } else {
+            return (long long)(p - s);
+        }
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xC0) != 0x80) return (long long)(p - s);
+            c = (c << 6) | (p[i] & 0x3F);
+        }
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return (long long)(p - s);
+        p += n + 1;
+    }
+    return -1;
+}
+
+/* The bytes of tensor i's elements inside its buffer: exactly its view, so a
+ * kernel's index 0 is the tensor's first element (not a debug guard or the
+ * start of a parent tensor). Refuses what WebGPU cannot bind. */
+static wgt_status binding_range(webgpu_backend *wg, const wgt_tensor *t, int i, uint64_t *offset, uint64_t *size)
+{
+    const char *op = "wgt_custom_kernel_run";
+    uint64_t elem = wgt_dtype_size(t->view.dtype);
+    uint64_t numel = (uint64_t)wgt_shape_numel(t->view.ndim, t->view.shape);
+    uint64_t buffer_size = ((webgpu_block *)t->view.storage->handle)->size;
+    uint64_t align = wg->limits.minStorageBufferOffsetAlignment ? wg->limits.minStorageBufferOffsetAlignment : 256;
+    *offset = (uint64_t)t->view.offset * elem;
+    *size = (numel * elem + 3) & ~(uint64_t)3; /* storage bindings are whole words */
+    if (numel == 0)
+        return wgt_error(wg->base.ctx, WGT_ERR_INVALID_ARGUMENT, "%s: buffers[%d] has no elements to bind", op, i);
+    if (*offset % align)
+        return wgt_error(wg->base.ctx, WGT_ERR_INVALID_ARGUMENT,
+                         "%s: buffers[%d] starts at byte %llu of its storage, not a multiple of the device's "
+                         "%llu-byte storage offset alignment (a slice: use wgt_contiguous first)",
+                         op, i, (unsigned long long)*offset, (unsigned long long)align);
+    if (*offset + *size > buffer_size)
+        return wgt_error(wg->base.ctx, WGT_ERR_INVALID_ARGUMENT,
+                         "%s: buffers[%d] (%llu bytes at %llu) cannot be bound as whole words inside its %llu-byte "
+                         "storage",
+                         op, i, (unsigned long long)(numel * elem), (unsigned long long)*offset,
+                         (unsigned long long)buffer_size);
+    return WGT_OK;
+}
+
+/* Pipeline cache key: source hash and length, entry point, access pattern.
+ * Heap-allocated: the entry point has no length limit. */
+static char *pipeline_key(const wgt_custom_kernel *k, const bool *read_only)
+{
+    char access[WEBGPU_MAX_BINDINGS + 1];
+    for (int i = 0; i < k->n_buffers; i++) access[i] = read_only[i] ? 'r' : 'w';
+    access[k->n_buffers] = '\0';
+    const char *fmt = "custom:%016llx:%zu:%s:%s:%c";
+    unsigned long long h = (unsigned long long)hash64(k->wgsl);
+    size_t len = strlen(k->wgsl);
+    char u = k->uniform_size ? 'u' : '-';
+    int n = snprintf(NULL, 0, fmt, h, len, k->entry_point, access, u);
+    if (n < 0) return NULL;
+    char *key = malloc((size_t)n + 1);
+    if (key) snprintf(key, (size_t)n + 1, fmt, h, len, k->entry_point, access, u);
+    return key;
+}
+
 wgt_status webgpu_custom_kernel(wgt_backend *b, const wgt_custom_kernel *k, wgt_storage *const *storages)
 {
     webgpu_backend *wg = webgpu_of(b);
@@ -92,22 +176,41 @@ wgt_status webgpu_custom_kernel(wgt_backend *b, const wgt_custom_kernel *k, wgt_
                              i, storages[i]->bytes, (unsigned long long)lim->maxStorageBufferBindingSize);
 
     bool read_only[WEBGPU_MAX_BINDINGS];
-    char key[160];
-    int used = snprintf(key, sizeof(key), "custom:%016llx:%zu:%s:", (unsigned long long)hash64(k->wgsl),
-                        strlen(k->wgsl), k->entry_point);
+    uint64_t offsets[WEBGPU_MAX_BINDINGS], sizes[WEBGPU_MAX_BINDINGS];
     for (int i = 0; i < k->n_buffers; i++) {
         read_only[i] = k->read_only && k->read_only[i];
-        if (used < (int)sizeof(key) - 2) key[used++] = read_only[i] ? 'r' : 'w';
+        wgt_status s = binding_range(wg, k->buffers[i], i, &offsets[i], &sizes[i]);
+        if (s != WGT_OK) return s;
     }
-    snprintf(key + used, sizeof(key) - (size_t)used, ":%c", k->uniform_size ? 'u' : '-');
+    /* One buffer in two bindings, one of them writable: a usage conflict that
+     * wgpu-native turns into an abort at submit. */
+    for (int i = 0; i < k->n_buffers; i++)
+        for (int j = i + 1; j < k->n_buffers; j++)
+            if (storages[i]->handle == storages[j]->handle && (!read_only[i] || !read_only[j]))
+                return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT,
+                                 "%s: buffers[%d] and buffers[%d] share one storage and one of them is read-write "
+                                 "(WebGPU forbids that aliasing in one dispatch; copy one with wgt_contiguous)",
+                                 op, i, j);
+    long long bad = utf8_invalid_at(k->wgsl);
+    if (bad >= 0)
+        return wgt_error(ctx, WGT_ERR_SHADER_COMPILE, "%s: the WGSL source is not valid UTF-8 (byte %lld)", op, bad);
 
+    char *key = pipeline_key(k, read_only);
+    if (!key) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
     webgpu_pipeline *p = webgpu_pipeline_find(wg, key);
     if (!p) {
         wgt_status s = webgpu_pipeline_create_ex(wg, key, k->wgsl, k->entry_point, k->n_buffers, read_only,
                                                  k->uniform_size > 0, true, true, op, &p);
-        if (s != WGT_OK) return s;
+        if (s != WGT_OK) {
+            free(key);
+            return s;
+        }
     }
+    free(key);
     if (k->workgroups[0] == 0 || k->workgroups[1] == 0 || k->workgroups[2] == 0) return WGT_OK;
+    /* Its own command buffer (below): submit what is recorded before it. */
+    wgt_status flushed = webgpu_flush(wg);
+    if (flushed != WGT_OK) return flushed;
 
     WGPUBuffer uniform = NULL;
     uint64_t uniform_bytes = (k->uniform_size + 15) & ~(uint64_t)15;
@@ -130,7 +233,8 @@ wgt_status webgpu_custom_kernel(wgt_backend *b, const wgt_custom_kernel *k, wgt_
         WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
         e.binding = (uint32_t)i;
         e.buffer = ((webgpu_block *)storages[i]->handle)->buffer;
-        e.size = WGPU_WHOLE_SIZE;
+        e.offset = offsets[i];
+        e.size = sizes[i];
         entries[n++] = e;
     }
     if (uniform) {
@@ -144,23 +248,36 @@ wgt_status webgpu_custom_kernel(wgt_backend *b, const wgt_custom_kernel *k, wgt_
     bgd.layout = p->layout;
     bgd.entryCount = (size_t)n;
     bgd.entries = entries;
+    /* Bind group, pass and command buffer in one error scope: whatever the
+     * implementation rejects is reported here and never submitted. */
     webgpu_error_scope_push(wg);
     WGPUBindGroup group = wgpuDeviceCreateBindGroup(wg->device, &bgd);
+    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    WGPUCommandEncoder encoder = wgpuDeviceCreateCommandEncoder(wg->device, &ed);
+    WGPUComputePassDescriptor cpd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
+    WGPUComputePassEncoder pass = wgpuCommandEncoderBeginComputePass(encoder, &cpd);
+    wgpuComputePassEncoderSetPipeline(pass, p->pipeline);
+    wgpuComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+    wgpuComputePassEncoderDispatchWorkgroups(pass, k->workgroups[0], k->workgroups[1], k->workgroups[2]);
+    wgpuComputePassEncoderEnd(pass);
+    wgpuComputePassEncoderRelease(pass);
+    WGPUCommandBufferDescriptor cbd = WGPU_COMMAND_BUFFER_DESCRIPTOR_INIT;
+    WGPUCommandBuffer commands = wgpuCommandEncoderFinish(encoder, &cbd);
+    wgpuCommandEncoderRelease(encoder);
     WGPUErrorType type;
     char message[512];
     wgt_status s = webgpu_error_scope_pop(wg, &type, message, sizeof(message));
-    if (s == WGT_OK && type != WGPUErrorType_NoError)
+    if (s == WGT_OK && (type != WGPUErrorType_NoError || !commands))
         s = wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: the buffers do not match the shader's bindings: %s", op,
                       message);
     if (s == WGT_OK) {
-        wg->current_op = op;
-        WGPUComputePassEncoder pass = webgpu_open_pass(wg);
-        wgpuComputePassEncoderSetPipeline(pass, p->pipeline);
-        wgpuComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
-        wgpuComputePassEncoderDispatchWorkgroups(pass, k->workgroups[0], k->workgroups[1], k->workgroups[2]);
-        s = webgpu_dispatch_recorded(wg);
+        wgpuQueueSubmit(wg->queue, 1, &commands);
+        webgpu_track_submission(wg);
+        wg->exec.submits++;
+        wg->exec.dispatches++;
     }
+    if (commands) wgpuCommandBufferRelease(commands);
     if (group) wgpuBindGroupRelease(group);
-    if (uniform) wgpuBufferRelease(uniform); /* recorded work keeps it alive */
+    if (uniform) wgpuBufferRelease(uniform); /* submitted work keeps it alive */
     return s;
 }

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* strcasestr */
 /* WebGPU instance, adapter enumeration and selection, device creation with the
  * adapter's full limits, the error/device-lost callbacks, and deadline waits. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -109,17 +110,43 @@ int webgpu_adapter_score(const wgt_adapter_info *info, wgt_power_preference powe
     return type_score + api;
 }
 
-static WGPUInstance create_instance(void) { return wgpuCreateInstance(NULL); }
+/* OpenGL/EGL is probed only when asked for (WGT_ADAPTER or the adapter name
+ * naming it): compute never prefers it over Vulkan, and probing EGL on a
+ * headless machine prints "XDG_RUNTIME_DIR is invalid" errors to stderr. */
+static bool names_gl(const char *s) { return s && (strcasestr(s, "gl") != NULL); }
+
+static bool wants_gl(const wgt_context_options *o)
+{
+    return names_gl(getenv("WGT_ADAPTER")) || (o && names_gl(o->adapter_name));
+}
+
+static WGPUInstance create_instance(bool include_gl) { return webgpu_native_create_instance(include_gl); }
+
+/* The deadline of a wait without progress: the option (which
+ * WGT_WAIT_TIMEOUT_MS overrides, context_create.c), else 10 s on a GPU and
+ * 120 s on a software adapter (lavapipe runs a large kernel ~1000x slower, and
+ * one long kernel shows no progress until it ends). */
+static uint32_t default_timeout_ms(const wgt_context_options *o, const wgt_adapter_info *info)
+{
+    if (o->wait_timeout_ms) return o->wait_timeout_ms;
+    return info->type == WGT_ADAPTER_CPU ? 120000 : 10000;
+}
 
 wgt_status wgt_adapters_enumerate(wgt_adapter_info **infos, size_t *count)
 {
     if (!infos || !count) return WGT_ERR_INVALID_ARGUMENT;
     *infos = NULL;
     *count = 0;
-    WGPUInstance instance = create_instance();
+    WGPUInstance instance = create_instance(wants_gl(NULL));
     if (!instance) return WGT_ERR_NO_ADAPTER;
     WGPUAdapter adapters[MAX_ADAPTERS];
     size_t n = webgpu_native_enumerate_adapters(instance, adapters, MAX_ADAPTERS);
+    if (n == 0 && !wants_gl(NULL)) {
+        wgpuInstanceRelease(instance);
+        instance = create_instance(true);
+        if (!instance) return WGT_ERR_NO_ADAPTER;
+        n = webgpu_native_enumerate_adapters(instance, adapters, MAX_ADAPTERS);
+    }
     wgt_status status = WGT_OK;
     if (n == 0) {
         status = WGT_ERR_NO_ADAPTER;
@@ -194,31 +221,136 @@ static void on_device_lost(WGPUDevice const *device, WGPUDeviceLostReason reason
     wgt_error_fatal(wg->base.ctx, WGT_ERR_DEVICE_LOST, "webgpu: device lost (reason %d): %s", (int)reason, text);
 }
 
-typedef struct device_request {
-    bool done;
-    WGPUDevice device;
-    char message[512];
-} device_request;
+/* ------------------------------------------------------------ requests */
+
+webgpu_request *webgpu_request_new(webgpu_backend *wg, const char *op)
+{
+    webgpu_request *r = calloc(1, sizeof(*r));
+    if (!r) {
+        wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        return NULL;
+    }
+    r->refs = 2; /* the waiter and the callback */
+    return r;
+}
+
+void webgpu_request_release(webgpu_request *r)
+{
+    if (!r) return;
+    if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    /* A device that arrived after its waiter gave up belongs to no one else. */
+    if (r->device) wgpuDeviceRelease(r->device);
+    free(r);
+}
+
+void webgpu_on_map_request(WGPUMapAsyncStatus status, WGPUStringView message, void *u1, void *u2)
+{
+    (void)u2;
+    webgpu_request *r = u1;
+    r->status = (int)status;
+    webgpu_copy_string(message, r->message, sizeof(r->message));
+    r->done = true;
+    webgpu_request_release(r);
+}
 
 static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void *u1, void *u2)
 {
     (void)u2;
-    device_request *r = u1;
+    webgpu_request *r = u1;
+    r->status = (int)status;
     if (status == WGPURequestDeviceStatus_Success) r->device = device;
     webgpu_copy_string(message, r->message, sizeof(r->message));
     r->done = true;
+    webgpu_request_release(r);
+}
+
+/* Counts completed submissions; shared like a request (each pending callback
+ * and the backend hold a reference) so a late callback never reaches freed memory. */
+static void on_submission_done(WGPUQueueWorkDoneStatus status, WGPUStringView message, void *u1, void *u2)
+{
+    (void)status, (void)message, (void)u2;
+    webgpu_progress *p = u1;
+    __atomic_add_fetch(&p->completed, 1, __ATOMIC_ACQ_REL);
+    webgpu_progress_release(p);
+}
+
+void webgpu_progress_release(webgpu_progress *p)
+{
+    if (p && __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0) free(p);
+}
+
+void webgpu_track_submission(webgpu_backend *wg)
+{
+    wg->submitted++;
+    if (!wg->progress) return;
+    __atomic_add_fetch(&wg->progress->refs, 1, __ATOMIC_ACQ_REL);
+    WGPUQueueWorkDoneCallbackInfo cb = WGPU_QUEUE_WORK_DONE_CALLBACK_INFO_INIT;
+    cb.mode = WGPUCallbackMode_AllowProcessEvents;
+    cb.callback = on_submission_done;
+    cb.userdata1 = wg->progress;
+    wgpuQueueOnSubmittedWorkDone(wg->queue, cb);
+}
+
+static uint64_t completed_submissions(const webgpu_backend *wg)
+{
+    return wg->progress ? __atomic_load_n(&wg->progress->completed, __ATOMIC_ACQUIRE) : 0;
+}
+
+void webgpu_lose_device(webgpu_backend *wg, const char *why)
+{
+    if (wg->device_lost) return;
+    wg->device_lost = true;
+    wgt_error_fatal(wg->base.ctx, WGT_ERR_DEVICE_LOST, "webgpu: device lost: %s", why);
+    /* Really end the device, so pending maps and queued work are cancelled as
+     * in a real loss. */
+    if (wg->device) wgpuDeviceDestroy(wg->device);
+}
+
+wgt_status webgpu_check_stuck(webgpu_backend *wg, const char *what)
+{
+    if (!wg->stuck) return WGT_OK;
+    webgpu_native_poll(wg->instance, wg->device);
+    if (completed_submissions(wg) >= wg->stuck_until) {
+        wg->stuck = false; /* the device caught up with the work that timed out */
+        return WGT_OK;
+    }
+    return wgt_error(wg->base.ctx, WGT_ERR_TIMEOUT,
+                     "%s: the GPU has not finished work that passed its deadline earlier (%llu of %llu "
+                     "submissions done); failing at once instead of waiting again",
+                     what, (unsigned long long)completed_submissions(wg), (unsigned long long)wg->stuck_until);
+}
+
+/* A wait that passed its deadline: from now on calls fail fast until the
+ * outstanding submissions complete. */
+static wgt_status timed_out(webgpu_backend *wg, const char *what, bool injected)
+{
+    if (wg->submitted > completed_submissions(wg)) {
+        wg->stuck = true;
+        wg->stuck_until = wg->submitted;
+    }
+    return wgt_error(wg->base.ctx, WGT_ERR_TIMEOUT, "%s: the GPU made no progress for %u ms%s", what, wg->timeout_ms,
+                     injected ? " (injected fault)" : "");
 }
 
 wgt_status webgpu_wait(webgpu_backend *wg, volatile bool *done, const char *what)
 {
+    if (wgt_fault_hit(&wg->base.fault, WGT_FAULT_TIMEOUT)) return timed_out(wg, what, true);
+    if (wgt_fault_hit(&wg->base.fault, WGT_FAULT_LOST_WAIT)) webgpu_lose_device(wg, "injected fault during a wait");
+    /* The deadline moves whenever a submission completes: it catches a device
+     * that stopped, not one that is slow on a long queue. */
     double deadline = webgpu_now_ms() + wg->timeout_ms;
+    uint64_t seen = completed_submissions(wg);
     for (int spins = 0; !*done; spins++) {
         webgpu_native_poll(wg->instance, wg->device);
         if (*done) break;
         if (wg->device_lost) return WGT_ERR_DEVICE_LOST;
-        if (webgpu_now_ms() > deadline)
-            return wgt_error(wg->base.ctx, WGT_ERR_TIMEOUT, "%s: the GPU did not finish within %u ms", what,
-                             wg->timeout_ms);
+        double now = webgpu_now_ms();
+        uint64_t completed = completed_submissions(wg);
+        if (completed != seen) {
+            seen = completed;
+            deadline = now + wg->timeout_ms;
+        }
+        if (now > deadline) return timed_out(wg, what, false);
         /* Spin briefly for latency, then back off so a long kernel costs no CPU. */
         if (spins > 200) {
             struct timespec ts = {0, spins > 2000 ? 1000000 : 50000};
@@ -230,20 +362,16 @@ wgt_status webgpu_wait(webgpu_backend *wg, volatile bool *done, const char *what
 
 /* ------------------------------------------------------------ error scopes */
 
-typedef struct scope_result {
-    bool done;
-    WGPUErrorType type;
-    char message[1024];
-} scope_result;
-
 static void on_scope_popped(WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStringView message, void *u1,
                             void *u2)
 {
     (void)u2;
-    scope_result *r = u1;
-    r->type = status == WGPUPopErrorScopeStatus_Success ? type : WGPUErrorType_Unknown;
+    webgpu_request *r = u1;
+    r->status = (int)status;
+    r->error_type = status == WGPUPopErrorScopeStatus_Success ? (int)type : (int)WGPUErrorType_Unknown;
     webgpu_copy_string(message, r->message, sizeof(r->message));
     r->done = true;
+    webgpu_request_release(r);
 }
 
 void webgpu_error_scope_push(webgpu_backend *wg)
@@ -254,29 +382,33 @@ void webgpu_error_scope_push(webgpu_backend *wg)
 
 wgt_status webgpu_error_scope_pop(webgpu_backend *wg, WGPUErrorType *type, char *message, size_t size)
 {
-    scope_result results[2];
-    memset(results, 0, sizeof(results));
+    webgpu_request *results[2] = {NULL, NULL};
+    wgt_status s = WGT_OK;
     for (int i = 0; i < 2; i++) {
+        /* Both scopes are popped even without memory for a record, so the
+         * device's scope stack stays balanced. */
+        results[i] = webgpu_request_new(wg, "webgpu error scope");
         WGPUPopErrorScopeCallbackInfo cb = WGPU_POP_ERROR_SCOPE_CALLBACK_INFO_INIT;
         cb.mode = WGPUCallbackMode_AllowProcessEvents;
-        cb.callback = on_scope_popped;
-        cb.userdata1 = &results[i];
+        if (results[i]) {
+            cb.callback = on_scope_popped;
+            cb.userdata1 = results[i];
+        }
         wgpuDevicePopErrorScope(wg->device, cb);
+        if (!results[i]) s = WGT_ERR_OUT_OF_MEMORY;
     }
-    for (int i = 0; i < 2; i++) {
-        wgt_status s = webgpu_wait(wg, &results[i].done, "webgpu error scope");
-        if (s != WGT_OK) return s;
-    }
+    for (int i = 0; i < 2 && s == WGT_OK; i++) s = webgpu_wait(wg, &results[i]->done, "webgpu error scope");
     *type = WGPUErrorType_NoError;
     if (message && size) message[0] = '\0';
-    for (int i = 0; i < 2; i++) {
-        if (results[i].type != WGPUErrorType_NoError) {
-            *type = results[i].type;
-            if (message) snprintf(message, size, "%s", results[i].message);
+    for (int i = 0; i < 2 && s == WGT_OK; i++) {
+        if (results[i]->error_type != WGPUErrorType_NoError) {
+            *type = (WGPUErrorType)results[i]->error_type;
+            if (message) snprintf(message, size, "%s", results[i]->message);
             break;
         }
     }
-    return WGT_OK;
+    for (int i = 0; i < 2; i++) webgpu_request_release(results[i]);
+    return s;
 }
 
 /* ------------------------------------------------------------ device */
@@ -306,32 +438,38 @@ static bool request_device(webgpu_backend *wg)
     desc.deviceLostCallbackInfo.callback = on_device_lost;
     desc.deviceLostCallbackInfo.userdata1 = wg;
 
-    device_request req;
-    memset(&req, 0, sizeof(req));
-    WGPURequestDeviceCallbackInfo cb = WGPU_REQUEST_DEVICE_CALLBACK_INFO_INIT;
-    cb.mode = WGPUCallbackMode_AllowProcessEvents;
-    cb.callback = on_device;
-    cb.userdata1 = &req;
-    wgpuAdapterRequestDevice(wg->adapter, &desc, cb);
-    if (webgpu_wait(wg, &req.done, "wgt_context_create: request device") != WGT_OK) return false;
-    if (!req.device) {
-        /* Some adapters (GL through EGL) refuse their own reported limits or
-         * features: try once more with the defaults before giving up. */
-        char first[512];
-        snprintf(first, sizeof(first), "%s", req.message);
-        memset(&req, 0, sizeof(req));
-        desc.requiredLimits = NULL;
-        desc.requiredFeatureCount = 0;
+    /* The device request may outlive this wait (timeout): its record is shared. */
+    char first[512] = "";
+    WGPUDevice device = NULL;
+    for (int attempt = 0; attempt < 2 && !device; attempt++) {
+        if (attempt == 1) {
+            /* Some adapters (GL through EGL) refuse their own reported limits or
+             * features: try once more with the defaults before giving up. */
+            desc.requiredLimits = NULL;
+            desc.requiredFeatureCount = 0;
+        }
+        webgpu_request *req = webgpu_request_new(wg, "wgt_context_create");
+        if (!req) return false;
+        WGPURequestDeviceCallbackInfo cb = WGPU_REQUEST_DEVICE_CALLBACK_INFO_INIT;
+        cb.mode = WGPUCallbackMode_AllowProcessEvents;
+        cb.callback = on_device;
+        cb.userdata1 = req;
         wgpuAdapterRequestDevice(wg->adapter, &desc, cb);
-        if (webgpu_wait(wg, &req.done, "wgt_context_create: request device") != WGT_OK) return false;
-        if (!req.device) snprintf(req.message, sizeof(req.message), "%s", first);
+        wgt_status s = webgpu_wait(wg, &req->done, "wgt_context_create: request device");
+        if (s == WGT_OK) {
+            device = req->device; /* taken over from the record */
+            req->device = NULL;
+            if (attempt == 0) snprintf(first, sizeof(first), "%s", req->message);
+        }
+        webgpu_request_release(req);
+        if (s != WGT_OK) return false;
     }
-    if (!req.device) {
+    if (!device) {
         wgt_error(ctx, WGT_ERR_NO_ADAPTER, "wgt_context_create: device request on \"%s\" failed: %s", wg->info.name,
-                  req.message);
+                  first);
         return false;
     }
-    wg->device = req.device;
+    wg->device = device;
     wg->queue = wgpuDeviceGetQueue(wg->device);
     wg->limits = (WGPULimits)WGPU_LIMITS_INIT;
     wgpuDeviceGetLimits(wg->device, &wg->limits);
@@ -341,22 +479,87 @@ static bool request_device(webgpu_backend *wg)
     return true;
 }
 
+/* ------------------------------------------------------------ teardown */
+
+/* Devices of contexts destroyed while stuck. Releasing a device waits for its
+ * queue to drain (inside wgpu-native), which on a hung GPU is forever: such a
+ * device is parked here instead and released once its queue is idle, checked
+ * whenever a context is created or destroyed. Still reachable at exit, so leak
+ * checkers do not count it. */
+typedef struct parked_device {
+    WGPUInstance instance;
+    WGPUAdapter adapter;
+    WGPUDevice device;
+    WGPUQueue queue;
+    webgpu_progress *progress;          /* idle when completed reaches submitted */
+    uint64_t submitted;
+    struct parked_device *next;
+} parked_device;
+
+static parked_device *parked_devices;
+static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void release_device(WGPUInstance instance, WGPUAdapter adapter, WGPUDevice device, WGPUQueue queue)
+{
+    if (queue) wgpuQueueRelease(queue);
+    if (device) {
+        wgpuDeviceDestroy(device);
+        wgpuDeviceRelease(device);
+    }
+    if (adapter) wgpuAdapterRelease(adapter);
+    if (instance) wgpuInstanceRelease(instance);
+}
+
+static void sweep_parked_devices(void)
+{
+    pthread_mutex_lock(&parked_lock);
+    for (parked_device **link = &parked_devices; *link;) {
+        parked_device *p = *link;
+        /* Only the instance's event processing here: polling the device itself
+         * can wait for its queue. */
+        wgpuInstanceProcessEvents(p->instance);
+        if (!p->progress || __atomic_load_n(&p->progress->completed, __ATOMIC_ACQUIRE) >= p->submitted) {
+            *link = p->next;
+            release_device(p->instance, p->adapter, p->device, p->queue);
+            webgpu_progress_release(p->progress);
+            free(p);
+        } else {
+            link = &p->next;
+        }
+    }
+    pthread_mutex_unlock(&parked_lock);
+}
+
+/* false if there was no memory to park it (then it is released, blocking). */
+static bool park_device(webgpu_backend *wg)
+{
+    parked_device *p = calloc(1, sizeof(*p));
+    if (!p) return false;
+    *p = (parked_device){wg->instance, wg->adapter, wg->device, wg->queue, wg->progress, wg->submitted, NULL};
+    if (wg->progress) __atomic_add_fetch(&wg->progress->refs, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_lock(&parked_lock);
+    p->next = parked_devices;
+    parked_devices = p;
+    pthread_mutex_unlock(&parked_lock);
+    return true;
+}
+
 void webgpu_destroy(wgt_backend *b)
 {
     webgpu_backend *wg = webgpu_of(b);
+    /* Waits at most one deadline, and not at all once the device is known
+     * stuck or lost (webgpu_finish fails fast then). */
     if (wg->device && !wg->device_lost) webgpu_finish(wg, "wgt_context_destroy");
     webgpu_profiler_destroy(wg);
     webgpu_elementwise_destroy(wg);
+    webgpu_indexing_destroy(wg);
     webgpu_execution_destroy(wg);
     webgpu_pipeline_cache_destroy(wg);
     webgpu_allocator_destroy(wg);
-    if (wg->queue) wgpuQueueRelease(wg->queue);
-    if (wg->device) {
-        wgpuDeviceDestroy(wg->device);
-        wgpuDeviceRelease(wg->device);
-    }
-    if (wg->adapter) wgpuAdapterRelease(wg->adapter);
-    if (wg->instance) wgpuInstanceRelease(wg->instance);
+    bool stuck = wg->device && !wg->device_lost && webgpu_check_stuck(wg, "wgt_context_destroy") != WGT_OK;
+    if (!stuck || !park_device(wg)) release_device(wg->instance, wg->adapter, wg->device, wg->queue);
+    sweep_parked_devices();
+    webgpu_progress_release(wg->progress); /* callbacks still pending keep their own references */
     free(wg);
 }
 
@@ -375,8 +578,10 @@ wgt_backend *wgt_webgpu_backend_create(wgt_context *ctx, const wgt_context_optio
     }
     wg->base.vt = &webgpu_vtable;
     wg->base.ctx = ctx;
-    wg->timeout_ms = options->wait_timeout_ms ? options->wait_timeout_ms : 10000;
-    wg->instance = create_instance();
+    sweep_parked_devices();
+    wgt_fault_from_environment(&wg->base.fault);
+    wg->timeout_ms = options->wait_timeout_ms ? options->wait_timeout_ms : 10000; /* until the adapter is known */
+    wg->instance = create_instance(wants_gl(options));
     if (!wg->instance) {
         wgt_error(ctx, WGT_ERR_NO_ADAPTER, "wgt_context_create: WebGPU instance creation failed");
         free(wg);
@@ -385,6 +590,12 @@ wgt_backend *wgt_webgpu_backend_create(wgt_context *ctx, const wgt_context_optio
     WGPUAdapter adapters[MAX_ADAPTERS];
     wgt_adapter_info infos[MAX_ADAPTERS];
     size_t n = webgpu_native_enumerate_adapters(wg->instance, adapters, MAX_ADAPTERS);
+    if (n == 0 && !wants_gl(options)) {
+        /* No Vulkan/Metal/D3D12 adapter: GL is all there is, probe it after all. */
+        wgpuInstanceRelease(wg->instance);
+        wg->instance = create_instance(true);
+        n = wg->instance ? webgpu_native_enumerate_adapters(wg->instance, adapters, MAX_ADAPTERS) : 0;
+    }
     for (size_t i = 0; i < n; i++) webgpu_fill_adapter_info(adapters[i], (int)i, &infos[i]);
     int chosen = -1;
     if (n == 0)
@@ -403,6 +614,9 @@ wgt_backend *wgt_webgpu_backend_create(wgt_context *ctx, const wgt_context_optio
         return NULL;
     }
     wg->info = infos[chosen];
+    wg->timeout_ms = default_timeout_ms(options, &wg->info);
+    wg->progress = calloc(1, sizeof(*wg->progress));
+    if (wg->progress) wg->progress->refs = 1;
     webgpu_allocator_init(wg);
     webgpu_pipeline_cache_init(wg);
     if (!request_device(wg) || webgpu_execution_init(wg) != WGT_OK) {

@@ -57,6 +57,9 @@ WGPUCommandEncoder webgpu_encoder_for_copy(webgpu_backend *wg)
 wgt_status webgpu_flush(webgpu_backend *wg)
 {
     if (wg->device_lost) return WGT_ERR_DEVICE_LOST;
+    /* A stuck queue can block wgpuQueueSubmit without limit: fail fast. */
+    wgt_status stuck = webgpu_check_stuck(wg, "webgpu submit");
+    if (stuck != WGT_OK) return stuck;
     if (!wg->encoder) return WGT_OK;
     end_pass(wg);
     if (wg->profiler) webgpu_profiler_resolve(wg, wg->encoder);
@@ -68,6 +71,7 @@ wgt_status webgpu_flush(webgpu_backend *wg)
     if (commands) {
         wgpuQueueSubmit(wg->queue, 1, &commands);
         wgpuCommandBufferRelease(commands);
+        webgpu_track_submission(wg);
         wg->exec.submits++;
     }
     wg->ring_used = 0;
@@ -75,37 +79,39 @@ wgt_status webgpu_flush(webgpu_backend *wg)
     return wg->profiler ? webgpu_profiler_collect(wg) : WGT_OK;
 }
 
-typedef struct work_done {
-    bool done;
-    WGPUQueueWorkDoneStatus status;
-} work_done;
-
 static void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView message, void *u1, void *u2)
 {
     (void)message;
     (void)u2;
-    work_done *w = u1;
-    w->status = status;
-    w->done = true;
+    webgpu_request *r = u1;
+    r->status = (int)status;
+    r->done = true;
+    webgpu_request_release(r);
 }
 
 wgt_status webgpu_finish(webgpu_backend *wg, const char *op)
 {
     wgt_status s = webgpu_flush(wg);
     if (s != WGT_OK) return s;
-    work_done w = {false, WGPUQueueWorkDoneStatus_Success};
+    webgpu_request *r = webgpu_request_new(wg, op); /* may outlive this call: see webgpu_request */
+    if (!r) return WGT_ERR_OUT_OF_MEMORY;
     WGPUQueueWorkDoneCallbackInfo cb = WGPU_QUEUE_WORK_DONE_CALLBACK_INFO_INIT;
     cb.mode = WGPUCallbackMode_AllowProcessEvents;
     cb.callback = on_work_done;
-    cb.userdata1 = &w;
+    cb.userdata1 = r;
     wgpuQueueOnSubmittedWorkDone(wg->queue, cb);
-    s = webgpu_wait(wg, &w.done, op);
-    if (s == WGT_OK && w.status != WGPUQueueWorkDoneStatus_Success)
-        s = wgt_error(wg->base.ctx, WGT_ERR_DEVICE_LOST, "%s: queue work finished with status %d", op, (int)w.status);
+    s = webgpu_wait(wg, &r->done, op);
+    if (s == WGT_OK && r->status != (int)WGPUQueueWorkDoneStatus_Success)
+        s = wgt_error(wg->base.ctx, WGT_ERR_DEVICE_LOST, "%s: queue work finished with status %d", op, r->status);
+    webgpu_request_release(r);
     return s;
 }
 
-wgt_status webgpu_synchronize(wgt_backend *b) { return webgpu_finish(webgpu_of(b), "wgt_synchronize"); }
+wgt_status webgpu_synchronize(wgt_backend *b)
+{
+    wgt_status s = webgpu_finish(webgpu_of(b), "wgt_synchronize");
+    return s == WGT_OK ? webgpu_indexing_check(webgpu_of(b)) : s; /* out-of-range indices since the last read */
+}
 
 wgt_status webgpu_execution_stats(wgt_backend *b, wgt_execution_stats *stats)
 {
@@ -207,6 +213,8 @@ wgt_status webgpu_dispatch(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuffer co
                            const char *op)
 {
     wgt_context *ctx = wg->base.ctx;
+    if (wgt_fault_hit(&wg->base.fault, WGT_FAULT_LOST_DISPATCH))
+        webgpu_lose_device(wg, "injected fault while recording a dispatch");
     if (wg->device_lost) return WGT_ERR_DEVICE_LOST;
     if (x == 0 || y == 0 || z == 0) return WGT_OK;
     uint32_t limit = wg->limits.maxComputeWorkgroupsPerDimension;

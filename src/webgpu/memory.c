@@ -29,6 +29,10 @@ void webgpu_allocator_init(webgpu_backend *wg) { memset(&wg->allocator, 0, sizeo
 
 static void release_buffer(WGPUBuffer b);
 
+/* Destroys the cached blocks. Recorded work may still use a block freed into
+ * the cache (reuse is safe by queue order, destruction is not: submitting
+ * commands that use a destroyed buffer aborts inside wgpu-native), so callers
+ * outside teardown use free_cached_after_submit. */
 static void free_cached(webgpu_backend *wg)
 {
     webgpu_allocator *a = &wg->allocator;
@@ -48,6 +52,16 @@ static void release_buffer(WGPUBuffer b)
 {
     wgpuBufferDestroy(b);
     wgpuBufferRelease(b);
+}
+
+/* Submits what is recorded, then destroys the cache: the implementation defers
+ * destroying a buffer until the submitted work that uses it has completed.
+ * Keeps the cache if the submit fails (the work is still recorded). */
+static bool free_cached_after_submit(webgpu_backend *wg)
+{
+    if (webgpu_flush(wg) != WGT_OK) return false;
+    free_cached(wg);
+    return true;
 }
 
 void webgpu_allocator_destroy(webgpu_backend *wg)
@@ -100,8 +114,23 @@ static void staging_give_back(webgpu_backend *wg, WGPUBuffer b, uint64_t size)
     a->staging_size[slot] = size;
 }
 
-WGPUBuffer webgpu_create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op)
+/* wgpu reports some out-of-memory conditions as other error types ("Not
+ * enough memory left"): classify by the message too. */
+static bool is_out_of_memory(WGPUErrorType type, const char *message)
 {
+    return type == WGPUErrorType_OutOfMemory || strstr(message, "memory left") || strstr(message, "out of memory") ||
+           strstr(message, "Out of memory") || strstr(message, "OutOfMemory");
+}
+
+static WGPUBuffer create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op,
+                                bool fault_point)
+{
+    if (fault_point && wgt_fault_hit(&wg->base.fault, WGT_FAULT_ALLOC)) {
+        wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY,
+                  "%s: device buffer of %llu bytes could not be created: out of memory (injected fault)", op,
+                  (unsigned long long)size);
+        return NULL;
+    }
     WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
     desc.size = size;
     desc.usage = usage;
@@ -113,12 +142,17 @@ WGPUBuffer webgpu_create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsa
     if (s != WGT_OK || type != WGPUErrorType_NoError || !buffer) {
         if (buffer) wgpuBufferRelease(buffer);
         if (s == WGT_OK)
-            wgt_error(wg->base.ctx, type == WGPUErrorType_OutOfMemory ? WGT_ERR_OUT_OF_MEMORY : WGT_ERR_INTERNAL,
+            wgt_error(wg->base.ctx, is_out_of_memory(type, message) ? WGT_ERR_OUT_OF_MEMORY : WGT_ERR_INTERNAL,
                       "%s: device buffer of %llu bytes could not be created: %s", op, (unsigned long long)size,
                       message);
         return NULL;
     }
     return buffer;
+}
+
+WGPUBuffer webgpu_create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op)
+{
+    return create_buffer(wg, size, usage, op, true);
 }
 
 wgt_status webgpu_storage_alloc(wgt_backend *b, size_t bytes, void **handle)
@@ -137,6 +171,9 @@ wgt_status webgpu_storage_alloc(wgt_backend *b, size_t bytes, void **handle)
         return wgt_error(b->ctx, WGT_ERR_OUT_OF_MEMORY,
                          "wgt_tensor: %zu bytes requested, %llu available under the budget of %llu bytes", bytes,
                          (unsigned long long)(a->budget - a->stats.bytes_in_use), (unsigned long long)a->budget);
+    if (wgt_fault_hit(&b->fault, WGT_FAULT_ALLOC))
+        return wgt_error(b->ctx, WGT_ERR_OUT_OF_MEMORY,
+                         "wgt_tensor: the device is out of memory for %zu bytes (injected fault)", bytes);
     a->stats.allocations++;
 
     /* Pool hit: a cached block of the same class. */
@@ -147,18 +184,16 @@ wgt_status webgpu_storage_alloc(wgt_backend *b, size_t bytes, void **handle)
         *link = blk->next_free;
         a->stats.pool_hits++;
     } else {
-        if (a->budget && a->stats.bytes_reserved + size > a->budget) free_cached(wg);
+        if (a->budget && a->stats.bytes_reserved + size > a->budget) free_cached_after_submit(wg);
         blk = calloc(1, sizeof(*blk));
         if (!blk) return wgt_error(b->ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor: out of host memory");
         blk->size = size;
-        blk->buffer = webgpu_create_buffer(
-            wg, size, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, "wgt_tensor");
+        WGPUBufferUsage usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+        blk->buffer = create_buffer(wg, size, usage, "wgt_tensor", false);
         if (!blk->buffer && wgt_context_status(b->ctx) == WGT_ERR_OUT_OF_MEMORY) {
             /* The device is full: give back the cache and try once more. */
             wgt_context_clear_error(b->ctx);
-            free_cached(wg);
-            blk->buffer = webgpu_create_buffer(
-                wg, size, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, "wgt_tensor");
+            if (free_cached_after_submit(wg)) blk->buffer = create_buffer(wg, size, usage, "wgt_tensor", false);
         }
         if (!blk->buffer) {
             free(blk);
@@ -239,21 +274,6 @@ wgt_status webgpu_storage_write(wgt_backend *b, void *handle, size_t offset, con
     return WGT_OK;
 }
 
-typedef struct map_request {
-    bool done;
-    WGPUMapAsyncStatus status;
-    char message[256];
-} map_request;
-
-static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u1, void *u2)
-{
-    (void)u2;
-    map_request *r = u1;
-    r->status = status;
-    webgpu_copy_string(message, r->message, sizeof(r->message));
-    r->done = true;
-}
-
 wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void *dst, size_t bytes)
 {
     webgpu_backend *wg = webgpu_of(b);
@@ -267,18 +287,29 @@ wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void
     WGPUCommandEncoder enc = webgpu_encoder_for_copy(wg);
     wgpuCommandEncoderCopyBufferToBuffer(enc, blk->buffer, offset, staging, 0, bytes);
     wgt_status s = webgpu_flush(wg);
+    if (s == WGT_OK && wgt_fault_hit(&b->fault, WGT_FAULT_LOST_READ)) {
+        webgpu_lose_device(wg, "injected fault during a read");
+        s = WGT_ERR_DEVICE_LOST;
+    }
+    webgpu_request *req = s == WGT_OK ? webgpu_request_new(wg, "wgt_tensor_read") : NULL;
+    if (s == WGT_OK && !req) s = WGT_ERR_OUT_OF_MEMORY;
     if (s == WGT_OK) {
-        map_request req;
-        memset(&req, 0, sizeof(req));
+        /* The record, not this frame, receives the callback: if the wait gives
+         * up, destroying the staging buffer below still fires it. */
         WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
         cb.mode = WGPUCallbackMode_AllowProcessEvents;
-        cb.callback = on_mapped;
-        cb.userdata1 = &req;
+        cb.callback = webgpu_on_map_request;
+        cb.userdata1 = req;
         wgpuBufferMapAsync(staging, WGPUMapMode_Read, 0, bytes, cb);
-        s = webgpu_wait(wg, &req.done, "wgt_tensor_read");
-        if (s == WGT_OK && req.status != WGPUMapAsyncStatus_Success)
-            s = wgt_error(b->ctx, WGT_ERR_INTERNAL, "wgt_tensor_read: mapping the staging buffer failed: %s",
-                          req.message);
+        s = webgpu_wait(wg, &req->done, "wgt_tensor_read");
+        bool map_failed = s == WGT_OK && (req->status != (int)WGPUMapAsyncStatus_Success ||
+                                          wgt_fault_hit(&b->fault, WGT_FAULT_MAP));
+        if (map_failed) {
+            if (req->status == (int)WGPUMapAsyncStatus_Success) wgpuBufferUnmap(staging);
+            s = wgt_error(b->ctx, wg->device_lost ? WGT_ERR_DEVICE_LOST : WGT_ERR_INTERNAL,
+                          "wgt_tensor_read: mapping the staging buffer of %zu bytes failed: %s", bytes,
+                          req->status == (int)WGPUMapAsyncStatus_Success ? "injected fault" : req->message);
+        }
         if (s == WGT_OK) {
             const void *mapped = wgpuBufferGetConstMappedRange(staging, 0, bytes);
             if (mapped) memcpy(dst, mapped, bytes);
@@ -287,8 +318,10 @@ wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void
         }
         wg->exec.downloads++;
     }
-    /* A buffer whose map did not complete (timeout, loss) is not reused. */
+    /* A buffer whose map did not complete (timeout, loss) is not reused;
+     * destroying it fires a pending callback into the still-live record. */
     if (s == WGT_OK) staging_give_back(wg, staging, staging_size);
     else release_buffer(staging);
-    return s;
+    webgpu_request_release(req);
+    return s == WGT_OK ? webgpu_indexing_check(wg) : s; /* out-of-range indices since the last read */
 }

@@ -1,10 +1,31 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
 /* The wgpu-native extensions (wgpu.h) wgtensor uses, and nothing else: a build
  * against Dawn replaces this file alone. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <wgpu.h>
 
 #include "webgpu/webgpu_internal.h"
+
+WGPUInstance webgpu_native_create_instance(bool include_gl)
+{
+    /* Mesa's Vulkan device-select layer orders GPUs by the display's; with no
+     * display at all it has nothing to do but print "XDG_RUNTIME_DIR is invalid"
+     * (it tries Wayland) on every enumeration. Headless and not steered by the
+     * user (MESA_VK_DEVICE_SELECT): leave it out. Set before the first Vulkan
+     * instance, which is when the loader reads it. */
+    if (!getenv("WAYLAND_DISPLAY") && !getenv("DISPLAY") && !getenv("MESA_VK_DEVICE_SELECT") &&
+        !getenv("NODEVICE_SELECT"))
+        setenv("NODEVICE_SELECT", "1", 0);
+
+    WGPUInstanceExtras extras = {0};
+    extras.chain.sType = (WGPUSType)WGPUSType_InstanceExtras;
+    extras.backends = include_gl ? WGPUInstanceBackend_All : WGPUInstanceBackend_Primary;
+    WGPUInstanceDescriptor desc = WGPU_INSTANCE_DESCRIPTOR_INIT;
+    desc.nextInChain = &extras.chain;
+    return wgpuCreateInstance(&desc);
+}
 
 size_t webgpu_native_enumerate_adapters(WGPUInstance instance, WGPUAdapter *adapters, size_t capacity)
 {

@@ -135,19 +135,6 @@ static struct op_total *total_for(webgpu_profiler *p, const char *name)
     return t;
 }
 
-typedef struct map_wait {
-    bool done;
-    WGPUMapAsyncStatus status;
-} map_wait;
-
-static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u1, void *u2)
-{
-    (void)message, (void)u2;
-    map_wait *w = u1;
-    w->status = status;
-    w->done = true;
-}
-
 /* After the submit that resolved the queries: read them and accumulate. */
 wgt_status webgpu_profiler_collect(webgpu_backend *wg)
 {
@@ -155,15 +142,18 @@ wgt_status webgpu_profiler_collect(webgpu_backend *wg)
     if (!p || p->used == 0) return WGT_OK;
     uint32_t n = p->used;
     p->used = 0;
-    map_wait w = {false, WGPUMapAsyncStatus_Success};
+    webgpu_request *r = webgpu_request_new(wg, "wgt profiler"); /* may outlive this call */
+    if (!r) return WGT_ERR_OUT_OF_MEMORY;
     WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
     cb.mode = WGPUCallbackMode_AllowProcessEvents;
-    cb.callback = on_mapped;
-    cb.userdata1 = &w;
+    cb.callback = webgpu_on_map_request;
+    cb.userdata1 = r;
     wgpuBufferMapAsync(p->readback, WGPUMapMode_Read, 0, 16ull * n, cb);
-    wgt_status s = webgpu_wait(wg, &w.done, "wgt profiler");
+    wgt_status s = webgpu_wait(wg, &r->done, "wgt profiler");
+    int status = r->status;
+    webgpu_request_release(r);
     if (s != WGT_OK) return s;
-    if (w.status != WGPUMapAsyncStatus_Success)
+    if (status != (int)WGPUMapAsyncStatus_Success)
         return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "wgt profiler: mapping timestamps failed");
     const uint64_t *ticks = wgpuBufferGetConstMappedRange(p->readback, 0, 16ull * n);
     for (uint32_t i = 0; ticks && i < n; i++) {

@@ -52,6 +52,7 @@ typedef struct webgpu_block {
 } webgpu_block;
 
 #define WEBGPU_STAGING_CACHE 4
+#define WEBGPU_INDEX_CHECKS 16          /* indexing dispatches named in an out-of-range report */
 
 typedef struct webgpu_allocator {
     webgpu_block *free_lists[WEBGPU_SIZE_CLASSES];
@@ -147,6 +148,13 @@ typedef struct webgpu_backend {
     const char *matmul_force;           /* tuner: the tiled config being timed */
     char matmul_tuned[WEBGPU_TUNE_BUCKETS][32]; /* tuned config per size bucket ("" = heuristic) */
     webgpu_profiler *profiler;          /* NULL unless profiling */
+    /* out-of-range indices (webgpu_indexing.c): a device flag the gather and
+     * scatter_add kernels set, read at the next read-back or synchronize */
+    struct webgpu_index_check {
+        webgpu_block flag;              /* 4 words; buffer NULL until first needed */
+        int pending;                    /* checked dispatches since the last read */
+        struct { char op[40]; int axis; int64_t axis_len; } calls[WEBGPU_INDEX_CHECKS];
+    } index_check;
 
     /* error scope results land here (callbacks) */
     bool device_lost;
@@ -159,6 +167,12 @@ typedef struct webgpu_backend {
 } webgpu_backend;
 
 static inline webgpu_backend *webgpu_of(wgt_backend *b) { return (webgpu_backend *)b; }
+
+/* webgpu_indexing.c: turns an out-of-range index recorded by a gather or
+ * scatter_add kernel since the last call into WGT_ERR_INVALID_ARGUMENT naming
+ * the op (read-back and synchronize call it after their wait); frees the flag. */
+wgt_status webgpu_indexing_check(webgpu_backend *wg);
+void webgpu_indexing_destroy(webgpu_backend *wg);
 
 /* -------------------------------------------------------------- native_extras.c */
 /* Enumerates every adapter of every backend; returns the count and fills

@@ -1,5 +1,6 @@
 /* wgt devices [--json]: the adapters as a table or JSON. */
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "wgt_commands.h"
@@ -83,8 +84,17 @@ int wgt_command_devices(int argc, char **argv)
         fprintf(stderr, "wgt devices: %s\n", wgt_status_string(s));
         return 1;
     }
-    if (json) print_json(adapters, n);
-    else print_table(adapters, n);
+    if (json) {
+        print_json(adapters, n);
+    } else {
+        print_table(adapters, n);
+        /* Honest listing: say what was not probed (see wgt_adapters_enumerate). */
+        bool listed_gl = false;
+        for (size_t i = 0; i < n; i++) listed_gl |= strncmp(adapters[i].backend, "OpenGL", 6) == 0;
+        if (!listed_gl)
+            printf("(OpenGL adapters are not probed: wgtensor prefers Vulkan/Metal/D3D12 for compute; "
+                   "WGT_ADAPTER=gl includes them)\n");
+    }
     wgt_adapters_free(adapters);
     return 0;
 }
