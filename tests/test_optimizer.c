@@ -327,8 +327,8 @@ static void test_bad_input(wgt_context *ctx, const char *backend)
 
 /* ------------------------------------------------------------ flat loop */
 
-/* 200 AdamW steps with a new lr every step (a cosine schedule): no pipeline
- * built, no byte and no tensor handle gained after the first steps. */
+/* 200 AdamW steps with a new lr (a cosine schedule) and a new clipping norm
+ * every step: no pipeline built, no byte and no tensor handle gained after the first steps. */
 static void test_flat_loop(wgt_context *ctx, const char *backend)
 {
     int64_t shape[2] = {64, 33};
@@ -340,13 +340,14 @@ static void test_flat_loop(wgt_context *ctx, const char *backend)
     wgt_lr_schedule sched = {WGT_LR_WARMUP_COSINE, 6e-4, 6e-5, 20, 180};
     wgt_pipeline_stats p0 = {0}, p1 = {0};
     wgt_memory_stats m0 = {0}, m1 = {0};
+    wgt_execution_stats e0 = {0}, e1 = {0};
     int64_t live0 = 0;
     wgt_status s = opt ? WGT_OK : WGT_ERR_INTERNAL;
     for (int step = 0; step < 200 && s == WGT_OK; step++) {
         wgt_scope_push(ctx);
         wgt_optimizer_set_lr(opt, wgt_lr_at(&sched, step));
         for (int k = 0; k < 2; k++) wgt_tensor_set_grad(params[k], grads[k]);
-        s = wgt_clip_grad_norm(params, 2, 1.0, NULL);
+        s = wgt_clip_grad_norm(params, 2, 1.0 + 0.01 * step, NULL); /* a new max_norm every step too */
         if (s == WGT_OK) s = wgt_optimizer_step(opt);
         wgt_optimizer_zero_grad(opt);
         wgt_scope_pop(ctx);
@@ -354,6 +355,7 @@ static void test_flat_loop(wgt_context *ctx, const char *backend)
             wgt_synchronize(ctx);
             wgt_pipeline_stats_get(ctx, &p0);
             wgt_memory_stats_get(ctx, &m0);
+            wgt_execution_stats_get(ctx, &e0);
             live0 = wgt_context_live_tensors(ctx);
         }
     }
@@ -361,6 +363,11 @@ static void test_flat_loop(wgt_context *ctx, const char *backend)
     CHECK(s == WGT_OK, "%s flat loop: %s", backend, wgt_context_error_message(ctx));
     wgt_pipeline_stats_get(ctx, &p1);
     wgt_memory_stats_get(ctx, &m1);
+    wgt_execution_stats_get(ctx, &e1);
+    /* No host round trip: the clipping norm and scale never leave the device. */
+    CHECK(e1.downloads == e0.downloads && e1.uploads == e0.uploads, "%s flat loop: %llu downloads, %llu uploads in "
+          "190 steps", backend, (unsigned long long)(e1.downloads - e0.downloads),
+          (unsigned long long)(e1.uploads - e0.uploads));
     CHECK(p1.entries == p0.entries && p1.misses == p0.misses, "%s flat loop: pipelines %llu -> %llu (misses %llu -> %llu)",
           backend, (unsigned long long)p0.entries, (unsigned long long)p1.entries, (unsigned long long)p0.misses,
           (unsigned long long)p1.misses);

@@ -53,13 +53,10 @@ wgt_status wgt_clip_grad_norm(wgt_tensor *const *params, int n, double max_norm,
     }
     if (ctx->status == WGT_OK && !total) total = wgt_zeros(ctx, WGT_F32, 0, NULL);
     wgt_tensor *norm = total ? wgt_sqrt(total) : NULL;
-    float limit = (float)max_norm;
-    wgt_tensor *limit_t = norm ? wgt_tensor_from_host(ctx, WGT_F32, 0, NULL, &limit) : NULL;
-    wgt_tensor *scale = NULL;
-    if (limit_t) {
-        wgt_tensor *args[2] = {norm, limit_t};
-        scale = wgt_fused(ctx, "minimum(b / (a + 0.000001), 1)", args, 2);
-    }
+    /* max_norm is a kernel parameter: no upload (which would end the batch)
+     * and no new pipeline when it changes. */
+    double limit = max_norm;
+    wgt_tensor *scale = norm ? wgt_fused_params(ctx, "minimum(p0 / (a + 0.000001), 1)", &norm, 1, &limit, 1) : NULL;
     for (int i = 0; scale && i < n && ctx->status == WGT_OK; i++) {
         wgt_tensor *g = params[i]->grad;
         if (!g) continue;
