@@ -145,11 +145,19 @@ typedef struct nn_shape {
     bool cached;      /* the row fits in threads * cache slots */
 } nn_shape;
 
+/* Threads per row: at least 2 slots each where the row allows (more loads in
+ * flight per thread, fewer levels in the workgroup sums), 64..256. The norm
+ * kernels' choice can be forced with env WGT_WEBGPU_NORM_THREADS=64|128|256
+ * (for tuning on a new GPU). */
 static nn_shape shape_for(uint64_t slots, uint32_t width, bool caches)
 {
-    nn_shape sh = {NN_MAX_THREADS, width, 1, false};
-    if (slots <= 64) sh.threads = 64; /* short rows: fewer idle threads */
-    else if (slots <= 128) sh.threads = 128;
+    nn_shape sh = {64, width, 1, false};
+    while (sh.threads < NN_MAX_THREADS && (uint64_t)sh.threads * 4 <= slots) sh.threads *= 2;
+    const char *env = caches ? getenv("WGT_WEBGPU_NORM_THREADS") : NULL;
+    if (env && *env) {
+        long v = strtol(env, NULL, 10);
+        if (v == 64 || v == 128 || v == 256) sh.threads = (uint32_t)v;
+    }
     if (caches) {
         uint64_t per_thread = (slots + sh.threads - 1) / sh.threads;
         if (per_thread == 0) per_thread = 1;
