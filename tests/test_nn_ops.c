@@ -418,6 +418,20 @@ static void test_ce_special(wgt_context *ctx)
         wgt_tensor_release(a1), wgt_tensor_release(a2), wgt_tensor_release(base), wgt_tensor_release(tr);
         wgt_tensor_release(tall), wgt_tensor_release(ts2), wgt_tensor_release(tcont);
     }
+    /* logits [2, 3, 2] and targets [2, 3]: the same rows as [6, 2] and [6] */
+    {
+        double lg3[12] = {0.5, -1, 2, 0.25, -0.5, 1.5, 3, -2, 0, 1, 1, 1};
+        int32_t t3v[6] = {1, 0, 1, 0, 1, 1};
+        wgt_tensor *a3 = upload(ctx, WGT_F32, 3, (int64_t[]){2, 3, 2}, lg3), *b3 = upload_i32(ctx, 2, (int64_t[]){2, 3}, t3v);
+        wgt_tensor *a2 = upload(ctx, WGT_F32, 2, (int64_t[]){6, 2}, lg3), *b2 = upload_i32(ctx, 1, (int64_t[]){6}, t3v);
+        wgt_tensor *r3 = wgt_cross_entropy(a3, b3, WGT_REDUCTION_NONE, -100), *r2 = wgt_cross_entropy(a2, b2, WGT_REDUCTION_NONE, -100);
+        double *w3v = download(r3), *w2v = download(r2);
+        CHECK(r3 && wgt_tensor_ndim(r3) == 2 && w3v && w2v && compare(w3v, w2v, 6) == 0,
+              "cross_entropy %s: [2, 3, C] logits give the [6, C] rows in shape [2, 3]", backend_name(ctx));
+        free(w3v), free(w2v);
+        wgt_tensor_release(a3), wgt_tensor_release(b3), wgt_tensor_release(a2), wgt_tensor_release(b2);
+        wgt_tensor_release(r3), wgt_tensor_release(r2);
+    }
     /* unbatched logits [C] with a scalar target */
     int64_t cshape[1] = {4};
     int32_t t0 = 3;

@@ -43,21 +43,22 @@ static wgt_tensor_view rows_view(const wgt_tensor *t, int64_t rows, int64_t c)
     return v;
 }
 
-/* targets (any strides) as a rank-1 [rows] view when its strides allow, else
- * NULL (the caller copies it first). */
+/* targets (any strides) as a rank-1 [rows] view: contiguous, or one dim that
+ * moves (a strided slice); false when neither (the caller copies it first). */
 static bool flat_view(const wgt_tensor_view *t, int64_t rows, wgt_tensor_view *out)
 {
     *out = *t;
     out->ndim = 1;
     out->shape[0] = rows;
     out->strides[0] = 1;
-    int64_t step = -1;
-    for (int k = t->ndim - 1; k >= 0; k--) {
+    if (wgt_view_is_contiguous(t)) return true;
+    int moving = -1;
+    for (int k = 0; k < t->ndim; k++) {
         if (t->shape[k] == 1) continue;
-        if (step < 0) step = t->strides[k]; /* innermost moving dim */
-        else return false;                  /* two moving dims: flatten only contiguous */
+        if (moving >= 0) return false;
+        moving = k;
     }
-    if (step >= 0) out->strides[0] = step;
+    if (moving >= 0) out->strides[0] = t->strides[moving];
     return true;
 }
 
