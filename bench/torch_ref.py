@@ -58,6 +58,44 @@ def linear_make():
     return (randn(4096, 4096), randn(4096, 4096), randn(4096))
 
 
+def gpt2_param_shapes(C=768, V=50257, L=12, ctx=1024):
+    """GPT-2 small's parameters in wgt bench's order (bench_models.c)."""
+    shapes = [(V, C), (ctx, C)]
+    for _ in range(L):
+        shapes += [(C,), (C,), (3 * C, C), (3 * C,), (C, C), (C,), (C,), (C,), (4 * C, C), (4 * C,), (C, 4 * C), (C,)]
+    return shapes + [(C,), (C,)]
+
+
+def adamw_make():
+    params = [torch.nn.Parameter(randn(*s) * 0.02) for s in gpt2_param_shapes()]
+    for p in params:
+        p.grad = randn(*p.shape)
+    return (torch.optim.AdamW(params, lr=6e-4, weight_decay=0.1, fused=True),)
+
+
+def gpt2_make():
+    params = [randn(*s) * 0.02 for s in gpt2_param_shapes()]
+    return (params, torch.randint(0, 50257, (8, 1024), device=dev))
+
+
+@torch.no_grad()
+def gpt2_fwd(params, ids):
+    """nanoGPT's forward (pre-norm, causal SDPA, tanh GELU, tied head), eager, no autograd."""
+    F = torch.nn.functional
+    B, T = ids.shape
+    C, H = 768, 12
+    x = F.embedding(ids, params[0]) + params[1][:T]
+    for l in range(12):
+        q = params[2 + 12 * l: 14 + 12 * l]
+        qkv = F.linear(F.layer_norm(x, (C,), q[0], q[1], 1e-5), q[2], q[3])
+        a, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in qkv.split(C, dim=2))
+        y = F.scaled_dot_product_attention(a, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
+        x = x + F.linear(y, q[4], q[5])
+        x = x + F.linear(F.gelu(F.linear(F.layer_norm(x, (C,), q[6], q[7], 1e-5), q[8], q[9]), approximate="tanh"),
+                         q[10], q[11])
+    return F.linear(F.layer_norm(x, (C,), params[-2], params[-1], 1e-5), params[0])
+
+
 def case_list():
     n = 1 << 28
     return [
@@ -91,6 +129,11 @@ def case_list():
         ("linear_f32_4096", linear_make, lambda x, w, b: torch.nn.functional.linear(x, w, b), 0, 2 * 4096 ** 3, 5),
         ("gemm_nt_f32_4096", linear_make, lambda a, b, _: a @ b.t(), 0, 2 * 4096 ** 3, 5),
         ("gemm_tn_f32_4096", linear_make, lambda a, b, _: a.t() @ b, 0, 2 * 4096 ** 3, 5),
+        # whole models (bench_models.c): AdamW over GPT-2 small's 124M parameters (param, grad,
+        # m, v read; param, m, v written), and a GPT-2 small forward pass at B=8, T=1024
+        ("adamw_124m", adamw_make, lambda opt: opt.step(),
+         28 * sum(torch.Size(s).numel() for s in gpt2_param_shapes()), 0, 10),
+        ("gpt2_fwd", gpt2_make, gpt2_fwd, 0, 0, 3),
     ]
 
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_models.h"
 #include "wgt_commands.h"
 #include "wgtensor.h"
 
@@ -248,6 +249,14 @@ static double flops_attention_fb(const bench_state *s)
     return 3.5 * 2.0 * (double)s->m * ATTN_HEADS * (double)s->n * (double)s->n * (double)s->k;
 }
 
+/* ---- whole models (bench_models.c) */
+static bool setup_adamw(bench_state *s) { return bench_adamw_setup(s->ctx, 8 / s->n); }
+static wgt_tensor *step_adamw(bench_state *s) { return bench_adamw_step(s->ctx); }
+/* AdamW reads param, grad, m, v and writes param, m, v: 7 x 4 bytes each */
+static double bytes_adamw(const bench_state *s) { (void)s; return 28.0 * (double)bench_adamw_param_count(); }
+static bool setup_gpt2(bench_state *s) { return bench_gpt2_setup(s->ctx, 8, 128 * s->n, 8 / s->n); }
+static wgt_tensor *step_gpt2(bench_state *s) { return bench_gpt2_forward(s->ctx); }
+
 static const bench_case cases[] = {
     {"add_f32", "2^28", 1 << 28, 0, 0, 256, 16, bytes_3n, NULL, setup_vec2, step_add, 20},
     {"copy_f32", "2^28", 1 << 28, 0, 0, 256, 16, bytes_2n, NULL, setup_vec2, step_copy, 20},
@@ -272,6 +281,9 @@ static const bench_case cases[] = {
     {"linear_f32_4096", "4096^3 x W^T + bias", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_linear, 5},
     {"gemm_nt_f32_4096", "4096^3 A B^T", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_gemm_nt, 5},
     {"gemm_tn_f32_4096", "4096^3 A^T B", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_gemm_tn, 5},
+    /* n = 8 / (the divisor of the model's sizes): 8 is GPT-2 small (124M parameters; B=8, T=1024) */
+    {"adamw_124m", "GPT-2 small params, fused", 8, 0, 0, 8, 0, bytes_adamw, NULL, setup_adamw, step_adamw, 10},
+    {"gpt2_fwd", "GPT-2 small B=8 T=1024 fwd", 8, 0, 0, 8, 0, NULL, NULL, setup_gpt2, step_gpt2, 3},
     {"small_ops_10000", "10000 x add 1024", 1024, 0, 0, 1, 1, NULL, NULL, setup_small, step_small_ops, 1},
 };
 
@@ -376,6 +388,7 @@ int wgt_command_bench(int argc, char **argv)
         wgt_tensor_release(s.b);
         wgt_tensor_release(s.c);
         wgt_tensor_release(s.d);
+        bench_models_release();
         wgt_memory_trim(ctx);
         fflush(stdout);
     }
