@@ -600,21 +600,28 @@ static void test_device_lost(const char *fault)
     }
 }
 
-int main(void)
+/* test_faults [word]: only the tests whose name contains word. */
+int main(int argc, char **argv)
 {
-    test_fault_at_every_site(WGT_BACKEND_CPU, "alloc", WGT_ERR_OUT_OF_MEMORY);
-    test_long_entry_points();
-    test_custom_kernel_validation();
-    test_custom_kernel_binds_exact_bytes();
-    test_budget_eviction_keeps_recorded_work();
-    test_read_timeout();
-    test_timeout_environment();
-    test_map_failure();
-    test_device_lost("lost_dispatch");
-    test_device_lost("lost_read");
-    test_device_lost("lost_wait");
-    test_fault_at_every_site(WGT_BACKEND_WEBGPU, "alloc", WGT_ERR_OUT_OF_MEMORY);
-    test_fault_at_every_site(WGT_BACKEND_WEBGPU, "timeout", WGT_ERR_TIMEOUT);
-    test_progress_and_stuck();
+    const char *only = argc > 1 ? argv[1] : "";
+#define RUN(name, call)                                  \
+    do {                                                 \
+        if (strstr(name, only)) call;                    \
+    } while (0)
+    RUN("cpu_alloc", test_fault_at_every_site(WGT_BACKEND_CPU, "alloc", WGT_ERR_OUT_OF_MEMORY));
+    RUN("long_entry_points", test_long_entry_points());
+    RUN("custom_kernel_validation", test_custom_kernel_validation());
+    RUN("binds_exact_bytes", test_custom_kernel_binds_exact_bytes());
+    RUN("budget_eviction", test_budget_eviction_keeps_recorded_work());
+    RUN("read_timeout", test_read_timeout());
+    RUN("timeout_environment", test_timeout_environment());
+    RUN("map_failure", test_map_failure());
+    RUN("lost_dispatch", test_device_lost("lost_dispatch"));
+    RUN("lost_read", test_device_lost("lost_read"));
+    RUN("lost_wait", test_device_lost("lost_wait"));
+    RUN("webgpu_alloc", test_fault_at_every_site(WGT_BACKEND_WEBGPU, "alloc", WGT_ERR_OUT_OF_MEMORY));
+    RUN("webgpu_timeout", test_fault_at_every_site(WGT_BACKEND_WEBGPU, "timeout", WGT_ERR_TIMEOUT));
+    RUN("progress_and_stuck", test_progress_and_stuck());
+#undef RUN
     return test_summary();
 }
