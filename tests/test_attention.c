@@ -251,6 +251,91 @@ static void check_attention(wgt_context *ctx, const char *name, config c, bool p
     data_free(&a);
 }
 
+/* A long causal sequence (T = 4096): forward rows sampled across the whole
+ * length (early rows see few keys, late ones all) vs the reference row. */
+static void check_long_sequence(wgt_context *ctx, const char *name)
+{
+    const int64_t T = 4096, D = 32;
+    config c = {1, 1, 1, T, T, D, true};
+    int64_t shape[4] = {1, 1, T, D}, n = T * D;
+    float *q = malloc((size_t)n * 4), *k = malloc((size_t)n * 4), *v = malloc((size_t)n * 4);
+    fill_random(q, n, 1.5f), fill_random(k, n, 1.5f), fill_random(v, n, 1.0f);
+    wgt_scope_push(ctx);
+    float *got = download(wgt_scaled_dot_product_attention(upload(ctx, 4, shape, q), upload(ctx, 4, shape, k),
+                                                           upload(ctx, 4, shape, v), true, 0.0, 0), n);
+    wgt_scope_pop(ctx);
+    static const int64_t rows[] = {0, 1, 63, 64, 1000, 2047, 4000, 4095};
+    double worst = 0, *p = malloc((size_t)T * sizeof(double));
+    for (size_t r = 0; got && r < sizeof(rows) / sizeof(rows[0]); r++) {
+        int64_t i = rows[r];
+        double m = -INFINITY, l = 0;
+        for (int64_t j = 0; j <= i; j++) {
+            double s = 0;
+            for (int64_t d = 0; d < D; d++) s += (double)q[i * D + d] * k[j * D + d];
+            p[j] = s / sqrt((double)D);
+            m = fmax(m, p[j]);
+        }
+        for (int64_t j = 0; j <= i; j++) l += exp(p[j] - m);
+        for (int64_t d = 0; d < D; d++) {
+            double o = 0;
+            for (int64_t j = 0; j <= i; j++) o += exp(p[j] - m) / l * v[j * D + d];
+            worst = fmax(worst, fabs(o - got[i * D + d]));
+        }
+    }
+    (void)c;
+    CHECK(got && worst < 2e-5, "%s: T = 4096 causal: max error %.3g (%s)", name, worst, wgt_context_error_message(ctx));
+    free(p), free(got), free(q), free(k), free(v);
+    wgt_context_clear_error(ctx);
+}
+
+/* f16 q, k, v: the reference on the f16-rounded values; out within f16
+ * rounding, gradients (f16) within 1e-2 of the largest. */
+static void check_attention_f16(wgt_context *ctx, const char *name)
+{
+    config c = {1, 2, 1, 19, 23, 64, true};
+    attention_data a;
+    data_make(&a, c);
+    uint16_t *h[4];
+    float *src[4] = {a.q, a.k, a.v, a.dout};
+    int64_t sizes[4] = {a.qn, a.kn, a.kn, a.qn};
+    for (int t = 0; t < 4; t++) {
+        h[t] = malloc((size_t)sizes[t] * 2);
+        for (int64_t i = 0; i < sizes[t]; i++) {
+            h[t][i] = test_f32_to_f16(src[t][i]);
+            src[t][i] = test_f16_to_f32(h[t][i]);
+        }
+    }
+    double *out = malloc((size_t)a.qn * 8), *lse = malloc((size_t)(c.B * c.H * c.Tq) * 8);
+    double *dq = malloc((size_t)a.qn * 8), *dk = malloc((size_t)a.kn * 8), *dv = malloc((size_t)a.kn * 8);
+    reference(&c, a.q, a.k, a.v, NULL, a.dout, out, lse, dq, dk, dv);
+    int64_t qs[4] = {c.B, c.H, c.Tq, c.D}, ks[4] = {c.B, c.Hkv, c.Tk, c.D};
+    wgt_scope_push(ctx);
+    wgt_tensor *q = wgt_tensor_from_host(ctx, WGT_F16, 4, qs, h[0]), *k = wgt_tensor_from_host(ctx, WGT_F16, 4, ks, h[1]);
+    wgt_tensor *v = wgt_tensor_from_host(ctx, WGT_F16, 4, ks, h[2]), *dout = wgt_tensor_from_host(ctx, WGT_F16, 4, qs, h[3]);
+    wgt_tensor *lse_t = NULL, *gq = NULL, *gk = NULL, *gv = NULL;
+    wgt_tensor *o = wgt_attention_forward(q, k, v, true, 0.0, 0, &lse_t);
+    if (o) wgt_attention_backward(q, k, v, o, lse_t, dout, true, 0.0, 0, &gq, &gk, &gv);
+    CHECK(o && wgt_tensor_dtype(o) == WGT_F16 && gq && wgt_tensor_dtype(gq) == WGT_F16, "%s: f16 results (%s)", name,
+          wgt_context_error_message(ctx));
+    float *go = download(o ? wgt_cast(o, WGT_F32) : NULL, a.qn), *gdq = download(gq ? wgt_cast(gq, WGT_F32) : NULL, a.qn);
+    float *gdk = download(gk ? wgt_cast(gk, WGT_F32) : NULL, a.kn), *gdv = download(gv ? wgt_cast(gv, WGT_F32) : NULL, a.kn);
+    if (go && gdq && gdk && gdv) {
+        CHECK(rel_error(go, out, a.qn, 1e-3) < 2e-3, "%s: f16 out error %.3g", name, rel_error(go, out, a.qn, 1e-3));
+        CHECK(rel_error(gdq, dq, a.qn, 1e-3) < 1e-2, "%s: f16 dq error %.3g", name, rel_error(gdq, dq, a.qn, 1e-3));
+        CHECK(rel_error(gdk, dk, a.kn, 1e-3) < 1e-2, "%s: f16 dk error %.3g", name, rel_error(gdk, dk, a.kn, 1e-3));
+        CHECK(rel_error(gdv, dv, a.kn, 1e-3) < 1e-2, "%s: f16 dv error %.3g", name, rel_error(gdv, dv, a.kn, 1e-3));
+    } else {
+        CHECK(false, "%s: f16 attention failed: %s", name, wgt_context_error_message(ctx));
+    }
+    free(go), free(gdq), free(gdk), free(gdv);
+    wgt_tensor_release(lse_t), wgt_tensor_release(gq), wgt_tensor_release(gk), wgt_tensor_release(gv);
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+    for (int t = 0; t < 4; t++) free(h[t]);
+    free(out), free(lse), free(dq), free(dk), free(dv);
+    data_free(&a);
+}
+
 /* sum(attention(q, k, v) * w) as a double, for finite differences. */
 static double attention_loss(wgt_context *ctx, const config *c, const float *q, const float *k, const float *v,
                              const float *w)
@@ -577,6 +662,13 @@ static void run_backend(wgt_context *ctx, wgt_context *other, const char *name)
                  c->causal ? " causal" : "");
         check_attention(ctx, label, *c, false, 0.0);
     }
+    config long_keys = {1, 2, 1, 64, 4096, 32, false}; /* one tile of queries, 4096 keys */
+    snprintf(label, sizeof(label), "%s attention Tq 64 Tk 4096", name);
+    check_attention(ctx, label, long_keys, false, 0.0);
+    snprintf(label, sizeof(label), "%s attention T 4096", name);
+    check_long_sequence(ctx, label);
+    snprintf(label, sizeof(label), "%s attention", name);
+    check_attention_f16(ctx, label);
     config strided = {1, 4, 2, 17, 17, 32, true};
     snprintf(label, sizeof(label), "%s attention permuted inputs", name);
     check_attention(ctx, label, strided, true, 0.0);

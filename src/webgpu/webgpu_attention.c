@@ -29,6 +29,9 @@
 #define KV_KEYS 64           /* BK of the dk/dv kernel: keys per workgroup */
 #define KV_QUERY_TILE 32     /* BQ of the dk/dv kernel: query rows per shared tile */
 #define ROPE_MAX_PAIRS 128   /* inv_freq table in the parameters: D <= 256 */
+/* dk/dv in one pass up to this many vec4 per row (D <= 32: 4 rows of 32 floats
+ * per invocation); beyond, one pass each (see attention_backward_kv.wgsl) */
+#define KV_JOINT_MAX_D4 8
 
 /* Mirrors struct Params of attention_common.wgsl. */
 typedef struct attention_params {
@@ -82,18 +85,22 @@ bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 /* ------------------------------------------------------------ pipelines */
 
 /* The pipeline of kernel file (after attention_common) with constants D4, BQ,
- * BK, cached under a key naming them. */
+ * BK and (attention_backward_kv) which gradients it computes (want: bit 0 dk,
+ * bit 1 dv), cached under a key naming them. */
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4, uint32_t bq, uint32_t bk,
-                               int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
+                               unsigned want, int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
 {
     char key[128];
-    snprintf(key, sizeof(key), "%s:d%u:q%u:k%u", file, d4, bq, bk);
+    snprintf(key, sizeof(key), "%s:d%u:q%u:k%u:w%u", file, d4, bq, bk, want);
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
     const char *common = webgpu_kernel_source("attention_common"), *body = webgpu_kernel_source(file);
     if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
-    char consts[160];
-    snprintf(consts, sizeof(consts), "const D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\n", d4, bq, bk);
+    char consts[224];
+    snprintf(consts, sizeof(consts),
+             "const D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
+             "const WANT_DV: bool = %s;\n",
+             d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false");
     size_t n = strlen(consts) + strlen(common) + strlen(body) + 1;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -190,7 +197,7 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     fill_params(call, in, 3, &p);
     uint32_t d4 = (p.D + 3) / 4, bk = key_tile(wg, d4);
     webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, "attention_forward", d4, QUERY_ROWS, bk, 3, 2, op, &pipe);
+    wgt_status s = get_pipeline(wg, "attention_forward", d4, QUERY_ROWS, bk, 0, 3, 2, op, &pipe);
     if (s != WGT_OK) return s;
     wgt_tensor_view target = *out;
     bool temp = out->dtype != WGT_F32;
@@ -225,10 +232,13 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     uint32_t kv_tile = KV_QUERY_TILE;
     while (kv_tile > 4 && 2ull * kv_tile * d4 * 16 + 8ull * kv_tile > wg->limits.maxComputeWorkgroupStorageSize)
         kv_tile /= 2;
-    webgpu_pipeline *prepare, *kv, *dq;
-    wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, QUERY_ROWS, bk, 2, 1, op, &prepare);
-    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_kv", d4, kv_tile, KV_KEYS, 6, 2, op, &kv);
-    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_q", d4, QUERY_ROWS, bk, 6, 1, op, &dq);
+    /* dk and dv in one pass while k, v, dk, dv rows fit in registers together */
+    bool split = d4 > KV_JOINT_MAX_D4;
+    webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;
+    wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, QUERY_ROWS, bk, 0, 2, 1, op, &prepare);
+    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_kv", d4, kv_tile, KV_KEYS, split ? 1 : 3, 6, 2, op, &kv[0]);
+    if (s == WGT_OK && split) s = get_pipeline(wg, "attention_backward_kv", d4, kv_tile, KV_KEYS, 2, 6, 2, op, &kv[1]);
+    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_q", d4, QUERY_ROWS, bk, 0, 6, 1, op, &dq);
     if (s != WGT_OK) return s;
     wgt_tensor_view delta;
     s = webgpu_temp_alloc(wg, WGT_F32, 3, in[0].shape, &delta);
@@ -249,7 +259,8 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
         p.blocks = (uint32_t)ceil_div(p.Tk, KV_KEYS);
         WGPUBuffer b[8] = {q, k, v, dout, lse, d, webgpu_view_buffer(&call->outputs[1]),
                            webgpu_view_buffer(&call->outputs[2])};
-        s = dispatch_blocks(wg, kv, b, 8, &p, (uint64_t)p.blocks * p.B * p.Hkv, op);
+        for (int pass = 0; pass < 2 && s == WGT_OK; pass++)
+            if (kv[pass]) s = dispatch_blocks(wg, kv[pass], b, 8, &p, (uint64_t)p.blocks * p.B * p.Hkv, op);
     }
     if (s == WGT_OK) {
         p.blocks = (uint32_t)ceil_div(p.Tq, QUERY_ROWS);

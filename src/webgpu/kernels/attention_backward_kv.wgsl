@@ -8,6 +8,11 @@
 // factor: dv_j += p z dout_i, dk_j += p (z (dout_i . v_j) - delta_i) q_i
 // (dk_j scaled by 1 / sqrt(D) at the end). Causal: the rows before the first
 // one that sees the block's first key are skipped.
+// WANT_DK, WANT_DV (prelude): which of the two this pipeline computes. Each
+// invocation holds its key's k, v and accumulator rows in registers; for large
+// D the four rows together would spill (4 * D floats), so webgpu_attention.c
+// then runs the kernel twice, dv only (k and dv rows) and dk only (k, v, dk),
+// recomputing the scores once more instead.
 
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
@@ -45,7 +50,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let d = d4 * 4u + c;
                 if (d < params.D) {
                     kr[d4][c] = k[elem(params.offsets[0].y, params.k_st, b, g, j, d)];
-                    vr[d4][c] = v[elem(params.offsets[0].z, params.v_st, b, g, j, d)];
+                    if (WANT_DK) { vr[d4][c] = v[elem(params.offsets[0].z, params.v_st, b, g, j, d)]; }
                 }
             }
         }
@@ -93,15 +98,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                     var dpv = 0.0;
                     for (var d4 = 0u; d4 < D4; d4++) {
                         s2 += dot(q_tile[r * D4 + d4], kr[d4]);
-                        dpv += dot(do_tile[r * D4 + d4], vr[d4]);
+                        if (WANT_DK) { dpv += dot(do_tile[r * D4 + d4], vr[d4]); }
                     }
                     let p = exp2(s2 - lse_tile[r]);
                     let z = dropout_factor(row0 + r, j);
-                    let pz = p * z;
-                    let ds = p * (z * dpv - delta_tile[r]);
-                    for (var d4 = 0u; d4 < D4; d4++) {
-                        dva[d4] += pz * do_tile[r * D4 + d4];
-                        dka[d4] += ds * q_tile[r * D4 + d4];
+                    if (WANT_DV) {
+                        let pz = p * z;
+                        for (var d4 = 0u; d4 < D4; d4++) { dva[d4] += pz * do_tile[r * D4 + d4]; }
+                    }
+                    if (WANT_DK) {
+                        let ds = p * (z * dpv - delta_tile[r]);
+                        for (var d4 = 0u; d4 < D4; d4++) { dka[d4] += ds * q_tile[r * D4 + d4]; }
                     }
                 }
             }
@@ -117,8 +124,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var c = 0u; c < 4u; c++) {
             let d = d4 * 4u + c;
             if (d < params.D) {
-                dk[params.offsets[1].z + base + d] = dka[d4][c] * unscale;
-                dv[params.offsets[1].w + base + d] = dva[d4][c];
+                if (WANT_DK) { dk[params.offsets[1].z + base + d] = dka[d4][c] * unscale; }
+                if (WANT_DV) { dv[params.offsets[1].w + base + d] = dva[d4][c]; }
             }
         }
     }
