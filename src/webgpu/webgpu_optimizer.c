@@ -6,9 +6,10 @@
  * Kernels: optimizer_common.wgsl (the Params block, bindings 1 grad and
  * 2 param) followed by optimizer_sgd.wgsl (binding 3 the momentum buffer, when
  * momentum != 0) or optimizer_adam.wgsl (bindings 3 exp_avg, 4 exp_avg_sq).
- * One invocation per element. The pipelines are specialized only by what
- * changes the code (momentum on/off, Nesterov, Adam vs AdamW): at most five
- * pipelines ever, whatever the learning rate or step does.
+ * One invocation per element, or per vec4 when every view is 4-aligned. The
+ * pipelines are specialized only by what changes the code (momentum on/off,
+ * Nesterov, Adam vs AdamW, vec4): at most ten pipelines ever, whatever the
+ * learning rate or step does.
  */
 #include <math.h>
 #include <stdio.h>
@@ -73,7 +74,19 @@ static wgt_status check_views(webgpu_backend *wg, const wgt_kernel_call *call, u
     return WGT_OK;
 }
 
-static wgt_status get_pipeline(webgpu_backend *wg, const wgt_kernel_call *call, webgpu_pipeline **out)
+/* vec4 loads and stores when every view starts at a multiple of 4 elements
+ * and n is one too (parameters from the pool always do, but for odd sizes). */
+static bool use_vec4(const wgt_kernel_call *call, uint64_t n)
+{
+    if (n % 4 != 0) return false;
+    for (int i = 0; i <= call->n_outputs; i++) {
+        const wgt_tensor_view *v = i == 0 ? &call->inputs[0] : &call->outputs[i - 1];
+        if (v->offset % 4 != 0) return false;
+    }
+    return true;
+}
+
+static wgt_status get_pipeline(webgpu_backend *wg, const wgt_kernel_call *call, bool vec4, webgpu_pipeline **out)
 {
     const char *op = call->op_name;
     bool sgd = call->optimizer.kind == WGT_OPTIMIZER_SGD;
@@ -81,24 +94,25 @@ static wgt_status get_pipeline(webgpu_backend *wg, const wgt_kernel_call *call, 
     bool decoupled = call->optimizer.kind == WGT_OPTIMIZER_ADAMW;
     char key[64];
     if (sgd)
-        snprintf(key, sizeof(key), "optimizer/sgd/%d/%d", (int)momentum, (int)nesterov);
+        snprintf(key, sizeof(key), "optimizer/sgd/%d/%d/%d", (int)momentum, (int)nesterov, (int)vec4);
     else
-        snprintf(key, sizeof(key), "optimizer/adam/%d", (int)decoupled);
+        snprintf(key, sizeof(key), "optimizer/adam/%d/%d", (int)decoupled, (int)vec4);
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
 
     char prelude[512];
+    const char *alias = vec4 ? "alias V = vec4<f32>;\n" : "alias V = f32;\n";
     if (sgd)
         snprintf(prelude, sizeof(prelude),
-                 "const MOMENTUM = %s;\nconst NESTEROV = %s;\n%s",
+                 "%sconst MOMENTUM = %s;\nconst NESTEROV = %s;\n%s", alias,
                  momentum ? "true" : "false", nesterov ? "true" : "false",
-                 momentum ? "@group(0) @binding(3) var<storage, read_write> buf: array<f32>;\n"
-                            "fn buf_load(i: u32) -> f32 { return buf[i]; }\n"
-                            "fn buf_store(i: u32, v: f32) { buf[i] = v; }\n"
-                          : "fn buf_load(i: u32) -> f32 { return 0.0; }\n"
-                            "fn buf_store(i: u32, v: f32) { }\n");
+                 momentum ? "@group(0) @binding(3) var<storage, read_write> buf: array<V>;\n"
+                            "fn buf_load(i: u32) -> V { return buf[i]; }\n"
+                            "fn buf_store(i: u32, v: V) { buf[i] = v; }\n"
+                          : "fn buf_load(i: u32) -> V { return V(0.0); }\n"
+                            "fn buf_store(i: u32, v: V) { }\n");
     else
-        snprintf(prelude, sizeof(prelude), "const DECOUPLED = %s;\n", decoupled ? "true" : "false");
+        snprintf(prelude, sizeof(prelude), "%sconst DECOUPLED = %s;\n", alias, decoupled ? "true" : "false");
     const char *common = webgpu_kernel_source("optimizer_common");
     const char *body = webgpu_kernel_source(sgd ? "optimizer_sgd" : "optimizer_adam");
     if (!common || !body)
@@ -118,14 +132,15 @@ static wgt_status get_pipeline(webgpu_backend *wg, const wgt_kernel_call *call, 
     return s;
 }
 
-static void fill_params(const wgt_kernel_call *call, uint64_t n, optimizer_params *p)
+/* width: 4 when the kernel works on vec4 (n and offsets counted in vec4s). */
+static void fill_params(const wgt_kernel_call *call, uint64_t n, uint32_t width, optimizer_params *p)
 {
     memset(p, 0, sizeof(*p));
-    p->n = (uint32_t)n;
-    p->grad_offset = (uint32_t)call->inputs[0].offset;
-    p->param_offset = (uint32_t)call->outputs[0].offset;
-    if (call->n_outputs > 1) p->state0_offset = (uint32_t)call->outputs[1].offset;
-    if (call->n_outputs > 2) p->state1_offset = (uint32_t)call->outputs[2].offset;
+    p->n = (uint32_t)(n / width);
+    p->grad_offset = (uint32_t)(call->inputs[0].offset / width);
+    p->param_offset = (uint32_t)(call->outputs[0].offset / width);
+    if (call->n_outputs > 1) p->state0_offset = (uint32_t)(call->outputs[1].offset / width);
+    if (call->n_outputs > 2) p->state1_offset = (uint32_t)(call->outputs[2].offset / width);
     p->first_step = call->optimizer.first_step ? 1u : 0u;
     p->has_weight_decay = call->optimizer.weight_decay != 0 ? 1u : 0u;
     double lr = call->optimizer.lr;
@@ -152,16 +167,17 @@ wgt_status webgpu_optimizer_run(webgpu_backend *wg, const wgt_kernel_call *call)
     uint64_t n = 0;
     wgt_status s = check_views(wg, call, &n);
     if (s != WGT_OK || n == 0) return s;
+    bool vec4 = use_vec4(call, n);
     webgpu_pipeline *p;
-    s = get_pipeline(wg, call, &p);
+    s = get_pipeline(wg, call, vec4, &p);
     if (s != WGT_OK) return s;
     optimizer_params params;
-    fill_params(call, n, &params);
+    fill_params(call, n, vec4 ? 4 : 1, &params);
     WGPUBuffer buffers[4];
     buffers[0] = webgpu_view_buffer(&call->inputs[0]);
     for (int i = 0; i < call->n_outputs; i++) buffers[1 + i] = webgpu_view_buffer(&call->outputs[i]);
     uint32_t gx, gy;
-    s = webgpu_grid(wg, (n + OPTIMIZER_THREADS - 1) / OPTIMIZER_THREADS, &gx, &gy, op);
+    s = webgpu_grid(wg, (params.n + OPTIMIZER_THREADS - 1) / OPTIMIZER_THREADS, &gx, &gy, op);
     if (s != WGT_OK) return s;
     return webgpu_dispatch(wg, p, buffers, 1 + call->n_outputs, &params, sizeof(params), gx, gy, 1, op);
 }

@@ -5,10 +5,10 @@
 //   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // Bindings (after optimizer_common.wgsl): 3 exp_avg (m), 4 exp_avg_sq (v).
-// Prelude: const DECOUPLED: bool.
+// Prelude: alias V, const DECOUPLED: bool.
 
-@group(0) @binding(3) var<storage, read_write> exp_avg: array<f32>;
-@group(0) @binding(4) var<storage, read_write> exp_avg_sq: array<f32>;
+@group(0) @binding(3) var<storage, read_write> exp_avg: array<V>;
+@group(0) @binding(4) var<storage, read_write> exp_avg_sq: array<V>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

@@ -4,7 +4,7 @@
 //             g = NESTEROV ? g + momentum * buf : buf
 //   p -= lr * g
 // Bindings (after optimizer_common.wgsl): 3 momentum buffer (MOMENTUM only).
-// Prelude: const MOMENTUM: bool, const NESTEROV: bool; the prelude declares
+// Prelude: alias V, const MOMENTUM: bool, const NESTEROV: bool; the prelude declares
 // binding 3 `buf` when MOMENTUM, and fn buf_load / buf_store either way.
 
 @compute @workgroup_size(256)
