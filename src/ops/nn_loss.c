@@ -58,7 +58,10 @@ static bool flat_view(const wgt_tensor_view *t, int64_t rows, wgt_tensor_view *o
         if (moving >= 0) return false;
         moving = k;
     }
-    if (moving >= 0) out->strides[0] = t->strides[moving];
+    if (moving >= 0) {
+        if (t->strides[moving] < 0) return false; /* kernels step forward only */
+        out->strides[0] = t->strides[moving];
+    }
     return true;
 }
 
