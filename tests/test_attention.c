@@ -559,9 +559,14 @@ static void check_linear(wgt_context *ctx, const char *name)
         for (int64_t t = 0; t < T; t++) memcpy(&xt_data[(t * B + b) * IN], &x[(b * T + t) * IN], IN * 4);
     int64_t tbs[3] = {T, B, IN};
     float *y_strided = download(wgt_linear(wgt_transpose(upload(ctx, 3, tbs, xt_data), 0, 1), wt, bt), n * OUT);
-    /* 1-D x: one row */
+    /* 1-D x: one row (a vector-matrix product) */
     int64_t in1[1] = {IN};
     float *y_row = download(wgt_linear(upload(ctx, 1, in1, x), wt, bt), OUT);
+    /* one output feature (a matrix-vector product): the bias is the same for every row */
+    int64_t w1[2] = {1, IN}, b1[1] = {1};
+    float *y_col = download(wgt_linear(xt, upload(ctx, 2, w1, w), upload(ctx, 1, b1, bias)), n);
+    double want_col[3 * 5];
+    for (int64_t r = 0; r < n; r++) want_col[r] = want[r * OUT];
     /* backward: the rule through the engine */
     wgt_tensor *xg = upload(ctx, 3, xs, x), *wg = upload(ctx, 2, ws, w), *bg = upload(ctx, 1, bs, bias);
     wgt_tensor_set_requires_grad(xg, true), wgt_tensor_set_requires_grad(wg, true), wgt_tensor_set_requires_grad(bg, true);
@@ -576,13 +581,14 @@ static void check_linear(wgt_context *ctx, const char *name)
         CHECK(rel_error(y_nb, want_nb, n * OUT, 1.0) < 2e-6, "%s linear without bias", name);
         CHECK(rel_error(y_strided, want, n * OUT, 1.0) < 2e-6, "%s linear of a strided x", name);
         CHECK(rel_error(y_row, want, OUT, 1.0) < 2e-6, "%s linear of a 1-D x", name);
+        CHECK(y_col && rel_error(y_col, want_col, n, 1.0) < 2e-6, "%s linear with one output feature", name);
         CHECK(rel_error(gx, dx, n * IN, 1.0) < 1e-5, "%s linear dx", name);
         CHECK(rel_error(gw, dw, OUT * IN, 1.0) < 1e-5, "%s linear dweight", name);
         CHECK(rel_error(gb, db, OUT, 1.0) < 1e-5, "%s linear dbias", name);
     } else {
         CHECK(false, "%s linear: %s", name, wgt_context_error_message(ctx));
     }
-    free(y), free(y_nb), free(y_strided), free(y_row), free(gx), free(gw), free(gb);
+    free(y), free(y_nb), free(y_strided), free(y_row), free(y_col), free(gx), free(gw), free(gb);
     /* f16: x, weight and bias rounded to f16; the result within f16 rounding */
     uint16_t xh[3 * 5 * 11], wh[7 * 11], bh[7];
     double want_h[3 * 5 * 7];

@@ -314,7 +314,7 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
             x = y;
             y = NULL;
         }
-        idx = v == 2 ? upload_indices(ctx, 3, SHAPE(6, 3, 4), -7, 7, 7) /* some out of range -> 0 */
+        idx = v == 2 ? upload_indices(ctx, 3, SHAPE(6, 3, 4), -5, 5, 7) /* out of range is an error: test_semantics */
                      : upload_indices(ctx, 3, v == 1 ? SHAPE(4, 3, 6) : SHAPE(6, 3, 4), -5, 5, 8);
         out[0] = wgt_gather(x, 1, idx);
         break;
@@ -413,10 +413,11 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         x = upload(ctx, d, 2, v ? SHAPE(300, 301) : SHAPE(7, 13), DOMAIN_SIGNED, 27);
         out[0] = wgt_dropout(x, v ? 0.5 : 0.1, 1234 + (uint64_t)v);
         break;
-    case WGT_OP_LINEAR: /* v0 [5, 7, 33] x [19, 33]^T + bias, v1 [64, 40] no bias (whole tiles), v2 transposed x */
-        x = upload(ctx, d, v == 1 ? 2 : 3, v == 1 ? SHAPE(64, 40) : SHAPE(5, 7, 33), DOMAIN_SIGNED, 28);
-        y = upload(ctx, d, 2, v == 1 ? SHAPE(48, 40) : SHAPE(19, 33), DOMAIN_SIGNED, 29);
-        if (v != 1) z = upload(ctx, d, 1, SHAPE(19), DOMAIN_SIGNED, 31);
+    case WGT_OP_LINEAR: /* v0 [5, 7, 33] x [19, 33]^T + bias, v1 [64, 32] x [64, 32]^T + bias (whole tiles: no
+                           edge checks), v2 transposed x without bias */
+        x = upload(ctx, d, v == 1 ? 2 : 3, v == 1 ? SHAPE(64, 32) : SHAPE(5, 7, 33), DOMAIN_SIGNED, 28);
+        y = upload(ctx, d, 2, v == 1 ? SHAPE(64, 32) : SHAPE(19, 33), DOMAIN_SIGNED, 29);
+        if (v != 2) z = upload(ctx, d, 1, v == 1 ? SHAPE(64) : SHAPE(19), DOMAIN_SIGNED, 31);
         if (v == 2) {
             idx = x; /* released below like the others */
             x = wgt_transpose(idx, 0, 1);
