@@ -1188,7 +1188,11 @@ static void test_gather_scatter(void)
             for (int64_t i = 0; i < 12; i++) set(&idx->view, i, (double)((i * 7) % (2 * D + 3) - D - 1)); /* some outside [-D, D) */
             wgt_kernel_call c = new_call(WGT_KERNEL_GATHER);
             c.n_inputs = 2; c.inputs[0] = x->view; c.inputs[1] = idx->view; c.outputs[0] = o->view; c.axis = axis;
-            CHECK(run(&c) == WGT_OK, "gather runs");
+            /* out-of-range indices give 0 and an error naming the index (issue 8) */
+            wgt_status gs = run(&c);
+            CHECK(gs == WGT_ERR_INVALID_ARGUMENT && strstr(wgt_context_error_message(ctx), "out of range"),
+                  "gather with indices outside [-D, D): %s", wgt_context_error_message(ctx));
+            wgt_context_clear_error(ctx);
             for (int64_t i = 0; i < 12; i++) {
                 int64_t r = i / 3, col = i % 3, k = get_i32(&idx->view, i);
                 int64_t kk = k < 0 ? k + D : k;
@@ -1218,7 +1222,9 @@ static void test_gather_scatter(void)
             }
             wgt_kernel_call c = new_call(WGT_KERNEL_SCATTER_ADD);
             c.n_inputs = 2; c.inputs[0] = idx->view; c.inputs[1] = src->view; c.outputs[0] = dst->view; c.axis = axis;
-            CHECK(run(&c) == WGT_OK, "scatter_add runs");
+            /* out-of-range indices are skipped and reported (issue 8) */
+            CHECK(run(&c) == WGT_ERR_INVALID_ARGUMENT, "scatter_add with indices outside [-D, D) not reported");
+            wgt_context_clear_error(ctx);
             int bad = 0;
             for (int i = 0; i < 30; i++) if (get(&dst->view, i) != want[i]) bad++;
             CHECK(bad == 0 && guards_intact(dst), "scatter_add %s axis %d: %d mismatches", wgt_dtype_name(dtype), axis, bad);

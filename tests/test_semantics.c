@@ -10,6 +10,7 @@
  *     defect 6), scalar parameters that do not recompile (issue 10, item 5).
  * Each check names its backend. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,6 +276,53 @@ static void test_fused_params(wgt_context *ctx)
     wgt_tensor_release(x);
 }
 
+/* Defect 9: out-of-range indices are an error naming the op: at once on the
+ * CPU, at the next read-back or synchronize on WebGPU (a device flag, no
+ * read-back per op). */
+static void expect_index_error(wgt_context *ctx, wgt_tensor *out, const char *op, bool by_read)
+{
+    wgt_tensor *other = f32_tensor(ctx, 1, (float[]){1});
+    float v = 0;
+    /* the report comes at a read of any tensor, or at wgt_synchronize */
+    wgt_status s = by_read && other ? wgt_tensor_read(other, &v, 4) : wgt_synchronize(ctx);
+    const char *msg = wgt_context_error_message(ctx);
+    CHECK(s == WGT_ERR_INVALID_ARGUMENT && strstr(msg, op) && strstr(msg, "out of range"),
+          "%s %s with an out-of-range index: status %s, message \"%s\"", backend_name, op, wgt_status_string(s), msg);
+    wgt_tensor_release(out);
+    wgt_tensor_release(other);
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, op);
+}
+
+static void test_index_range(wgt_context *ctx)
+{
+    wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){3, 4}, (float[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+    wgt_tensor *ok_index = wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){3}, (int32_t[]){2, -1, 0});
+    wgt_tensor *bad_index = wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){2}, (int32_t[]){0, 3});
+    wgt_tensor *negative = wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){2}, (int32_t[]){-4, 1});
+    /* in range, negative wrapping once: no error */
+    expect_f32(wgt_index_select(x, 0, ok_index), 12, (float[]){8, 9, 10, 11, 8, 9, 10, 11, 0, 1, 2, 3},
+               "index_select in range");
+    CHECK(wgt_synchronize(ctx) == WGT_OK, "%s synchronize after in-range indices: %s", backend_name,
+          wgt_context_error_message(ctx));
+    expect_index_error(ctx, wgt_index_select(x, 0, bad_index), "wgt_index_select", true);
+    expect_index_error(ctx, wgt_index_select(x, 0, negative), "wgt_index_select", false);
+    wgt_tensor *ids = wgt_tensor_from_host(ctx, WGT_I32, 2, (int64_t[]){1, 2}, (int32_t[]){1, 7});
+    /* embedding reaches index_select, which names itself */
+    expect_index_error(ctx, wgt_embedding(x, ids), "wgt_index_select", true);
+    wgt_tensor *g = wgt_tensor_from_host(ctx, WGT_I32, 2, (int64_t[]){2, 2}, (int32_t[]){0, 4, 1, 2});
+    expect_index_error(ctx, wgt_gather(x, 1, g), "wgt_gather", false);
+    wgt_tensor *dst = f32_tensor(ctx, 3, (float[]){0, 0, 0});
+    wgt_tensor *si = wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){2}, (int32_t[]){1, 5});
+    wgt_tensor *src = f32_tensor(ctx, 2, (float[]){1, 1});
+    expect_index_error(ctx, wgt_scatter_add(dst, 0, si, src), "wgt_scatter_add", true);
+    /* the flag was cleared: later in-range work reads back without an error */
+    expect_f32(wgt_index_select(x, 1, ok_index), 9, (float[]){2, 3, 0, 6, 7, 4, 10, 11, 8}, "index_select after a report");
+    CHECK(wgt_synchronize(ctx) == WGT_OK, "%s a report repeated: %s", backend_name, wgt_context_error_message(ctx));
+    wgt_tensor *outs[] = {x, ok_index, bad_index, negative, ids, g, dst, si, src};
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) wgt_tensor_release(outs[i]);
+    check_error_and_recover(ctx, WGT_OK, "index range");
+}
+
 static void run_all(wgt_context *ctx, const char *name)
 {
     backend_name = name;
@@ -287,6 +335,7 @@ static void run_all(wgt_context *ctx, const char *name)
     test_wide_literals(ctx);
     test_parser_depth(ctx);
     test_fused_params(ctx);
+    test_index_range(ctx);
     wgt_context_destroy(ctx);
 }
 

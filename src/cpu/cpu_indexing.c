@@ -97,7 +97,16 @@ static wgt_status shape_error(cpu_backend *b, const wgt_kernel_call *call, const
 
 /* ================================================================ GATHER */
 /* x: [.., D, ..], index i32: [.., n, ..] -> out: index's shape,
- * out[c] = x[c with c[axis] = index[c]], 0 where the index is outside [-D, D) */
+ * out[c] = x[c with c[axis] = index[c]], 0 where the index is outside [-D, D),
+ * and then the call fails with WGT_ERR_INVALID_ARGUMENT naming the index (the
+ * WebGPU backend reports the same at the next read-back or synchronize). */
+
+/* The error for an index outside [-D, D) found by a kernel. */
+static wgt_status out_of_range(cpu_backend *b, const wgt_kernel_call *call, int32_t index, int axis, int64_t D)
+{
+    return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "index %d is out of range for axis %d of size %lld (valid: -%lld .. %lld)",
+                    index, axis, (long long)D, (long long)D, (long long)D - 1);
+}
 
 wgt_status cpu_run_gather(cpu_backend *b, const wgt_kernel_call *call)
 {
@@ -118,6 +127,8 @@ wgt_status cpu_run_gather(cpu_backend *b, const wgt_kernel_call *call)
     const int32_t *index_data = (const int32_t *)cpu_view_data(&index);
     const char *x_data = cpu_view_data(&x);
     bool parallel = b->threads > 1 && a.n_others > 1 && a.n_others * a.length > CPU_PARALLEL_THRESHOLD;
+    bool bad = false;
+    int32_t bad_index = 0;
 #pragma omp parallel num_threads(b->threads) if (parallel)
     {
         int team = omp_get_num_threads(), me = omp_get_thread_num();
@@ -127,19 +138,29 @@ wgt_status cpu_run_gather(cpu_backend *b, const wgt_kernel_call *call)
         for (int64_t o = first; o < last; o++) {
             for (int64_t j = 0; j < a.length; j++) {
                 char *dst = out_data + (pos.offsets[0] + j * a.axis_strides[0]) * (int64_t)size;
-                int64_t i = wrap_index(index_data[pos.offsets[1] + j * a.axis_strides[1]], D);
-                if (i < 0) memset(dst, 0, size);
-                else copy_element(dst, x_data + (pos.offsets[2] + i * a.axis_strides[2]) * (int64_t)size, size);
+                int32_t raw = index_data[pos.offsets[1] + j * a.axis_strides[1]];
+                int64_t i = wrap_index(raw, D);
+                if (i < 0) {
+                    memset(dst, 0, size);
+#pragma omp critical(cpu_index_range)
+                    {
+                        bad = true;
+                        bad_index = raw;
+                    }
+                } else {
+                    copy_element(dst, x_data + (pos.offsets[2] + i * a.axis_strides[2]) * (int64_t)size, size);
+                }
             }
             if (o + 1 < last) cpu_walk_advance(&a.others, &pos, 1);
         }
     }
-    return WGT_OK;
+    return bad ? out_of_range(b, call, bad_index, axis, D) : WGT_OK;
 }
 
 /* =========================================================== SCATTER_ADD */
 /* index i32: [.., n, ..], src: index's shape, out: [.., D, ..] (holds dst),
- * out[c with c[axis] = index[c]] += src[c]; indices outside [-D, D) skipped */
+ * out[c with c[axis] = index[c]] += src[c]; indices outside [-D, D) are
+ * skipped, and then the call fails as GATHER's does */
 
 wgt_status cpu_run_scatter_add(cpu_backend *b, const wgt_kernel_call *call)
 {
@@ -160,6 +181,8 @@ wgt_status cpu_run_scatter_add(cpu_backend *b, const wgt_kernel_call *call)
     char *out_data = cpu_view_data(&out);
     bool is_float = out.dtype == WGT_F32;
     bool parallel = b->threads > 1 && a.n_others > 1 && a.n_others * a.length > CPU_PARALLEL_THRESHOLD;
+    bool bad = false;
+    int32_t bad_index = 0;
 #pragma omp parallel num_threads(b->threads) if (parallel)
     {
         int team = omp_get_num_threads(), me = omp_get_thread_num();
@@ -168,8 +191,16 @@ wgt_status cpu_run_scatter_add(cpu_backend *b, const wgt_kernel_call *call)
         if (first < last) cpu_walk_seek(&a.others, first, &pos);
         for (int64_t o = first; o < last; o++) {
             for (int64_t j = 0; j < a.length; j++) {
-                int64_t i = wrap_index(index_data[pos.offsets[0] + j * a.axis_strides[0]], D);
-                if (i < 0) continue;
+                int32_t raw = index_data[pos.offsets[0] + j * a.axis_strides[0]];
+                int64_t i = wrap_index(raw, D);
+                if (i < 0) {
+#pragma omp critical(cpu_index_range)
+                    {
+                        bad = true;
+                        bad_index = raw;
+                    }
+                    continue;
+                }
                 int64_t from = pos.offsets[1] + j * a.axis_strides[1], to = pos.offsets[2] + i * a.axis_strides[2];
                 if (is_float) ((float *)out_data)[to] += ((const float *)src_data)[from];
                 else ((int32_t *)out_data)[to] = (int32_t)((uint32_t)((int32_t *)out_data)[to] + (uint32_t)((const int32_t *)src_data)[from]);
@@ -177,7 +208,7 @@ wgt_status cpu_run_scatter_add(cpu_backend *b, const wgt_kernel_call *call)
             if (o + 1 < last) cpu_walk_advance(&a.others, &pos, 1);
         }
     }
-    return WGT_OK;
+    return bad ? out_of_range(b, call, bad_index, axis, D) : WGT_OK;
 }
 
 /* ================================================================== TOPK */

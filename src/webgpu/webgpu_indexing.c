@@ -24,7 +24,14 @@
  *            k <= N. The kernels produce the indices;
  *            values are a GATHER of x along the last axis by those indices
  *            (bit exact, any dtype).
+ *
+ * Out-of-range indices (outside [-D, D)) give 0 (gather) or are skipped
+ * (scatter_add) and are reported without a read-back per op: the kernels
+ * lower a device flag to the dispatch's check id, and the next read-back or
+ * synchronize reads the flag (webgpu_indexing_check) and fails with
+ * WGT_ERR_INVALID_ARGUMENT naming the op, the index and the axis.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,7 +55,8 @@ typedef struct gather_params {
     int32_t x_offset, index_offset;
     uint32_t out_offset, first_word, words;
     int32_t axis_len;
-    uint32_t pad[2];
+    uint32_t check_id;                  /* reported for an out-of-range index; NO_CHECK: none */
+    uint32_t pad;
 } gather_params;
 
 typedef struct scatter_params {
@@ -58,7 +66,7 @@ typedef struct scatter_params {
     int32_t out_strides[WGT_MAX_DIMS];
     uint32_t ndim, axis, numel;
     int32_t axis_len, index_offset, src_offset, out_offset;
-    uint32_t pad;
+    uint32_t check_id;
 } scatter_params;
 
 typedef struct topk_params {
@@ -144,11 +152,74 @@ static wgt_status dispatch_linear(webgpu_backend *wg, webgpu_pipeline *p, const 
     return webgpu_dispatch(wg, p, buffers, n_buffers, params, params_size, gx, gy, 1, op);
 }
 
+/* ================================================= out-of-range reports */
+
+#define NO_CHECK 0xffffffffu            /* flag[0] when nothing is out of range */
+static const uint32_t flag_clear[4] = {NO_CHECK, 0, 0, 0};
+
+/* The flag buffer (created and cleared on first use). */
+static WGPUBuffer index_flag(webgpu_backend *wg, const char *op)
+{
+    webgpu_block *flag = &wg->index_check.flag;
+    if (!flag->buffer) {
+        flag->buffer = webgpu_create_buffer(
+            wg, sizeof(flag_clear), WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, op);
+        if (!flag->buffer) return NULL;
+        flag->size = flag->requested = sizeof(flag_clear);
+        /* runs before the first use: nothing recorded so far binds this buffer */
+        wgpuQueueWriteBuffer(wg->queue, flag->buffer, 0, flag_clear, sizeof(flag_clear));
+    }
+    return flag->buffer;
+}
+
+/* Names the dispatch about to be recorded for a report; returns its check id. */
+static uint32_t index_check_register(webgpu_backend *wg, const char *op, int axis, int64_t axis_len)
+{
+    struct webgpu_index_check *c = &wg->index_check;
+    int slot = c->pending < WEBGPU_INDEX_CHECKS ? c->pending : WEBGPU_INDEX_CHECKS - 1;
+    snprintf(c->calls[slot].op, sizeof(c->calls[slot].op), "%s", op ? op : "indexing");
+    c->calls[slot].axis = axis;
+    c->calls[slot].axis_len = axis_len;
+    c->pending++;
+    return (uint32_t)slot;
+}
+
+wgt_status webgpu_indexing_check(webgpu_backend *wg)
+{
+    struct webgpu_index_check *c = &wg->index_check;
+    if (c->pending == 0 || !c->flag.buffer) return WGT_OK;
+    int pending = c->pending;
+    c->pending = 0; /* first: the read below calls back here */
+    uint32_t words[4];
+    wgt_status s = webgpu_storage_read(&wg->base, &c->flag, 0, words, sizeof(words));
+    if (s != WGT_OK || words[0] == NO_CHECK) return s;
+    s = webgpu_storage_write(&wg->base, &c->flag, 0, flag_clear, sizeof(flag_clear));
+    if (s != WGT_OK) return s;
+    int slot = words[0] < WEBGPU_INDEX_CHECKS ? (int)words[0] : WEBGPU_INDEX_CHECKS - 1;
+    long long D = (long long)c->calls[slot].axis_len;
+    return wgt_error(wg->base.ctx, WGT_ERR_INVALID_ARGUMENT,
+                     "%s: index %d is out of range for axis %d of size %lld (valid: -%lld .. %lld)%s; found on the "
+                     "device, reported at the next read-back or synchronize",
+                     c->calls[slot].op, (int32_t)words[1], c->calls[slot].axis, D, D, D - 1,
+                     pending > WEBGPU_INDEX_CHECKS && slot == WEBGPU_INDEX_CHECKS - 1
+                         ? " (or in one of the indexing ops after it)"
+                         : "");
+}
+
+void webgpu_indexing_destroy(webgpu_backend *wg)
+{
+    if (wg->index_check.flag.buffer) {
+        wgpuBufferDestroy(wg->index_check.flag.buffer);
+        wgpuBufferRelease(wg->index_check.flag.buffer);
+    }
+    memset(&wg->index_check, 0, sizeof(wg->index_check));
+}
+
 /* ================================================================ GATHER */
 /* x [.., D, ..], index i32 [out's shape] -> out contiguous (kernels/indexing_gather.wgsl) */
 
 static wgt_status run_gather(webgpu_backend *wg, const wgt_tensor_view *x_in, const wgt_tensor_view *index_in,
-                             const wgt_tensor_view *out_in, int axis, const char *op)
+                             const wgt_tensor_view *out_in, int axis, bool report, const char *op)
 {
     wgt_tensor_view x = as_rank_one(x_in), index = as_rank_one(index_in), out = as_rank_one(out_in);
     int64_t numel = wgt_shape_numel(out.ndim, out.shape);
@@ -172,10 +243,14 @@ static wgt_status run_gather(webgpu_backend *wg, const wgt_tensor_view *x_in, co
     params.axis_len = (int32_t)x.shape[axis];
 
     webgpu_pipeline *p;
-    wgt_status s = get_pipeline(wg, "indexing_gather", NULL, "indexing_gather", "main", 2, 1, op, &p);
+    wgt_status s = get_pipeline(wg, "indexing_gather", NULL, "indexing_gather", "main", 2, 2, op, &p);
     if (s != WGT_OK) return s;
-    WGPUBuffer buffers[3] = {webgpu_view_buffer(&x), webgpu_view_buffer(&index), webgpu_view_buffer(&out)};
-    return dispatch_linear(wg, p, buffers, 3, &params, sizeof(params),
+    WGPUBuffer flag = index_flag(wg, op);
+    if (!flag) return wgt_context_status(wg->base.ctx);
+    /* topk's own indices are in range: only user indices are reported */
+    params.check_id = report ? index_check_register(wg, op, axis, x.shape[axis]) : NO_CHECK;
+    WGPUBuffer buffers[4] = {webgpu_view_buffer(&x), webgpu_view_buffer(&index), webgpu_view_buffer(&out), flag};
+    return dispatch_linear(wg, p, buffers, 4, &params, sizeof(params),
                            (params.words + INDEXING_THREADS - 1) / INDEXING_THREADS, op);
 }
 
@@ -205,11 +280,14 @@ static wgt_status run_scatter_add(webgpu_backend *wg, const wgt_kernel_call *cal
     bool is_f32 = out.dtype == WGT_F32;
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, is_f32 ? "indexing_scatter_add_f32" : "indexing_scatter_add_i32", NULL,
-                                "indexing_scatter_add", is_f32 ? "scatter_add_f32" : "scatter_add_i32", 2, 1,
+                                "indexing_scatter_add", is_f32 ? "scatter_add_f32" : "scatter_add_i32", 2, 2,
                                 call->op_name, &p);
     if (s != WGT_OK) return s;
-    WGPUBuffer buffers[3] = {webgpu_view_buffer(&index), webgpu_view_buffer(&src), webgpu_view_buffer(&out)};
-    return dispatch_linear(wg, p, buffers, 3, &params, sizeof(params),
+    WGPUBuffer flag = index_flag(wg, call->op_name);
+    if (!flag) return wgt_context_status(wg->base.ctx);
+    params.check_id = index_check_register(wg, call->op_name, call->axis, out.shape[call->axis]);
+    WGPUBuffer buffers[4] = {webgpu_view_buffer(&index), webgpu_view_buffer(&src), webgpu_view_buffer(&out), flag};
+    return dispatch_linear(wg, p, buffers, 4, &params, sizeof(params),
                            ((uint64_t)numel + INDEXING_THREADS - 1) / INDEXING_THREADS, call->op_name);
 }
 
@@ -323,7 +401,7 @@ static wgt_status run_topk(webgpu_backend *wg, const wgt_kernel_call *call)
     if (call->k == 0 || wgt_shape_numel(x.ndim - 1, x.shape) == 0) return WGT_OK;
     wgt_status s = topk_indices(wg, &x, &indices, call->k, call->largest, call->op_name);
     if (s != WGT_OK) return s;
-    return run_gather(wg, &x, &indices, &values, x.ndim - 1, call->op_name);
+    return run_gather(wg, &x, &indices, &values, x.ndim - 1, false, call->op_name);
 }
 
 /* ================================================================ seam */
@@ -362,7 +440,7 @@ wgt_status webgpu_indexing_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     switch (call->kind) {
     case WGT_KERNEL_GATHER:
-        return run_gather(wg, &call->inputs[0], &call->inputs[1], &call->outputs[0], call->axis, call->op_name);
+        return run_gather(wg, &call->inputs[0], &call->inputs[1], &call->outputs[0], call->axis, true, call->op_name);
     case WGT_KERNEL_SCATTER_ADD: return run_scatter_add(wg, call);
     case WGT_KERNEL_TOPK: return run_topk(wg, call);
     default:

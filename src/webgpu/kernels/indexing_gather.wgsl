@@ -1,7 +1,10 @@
 // GATHER: x [.., D, ..] (any dtype, any strides), index i32 [out's shape]
 // (any strides) -> out [index's shape], contiguous from element out_offset:
 //   out[c] = x[c with c[axis] = index[c]]; index values in [-D, 0) wrap once,
-//   values outside [-D, D) give 0.
+//   values outside [-D, D) give 0 and are reported: the invocation lowers
+//   flag[0] to params.check_id (the dispatch's id, 0xffffffff = no report) and
+//   stores the value in flag[1]; the host turns that into an error at the next
+//   read-back or synchronize (webgpu_indexing_check).
 //
 // Every buffer is bound as 32-bit words. Elements are 4, 2 or 1 bytes
 // (f32/i32, f16, u8/bool); packed dtypes are never widened: each invocation
@@ -25,7 +28,7 @@ struct Params {
     first_word: u32,                     // out_offset * elem_bytes / 4
     words: u32,                          // 32-bit words that hold out
     axis_len: i32,                       // D = x.shape[axis]
-    _pad0: u32,
+    check_id: u32,                       // reported in flag[0] for an out-of-range index
     _pad1: u32,
 }
 
@@ -33,6 +36,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read> x: array<u32>;
 @group(0) @binding(2) var<storage, read> index: array<i32>;
 @group(0) @binding(3) var<storage, read_write> out: array<u32>;
+@group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>, 4>;
 
 // Bits of x's element e (element index into the buffer) in the low bits.
 fn load_x(e: u32) -> u32 {
@@ -60,6 +64,8 @@ fn gather_element(e: u32) -> u32 {
     let raw = index[index_at];
     let i = select(raw, raw + params.axis_len, raw < 0);
     if (i < 0 || i >= params.axis_len) {
+        atomicMin(&flag[0], params.check_id);
+        atomicStore(&flag[1], bitcast<u32>(raw));
         return 0u;
     }
     x_at += i * params.x_strides[params.axis >> 2u][params.axis & 3u];

@@ -1,7 +1,8 @@
 // SCATTER_ADD: index i32 [.., n, ..] and src [index's shape] (any strides),
 // out [.., D, ..] (any strides, already holds a copy of dst):
 //   out[c with c[axis] = index[c]] += src[c]; index values in [-D, 0) wrap
-//   once, values outside [-D, D) are skipped.
+//   once, values outside [-D, D) are skipped and reported through flag (see
+//   indexing_gather.wgsl).
 //
 // One invocation per element of index. Colliding adds are atomic: i32 with
 // atomicAdd (wrapping, as the CPU), f32 with a compare-exchange loop on the
@@ -24,13 +25,14 @@ struct Params {
     index_offset: i32,                   // in elements
     src_offset: i32,
     out_offset: i32,
-    _pad0: u32,
+    check_id: u32,                       // reported in flag[0] for an out-of-range index
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> index: array<i32>;
 @group(0) @binding(2) var<storage, read> src: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>, 4>;  // as in indexing_gather.wgsl
 
 struct Target {
     out_at: i32,                         // -1: skipped
@@ -55,6 +57,8 @@ fn locate(e: u32) -> Target {
     let raw = index[index_at];
     let i = select(raw, raw + params.axis_len, raw < 0);
     if (i < 0 || i >= params.axis_len) {
+        atomicMin(&flag[0], params.check_id);
+        atomicStore(&flag[1], bitcast<u32>(raw));
         return Target(-1, src_at);
     }
     return Target(out_at + i * params.out_strides[params.axis >> 2u][params.axis & 3u], src_at);
