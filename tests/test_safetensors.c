@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test_util.h"
@@ -399,6 +400,14 @@ static void test_corrupt_files(wgt_context *ctx, const char *backend)
     if (fp) fclose(fp);
     CHECK(wgt_safetensors_open(ctx, path) == NULL, "%s: empty file accepted", backend);
     check_error_and_recover(ctx, WGT_ERR_BAD_FORMAT, "empty file");
+    /* A FIFO or a folder named as a checkpoint: refused as IO, without blocking. */
+    path_in_folder(path, sizeof(path), "fifo.safetensors");
+    if (mkfifo(path, 0600) == 0) {
+        CHECK(wgt_safetensors_open(ctx, path) == NULL, "%s: a FIFO opened", backend);
+        check_error_and_recover(ctx, WGT_ERR_IO, "FIFO as a checkpoint");
+    }
+    CHECK(wgt_safetensors_open(ctx, folder) == NULL, "%s: a folder opened", backend);
+    check_error_and_recover(ctx, WGT_ERR_IO, "folder as a checkpoint");
     /* Valid edge cases are accepted: no tensors, padding spaces, escapes. */
     file = make_file("{\"__metadata__\":{\"k\\u00e9\\ud83d\\ude00\":\"v\"}}   ", NULL, 0, &size);
     wgt_safetensors *f = wgt_safetensors_open_memory(ctx, file, size, "valid edge cases");

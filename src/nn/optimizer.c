@@ -222,12 +222,12 @@ wgt_status wgt_optimizer_step(wgt_optimizer *opt)
 {
     if (!opt) return WGT_ERR_INVALID_ARGUMENT;
     if (opt->ctx->status != WGT_OK) return opt->ctx->status;
-    for (int i = 0; i < opt->n_params; i++) {
-        wgt_status s = step_param(opt, i);
-        if (s != WGT_OK) return s;
-    }
-    opt->step_count++;
-    return WGT_OK;
+    wgt_no_grad_push(opt->ctx); /* a gradient copy (kernel_ready_grad) is never recorded */
+    wgt_status s = WGT_OK;
+    for (int i = 0; i < opt->n_params && s == WGT_OK; i++) s = step_param(opt, i);
+    wgt_no_grad_pop(opt->ctx);
+    if (s == WGT_OK) opt->step_count++;
+    return s;
 }
 
 wgt_status wgt_optimizer_zero_grad(wgt_optimizer *opt)

@@ -81,7 +81,9 @@ wgt_safetensors *wgt_safetensors_open(wgt_context *ctx, const char *path)
         wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: path is NULL", op);
         return NULL;
     }
-    int fd = open(path, O_RDONLY);
+    /* O_NONBLOCK: a FIFO named as a checkpoint must not block the open (it is
+     * then refused as not a regular file); no effect on regular files. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         wgt_error(ctx, WGT_ERR_IO, "%s: cannot open %s: %s", op, path, strerror(errno));
         return NULL;
