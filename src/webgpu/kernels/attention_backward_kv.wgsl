@@ -94,12 +94,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let row0 = (b * params.H + h) * params.Tq + i0;
                 for (var r = 0u; r < n; r++) {
                     if (params.causal != 0u && i32(i0 + r) < first_row) { continue; }
-                    var s2 = 0.0;
-                    var dpv = 0.0;
+                    var s4 = vec4<f32>();
+                    var dp4 = vec4<f32>();
                     for (var d4 = 0u; d4 < D4; d4++) {
-                        s2 += dot(q_tile[r * D4 + d4], kr[d4]);
-                        if (WANT_DK) { dpv += dot(do_tile[r * D4 + d4], vr[d4]); }
+                        s4 = fma(q_tile[r * D4 + d4], kr[d4], s4);
+                        if (WANT_DK) { dp4 = fma(do_tile[r * D4 + d4], vr[d4], dp4); }
                     }
+                    let s2 = (s4.x + s4.y) + (s4.z + s4.w);
+                    let dpv = (dp4.x + dp4.y) + (dp4.z + dp4.w);
                     let p = exp2(s2 - lse_tile[r]);
                     let z = dropout_factor(row0 + r, j);
                     if (WANT_DV) {

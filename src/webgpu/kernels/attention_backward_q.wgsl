@@ -75,12 +75,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let n = min(BK, u32(kv_end) - j0);
             for (var j = 0u; j < n; j++) {
                 if (i32(j0 + j) > limit) { break; }
-                var s2 = 0.0;
-                var dpv = 0.0;
+                var s4 = vec4<f32>();
+                var dp4 = vec4<f32>();
                 for (var d4 = 0u; d4 < D4; d4++) {
-                    s2 += dot(qr[d4], k_tile[j * D4 + d4]);
-                    dpv += dot(dor[d4], v_tile[j * D4 + d4]);
+                    s4 = fma(qr[d4], k_tile[j * D4 + d4], s4);
+                    dp4 = fma(dor[d4], v_tile[j * D4 + d4], dp4);
                 }
+                let s2 = (s4.x + s4.y) + (s4.z + s4.w);
+                let dpv = (dp4.x + dp4.y) + (dp4.z + dp4.w);
                 let p = exp2(s2 - lse2);
                 let ds = p * (dropout_factor(row, j0 + j) * dpv - di);
                 for (var d4 = 0u; d4 < D4; d4++) { acc[d4] += ds * k_tile[j * D4 + d4]; }

@@ -75,9 +75,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 for (var c = 0u; c < 4u; c++) {
                     let j = jj + c;
                     if (j < n && i32(j0 + j) <= limit) {
-                        var acc = 0.0;
-                        for (var d4 = 0u; d4 < D4; d4++) { acc += dot(qr[d4], k_tile[j * D4 + d4]); }
-                        sc[c] = acc;
+                        // four independent partial sums (one per lane) rather than one dependent chain
+                        var acc = vec4<f32>();
+                        for (var d4 = 0u; d4 < D4; d4++) { acc = fma(qr[d4], k_tile[j * D4 + d4], acc); }
+                        sc[c] = (acc.x + acc.y) + (acc.z + acc.w);
                     }
                 }
                 let cm = max(max(sc.x, sc.y), max(sc.z, sc.w));
