@@ -59,6 +59,14 @@ int64_t wgt_shape_numel(int ndim, const int64_t *shape);
 /* Row-major contiguous strides (in elements) for shape. */
 void wgt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 bool wgt_view_is_contiguous(const wgt_tensor_view *v);
+/* Smallest and largest element index v addresses (lo = hi = offset when it is
+ * empty), in checked arithmetic; false when a size is negative or the extent
+ * does not fit in int64. */
+bool wgt_view_extent(const wgt_tensor_view *v, int64_t *lo, int64_t *hi);
+/* Whether a view can be handed out: rank in range, at most WGT_MAX_NUMEL
+ * elements (src/core/checked.h), and every element it addresses inside its
+ * storage. False + WGT_ERR_INVALID_ARGUMENT naming op and the view otherwise. */
+bool wgt_view_check(wgt_context *ctx, const wgt_tensor_view *v, const char *op);
 
 /* New tensor object that shares storage (takes a new storage reference) and is
  * registered in the current scope. NULL on OOM (error recorded). */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "core/internal.h"
 #include "core/tape.h"
 
@@ -17,33 +18,80 @@ const char *wgt_shape_string(int ndim, const int64_t *shape, char *buf, size_t s
     for (int i = 0; i < ndim && used < size; i++)
         used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)shape[i]);
     if (used < size) snprintf(buf + used, size - used, "]");
+    if (used + 1 >= size && size >= 5) memcpy(buf + size - 5, "...]", 5); /* truncated: say so */
     return buf;
 }
 
+/* Tensors always hold checked shapes (check_shape, wgt_view_check), so this
+ * only saturates for shapes nobody validated yet: INT64_MAX when the count is
+ * too large, -1 when a size is negative; never a wrapped small count. */
 int64_t wgt_shape_numel(int ndim, const int64_t *shape)
 {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    return n;
+    int64_t n;
+    if (wgt_checked_numel(ndim, shape, &n)) return n;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) return -1;
+    return INT64_MAX;
 }
 
+/* The outer strides of a shape with a 0 size can exceed int64 ({0, 2^40, 2^40});
+ * such a tensor addresses nothing, so a stride that would overflow becomes 0. */
 void wgt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
 {
     int64_t stride = 1;
     for (int i = ndim - 1; i >= 0; i--) {
         strides[i] = stride;
-        stride *= shape[i] > 0 ? shape[i] : 1;
+        if (!wgt_checked_mul(stride, shape[i] > 0 ? shape[i] : 1, &stride)) stride = 0;
     }
 }
 
 bool wgt_view_is_contiguous(const wgt_tensor_view *v)
 {
+    for (int i = 0; i < v->ndim; i++)
+        if (v->shape[i] == 0) return true; /* before any product: the others may overflow */
     int64_t expected = 1;
     for (int i = v->ndim - 1; i >= 0; i--) {
         if (v->shape[i] == 1) continue; /* stride of a size-1 dim never matters */
-        if (v->shape[i] == 0) return true;
         if (v->strides[i] != expected) return false;
-        expected *= v->shape[i];
+        if (!wgt_checked_mul(expected, v->shape[i], &expected)) return false;
+    }
+    return true;
+}
+
+bool wgt_view_extent(const wgt_tensor_view *v, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = v->offset;
+    for (int d = 0; d < v->ndim; d++)
+        if (v->shape[d] <= 0) return v->shape[d] == 0; /* empty: addresses nothing */
+    for (int d = 0; d < v->ndim; d++) {
+        int64_t reach;
+        if (!wgt_checked_mul(v->shape[d] - 1, v->strides[d], &reach)) return false;
+        if (!wgt_checked_add(reach < 0 ? *lo : *hi, reach, reach < 0 ? lo : hi)) return false;
+    }
+    return true;
+}
+
+bool wgt_view_check(wgt_context *ctx, const wgt_tensor_view *v, const char *op)
+{
+    char shape[160], strides[160];
+    int64_t numel, lo, hi;
+    if (v->ndim < 0 || v->ndim > WGT_MAX_DIMS) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: ndim %d outside [0, %d]", op, v->ndim, WGT_MAX_DIMS);
+        return false;
+    }
+    if (!wgt_checked_numel(v->ndim, v->shape, &numel)) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: shape %s is negative or has more than 2^60 elements", op,
+                  wgt_shape_string(v->ndim, v->shape, shape, sizeof(shape)));
+        return false;
+    }
+    if (numel == 0) return true;
+    size_t elem = wgt_dtype_size(v->dtype);
+    if (!wgt_view_extent(v, &lo, &hi) || lo < 0 || !v->storage || elem == 0 ||
+        (uint64_t)hi >= v->storage->bytes / elem) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: view %s with strides %s at offset %lld lies outside its storage",
+                  op, wgt_shape_string(v->ndim, v->shape, shape, sizeof(shape)),
+                  wgt_shape_string(v->ndim, v->strides, strides, sizeof(strides)), (long long)v->offset);
+        return false;
     }
     return true;
 }
@@ -114,21 +162,19 @@ static bool check_shape(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64
         wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: shape is NULL with ndim %d", op, ndim);
         return false;
     }
-    int64_t numel = 1;
+    char buf[160];
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) {
-            char buf[160];
             wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: negative size in shape %s", op,
                       wgt_shape_string(ndim, shape, buf, sizeof(buf)));
             return false;
         }
-        if (shape[i] > 0 && numel > INT64_MAX / 8 / shape[i]) {
-            char buf[160];
-            wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: shape %s is too large to address", op,
-                      wgt_shape_string(ndim, shape, buf, sizeof(buf)));
-            return false;
-        }
-        numel *= shape[i];
+    }
+    int64_t numel;
+    if (!wgt_checked_numel(ndim, shape, &numel)) {
+        wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: shape %s is too large to address", op,
+                  wgt_shape_string(ndim, shape, buf, sizeof(buf)));
+        return false;
     }
     return true;
 }

@@ -72,12 +72,8 @@ static void tile_config(const webgpu_backend *wg, int *tile, int *wg_y)
 /* Element range [lo, hi] a view touches. */
 static void view_extent(const wgt_tensor_view *v, int64_t *lo, int64_t *hi)
 {
-    *lo = *hi = v->offset;
-    for (int d = 0; d < v->ndim; d++) {
-        int64_t reach = (v->shape[d] - 1) * v->strides[d];
-        if (reach < 0) *lo += reach;
-        else *hi += reach;
-    }
+    /* Checked: an extent past int64 reads as lo = -1, outside any storage. */
+    if (!wgt_view_extent(v, lo, hi)) *lo = -1;
 }
 
 /* Whether v lies inside its storage with 32-bit element indices (the kernel
