@@ -461,6 +461,23 @@ static void check_attention_bad_input(wgt_context *ctx)
     check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "rope with D = 7");
     CHECK(!wgt_rope(q, -1, 10000, false), "negative position accepted");
     check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "rope with a negative position offset");
+    /* no keys: zeros (and zero gradients), not NaN */
+    int64_t nokeys[4] = {1, 2, 0, 8};
+    wgt_tensor *empty_kv = wgt_zeros(ctx, WGT_F32, 4, nokeys), *lse = NULL, *gq = NULL;
+    float *o = download(wgt_attention_forward(q, empty_kv, empty_kv, false, 0, 0, &lse), 160);
+    float *l = download(lse, 20);
+    bool zeros = o && l;
+    for (int i = 0; zeros && i < 160; i++) zeros = o[i] == 0.0f;
+    for (int i = 0; zeros && i < 20; i++) zeros = isinf(l[i]) && l[i] < 0;
+    CHECK(zeros, "attention without keys: %s", wgt_context_error_message(ctx));
+    wgt_attention_backward(q, empty_kv, empty_kv, q, lse, q, false, 0, 0, &gq, NULL, NULL);
+    float *g = download(gq, 160);
+    bool gzero = g != NULL;
+    for (int i = 0; gzero && i < 160; i++) gzero = g[i] == 0.0f;
+    CHECK(gzero, "attention backward without keys: %s", wgt_context_error_message(ctx));
+    free(o), free(l), free(g);
+    wgt_tensor_release(lse), wgt_tensor_release(gq);
+    wgt_context_clear_error(ctx);
     CHECK(!wgt_linear(q, bad3, NULL), "3-D weight accepted");
     check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "linear with a 3-D weight");
     wgt_scope_pop(ctx);

@@ -32,6 +32,8 @@
 /* dk/dv in one pass up to this many vec4 per row (D <= 32: 4 rows of 32 floats
  * per invocation); beyond, one pass each (see attention_backward_kv.wgsl) */
 #define KV_JOINT_MAX_D4 8
+/* Head dims the kernels take: rows live in registers (D4 vec4 each) */
+#define ATTENTION_MAX_D 256
 
 /* Mirrors struct Params of attention_common.wgsl. */
 typedef struct attention_params {
@@ -75,9 +77,10 @@ bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
         if (!view_fits_u32(&call->inputs[i])) return false;
     switch (call->kind) {
     case WGT_KERNEL_ROPE: return x->shape[3] / 2 <= ROPE_MAX_PAIRS && call->n_inputs == 1;
-    case WGT_KERNEL_ATTENTION: return call->n_inputs == 3 && call->n_outputs == 2;
+    case WGT_KERNEL_ATTENTION: return call->n_inputs == 3 && call->n_outputs == 2 && x->shape[3] <= ATTENTION_MAX_D;
     case WGT_KERNEL_ATTENTION_BACKWARD:
-        return call->n_inputs == 6 && call->n_outputs == 3 && wg->limits.maxStorageBuffersPerShaderStage >= 8;
+        return call->n_inputs == 6 && call->n_outputs == 3 && x->shape[3] <= ATTENTION_MAX_D &&
+               wg->limits.maxStorageBuffersPerShaderStage >= 8;
     default: return false;
     }
 }
