@@ -632,6 +632,9 @@ double wgt_optimizer_lr(const wgt_optimizer *opt);
 wgt_status wgt_optimizer_set_grad_scale(wgt_optimizer *opt, double scale);
 /* Calls of wgt_optimizer_step so far (a checkpoint's step counter). */
 int64_t wgt_optimizer_step_count(const wgt_optimizer *opt);
+/* The configuration (with the current lr) and the number of parameters. */
+wgt_status wgt_optimizer_config_get(const wgt_optimizer *opt, wgt_optimizer_config *config);
+int wgt_optimizer_param_count(const wgt_optimizer *opt);
 
 /* State for checkpoints. Tensors, in a fixed order, named "<kind>.<i>" for
  * parameter i: "momentum_buffer.<i>" (SGD with momentum), "exp_avg.<i>" and
@@ -724,6 +727,20 @@ wgt_tensor *wgt_safetensors_load(wgt_safetensors *file, const char *name);
 int wgt_safetensors_metadata_count(const wgt_safetensors *file);
 wgt_status wgt_safetensors_metadata_get(const wgt_safetensors *file, int i, const char **key, const char **value);
 const char *wgt_safetensors_metadata_find(const wgt_safetensors *file, const char *key); /* NULL if absent */
+
+/* Training checkpoints on top of safetensors: the named parameters, the
+ * optimizer's state tensors (stored as "optimizer.<state name>", e.g.
+ * "optimizer.exp_avg.3") and its step counters (metadata "optimizer.kind",
+ * "optimizer.step", "optimizer.param_steps" = "3,3,2"), plus metadata[n_metadata]
+ * (keys must not start with "optimizer."). opt may be NULL. Atomic, as
+ * wgt_safetensors_save. */
+wgt_status wgt_checkpoint_save(const char *path, const wgt_named_tensor *params, int n, wgt_optimizer *opt,
+                               const wgt_metadata_entry *metadata, int n_metadata);
+/* Restores in place, bit for bit: each params[i].tensor from the tensor of its
+ * name (same shape and dtype, else WGT_ERR_SHAPE_MISMATCH / WGT_ERR_DTYPE; a
+ * missing name is WGT_ERR_BAD_FORMAT), then opt's state and counters (opt must
+ * be of the saved kind over the same parameters). opt may be NULL. */
+wgt_status wgt_checkpoint_load(const char *path, const wgt_named_tensor *params, int n, wgt_optimizer *opt);
 
 /* --------------------------------------------------------------- version */
 const char *wgt_version(void); /* "0.1.0" */

@@ -242,6 +242,83 @@ static void test_optimizer_checkpoint(wgt_context *ctx, const char *backend)
     wgt_context_clear_error(ctx);
 }
 
+/* wgt_checkpoint_save / _load: the same round trip in one call each, and
+ * refused loads that change nothing. */
+static bool same_bits(wgt_tensor *a, wgt_tensor *b)
+{
+    size_t bytes = (size_t)wgt_tensor_numel(a) * wgt_dtype_size(wgt_tensor_dtype(a));
+    unsigned char *x = malloc(bytes + 1), *y = malloc(bytes + 1);
+    bool same = wgt_tensor_read(a, x, bytes) == WGT_OK && wgt_tensor_read(b, y, bytes) == WGT_OK &&
+                memcmp(x, y, bytes) == 0;
+    free(x), free(y);
+    return same;
+}
+
+static void test_checkpoint_api(wgt_context *ctx, const char *backend)
+{
+    char path[300];
+    path_in_folder(path, sizeof(path), "api.safetensors");
+    int64_t shape_a[2] = {8, 5}, shape_b[1] = {13};
+    wgt_tensor *p[2] = {wgt_randn(ctx, WGT_F32, 2, shape_a, 21), wgt_randn(ctx, WGT_F32, 1, shape_b, 22)};
+    wgt_tensor *q[2] = {wgt_zeros(ctx, WGT_F32, 2, shape_a), wgt_zeros(ctx, WGT_F32, 1, shape_b)};
+    wgt_tensor *g[2] = {wgt_randn(ctx, WGT_F32, 2, shape_a, 23), wgt_randn(ctx, WGT_F32, 1, shape_b, 24)};
+    wgt_optimizer_config c;
+    wgt_optimizer_config_init(&c, WGT_OPTIMIZER_SGD);
+    c.momentum = 0.9, c.nesterov = true, c.lr = 0.1;
+    wgt_optimizer *opt = wgt_optimizer_create(p, 2, &c), *opt2 = wgt_optimizer_create(q, 2, &c);
+    for (int k = 0; opt && k < 3; k++) {
+        wgt_tensor_set_grad(p[0], g[0]);
+        wgt_tensor_set_grad(p[1], k == 0 ? NULL : g[1]);
+        wgt_optimizer_step(opt);
+    }
+    wgt_named_tensor saved[2] = {{"layer.weight", p[0]}, {"layer.bias", p[1]}};
+    wgt_named_tensor target[2] = {{"layer.weight", q[0]}, {"layer.bias", q[1]}};
+    wgt_metadata_entry meta = {"epoch", "2"};
+    CHECK(opt && opt2 && wgt_checkpoint_save(path, saved, 2, opt, &meta, 1) == WGT_OK, "%s: checkpoint_save: %s",
+          backend, wgt_context_error_message(ctx));
+    /* Refusals change nothing: a wrong shape, a missing name, another kind. */
+    int64_t shape_c[1] = {14};
+    wgt_tensor *wrong = wgt_zeros(ctx, WGT_F32, 1, shape_c);
+    wgt_named_tensor bad_shape[2] = {{"layer.weight", q[0]}, {"layer.bias", wrong}};
+    CHECK(wgt_checkpoint_load(path, bad_shape, 2, opt2) == WGT_ERR_SHAPE_MISMATCH, "%s: wrong shape loaded", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "checkpoint into a wrong shape");
+    float kept[40] = {1};
+    CHECK(wgt_tensor_read(q[0], kept, sizeof(kept)) == WGT_OK && kept[0] == 0.0f && kept[39] == 0.0f,
+          "%s: a refused checkpoint changed a parameter", backend);
+    wgt_named_tensor missing = {"layer.missing", q[1]};
+    CHECK(wgt_checkpoint_load(path, &missing, 1, NULL) == WGT_ERR_BAD_FORMAT, "%s: missing name loaded", backend);
+    check_error_and_recover(ctx, WGT_ERR_BAD_FORMAT, "checkpoint without a parameter");
+    wgt_optimizer_config ca;
+    wgt_optimizer_config_init(&ca, WGT_OPTIMIZER_ADAM);
+    wgt_optimizer *adam = wgt_optimizer_create(q, 2, &ca);
+    CHECK(wgt_checkpoint_load(path, target, 2, adam) == WGT_ERR_INVALID_ARGUMENT, "%s: sgd state into adam", backend);
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "sgd checkpoint into adam");
+    wgt_optimizer_destroy(adam);
+    wgt_metadata_entry reserved = {"optimizer.step", "1"};
+    CHECK(wgt_checkpoint_save(path, saved, 2, opt, &reserved, 1) == WGT_ERR_INVALID_ARGUMENT, "%s: reserved key",
+          backend);
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "checkpoint with a reserved metadata key");
+    /* The real load, then one more step on both: the same bits. */
+    CHECK(wgt_checkpoint_load(path, target, 2, opt2) == WGT_OK, "%s: checkpoint_load: %s", backend,
+          wgt_context_error_message(ctx));
+    CHECK(same_bits(p[0], q[0]) && same_bits(p[1], q[1]), "%s: parameters differ after checkpoint_load", backend);
+    CHECK(wgt_optimizer_step_count(opt2) == 3 && wgt_optimizer_param_steps(opt2, 1) == 2,
+          "%s: counters %lld, %lld after checkpoint_load", backend, (long long)wgt_optimizer_step_count(opt2),
+          (long long)wgt_optimizer_param_steps(opt2, 1));
+    for (int k = 0; k < 2; k++) wgt_tensor_set_grad(p[k], g[k]), wgt_tensor_set_grad(q[k], g[k]);
+    if (opt && opt2) wgt_optimizer_step(opt), wgt_optimizer_step(opt2);
+    CHECK(same_bits(p[0], q[0]) && same_bits(p[1], q[1]), "%s: a step after checkpoint_load differs", backend);
+    wgt_safetensors *f = wgt_safetensors_open(ctx, path);
+    const char *epoch = f ? wgt_safetensors_metadata_find(f, "epoch") : NULL;
+    CHECK(epoch && strcmp(epoch, "2") == 0, "%s: caller metadata lost", backend);
+    wgt_safetensors_close(f);
+    wgt_optimizer_destroy(opt);
+    wgt_optimizer_destroy(opt2);
+    wgt_tensor_release(wrong);
+    for (int k = 0; k < 2; k++) wgt_tensor_release(p[k]), wgt_tensor_release(q[k]), wgt_tensor_release(g[k]);
+    wgt_context_clear_error(ctx);
+}
+
 /* ------------------------------------------------------------ atomic saves */
 
 static void test_atomic_and_bad_saves(wgt_context *ctx, const char *backend)
@@ -425,6 +502,7 @@ static void run_backend(wgt_context *ctx, const char *backend)
     test_round_trip(ctx, backend);
     test_bf16_and_unsupported(ctx, backend);
     test_optimizer_checkpoint(ctx, backend);
+    test_checkpoint_api(ctx, backend);
     test_atomic_and_bad_saves(ctx, backend);
     test_corrupt_files(ctx, backend);
     CHECK(wgt_context_status(ctx) == WGT_OK, "%s: context left in error: %s", backend, wgt_context_error_message(ctx));

@@ -259,6 +259,15 @@ wgt_status wgt_optimizer_set_grad_scale(wgt_optimizer *opt, double scale)
 
 int64_t wgt_optimizer_step_count(const wgt_optimizer *opt) { return opt ? opt->step_count : 0; }
 
+wgt_status wgt_optimizer_config_get(const wgt_optimizer *opt, wgt_optimizer_config *config)
+{
+    if (!opt || !config) return WGT_ERR_INVALID_ARGUMENT;
+    *config = opt->config;
+    return WGT_OK;
+}
+
+int wgt_optimizer_param_count(const wgt_optimizer *opt) { return opt ? opt->n_params : 0; }
+
 int wgt_optimizer_state_count(const wgt_optimizer *opt) { return opt ? opt->n_params * opt->states_per_param : 0; }
 
 wgt_status wgt_optimizer_state_get(wgt_optimizer *opt, int index, const char **name, wgt_tensor **tensor)
