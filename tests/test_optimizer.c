@@ -241,6 +241,45 @@ static void test_accumulation(wgt_context *ctx, const char *backend)
     free(init), free(ref), free(mean), free(m), free(v);
 }
 
+/* The same through autograd: two backward passes of loss_k = sum(w * x_k)
+ * without zero_grad accumulate x_1 + x_2 into w's .grad; a step with grad
+ * scale 1/2 then uses their mean. */
+static void test_accumulation_with_backward(wgt_context *ctx, const char *backend)
+{
+    uint32_t rng = 4242;
+    int64_t n = 96;
+    float *init = random_floats(n, &rng, 1.0f), *x[2] = {random_floats(n, &rng, 1.0f), random_floats(n, &rng, 1.0f)};
+    wgt_tensor *w = wgt_tensor_from_host(ctx, WGT_F32, 1, &n, init);
+    wgt_tensor_set_requires_grad(w, true);
+    wgt_optimizer_config c;
+    wgt_optimizer_config_init(&c, WGT_OPTIMIZER_ADAM);
+    c.lr = 0.03;
+    wgt_optimizer *opt = wgt_optimizer_create(&w, 1, &c);
+    wgt_status s = opt ? wgt_optimizer_set_grad_scale(opt, 0.5) : WGT_ERR_INTERNAL;
+    for (int k = 0; k < 2 && s == WGT_OK; k++) {
+        wgt_scope_push(ctx);
+        wgt_tensor *xt = wgt_tensor_from_host(ctx, WGT_F32, 1, &n, x[k]);
+        wgt_tensor *loss = wgt_sum(wgt_mul(w, xt), NULL, 0, false);
+        s = loss ? wgt_backward(loss) : wgt_context_status(ctx);
+        wgt_scope_pop(ctx);
+    }
+    CHECK(s == WGT_OK, "%s backward accumulation: %s", backend, wgt_context_error_message(ctx));
+    double *ref = malloc((size_t)n * sizeof(double)), *mean = malloc((size_t)n * sizeof(double));
+    double *m = calloc((size_t)n, sizeof(double)), *v = calloc((size_t)n, sizeof(double));
+    for (int64_t i = 0; i < n; i++) ref[i] = init[i], mean[i] = ((double)x[0][i] + x[1][i]) / 2;
+    if (s == WGT_OK) {
+        CHECK(wgt_optimizer_step(opt) == WGT_OK, "%s backward accumulation: step", backend);
+        ref_update(&c, c.lr, 1, n, ref, mean, NULL, m, v);
+        char what[96];
+        snprintf(what, sizeof(what), "%s 2 backward passes accumulated, grad scale 1/2", backend);
+        check_tensor(w, ref, n, what);
+    }
+    wgt_optimizer_destroy(opt);
+    wgt_tensor_release(w);
+    free(init), free(x[0]), free(x[1]), free(ref), free(mean), free(m), free(v);
+    wgt_context_clear_error(ctx);
+}
+
 /* A gradient that is a view of the parameter's own storage (or a transposed
  * view) still steps correctly: the optimizer copies it first instead of
  * binding one buffer twice. */
@@ -469,6 +508,7 @@ static void run_backend(wgt_context *ctx, const char *backend)
     if (!ctx) return;
     test_optimizers(ctx, backend);
     test_accumulation(ctx, backend);
+    test_accumulation_with_backward(ctx, backend);
     test_aliased_gradient(ctx, backend);
     test_clip(ctx, backend);
     test_bad_input(ctx, backend);
