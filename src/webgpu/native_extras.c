@@ -8,16 +8,21 @@
 
 #include "webgpu/webgpu_internal.h"
 
-WGPUInstance webgpu_native_create_instance(bool include_gl)
+/* Mesa's Vulkan device-select layer orders GPUs by the display's; with no
+ * display at all it has nothing to do but print "XDG_RUNTIME_DIR is invalid"
+ * (it tries Wayland) on every enumeration. Headless and not steered by the user
+ * (MESA_VK_DEVICE_SELECT): leave it out. The loader reads this when a Vulkan
+ * instance is created; set at load time, before any thread of the program can
+ * race the environment. */
+__attribute__((constructor)) static void quiet_headless_device_select(void)
 {
-    /* Mesa's Vulkan device-select layer orders GPUs by the display's; with no
-     * display at all it has nothing to do but print "XDG_RUNTIME_DIR is invalid"
-     * (it tries Wayland) on every enumeration. Headless and not steered by the
-     * user (MESA_VK_DEVICE_SELECT): leave it out. Set before the first Vulkan
-     * instance, which is when the loader reads it. */
     if (!getenv("WAYLAND_DISPLAY") && !getenv("DISPLAY") && !getenv("MESA_VK_DEVICE_SELECT") &&
         !getenv("NODEVICE_SELECT"))
         setenv("NODEVICE_SELECT", "1", 0);
+}
+
+WGPUInstance webgpu_native_create_instance(bool include_gl)
+{
 
     WGPUInstanceExtras extras = {0};
     extras.chain.sType = (WGPUSType)WGPUSType_InstanceExtras;
