@@ -49,6 +49,20 @@ def is_float(d):
     return d in (F32, F16)
 
 
+def category(d):
+    return 0 if d == BOOL else 2 if is_float(d) else 1
+
+
+def promote_tensors(a, a_ndim, b, b_ndim):
+    """PyTorch's rule, which wgtensor follows: a 0-d tensor beside a dimensioned
+    one does not widen the result within its category (bool < int < float)."""
+    if (a_ndim == 0) != (b_ndim == 0):
+        dim, zero = (b, a) if a_ndim == 0 else (a, b)
+        if category(zero) <= category(dim):
+            return dim
+    return promote(a, b)
+
+
 class Lib:
     """The few public calls the test needs, with their C signatures."""
 
@@ -363,7 +377,7 @@ class Runner:
         t = getattr(self.lib, op)(ta, tb)
         got, gd = self.read(t, "wgt_" + op)
         va, vb = value_of(a), value_of(b)
-        common = promote(da, db)
+        common = promote_tensors(da, a.ndim, db, b.ndim)
         if op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"):
             if is_float(common):
                 va, vb = va.astype(np.float64), vb.astype(np.float64)
@@ -422,9 +436,10 @@ class Runner:
         b, tb, _ = self.broadcast_operand(db, out_shape)
         got, gd = self.read(self.lib.where(tc, ta, tb), "wgt_where")
         want = np.where(value_of(c) != 0, value_of(a), value_of(b))
-        if is_float(promote(da, db)):
+        common = promote_tensors(da, a.ndim, db, b.ndim)
+        if is_float(common):
             want = want.astype(np.float64)
-        return f"where {NAME[dc]} {NAME[da]} {NAME[db]} {out_shape}", got, gd, want, promote(da, db), "exact", None
+        return f"where {NAME[dc]} {NAME[da]} {NAME[db]} {out_shape}", got, gd, want, common, "exact", None
 
     def case_reduce(self):
         r = self.rng

@@ -315,12 +315,53 @@ static void test_index_range(wgt_context *ctx)
     wgt_tensor *si = wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){2}, (int32_t[]){1, 5});
     wgt_tensor *src = f32_tensor(ctx, 2, (float[]){1, 1});
     expect_index_error(ctx, wgt_scatter_add(dst, 0, si, src), "wgt_scatter_add", true);
+    wgt_tensor *hot_ids = wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){3}, (int32_t[]){0, 2, 1});
+    expect_bytes(wgt_one_hot(hot_ids, 3, WGT_U8), 9, (uint8_t[]){1, 0, 0, 0, 0, 1, 0, 1, 0}, "one_hot in range");
+    wgt_tensor *hot_high = wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){2}, (int32_t[]){0, 3});
+    expect_index_error(ctx, wgt_one_hot(hot_high, 3, WGT_F32), "wgt_one_hot", true);
+    wgt_tensor *hot_neg = wgt_tensor_from_host(ctx, WGT_U8, 1, (int64_t[]){2}, (uint8_t[]){200, 1});
+    expect_index_error(ctx, wgt_one_hot(hot_neg, 3, WGT_F32), "wgt_one_hot", false);
+    wgt_tensor *hot_minus = wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){1}, (int32_t[]){-1});
+    expect_index_error(ctx, wgt_one_hot(hot_minus, 3, WGT_F32), "wgt_one_hot", false);
+    wgt_tensor_release(hot_ids);
+    wgt_tensor_release(hot_high);
+    wgt_tensor_release(hot_neg);
+    wgt_tensor_release(hot_minus);
     /* the flag was cleared: later in-range work reads back without an error */
     expect_f32(wgt_index_select(x, 1, ok_index), 9, (float[]){2, 3, 0, 6, 7, 4, 10, 11, 8}, "index_select after a report");
     CHECK(wgt_synchronize(ctx) == WGT_OK, "%s a report repeated: %s", backend_name, wgt_context_error_message(ctx));
     wgt_tensor *outs[] = {x, ok_index, bad_index, negative, ids, g, dst, si, src};
     for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) wgt_tensor_release(outs[i]);
     check_error_and_recover(ctx, WGT_OK, "index range");
+}
+
+/* PyTorch's promotion beside a 0-d tensor and its f16 scalar comparisons. */
+static void test_promotion(wgt_context *ctx)
+{
+    uint16_t h[2] = {test_f32_to_f16(0.1f), test_f32_to_f16(1.5f)};
+    wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_F16, 1, (int64_t[]){2}, h);
+    float tenth = 0.1f;
+    wgt_tensor *s = wgt_tensor_from_host(ctx, WGT_F32, 0, NULL, &tenth);
+    wgt_tensor *sum = wgt_add(x, s);
+    CHECK(sum && wgt_tensor_dtype(sum) == WGT_F16, "%s f16 [2] + f32 [] is not f16", backend_name);
+    wgt_tensor *sel = wgt_where(x, x, s);
+    CHECK(sel && wgt_tensor_dtype(sel) == WGT_F16, "%s where(f16 [2], f32 []) is not f16", backend_name);
+    wgt_tensor *v = f32_tensor(ctx, 2, (float[]){1, 2});
+    wgt_tensor *one_h = wgt_tensor_from_host(ctx, WGT_F16, 0, NULL, (uint16_t[]){0x3c00});
+    wgt_tensor *mixed = wgt_add(v, one_h);
+    CHECK(mixed && wgt_tensor_dtype(mixed) == WGT_F32, "%s f32 [2] + f16 [] is not f32", backend_name);
+    wgt_tensor *u = wgt_tensor_from_host(ctx, WGT_U8, 1, (int64_t[]){1}, (uint8_t[]){250});
+    wgt_tensor *seven = wgt_tensor_from_host(ctx, WGT_I32, 0, NULL, (int32_t[]){7});
+    expect_bytes(wgt_add(u, seven), 1, (uint8_t[]){1}, "u8 [1] + i32 [] stays u8 (wraps)");
+    wgt_tensor *fs = wgt_tensor_from_host(ctx, WGT_F32, 0, NULL, (float[]){0.5f});
+    expect_f32(wgt_add(u, fs), 1, (float[]){250.5f}, "u8 [1] + f32 [] is f32");
+    /* 0.1 in f16 is 0.0999755859375: equal to the scalar 0.1 taken as f16 */
+    expect_bytes(wgt_binary_scalar(WGT_OP_EQ, x, 0.1), 2, (uint8_t[]){1, 0}, "f16 == 0.1");
+    expect_bytes(wgt_binary_scalar(WGT_OP_LT, x, 0.1), 2, (uint8_t[]){0, 0}, "f16 < 0.1");
+    expect_bytes(wgt_binary_scalar(WGT_OP_GE, x, 70000.0), 2, (uint8_t[]){0, 0}, "f16 >= 70000 (inf as f16)");
+    wgt_tensor *all[] = {x, s, sum, sel, v, one_h, mixed, u, seven, fs};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wgt_tensor_release(all[i]);
+    check_error_and_recover(ctx, WGT_OK, "promotion");
 }
 
 static void run_all(wgt_context *ctx, const char *name)
@@ -336,6 +377,7 @@ static void run_all(wgt_context *ctx, const char *name)
     test_parser_depth(ctx);
     test_fused_params(ctx);
     test_index_range(ctx);
+    test_promotion(ctx);
     wgt_context_destroy(ctx);
 }
 

@@ -82,6 +82,32 @@ static wgt_dtype binary_result_dtype(wgt_expr_opcode code, wgt_dtype a, wgt_dtyp
     return d;
 }
 
+/* PyTorch's rule for a 0-d tensor beside a dimensioned one: within its own
+ * category (bool < integer < floating) it does not widen the result, so
+ * f16 [n] + f32 [] is f16 and u8 [n] + i32 [] is u8. Otherwise the order
+ * bool < u8 < i32 < f16 < f32. */
+static int dtype_category(wgt_dtype d) { return d == WGT_BOOL ? 0 : wgt_dtype_is_float(d) ? 2 : 1; }
+static wgt_dtype promote_tensors(const wgt_tensor *a, const wgt_tensor *b)
+{
+    if ((a->view.ndim == 0) != (b->view.ndim == 0)) {
+        const wgt_tensor *dimensioned = a->view.ndim ? a : b, *scalar = a->view.ndim ? b : a;
+        if (dtype_category(scalar->view.dtype) <= dtype_category(dimensioned->view.dtype))
+            return dimensioned->view.dtype;
+    }
+    return wgt_promote_dtypes(a->view.dtype, b->view.dtype);
+}
+
+/* v rounded to the nearest f16 value (ties to even; beyond 65504 -> inf). */
+static double round_to_f16(double v)
+{
+    if (!isfinite(v) || v == 0) return v;
+    int e;
+    frexp(v, &e);
+    double quantum = ldexp(1.0, (e - 1 < -14 ? -14 : e - 1) - 10); /* 2^-24 for subnormals */
+    double r = nearbyint(v / quantum) * quantum;
+    return fabs(r) > 65504.0 ? copysign(INFINITY, v) : r;
+}
+
 wgt_tensor *wgt_binary(wgt_op op, wgt_tensor *a, wgt_tensor *b)
 {
     int k = find_binary(op);
@@ -98,7 +124,8 @@ wgt_tensor *wgt_binary(wgt_op op, wgt_tensor *a, wgt_tensor *b)
     int x = wgt_expr_input(&e, 0, wgt_expr_type_of(a->view.dtype));
     int y = wgt_expr_input(&e, 1, wgt_expr_type_of(b->view.dtype));
     wgt_expr_binary(&e, binary_ops[k].code, x, y);
-    return run_recorded(ctx, op, name, &e, 2, args, binary_result_dtype(binary_ops[k].code, a->view.dtype, b->view.dtype));
+    wgt_dtype promoted = promote_tensors(a, b);
+    return run_recorded(ctx, op, name, &e, 2, args, binary_result_dtype(binary_ops[k].code, promoted, promoted));
 }
 
 wgt_tensor *wgt_add(wgt_tensor *a, wgt_tensor *b) { return wgt_binary(WGT_OP_ADD, a, b); }
@@ -147,6 +174,8 @@ wgt_tensor *wgt_binary_scalar(wgt_op op, wgt_tensor *a, double value)
                   name, wgt_op_name(op), wgt_shape_string(a->view.ndim, a->view.shape, shape, sizeof shape), value);
         return NULL;
     }
+    /* an f16 tensor compares with the scalar as f16, as PyTorch (f16(0.1) == 0.1) */
+    if (a->view.dtype == WGT_F16 && code >= WGT_EXPR_EQ && code <= WGT_EXPR_GE) value = round_to_f16(value);
     wgt_expr e;
     wgt_expr_init(&e);
     wgt_expr_type t = wgt_expr_type_of(a->view.dtype);
@@ -171,7 +200,7 @@ wgt_tensor *wgt_where(wgt_tensor *cond, wgt_tensor *a, wgt_tensor *b)
     int x = wgt_expr_input(&e, 1, wgt_expr_type_of(a->view.dtype));
     int y = wgt_expr_input(&e, 2, wgt_expr_type_of(b->view.dtype));
     wgt_expr_where(&e, c, x, y);
-    return run_recorded(ctx, WGT_OP_WHERE, "wgt_where", &e, 3, args, wgt_promote_dtypes(a->view.dtype, b->view.dtype));
+    return run_recorded(ctx, WGT_OP_WHERE, "wgt_where", &e, 3, args, promote_tensors(a, b));
 }
 
 /* ------------------------------------------------------------------- unary */

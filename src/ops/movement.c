@@ -8,6 +8,7 @@
 #include "core/checked.h"
 #include "ops/op_common.h"
 #include "core/tape.h"
+#include "ops/index_check.h"
 
 static wgt_kernel_call make_call(wgt_kernel_kind kind, const char *op)
 {
@@ -413,7 +414,8 @@ wgt_tensor *wgt_one_hot(wgt_tensor *ids, int64_t num_classes, wgt_dtype dtype)
     wgt_expr_init(&e);
     wgt_expr_binary(&e, WGT_EXPR_EQ, wgt_expr_input(&e, 0, WGT_EXPR_I32), wgt_expr_index(&e, n - 1));
     wgt_tensor *out = wgt_tensor_alloc(ctx, dtype, n, shape, op);
-    if (out && wgt_run_elementwise(ctx, op, &e, 1, &column, out) != WGT_OK) {
+    if (out && (wgt_run_elementwise(ctx, op, &e, 1, &column, out) != WGT_OK ||
+                wgt_check_ids_in_range(ctx, op, ids, num_classes) != WGT_OK)) { /* ids outside [0, n): error */
         wgt_tensor_release(out);
         out = NULL;
     }
