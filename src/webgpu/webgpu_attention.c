@@ -25,13 +25,7 @@
 #include "core/philox.h"
 #include "webgpu/webgpu_internal.h"
 
-#define QUERY_ROWS 64        /* BQ of the forward and dq kernels: rows per workgroup */
-#define KV_KEYS 64           /* BK of the dk/dv kernel: keys per workgroup */
-#define KV_QUERY_TILE 32     /* BQ of the dk/dv kernel: query rows per shared tile */
 #define ROPE_MAX_PAIRS 128   /* inv_freq table in the parameters: D <= 256 */
-/* dk/dv in one pass up to this many vec4 per row (D <= 32: 4 rows of 32 floats
- * per invocation); beyond, one pass each (see attention_backward_kv.wgsl) */
-#define KV_JOINT_MAX_D4 8
 /* Head dims the kernels take: rows live in registers (D4 vec4 each) */
 #define ATTENTION_MAX_D 256
 
@@ -114,12 +108,36 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
     return s;
 }
 
-/* Largest key tile (a multiple of 4, at most 64) whose K and V tiles fit. */
-static uint32_t key_tile(const webgpu_backend *wg, uint32_t d4)
+/* Tile sizes. WGT_ATTENTION_TILES="rows,keys,kv_keys,kv_rows,joint_d4" replaces
+ * the defaults (read on every call, for experiments on a GPU; values that are
+ * not powers of two in [4, 1024] keep the defaults); the device's limits then
+ * shrink them where needed. */
+typedef struct attention_tiles {
+    uint32_t rows;     /* forward, dq: query rows per workgroup (one per invocation) */
+    uint32_t keys;     /* forward, dq: keys per shared K/V tile */
+    uint32_t kv_keys;  /* dk/dv: keys per workgroup (one per invocation) */
+    uint32_t kv_rows;  /* dk/dv: query rows per shared tile */
+    uint32_t joint_d4; /* dk and dv in one pass up to this many vec4 per row (k, v,
+                          dk, dv rows in registers together); beyond, one pass each */
+} attention_tiles;
+
+static bool tile_ok(unsigned v) { return v >= 4 && v <= 1024 && (v & (v - 1)) == 0; }
+
+static attention_tiles choose_tiles(const webgpu_backend *wg, uint32_t d4)
 {
-    uint32_t bk = 32;
-    while (bk > 4 && 2ull * bk * d4 * 16 > wg->limits.maxComputeWorkgroupStorageSize) bk /= 2;
-    return bk;
+    attention_tiles t = {64, 32, 64, 32, 8};
+    const char *env = getenv("WGT_ATTENTION_TILES");
+    unsigned v[5];
+    if (env && sscanf(env, "%u,%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5 && tile_ok(v[0]) &&
+        tile_ok(v[1]) && tile_ok(v[2]) && tile_ok(v[3]))
+        t = (attention_tiles){v[0], v[1], v[2], v[3], v[4]};
+    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup, shared = wg->limits.maxComputeWorkgroupStorageSize;
+    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
+    while (t.rows > 4 && t.rows > threads) t.rows /= 2;
+    while (t.kv_keys > 4 && t.kv_keys > threads) t.kv_keys /= 2;
+    while (t.keys > 4 && 2ull * t.keys * d4 * 16 > shared) t.keys /= 2;
+    while (t.kv_rows > 4 && 2ull * t.kv_rows * d4 * 16 + 8ull * t.kv_rows > shared) t.kv_rows /= 2;
+    return t;
 }
 
 static void copy_strides(uint32_t *dst, const wgt_tensor_view *v)
@@ -198,14 +216,15 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     const wgt_tensor_view *out = &call->outputs[0], *lse = &call->outputs[1];
     attention_params p;
     fill_params(call, in, 3, &p);
-    uint32_t d4 = (p.D + 3) / 4, bk = key_tile(wg, d4);
+    uint32_t d4 = (p.D + 3) / 4;
+    attention_tiles t = choose_tiles(wg, d4);
     webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, "attention_forward", d4, QUERY_ROWS, bk, 0, 3, 2, op, &pipe);
+    wgt_status s = get_pipeline(wg, "attention_forward", d4, t.rows, t.keys, 0, 3, 2, op, &pipe);
     if (s != WGT_OK) return s;
     wgt_tensor_view target = *out;
     bool temp = out->dtype != WGT_F32;
     if (temp && (s = webgpu_temp_alloc(wg, WGT_F32, 4, out->shape, &target)) != WGT_OK) return s;
-    p.blocks = (uint32_t)ceil_div(p.Tq, QUERY_ROWS);
+    p.blocks = (uint32_t)ceil_div(p.Tq, t.rows);
     WGPUBuffer buffers[5] = {webgpu_view_buffer(&in[0]), webgpu_view_buffer(&in[1]), webgpu_view_buffer(&in[2]),
                              webgpu_view_buffer(&target), webgpu_view_buffer(lse)};
     p.offsets[5] = (uint32_t)target.offset;
@@ -231,17 +250,15 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
             return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gradient %d must be a contiguous f32 tensor",
                              op, i);
         else p.offsets[5 + i] = (uint32_t)call->outputs[i].offset;
-    uint32_t d4 = (p.D + 3) / 4, bk = key_tile(wg, d4);
-    uint32_t kv_tile = KV_QUERY_TILE;
-    while (kv_tile > 4 && 2ull * kv_tile * d4 * 16 + 8ull * kv_tile > wg->limits.maxComputeWorkgroupStorageSize)
-        kv_tile /= 2;
-    /* dk and dv in one pass while k, v, dk, dv rows fit in registers together */
-    bool split = d4 > KV_JOINT_MAX_D4;
+    uint32_t d4 = (p.D + 3) / 4;
+    attention_tiles t = choose_tiles(wg, d4);
+    bool split = d4 > t.joint_d4;
     webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;
-    wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, QUERY_ROWS, bk, 0, 2, 1, op, &prepare);
-    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_kv", d4, kv_tile, KV_KEYS, split ? 1 : 3, 6, 2, op, &kv[0]);
-    if (s == WGT_OK && split) s = get_pipeline(wg, "attention_backward_kv", d4, kv_tile, KV_KEYS, 2, 6, 2, op, &kv[1]);
-    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_q", d4, QUERY_ROWS, bk, 0, 6, 1, op, &dq);
+    wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, t.rows, t.keys, 0, 2, 1, op, &prepare);
+    if (s == WGT_OK)
+        s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, split ? 1 : 3, 6, 2, op, &kv[0]);
+    if (s == WGT_OK && split) s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, 2, 6, 2, op, &kv[1]);
+    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_q", d4, t.rows, t.keys, 0, 6, 1, op, &dq);
     if (s != WGT_OK) return s;
     wgt_tensor_view delta;
     s = webgpu_temp_alloc(wg, WGT_F32, 3, in[0].shape, &delta);
@@ -256,17 +273,17 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     uint64_t rows = (uint64_t)p.B * p.H * p.Tq;
     if (s == WGT_OK) {
         WGPUBuffer b[3] = {o, dout, d};
-        s = dispatch_blocks(wg, prepare, b, 3, &p, ceil_div((int64_t)rows, QUERY_ROWS), op);
+        s = dispatch_blocks(wg, prepare, b, 3, &p, ceil_div((int64_t)rows, t.rows), op);
     }
     if (s == WGT_OK) {
-        p.blocks = (uint32_t)ceil_div(p.Tk, KV_KEYS);
+        p.blocks = (uint32_t)ceil_div(p.Tk, t.kv_keys);
         WGPUBuffer b[8] = {q, k, v, dout, lse, d, webgpu_view_buffer(&call->outputs[1]),
                            webgpu_view_buffer(&call->outputs[2])};
         for (int pass = 0; pass < 2 && s == WGT_OK; pass++)
             if (kv[pass]) s = dispatch_blocks(wg, kv[pass], b, 8, &p, (uint64_t)p.blocks * p.B * p.Hkv, op);
     }
     if (s == WGT_OK) {
-        p.blocks = (uint32_t)ceil_div(p.Tq, QUERY_ROWS);
+        p.blocks = (uint32_t)ceil_div(p.Tq, t.rows);
         WGPUBuffer b[7] = {q, k, v, dout, lse, d, webgpu_view_buffer(&call->outputs[0])};
         s = dispatch_blocks(wg, dq, b, 7, &p, (uint64_t)p.blocks * p.B * p.H, op);
     }
