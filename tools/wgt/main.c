@@ -3,6 +3,8 @@
  *   wgt demo               pick the best adapter, run kernels, check them against the CPU
  *   wgt bench              time op families; JSON for bench/compare.py
  *   wgt tune               autotune GEMM configs into the tuning cache
+ *   wgt train              train a character-level GPT (docs/training.md)
+ *   wgt sample             generate text from a wgt train checkpoint
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +21,10 @@ static void usage(FILE *f)
             "                     time op families (bench/run.sh compares with PyTorch)\n"
             "  tune [--quick] [--cache FILE]\n"
             "                     autotune GEMM tiles for this adapter; later runs use the result\n"
+            "  train [--preset shakespeare|tiny] [--data FILE] [--out DIR] [--resume CKPT] ...\n"
+            "                     train a character-level GPT (wgt train --help lists the flags)\n"
+            "  sample --checkpoint CKPT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
+            "                     generate text from a checkpoint, streamed, with a KV cache\n"
             "environment: WGT_BACKEND=cpu|webgpu, WGT_ADAPTER=<index|name substring>\n");
 }
 
@@ -32,6 +38,8 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "demo") == 0) return wgt_command_demo(argc - 1, argv + 1);
     if (strcmp(argv[1], "bench") == 0) return wgt_command_bench(argc - 1, argv + 1);
     if (strcmp(argv[1], "tune") == 0) return wgt_command_tune(argc - 1, argv + 1);
+    if (strcmp(argv[1], "train") == 0) return wgt_command_train(argc - 1, argv + 1);
+    if (strcmp(argv[1], "sample") == 0) return wgt_command_sample(argc - 1, argv + 1);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return 0;

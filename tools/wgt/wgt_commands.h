@@ -6,5 +6,7 @@ int wgt_command_devices(int argc, char **argv);
 int wgt_command_demo(int argc, char **argv);
 int wgt_command_bench(int argc, char **argv);
 int wgt_command_tune(int argc, char **argv);
+int wgt_command_train(int argc, char **argv);  /* train.c */
+int wgt_command_sample(int argc, char **argv); /* sample.c */
 
 #endif
