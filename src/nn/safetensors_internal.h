@@ -12,9 +12,6 @@
 
 /* The reference implementation's limit on the JSON header. */
 #define ST_HEADER_MAX_BYTES 100000000u
-/* Nesting allowed in the header (the format needs 3: top, tensor, shape);
- * deeper unknown values are refused rather than recursed into. */
-#define ST_JSON_MAX_DEPTH 16
 
 typedef struct st_entry {
     char *name;                 /* decoded UTF-8, no NUL inside */
@@ -35,9 +32,6 @@ typedef struct st_header {
 
 /* Bytes per element of a safetensors dtype name, 0 if unknown. */
 size_t st_dtype_size(const char *dtype);
-/* Whether bytes[0..n) is valid UTF-8 (no overlong forms, no surrogates, at
- * most U+10FFFF). */
-int st_utf8_valid(const unsigned char *bytes, size_t n);
 
 /* Parses and validates a header: json[0..len) against a data section of
  * data_size bytes. Returns WGT_OK or WGT_ERR_BAD_FORMAT (reason in err, naming

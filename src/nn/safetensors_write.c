@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nn/json_reader.h"
 #include "nn/safetensors_internal.h"
 #include "ops/op_common.h"
 
@@ -93,7 +94,7 @@ static const char *file_dtype(wgt_dtype d)
 static bool valid_string(wgt_context *ctx, const char *s, const char *what, int index)
 {
     if (!s) return !wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: %s %d is NULL", op, what, index);
-    if (!st_utf8_valid((const unsigned char *)s, strlen(s)))
+    if (!json_utf8_valid((const unsigned char *)s, strlen(s)))
         return !wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: %s %d is not valid UTF-8", op, what, index);
     return true;
 }
