@@ -58,6 +58,7 @@ typedef enum wgt_kernel_kind {
     WGT_KERNEL_ROPE,        /* out = x with pairs turned by position-dependent angles */
     WGT_KERNEL_NN,          /* fused norms / cross-entropy and their backward (call->nn.kernel) */
     WGT_KERNEL_OPTIMIZER,   /* param, state updated in place from grad: one fused SGD/Adam/AdamW step */
+    WGT_KERNEL_CONV,        /* convolution, pooling, batch norm and their backward (call->conv.kernel) */
     WGT_KERNEL_COUNT
 } wgt_kernel_kind;
 
@@ -70,6 +71,20 @@ typedef enum wgt_nn_kernel {
     WGT_NN_CROSS_ENTROPY_BACKWARD, /* dlogits */
     WGT_NN_KERNEL_COUNT
 } wgt_nn_kernel;
+
+/* The kernels of WGT_KERNEL_CONV (contracts below). */
+typedef enum wgt_conv_kernel {
+    WGT_CONV_FORWARD,          /* y = conv2d(x, w) + bias (implicit GEMM) */
+    WGT_CONV_BACKWARD_INPUT,   /* dx = conv_transpose2d(dy, w) */
+    WGT_CONV_BACKWARD_WEIGHT,  /* per-split partial dw from x and dy */
+    WGT_POOL_FORWARD,          /* max / avg / adaptive avg pooling */
+    WGT_POOL_BACKWARD,         /* dx of a pooling, gathered per input element */
+    WGT_BATCH_NORM_FORWARD,    /* per-channel statistics (training) and y */
+    WGT_BATCH_NORM_BACKWARD,   /* dx, dweight, dbias */
+    WGT_CONV_KERNEL_COUNT
+} wgt_conv_kernel;
+
+typedef enum wgt_pool_mode { WGT_POOL_MAX, WGT_POOL_AVG, WGT_POOL_ADAPTIVE_AVG } wgt_pool_mode;
 
 typedef enum wgt_reduce_kind {
     WGT_REDUCE_SUM, WGT_REDUCE_MEAN, WGT_REDUCE_MAX, WGT_REDUCE_MIN, WGT_REDUCE_PROD,
@@ -137,6 +152,9 @@ typedef enum wgt_reduce_kind {
  *   NORM_BACKWARD x [R, D], w [D], stats [R, 2], dy [R, D] -> dx [R, D]:
  *               xhat = (x - mean) rstd, g = dy w;
  *               dx = rstd (g - xhat mean(g xhat) - mean(g)) (rms: no - mean(g)).
+ *               With nn.chunk_rows > 0 also the NORM_PARAM_GRADS partials:
+ *               outputs[1] dw [P, D], outputs[2] db [P, D] (has_bias), so a
+ *               backend can read x and dy once for all three.
  *   NORM_PARAM_GRADS x [R, D], stats [R, 2], dy [R, D] -> dw [P, D] and, when
  *               has_bias, db [P, D] (outputs[1]), P = ceil(R / nn.chunk_rows):
  *               row p sums rows [p chunk_rows, (p+1) chunk_rows) of dy xhat (and
@@ -148,6 +166,32 @@ typedef enum wgt_reduce_kind {
  *               stride; 0 broadcasts one scale) -> dlogits [R, C] (logits'
  *               dtype) = (exp(logits - lse) - onehot(target)) g; 0 rows where
  *               ignored.
+ * CONV         call->conv.kernel picks one. Every view contiguous (any offset),
+ *              all float views one dtype (f32 or f16; the math is f32), i32 for
+ *              argmax. Geometry in call->conv: the convolution's input
+ *              [n, c, h, w], output [n, k, oh, ow], kernel kh x kw, stride,
+ *              pad_top / pad_left (bottom / right follow from oh, ow), dilation,
+ *              groups (c and k divisible by it).
+ *   CONV_FORWARD x [n, c, h, w], w [k, c/groups, kh, kw], bias [k] when
+ *               has_bias -> y [n, k, oh, ow]; y[n, co, i, j] = bias[co] + sum over
+ *               (ci, a, b) of w[co, ci, a, b] x[n, g c/groups + ci, i stride_h -
+ *               pad_top + a dil_h, j stride_w - pad_left + b dil_w] (zero outside).
+ *   CONV_BACKWARD_INPUT dy [n, k, oh, ow], w -> dx [n, c, h, w] (the adjoint of
+ *               the map above: every dx element gathers, no atomics).
+ *   CONV_BACKWARD_WEIGHT x, dy -> dw partials [splits, k, c/groups, kh, kw]:
+ *               split s sums the GEMM's reduction index (n, i, j) over
+ *               [s split_len, (s+1) split_len); the front-end sums the splits.
+ *   POOL_FORWARD x [n, c, h, w] -> y [n, c, oh, ow] (+ argmax i32 [n, c, oh, ow],
+ *               the flat index ih w + iw in the input plane, for MAX).
+ *               pool_mode, kh, kw, stride, pad_top/left (symmetric), dilation,
+ *               count_include_pad (AVG); ADAPTIVE_AVG ignores the window fields.
+ *   POOL_BACKWARD dy [n, c, oh, ow] (+ argmax for MAX) -> dx [n, c, h, w].
+ *   BATCH_NORM_FORWARD x [n, c, l] (l = spatial size), w [c], b [c] (has_weight /
+ *               has_bias), then mean [c], var [c] as inputs when !training ->
+ *               y [n, c, l] (+ mean [c], var [c] biased, f32, when training).
+ *   BATCH_NORM_BACKWARD x, w [c] (has_weight), mean [c], var [c], dy ->
+ *               dx, dw [c], db [c] (f32); training: the batch statistics
+ *               depend on x (full formula), else dx = dy w rstd.
  * OPTIMIZER    inputs[0] grad [n] f32; outputs[0] param [n] f32, read and
  *              written in place; outputs[1..n_outputs) state [n] f32, read and
  *              written: SGD with momentum != 0: the momentum buffer; ADAM and
@@ -188,9 +232,19 @@ typedef struct wgt_kernel_call {
         wgt_nn_kernel kernel;
         bool has_weight, has_bias, rms;
         double eps;
-        int64_t chunk_rows;      /* NORM_PARAM_GRADS */
+        int64_t chunk_rows;      /* NORM_PARAM_GRADS, NORM_BACKWARD with partials */
         int64_t ignore_index;    /* CROSS_ENTROPY(_BACKWARD) */
     } nn;
+    struct {                     /* CONV */
+        wgt_conv_kernel kernel;
+        int64_t n, c, h, w, k, oh, ow, kh, kw;
+        int64_t stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, groups;
+        int64_t split_len;       /* CONV_BACKWARD_WEIGHT */
+        bool has_bias, has_weight, training;
+        wgt_pool_mode pool_mode;
+        bool count_include_pad;
+        double eps;              /* BATCH_NORM */
+    } conv;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */
         wgt_optimizer_kind kind; /* SGD, ADAM, ADAMW */
         double lr, weight_decay;

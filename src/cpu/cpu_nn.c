@@ -31,6 +31,7 @@ int cpu_nn_output_count(const wgt_kernel_call *call)
     switch (call->nn.kernel) {
     case WGT_NN_NORM: return 2;
     case WGT_NN_NORM_PARAM_GRADS: return call->nn.has_bias ? 2 : 1;
+    case WGT_NN_NORM_BACKWARD: return call->nn.chunk_rows > 0 ? (call->nn.has_bias ? 3 : 2) : 1;
     case WGT_NN_CROSS_ENTROPY: return 2;
     default: return 1;
     }
@@ -132,6 +133,43 @@ static wgt_status run_norm(cpu_backend *b, const wgt_kernel_call *call)
     return WGT_OK;
 }
 
+/* Partial sums per chunk of rows of dy xhat into dw [P, D] and of dy into db
+ * [P, D] (db may be NULL). */
+static wgt_status norm_partials(cpu_backend *b, const wgt_kernel_call *call, const wgt_tensor_view *xv,
+                                const wgt_tensor_view *statsv, const wgt_tensor_view *dyv, const wgt_tensor_view *dw,
+                                const wgt_tensor_view *db)
+{
+    int64_t rows, d;
+    rows_of(xv, &rows, &d);
+    nn_row_view x = row_view(xv), stats = row_view(statsv), dy = row_view(dyv);
+    int64_t chunk = call->nn.chunk_rows, chunks = dw->shape[0];
+    if (chunk <= 0 || (rows + chunk - 1) / chunk > chunks)
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%lld partial rows for chunks of %lld of %lld rows",
+                        (long long)chunks, (long long)chunk, (long long)rows);
+    double *sums = cpu_scratch(b, sizeof(double) * 2 * (size_t)d * (size_t)chunks);
+    if (!sums && d * chunks > 0) return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "scratch of %lld doubles", (long long)(2 * d * chunks));
+    bool parallel = rows * d >= CPU_PARALLEL_THRESHOLD && chunks > 1;
+#pragma omp parallel for num_threads(b->threads) schedule(dynamic, 1) if (parallel)
+    for (int64_t p = 0; p < chunks; p++) {
+        double *sw = sums + 2 * d * p, *sb = sw + d;
+        for (int64_t i = 0; i < d; i++) sw[i] = sb[i] = 0;
+        int64_t end = (p + 1) * chunk < rows ? (p + 1) * chunk : rows;
+        for (int64_t r = p * chunk; r < end; r++) {
+            double mean = at(&stats, 2 * r), rstd = at(&stats, 2 * r + 1);
+            for (int64_t i = 0; i < d; i++) {
+                double g = at(&dy, r * d + i);
+                sw[i] += g * (at(&x, r * d + i) - mean) * rstd;
+                sb[i] += g;
+            }
+        }
+        for (int64_t i = 0; i < d; i++) {
+            put(dw, p * d + i, sw[i]);
+            if (db) put(db, p * d + i, sb[i]);
+        }
+    }
+    return WGT_OK;
+}
+
 static wgt_status run_norm_backward(cpu_backend *b, const wgt_kernel_call *call)
 {
     int64_t rows, d;
@@ -161,39 +199,16 @@ static wgt_status run_norm_backward(cpu_backend *b, const wgt_kernel_call *call)
             put(dx, base + i, rstd * (g - xhat * mean_gx - mean_g));
         }
     }
+    if (call->nn.chunk_rows > 0)
+        return norm_partials(b, call, &call->inputs[0], &call->inputs[k - 2], &call->inputs[k - 1], &call->outputs[1],
+                             call->nn.has_bias ? &call->outputs[2] : NULL);
     return WGT_OK;
 }
 
 static wgt_status run_norm_param_grads(cpu_backend *b, const wgt_kernel_call *call)
 {
-    int64_t rows, d;
-    rows_of(&call->inputs[0], &rows, &d);
-    nn_row_view x = row_view(&call->inputs[0]), stats = row_view(&call->inputs[1]), dy = row_view(&call->inputs[2]);
-    const wgt_tensor_view *dw = &call->outputs[0], *db = &call->outputs[1];
-    bool has_b = call->nn.has_bias;
-    int64_t chunk = call->nn.chunk_rows, chunks = call->outputs[0].shape[0];
-    double *sums = cpu_scratch(b, sizeof(double) * 2 * (size_t)d * (size_t)chunks);
-    if (!sums && d * chunks > 0) return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "scratch of %lld doubles", (long long)(2 * d * chunks));
-    bool parallel = rows * d >= CPU_PARALLEL_THRESHOLD && chunks > 1;
-#pragma omp parallel for num_threads(b->threads) schedule(dynamic, 1) if (parallel)
-    for (int64_t p = 0; p < chunks; p++) {
-        double *sw = sums + 2 * d * p, *sb = sw + d;
-        for (int64_t i = 0; i < d; i++) sw[i] = sb[i] = 0;
-        int64_t end = (p + 1) * chunk < rows ? (p + 1) * chunk : rows;
-        for (int64_t r = p * chunk; r < end; r++) {
-            double mean = at(&stats, 2 * r), rstd = at(&stats, 2 * r + 1);
-            for (int64_t i = 0; i < d; i++) {
-                double g = at(&dy, r * d + i);
-                sw[i] += g * (at(&x, r * d + i) - mean) * rstd;
-                sb[i] += g;
-            }
-        }
-        for (int64_t i = 0; i < d; i++) {
-            put(dw, p * d + i, sw[i]);
-            if (has_b) put(db, p * d + i, sb[i]);
-        }
-    }
-    return WGT_OK;
+    return norm_partials(b, call, &call->inputs[0], &call->inputs[1], &call->inputs[2], &call->outputs[0],
+                         call->nn.has_bias ? &call->outputs[1] : NULL);
 }
 
 /* -------------------------------------------------------- cross-entropy */

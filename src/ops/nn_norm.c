@@ -23,6 +23,10 @@
 #define NORM_GRAD_THREADS 262144
 #define NORM_GRAD_MAX_CHUNKS 4096
 #define NORM_GRAD_MIN_CHUNK_ROWS 4
+/* Chunks (workgroups) of the dx kernel when it also sums the weight/bias
+ * gradients: enough to fill a large GPU, few enough that the [chunks, D]
+ * partials stay small next to x and dy. */
+#define NORM_FUSED_CHUNKS 1024
 
 /* The [rows, d] view of a contiguous tensor's elements. */
 static wgt_tensor_view rows_view(const wgt_tensor *t, int64_t rows, int64_t d)
@@ -173,6 +177,27 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
     wgt_tensor *xc = wgt_contiguous(x), *dyc = wgt_contiguous(dy), *sc = wgt_contiguous(stats);
     wgt_tensor *wc = weight ? wgt_contiguous(weight) : NULL;
     wgt_status s = xc && dyc && sc && (!weight || wc) ? WGT_OK : wgt_context_status(ctx);
+    /* Partial sums of dweight/dbias per chunk of rows, [chunks, D] f32, summed
+     * by a REDUCE below. With dx wanted too they come from the dx kernel (x and
+     * dy read once): about NORM_FUSED_CHUNKS workgroups of a chunk each;
+     * alone, from NORM_PARAM_GRADS with about NORM_GRAD_THREADS threads. */
+    bool partials = dweight || dbias, fused = partials && dx;
+    int64_t chunk = 0;
+    wgt_tensor *pw = NULL, *pb = NULL;
+    if (s == WGT_OK && partials) {
+        int64_t columns = (d + 3) / 4, target = NORM_GRAD_THREADS / (columns ? columns : 1);
+        if (target < 1) target = 1;
+        if (target > NORM_GRAD_MAX_CHUNKS) target = NORM_GRAD_MAX_CHUNKS;
+        if (fused) target = NORM_FUSED_CHUNKS;
+        chunk = (rows + target - 1) / target;
+        if (chunk < (fused ? 1 : NORM_GRAD_MIN_CHUNK_ROWS)) chunk = fused ? 1 : NORM_GRAD_MIN_CHUNK_ROWS;
+        int64_t chunks = rows ? (rows + chunk - 1) / chunk : 1;
+        int64_t pshape[2] = {chunks, d};
+        /* the kernels write every partial; with no rows they are zeros */
+        pw = numel > 0 ? wgt_tensor_empty(ctx, WGT_F32, 2, pshape) : wgt_zeros(ctx, WGT_F32, 2, pshape);
+        pb = !dbias ? NULL : numel > 0 ? wgt_tensor_empty(ctx, WGT_F32, 2, pshape) : wgt_zeros(ctx, WGT_F32, 2, pshape);
+        if (!pw || (dbias && !pb)) s = wgt_context_status(ctx);
+    }
     wgt_kernel_call call;
     if (s == WGT_OK && dx) {
         *dx = wgt_tensor_alloc(ctx, x->view.dtype, x->view.ndim, x->view.shape, op);
@@ -190,44 +215,36 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
             call.inputs[call.n_inputs++] = rows_view(dyc, rows, d);
             call.n_outputs = 1;
             call.outputs[0] = rows_view(*dx, rows, d);
+            if (fused) {
+                call.nn.chunk_rows = chunk;
+                call.nn.has_bias = pb != NULL;
+                call.outputs[call.n_outputs++] = pw->view;
+                if (pb) call.outputs[call.n_outputs++] = pb->view;
+            }
             s = wgt_run_kernel(ctx, &call);
         }
     }
-    if (s == WGT_OK && (dweight || dbias)) {
-        int64_t columns = (d + 3) / 4, target = NORM_GRAD_THREADS / (columns ? columns : 1);
-        if (target < 1) target = 1;
-        if (target > NORM_GRAD_MAX_CHUNKS) target = NORM_GRAD_MAX_CHUNKS;
-        int64_t chunk = (rows + target - 1) / target;
-        if (chunk < NORM_GRAD_MIN_CHUNK_ROWS) chunk = NORM_GRAD_MIN_CHUNK_ROWS;
-        int64_t chunks = rows ? (rows + chunk - 1) / chunk : 1;
-        int64_t pshape[2] = {chunks, d};
-        /* the kernel writes every partial; with no rows they are zeros */
-        wgt_tensor *pw = numel > 0 ? wgt_tensor_empty(ctx, WGT_F32, 2, pshape) : wgt_zeros(ctx, WGT_F32, 2, pshape);
-        wgt_tensor *pb = !dbias ? NULL
-                         : numel > 0 ? wgt_tensor_empty(ctx, WGT_F32, 2, pshape) : wgt_zeros(ctx, WGT_F32, 2, pshape);
-        if (!pw || (dbias && !pb)) s = wgt_context_status(ctx);
-        if (s == WGT_OK && numel > 0) {
-            memset(&call, 0, sizeof(call));
-            call.kind = WGT_KERNEL_NN;
-            call.op_name = op;
-            call.nn.kernel = WGT_NN_NORM_PARAM_GRADS;
-            call.nn.rms = rms;
-            call.nn.has_bias = dbias != NULL;
-            call.nn.chunk_rows = chunk;
-            call.n_inputs = 3;
-            call.inputs[0] = rows_view(xc, rows, d);
-            call.inputs[1] = rows_view(sc, rows, 2);
-            call.inputs[2] = rows_view(dyc, rows, d);
-            call.n_outputs = dbias ? 2 : 1;
-            call.outputs[0] = pw->view;
-            if (pb) call.outputs[1] = pb->view;
-            s = wgt_run_kernel(ctx, &call);
-        }
-        if (s == WGT_OK && dweight && !(*dweight = sum_partials(pw))) s = wgt_context_status(ctx);
-        if (s == WGT_OK && dbias && !(*dbias = sum_partials(pb))) s = wgt_context_status(ctx);
-        wgt_tensor_release(pw);
-        wgt_tensor_release(pb);
+    if (s == WGT_OK && partials && !fused && numel > 0) {
+        memset(&call, 0, sizeof(call));
+        call.kind = WGT_KERNEL_NN;
+        call.op_name = op;
+        call.nn.kernel = WGT_NN_NORM_PARAM_GRADS;
+        call.nn.rms = rms;
+        call.nn.has_bias = dbias != NULL;
+        call.nn.chunk_rows = chunk;
+        call.n_inputs = 3;
+        call.inputs[0] = rows_view(xc, rows, d);
+        call.inputs[1] = rows_view(sc, rows, 2);
+        call.inputs[2] = rows_view(dyc, rows, d);
+        call.n_outputs = dbias ? 2 : 1;
+        call.outputs[0] = pw->view;
+        if (pb) call.outputs[1] = pb->view;
+        s = wgt_run_kernel(ctx, &call);
     }
+    if (s == WGT_OK && dweight && !(*dweight = sum_partials(pw))) s = wgt_context_status(ctx);
+    if (s == WGT_OK && dbias && !(*dbias = sum_partials(pb))) s = wgt_context_status(ctx);
+    wgt_tensor_release(pw);
+    wgt_tensor_release(pb);
     wgt_tensor_release(xc);
     wgt_tensor_release(dyc);
     wgt_tensor_release(sc);

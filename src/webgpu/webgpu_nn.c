@@ -2,7 +2,11 @@
  * WebGPU NN kernels (WGT_KERNEL_NN; contracts in src/backend.h):
  *
  *   NORM                    kernels/nn_norm.wgsl             one workgroup per row
- *   NORM_BACKWARD           kernels/nn_norm_backward.wgsl    one workgroup per row
+ *   NORM_BACKWARD           kernels/nn_norm_backward.wgsl    one workgroup per row;
+ *                           with partials, kernels/nn_norm_backward_fused.wgsl: one
+ *                           workgroup per chunk of rows writes dx and the dw/db
+ *                           partials (x and dy read once; rows of <= 4 slots per
+ *                           thread, else nn_norm_backward + nn_norm_param_grads)
  *   NORM_PARAM_GRADS        kernels/nn_norm_param_grads.wgsl a thread per (chunk, column)
  *   CROSS_ENTROPY           kernels/nn_cross_entropy.wgsl    one workgroup per row
  *   CROSS_ENTROPY_BACKWARD  kernels/nn_cross_entropy_backward.wgsl
@@ -36,6 +40,7 @@ typedef struct nn_params {
     uint32_t chunk_rows, n_groups;
     int32_t ignore_index;
     uint32_t ignore_valid, lse_offset, nan_bits;
+    uint32_t pw_offset, pb_offset, pad0, pad1;
 } nn_params;
 _Static_assert(sizeof(nn_params) % 16 == 0 && sizeof(nn_params) <= WEBGPU_PARAMS_MAX, "nn params");
 
@@ -59,6 +64,7 @@ static int nn_output_count(const wgt_kernel_call *call)
     switch (call->nn.kernel) {
     case WGT_NN_NORM: case WGT_NN_CROSS_ENTROPY: return 2;
     case WGT_NN_NORM_PARAM_GRADS: return call->nn.has_bias ? 2 : 1;
+    case WGT_NN_NORM_BACKWARD: return call->nn.chunk_rows > 0 ? (call->nn.has_bias ? 3 : 2) : 1;
     default: return 1;
     }
 }
@@ -242,31 +248,14 @@ static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     return dispatch(wg, p, buffers, 5, pr, pr->rows, call->op_name);
 }
 
-static wgt_status run_norm_backward(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v, nn_params *pr)
+/* Partial sums per chunk of rows (kernels/nn_norm_param_grads.wgsl): dw from
+ * dy xhat, db (NULL: not wanted) from dy, [P, D] each. */
+static wgt_status norm_partials(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *x,
+                                const wgt_tensor_view *stats, const wgt_tensor_view *dy, const wgt_tensor_view *dw,
+                                const wgt_tensor_view *db, nn_params *pr)
 {
-    int k = 0;
-    const wgt_tensor_view *x = &v->in[k++];
-    const wgt_tensor_view *w = call->nn.has_weight ? &v->in[k++] : x;
-    const wgt_tensor_view *stats = &v->in[k++], *dy = &v->in[k++], *dx = &v->out[0];
-    uint32_t width = pr->d % 4 == 0 && x->offset % 4 == 0 && w->offset % 4 == 0 && dy->offset % 4 == 0 &&
-                             dx->offset % 4 == 0 ? 4 : 1;
-    nn_shape sh = shape_for(pr->d / width, width, true);
-    webgpu_pipeline *p;
-    wgt_status s = get_pipeline(wg, "nn_norm_backward", &sh, 4, 1, call->op_name, &p);
-    if (s != WGT_OK) return s;
-    pr->x_offset = off(x, width), pr->w_offset = off(w, width), pr->dy_offset = off(dy, width);
-    pr->y_offset = off(dx, width), pr->stats_offset = (uint32_t)stats->offset;
-    WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(w), webgpu_view_buffer(stats),
-                             webgpu_view_buffer(dy), webgpu_view_buffer(dx)};
-    return dispatch(wg, p, buffers, 5, pr, pr->rows, call->op_name);
-}
-
-static wgt_status run_norm_param_grads(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v,
-                                       nn_params *pr)
-{
-    const wgt_tensor_view *x = &v->in[0], *stats = &v->in[1], *dy = &v->in[2], *dw = &v->out[0];
     wgt_tensor_view scratch = {0};
-    const wgt_tensor_view *db = call->nn.has_bias ? &v->out[1] : NULL;
+    bool has_bias = db != NULL;
     if (!db) { /* the kernel binds a db buffer it never writes: a small temporary, never dw (two writable aliases) */
         int64_t one = 4;
         wgt_status s = webgpu_temp_alloc(wg, WGT_F32, 1, &one, &scratch);
@@ -279,16 +268,85 @@ static wgt_status run_norm_param_grads(webgpu_backend *wg, const wgt_kernel_call
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, "nn_norm_param_grads", &sh, 3, 2, call->op_name, &p);
     if (s == WGT_OK) {
-        uint64_t chunks = (uint64_t)call->outputs[0].shape[0];
+        uint64_t chunks = (uint64_t)dw->shape[0];
         uint64_t per_chunk = (pr->d / width + sh.threads - 1) / sh.threads;
         pr->x_offset = off(x, width), pr->dy_offset = off(dy, width), pr->y_offset = off(dw, width);
         pr->b_offset = off(db, width), pr->stats_offset = (uint32_t)stats->offset;
         pr->chunk_rows = (uint32_t)call->nn.chunk_rows;
+        pr->flags = (pr->flags & ~(uint32_t)NN_HAS_BIAS) | (has_bias ? NN_HAS_BIAS : 0);
         WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(stats), webgpu_view_buffer(dy),
                                  webgpu_view_buffer(dw), webgpu_view_buffer(db)};
         s = dispatch(wg, p, buffers, 5, pr, chunks * per_chunk, call->op_name);
     }
     if (scratch.storage) webgpu_temp_release(wg, &scratch);
+    return s;
+}
+
+static wgt_status run_norm_param_grads(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v,
+                                       nn_params *pr)
+{
+    return norm_partials(wg, call, &v->in[0], &v->in[1], &v->in[2], &v->out[0], call->nn.has_bias ? &v->out[1] : NULL,
+                         pr);
+}
+
+/* NORM_BACKWARD with partials, one pass (kernels/nn_norm_backward_fused.wgsl):
+ * rows that fit in 4 slots per thread. */
+static wgt_status run_norm_backward_fused(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v,
+                                          const nn_shape *sh, uint32_t width, nn_params *pr)
+{
+    int k = 0;
+    const wgt_tensor_view *x = &v->in[k++];
+    const wgt_tensor_view *w = call->nn.has_weight ? &v->in[k++] : x;
+    const wgt_tensor_view *stats = &v->in[k++], *dy = &v->in[k++];
+    const wgt_tensor_view *dx = &v->out[0], *dw = &v->out[1];
+    wgt_tensor_view scratch = {0};
+    const wgt_tensor_view *db = call->nn.has_bias ? &v->out[2] : NULL;
+    if (!db) { /* bound, never written (see norm_partials) */
+        int64_t one = 4;
+        wgt_status s = webgpu_temp_alloc(wg, WGT_F32, 1, &one, &scratch);
+        if (s != WGT_OK) return s;
+        db = &scratch;
+    }
+    webgpu_pipeline *p;
+    wgt_status s = get_pipeline(wg, "nn_norm_backward_fused", sh, 4, 3, call->op_name, &p);
+    if (s == WGT_OK) {
+        pr->x_offset = off(x, width), pr->w_offset = off(w, width), pr->dy_offset = off(dy, width);
+        pr->y_offset = off(dx, width), pr->stats_offset = (uint32_t)stats->offset;
+        pr->pw_offset = off(dw, width), pr->pb_offset = off(db, width);
+        pr->chunk_rows = (uint32_t)call->nn.chunk_rows;
+        WGPUBuffer buffers[7] = {webgpu_view_buffer(x),  webgpu_view_buffer(w),  webgpu_view_buffer(stats),
+                                 webgpu_view_buffer(dy), webgpu_view_buffer(dx), webgpu_view_buffer(dw),
+                                 webgpu_view_buffer(db)};
+        s = dispatch(wg, p, buffers, 7, pr, (uint64_t)dw->shape[0], call->op_name);
+    }
+    if (scratch.storage) webgpu_temp_release(wg, &scratch);
+    return s;
+}
+
+static wgt_status run_norm_backward(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v, nn_params *pr)
+{
+    int k = 0;
+    const wgt_tensor_view *x = &v->in[k++];
+    const wgt_tensor_view *w = call->nn.has_weight ? &v->in[k++] : x;
+    const wgt_tensor_view *stats = &v->in[k++], *dy = &v->in[k++], *dx = &v->out[0];
+    bool partials = call->nn.chunk_rows > 0;
+    uint32_t width = pr->d % 4 == 0 && x->offset % 4 == 0 && w->offset % 4 == 0 && dy->offset % 4 == 0 &&
+                             dx->offset % 4 == 0 &&
+                             (!partials || (v->out[1].offset % 4 == 0 && (!call->nn.has_bias || v->out[2].offset % 4 == 0)))
+                         ? 4 : 1;
+    nn_shape sh = shape_for(pr->d / width, width, true);
+    if (partials && sh.cached && sh.cache <= 4) return run_norm_backward_fused(wg, call, v, &sh, width, pr);
+    webgpu_pipeline *p;
+    wgt_status s = get_pipeline(wg, "nn_norm_backward", &sh, 4, 1, call->op_name, &p);
+    if (s != WGT_OK) return s;
+    pr->x_offset = off(x, width), pr->w_offset = off(w, width), pr->dy_offset = off(dy, width);
+    pr->y_offset = off(dx, width), pr->stats_offset = (uint32_t)stats->offset;
+    WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(w), webgpu_view_buffer(stats),
+                             webgpu_view_buffer(dy), webgpu_view_buffer(dx)};
+    s = dispatch(wg, p, buffers, 5, pr, pr->rows, call->op_name);
+    /* rows too long for the fused kernel: the partials in a second pass */
+    if (s == WGT_OK && partials)
+        s = norm_partials(wg, call, x, stats, dy, &v->out[1], call->nn.has_bias ? &v->out[2] : NULL, pr);
     return s;
 }
 

@@ -31,6 +31,10 @@ struct Params {
     ignore_valid: u32,  // 0: ignore_index is outside i32, so no target equals it
     lse_offset: u32,    // cross-entropy: lse, in f32
     nan_bits: u32,      // 0x7fc00000: a NaN made at run time
+    pw_offset: u32,     // dw partials (NORM_BACKWARD with partials), in V
+    pb_offset: u32,     // db partials, in V
+    pad0: u32,
+    pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
