@@ -340,7 +340,9 @@ typedef enum wgt_op {
 const char *wgt_op_name(wgt_op op); /* "add", "log_softmax", ... */
 
 /* ------------------------------------------------------------ elementwise */
-/* Binary: a [...], b [...] broadcast -> out [broadcast shape]. */
+/* Binary: a [...], b [...] broadcast -> out [broadcast shape]. dtype: promoted
+ * (bool < u8 < i32 < f16 < f32), except that a 0-d tensor beside a dimensioned
+ * one does not widen its category, as PyTorch: f16 [n] + f32 [] is f16. */
 wgt_tensor *wgt_add(wgt_tensor *a, wgt_tensor *b);
 wgt_tensor *wgt_sub(wgt_tensor *a, wgt_tensor *b);
 wgt_tensor *wgt_mul(wgt_tensor *a, wgt_tensor *b);
@@ -362,7 +364,10 @@ wgt_tensor *wgt_logical_not(wgt_tensor *a);
 /* cond, a, b broadcast together -> cond != 0 ? a : b */
 wgt_tensor *wgt_where(wgt_tensor *cond, wgt_tensor *a, wgt_tensor *b);
 /* Binary op with a scalar right-hand side: a op value (value takes a's dtype
- * when a is integral and value is integral, else the result is floating). */
+ * when a is integral and value is integral, else the result is floating; f16
+ * stays f16 and compares with value rounded to f16, as PyTorch). A u8 tensor
+ * with an integer outside [0, 255] in add/sub/mul/maximum/minimum is an error
+ * (the result would wrap). */
 wgt_tensor *wgt_binary_scalar(wgt_op op, wgt_tensor *a, double value);
 /* Any binary op by enum (WGT_OP_ADD ... WGT_OP_LOGICAL_OR). */
 wgt_tensor *wgt_binary(wgt_op op, wgt_tensor *a, wgt_tensor *b);
@@ -419,8 +424,9 @@ wgt_tensor *wgt_fused_params(wgt_context *ctx, const char *expression, wgt_tenso
 
 /* ------------------------------------------------------------- reductions */
 /* x [...] reduced over axes[n_axes] (n_axes = 0: all axes, to a scalar).
- * keepdim keeps reduced axes with size 1. Sum/mean/var/std of ints give f32
- * (sum of i32 gives i32). max/min/argmax/argmin propagate NaN like NumPy. */
+ * keepdim keeps reduced axes with size 1. sum/prod of integers (i32, u8, bool)
+ * give i32 (wrapping); mean/var/std of integers give f32; floats keep their
+ * dtype. max/min/argmax/argmin propagate NaN like NumPy. */
 wgt_tensor *wgt_reduce(wgt_op op, wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
 wgt_tensor *wgt_sum(wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
 wgt_tensor *wgt_mean(wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
@@ -472,8 +478,12 @@ wgt_tensor *wgt_rope(wgt_tensor *x, int64_t position_offset, double theta, bool 
 
 /* ---------------------------------------------------------- data movement */
 wgt_tensor *wgt_copy(wgt_tensor *x);                   /* fresh contiguous copy */
-wgt_tensor *wgt_cast(wgt_tensor *x, wgt_dtype dtype);  /* float->int truncates toward 0 */
-/* Sets every element of t (any view) to value. */
+/* float -> i32 truncates toward 0 and saturates (NaN -> 0); float -> u8 goes
+ * through that i32 and keeps the low 8 bits, as i32 -> u8 does; -> bool is
+ * value != 0 (NaN -> true). */
+wgt_tensor *wgt_cast(wgt_tensor *x, wgt_dtype dtype);
+/* Sets every element of t (any view) to value, converted as wgt_cast does
+ * (bool: value != 0, so 0.5 and NaN are true). */
 wgt_status wgt_fill(wgt_tensor *t, double value);
 /* dst (any view) = src broadcast to dst's shape, cast to dst's dtype. This is
  * slice assignment: wgt_assign(wgt_slice(x, ...), y). */
@@ -485,7 +495,11 @@ wgt_tensor *wgt_stack(wgt_tensor *const *tensors, int n, int axis);
 /* Views of x, sizes[n] along axis summing to dim(axis); out[n] receives them. */
 wgt_status wgt_split(wgt_tensor *x, int axis, const int64_t *sizes, int n, wgt_tensor **out);
 /* torch.gather: index i32 [same ndim as x] -> out[index shape],
- * out[i][j][k] = x[i][index[i][j][k]][k] for axis 1. Out-of-range -> error. */
+ * out[i][j][k] = x[i][index[i][j][k]][k] for axis 1. Indices in [-D, 0) wrap
+ * once. Out-of-range indices (gather, index_select, embedding, scatter_add,
+ * one_hot): the element gets 0 (scatter_add skips it) and the context records
+ * WGT_ERR_INVALID_ARGUMENT naming the op and the index, on the CPU at the call,
+ * on WebGPU at the next read-back or wgt_synchronize (no round trip per op). */
 wgt_tensor *wgt_gather(wgt_tensor *x, int axis, wgt_tensor *index);
 /* x [..., D, ...], index i32 [n] -> [..., n, ...] rows of x chosen along axis. */
 wgt_tensor *wgt_index_select(wgt_tensor *x, int axis, wgt_tensor *index);
@@ -499,7 +513,8 @@ wgt_tensor *wgt_pad(wgt_tensor *x, const int64_t *pads, double value);
 /* x [..., M, N]: keep elements with col - row <= k (tril) / >= k (triu). */
 wgt_tensor *wgt_tril(wgt_tensor *x, int64_t k);
 wgt_tensor *wgt_triu(wgt_tensor *x, int64_t k);
-/* ids i32 [...] -> dtype [..., num_classes]; ids outside [0, n) give all zeros. */
+/* ids (integer) [...] -> dtype [..., num_classes]; ids outside [0, n) are an
+ * error (reported as for wgt_gather). */
 wgt_tensor *wgt_one_hot(wgt_tensor *ids, int64_t num_classes, wgt_dtype dtype);
 /* x [..., N] -> values [..., k] (x's dtype), indices i32 [..., k] along the last
  * axis, largest first (smallest first if !largest); ties: lower index first. */

@@ -364,6 +364,33 @@ static void test_promotion(wgt_context *ctx)
     check_error_and_recover(ctx, WGT_OK, "promotion");
 }
 
+/* Defect 10: a tensor over the storage-binding limit is refused with a message
+ * naming the operand, its shape and dtype, its real size and the limit (on
+ * the CPU, which has no such limit, the call works). 6144 x 6144 f32 is
+ * 150994944 bytes, over lavapipe's 134217728. */
+static void test_binding_limit(wgt_context *ctx, bool webgpu)
+{
+    int64_t big[2] = {6144, 6144}, thin[2] = {6144, 2};
+    wgt_tensor *a = wgt_tensor_empty(ctx, WGT_F32, 2, big);
+    wgt_tensor *b = wgt_zeros(ctx, WGT_F32, 2, thin);
+    wgt_tensor *c = a && b ? wgt_matmul(a, b) : NULL;
+    const char *msg = wgt_context_error_message(ctx);
+    if (!webgpu) {
+        CHECK(c != NULL, "%s matmul of a 150994944-byte operand: %s", backend_name, msg);
+    } else if (c) {
+        printf("  (binding-limit check skipped: this adapter binds 150994944 bytes)\n");
+    } else {
+        CHECK(strstr(msg, "wgt_matmul") && strstr(msg, "input 0") && strstr(msg, "[6144, 6144]") && strstr(msg, "f32") &&
+                  strstr(msg, "150994944 bytes") && strstr(msg, "limit of"),
+              "%s over-limit message lacks the operand, shape, dtype or sizes: \"%s\"", backend_name, msg);
+        check_error_and_recover(ctx, WGT_ERR_UNSUPPORTED, "binding limit");
+    }
+    wgt_tensor_release(c);
+    wgt_tensor_release(b);
+    wgt_tensor_release(a);
+    check_error_and_recover(ctx, WGT_OK, "binding limit");
+}
+
 static void run_all(wgt_context *ctx, const char *name)
 {
     backend_name = name;
@@ -378,6 +405,7 @@ static void run_all(wgt_context *ctx, const char *name)
     test_fused_params(ctx);
     test_index_range(ctx);
     test_promotion(ctx);
+    test_binding_limit(ctx, strcmp(name, "webgpu") == 0);
     wgt_context_destroy(ctx);
 }
 

@@ -53,6 +53,8 @@ static wgt_status webgpu_run(wgt_backend *b, const wgt_kernel_call *call)
         return wgt_error(b->ctx, WGT_ERR_UNSUPPORTED, "%s: the webgpu backend does not support %s %s", call->op_name,
                          wgt_dtype_name(x->dtype), wgt_shape_string(x->ndim, x->shape, buf, sizeof(buf)));
     }
+    wgt_status limits = webgpu_check_binding_limits(wg, call); /* names the operand over the limit */
+    if (limits != WGT_OK) return limits;
     if (wg->profiler) estimate_work(wg, call);
     switch (call->kind) {
     case WGT_KERNEL_ELEMENTWISE: return webgpu_elementwise_run(wg, call);

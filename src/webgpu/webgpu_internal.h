@@ -172,6 +172,9 @@ static inline webgpu_backend *webgpu_of(wgt_backend *b) { return (webgpu_backend
  * scatter_add kernel since the last call into WGT_ERR_INVALID_ARGUMENT naming
  * the op (read-back and synchronize call it after their wait); frees the flag. */
 wgt_status webgpu_indexing_check(webgpu_backend *wg);
+/* webgpu_limits.c: every view of call within the storage binding limit, else
+ * WGT_ERR_UNSUPPORTED naming the operand, shape, dtype, sizes and the limit. */
+wgt_status webgpu_check_binding_limits(webgpu_backend *wg, const wgt_kernel_call *call);
 void webgpu_indexing_destroy(webgpu_backend *wg);
 
 /* -------------------------------------------------------------- native_extras.c */
