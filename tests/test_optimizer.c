@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h" /* kernel calls built by hand (backend.h) */
 #include "test_util.h"
 
 #define N_PARAMS 3
@@ -364,6 +365,77 @@ static void test_bad_input(wgt_context *ctx, const char *backend)
     wgt_tensor_release(p);
 }
 
+/* ------------------------------------------------ hostile kernel calls */
+
+/* OPTIMIZER calls built by hand, as a buggy front-end could send them: views
+ * past their storage, the wrong state count, one buffer bound as grad and
+ * param. Each is refused with a status (never an out-of-bounds access, never a
+ * wgpu-native abort), and the context recovers. */
+static void test_hostile_calls(wgt_context *ctx, const char *backend)
+{
+    int64_t n = 16, big = 64;
+    wgt_tensor *p = wgt_zeros(ctx, WGT_F32, 1, &n), *g = wgt_ones(ctx, WGT_F32, 1, &n);
+    wgt_tensor *m = wgt_zeros(ctx, WGT_F32, 1, &n), *v = wgt_zeros(ctx, WGT_F32, 1, &n);
+    wgt_kernel_call base = {0};
+    base.kind = WGT_KERNEL_OPTIMIZER;
+    base.op_name = "test_optimizer_kernel";
+    base.n_inputs = 1;
+    base.inputs[0] = g->view;
+    base.n_outputs = 3;
+    base.outputs[0] = p->view;
+    base.outputs[1] = m->view;
+    base.outputs[2] = v->view;
+    base.optimizer.kind = WGT_OPTIMIZER_ADAM;
+    base.optimizer.lr = 0.1, base.optimizer.beta1 = 0.9, base.optimizer.beta2 = 0.99, base.optimizer.eps = 1e-8;
+    base.optimizer.bias_correction1 = 0.1, base.optimizer.bias_correction2 = 0.01, base.optimizer.grad_scale = 1;
+    char what[96];
+
+    CHECK(wgt_run_kernel(ctx, &base) == WGT_OK, "%s: a sound OPTIMIZER call failed: %s", backend,
+          wgt_context_error_message(ctx));
+    wgt_context_clear_error(ctx);
+
+    wgt_kernel_call c = base; /* the parameter view claims 64 elements of a 16-element storage */
+    c.outputs[0].shape[0] = big;
+    for (int i = 0; i < 3; i++) c.outputs[i].shape[0] = big;
+    c.inputs[0].shape[0] = big;
+    wgt_status s = wgt_run_kernel(ctx, &c);
+    CHECK(s == WGT_ERR_INVALID_ARGUMENT, "%s: views past their storage: %s", backend, wgt_status_string(s));
+    snprintf(what, sizeof(what), "%s: OPTIMIZER views past their storage", backend);
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, what);
+
+    c = base; /* Adam with one state view */
+    c.n_outputs = 2;
+    s = wgt_run_kernel(ctx, &c);
+    CHECK(s == WGT_ERR_INVALID_ARGUMENT || s == WGT_ERR_UNSUPPORTED, "%s: one state view for Adam: %s", backend,
+          wgt_status_string(s));
+    wgt_context_clear_error(ctx);
+
+    c = base; /* grad and param in one storage */
+    c.inputs[0] = p->view;
+    s = wgt_run_kernel(ctx, &c);
+    bool refused = s == WGT_ERR_INVALID_ARGUMENT;
+    /* The CPU computes this correctly in place; WebGPU must refuse it (one
+     * buffer bound read-only and read-write aborts inside wgpu-native). */
+    CHECK(refused || wgt_context_backend(ctx) == WGT_BACKEND_CPU, "%s: grad aliasing param: %s", backend,
+          wgt_status_string(s));
+    wgt_context_clear_error(ctx);
+
+    c = base; /* a different element count in one view */
+    c.outputs[2].shape[0] = n - 1;
+    s = wgt_run_kernel(ctx, &c);
+    CHECK(s == WGT_ERR_SHAPE_MISMATCH || s == WGT_ERR_UNSUPPORTED, "%s: state of another size: %s", backend,
+          wgt_status_string(s));
+    wgt_context_clear_error(ctx);
+
+    c = base; /* an f16 parameter: not yet supported */
+    c.outputs[0].dtype = WGT_F16;
+    s = wgt_run_kernel(ctx, &c);
+    CHECK(s == WGT_ERR_UNSUPPORTED, "%s: f16 parameter view: %s", backend, wgt_status_string(s));
+    snprintf(what, sizeof(what), "%s: OPTIMIZER with an f16 parameter", backend);
+    check_error_and_recover(ctx, WGT_ERR_UNSUPPORTED, what);
+    wgt_tensor_release(p), wgt_tensor_release(g), wgt_tensor_release(m), wgt_tensor_release(v);
+}
+
 /* ------------------------------------------------------------ flat loop */
 
 /* 200 AdamW steps with a new lr (a cosine schedule) and a new clipping norm
@@ -512,6 +584,7 @@ static void run_backend(wgt_context *ctx, const char *backend)
     test_aliased_gradient(ctx, backend);
     test_clip(ctx, backend);
     test_bad_input(ctx, backend);
+    test_hostile_calls(ctx, backend);
     test_flat_loop(ctx, backend);
     CHECK(wgt_context_status(ctx) == WGT_OK, "%s: context left in error: %s", backend, wgt_context_error_message(ctx));
     wgt_context_destroy(ctx);
