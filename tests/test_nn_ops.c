@@ -153,7 +153,7 @@ static double norm_loss(bool rms, wgt_context *ctx, wgt_dtype dt, int ndim, cons
 }
 
 static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, wgt_dtype dt, bool affine,
-                           bool transposed)
+                           int layout)
 {
     const char *name = rms ? "rms_norm" : "layer_norm";
     int64_t n = rows * d;
@@ -167,6 +167,7 @@ static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, 
 
     int64_t shape[2] = {rows, d}, tshape[2] = {d, rows}, dshape[1] = {d};
     wgt_tensor *xt;
+    bool transposed = layout == 1, sliced = layout == 2;
     if (transposed) { /* a transposed view: the op must read it through its strides */
         double *xtr = malloc(sizeof(double) * (size_t)n);
         for (int64_t i = 0; i < rows; i++)
@@ -175,18 +176,39 @@ static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, 
         xt = wgt_transpose(base, 0, 1);
         wgt_tensor_release(base);
         free(xtr);
+    } else if (sliced) { /* rows 1.. of a bigger tensor: contiguous, at an offset of d elements */
+        double *xs = malloc(sizeof(double) * (size_t)(n + d));
+        for (int64_t i = 0; i < d; i++) xs[i] = 1e3; /* not part of the view */
+        memcpy(xs + d, x, sizeof(double) * (size_t)n);
+        wgt_tensor *base = upload(ctx, dt, 2, (int64_t[]){rows + 1, d}, xs);
+        xt = wgt_slice(base, 0, 1, rows + 1, 1);
+        wgt_tensor_release(base);
+        free(xs);
     } else {
         xt = upload(ctx, dt, 2, shape, x);
     }
-    wgt_tensor *wt = affine ? upload(ctx, dt, 1, dshape, w) : NULL;
-    wgt_tensor *bt = affine && !rms ? upload(ctx, dt, 1, dshape, b) : NULL;
+    wgt_tensor *wt = NULL, *bt = NULL;
+    if (affine && sliced) { /* weight through a step-2 slice, bias at an offset of 4 */
+        double *ws = malloc(sizeof(double) * (size_t)(2 * d)), *bs = malloc(sizeof(double) * (size_t)(d + 4));
+        for (int64_t i = 0; i < d; i++) ws[2 * i] = w[i], ws[2 * i + 1] = -7;
+        for (int64_t i = 0; i < 4; i++) bs[i] = 9;
+        memcpy(bs + 4, b, sizeof(double) * (size_t)d);
+        wgt_tensor *wbase = upload(ctx, dt, 1, (int64_t[]){2 * d}, ws), *bbase = upload(ctx, dt, 1, (int64_t[]){d + 4}, bs);
+        wt = wgt_slice(wbase, 0, 0, 2 * d, 2);
+        bt = rms ? NULL : wgt_slice(bbase, 0, 4, d + 4, 1);
+        wgt_tensor_release(wbase), wgt_tensor_release(bbase);
+        free(ws), free(bs);
+    } else if (affine) {
+        wt = upload(ctx, dt, 1, dshape, w);
+        bt = rms ? NULL : upload(ctx, dt, 1, dshape, b);
+    }
     wgt_tensor *yt = norm_run(rms, xt, wt, bt, eps);
     CHECK(yt && wgt_tensor_dtype(yt) == dt, "%s %s [%lld, %lld]: %s", name, backend_name(ctx), (long long)rows,
           (long long)d, wgt_context_error_message(ctx));
     double *yv = download(yt);
     double e = yv ? compare(yv, y, n) : INFINITY;
     CHECK(e <= out_tolerance(dt), "%s %s %s [%lld, %lld]%s%s forward: error %g", name, backend_name(ctx),
-          wgt_dtype_name(dt), (long long)rows, (long long)d, affine ? " affine" : "", transposed ? " transposed" : "", e);
+          wgt_dtype_name(dt), (long long)rows, (long long)d, affine ? " affine" : "", transposed ? " transposed" : sliced ? " sliced" : "", e);
 
     /* backward kernels vs the formula; f16: dy is f16 and dx is rounded to f16 */
     {
@@ -225,7 +247,7 @@ static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, 
                   (long long)rows, (long long)d, eb);
         }
         /* central differences through the public forward, at a few elements of x */
-        if (dt == WGT_F32 && !transposed && n <= 4096) {
+        if (dt == WGT_F32 && layout == 0 && n <= 4096) {
             const double h = 1e-2;
             double *xp = malloc(sizeof(double) * (size_t)n);
             for (int k = 0; k < 4; k++) {
@@ -259,12 +281,15 @@ static void test_norms(wgt_context *ctx)
                                        {2101, 24}}; /* > 1024 rows: chunks of 3 rows (the last of 1) in the fused backward */
     for (int rms = 0; rms < 2; rms++) {
         for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-            test_norm_case(ctx, rms, cases[c][0], cases[c][1], WGT_F32, true, false);
+            test_norm_case(ctx, rms, cases[c][0], cases[c][1], WGT_F32, true, 0);
         }
-        test_norm_case(ctx, rms, 37, 3, WGT_F32, false, false);
-        test_norm_case(ctx, rms, 6, 40, WGT_F32, true, true);
-        test_norm_case(ctx, rms, 7, 769, WGT_F16, true, false);
-        test_norm_case(ctx, rms, 5, 256, WGT_F16, false, false);
+        test_norm_case(ctx, rms, 37, 3, WGT_F32, false, 0);
+        test_norm_case(ctx, rms, 6, 40, WGT_F32, true, 1);  /* transposed x */
+        test_norm_case(ctx, rms, 6, 40, WGT_F32, true, 2);  /* x at an aligned offset: vec4 rows from there */
+        test_norm_case(ctx, rms, 5, 21, WGT_F32, true, 2);  /* x at an odd offset */
+        test_norm_case(ctx, rms, 7, 769, WGT_F16, true, 0);
+        test_norm_case(ctx, rms, 5, 256, WGT_F16, false, 0);
+        test_norm_case(ctx, rms, 4, 48, WGT_F16, true, 2);
     }
 }
 
@@ -418,6 +443,34 @@ static void test_ce_special(wgt_context *ctx)
         free(v5), free(v6);
         wgt_tensor_release(a1), wgt_tensor_release(a2), wgt_tensor_release(base), wgt_tensor_release(tr);
         wgt_tensor_release(tall), wgt_tensor_release(ts2), wgt_tensor_release(tcont);
+    }
+    /* logits at an offset (rows 1.. of a bigger tensor), C = 8 (vec4 rows) and 5:
+     * forward and backward equal those of the same values at offset 0 */
+    for (int64_t c = 5; c <= 8; c += 3) {
+        double *big = random_values(4 * c, -2, 2, WGT_F32);
+        int32_t tv[3] = {1, 4, 0};
+        wgt_tensor *base = upload(ctx, WGT_F32, 2, (int64_t[]){4, c}, big), *sl = wgt_slice(base, 0, 1, 4, 1);
+        wgt_tensor *flat = upload(ctx, WGT_F32, 2, (int64_t[]){3, c}, big + c), *tg = upload_i32(ctx, 1, tshape, tv);
+        wgt_tensor *la = wgt_cross_entropy(sl, tg, WGT_REDUCTION_NONE, -100), *lb = wgt_cross_entropy(flat, tg, WGT_REDUCTION_NONE, -100);
+        double one = 1;
+        wgt_tensor *g1 = upload(ctx, WGT_F32, 0, tshape, &one);
+        double lsev[3];
+        for (int r = 0; r < 3; r++) {
+            double m = -INFINITY, sum = 0;
+            for (int64_t i = 0; i < c; i++) m = fmax(m, big[(r + 1) * c + i]);
+            for (int64_t i = 0; i < c; i++) sum += exp(big[(r + 1) * c + i] - m);
+            lsev[r] = m + log(sum);
+        }
+        wgt_tensor *lse3 = upload(ctx, WGT_F32, 1, tshape, lsev);
+        wgt_tensor *da = wgt_cross_entropy_backward(sl, tg, lse3, g1, -100), *dbk = wgt_cross_entropy_backward(flat, tg, lse3, g1, -100);
+        double *va = download(la), *vb = download(lb), *dav = download(da), *dbv = download(dbk);
+        CHECK(va && vb && compare(va, vb, 3) == 0 && dav && dbv && compare(dav, dbv, 3 * c) == 0,
+              "cross_entropy %s: logits at an offset (C = %lld) give the same loss and dlogits", backend_name(ctx),
+              (long long)c);
+        free(va), free(vb), free(dav), free(dbv), free(big);
+        wgt_tensor_release(base), wgt_tensor_release(sl), wgt_tensor_release(flat), wgt_tensor_release(tg);
+        wgt_tensor_release(la), wgt_tensor_release(lb), wgt_tensor_release(g1), wgt_tensor_release(lse3);
+        wgt_tensor_release(da), wgt_tensor_release(dbk);
     }
     /* logits [2, 3, 2] and targets [2, 3]: the same rows as [6, 2] and [6] */
     {
