@@ -334,6 +334,9 @@ typedef enum wgt_op {
     WGT_OP_ARANGE, WGT_OP_LINSPACE, WGT_OP_EYE, WGT_OP_RAND, WGT_OP_RANDN,
     /* neural-network ops (fused, with backward kernels) */
     WGT_OP_LAYER_NORM, WGT_OP_RMS_NORM, WGT_OP_CROSS_ENTROPY, WGT_OP_MSE_LOSS, WGT_OP_DROPOUT,
+    /* convolutional layers (NCHW) */
+    WGT_OP_CONV2D, WGT_OP_CONV_TRANSPOSE2D, WGT_OP_MAX_POOL2D, WGT_OP_AVG_POOL2D, WGT_OP_ADAPTIVE_AVG_POOL2D,
+    WGT_OP_BATCH_NORM,
     WGT_OP_COUNT
 } wgt_op;
 
@@ -545,6 +548,58 @@ wgt_tensor *wgt_mse_loss(wgt_tensor *input, wgt_tensor *target, wgt_reduction re
  * Philox-4x32-10(seed) at counter i, uniform u = (word0 >> 8) * 2^-24, kept
  * when u >= p: identical on every backend. 0 <= p < 1; p = 0 returns a copy. */
 wgt_tensor *wgt_dropout(wgt_tensor *x, double p, uint64_t seed);
+
+/* ------------------------------------------------------ convolutional layers */
+/* NCHW layout, f32 or f16 (f32 arithmetic), the semantics of torch.nn.functional
+ * (docs/ops.md has the output-size formulas). */
+typedef struct wgt_conv2d_options {
+    int64_t stride[2];         /* (h, w), >= 1 */
+    int64_t padding[4];        /* top, bottom, left, right, >= 0 (zeros) */
+    int64_t dilation[2];       /* (h, w), >= 1 */
+    int64_t groups;            /* >= 1, divides both channel counts */
+    int64_t output_padding[2]; /* conv_transpose2d only: (h, w), each < its stride or dilation */
+} wgt_conv2d_options;
+/* stride 1, padding 0, dilation 1, groups 1, output_padding 0. */
+void wgt_conv2d_options_init(wgt_conv2d_options *options);
+/* x [N, C, H, W], weight [K, C / groups, KH, KW], bias [K] or NULL (options NULL:
+ * defaults) -> [N, K, OH, OW], OH = (H + pad_top + pad_bottom - dilation (KH - 1)
+ * - 1) / stride + 1 (floor), OW likewise. Depthwise: groups = C. */
+wgt_tensor *wgt_conv2d(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, const wgt_conv2d_options *options);
+/* The transposed convolution (the gradient of conv2d with respect to its input):
+ * x [N, C, H, W], weight [C, K / groups, KH, KW] (PyTorch's layout), bias [K]
+ * or NULL -> [N, K, OH, OW], OH = (H - 1) stride - pad_top - pad_bottom +
+ * dilation (KH - 1) + output_padding + 1. */
+wgt_tensor *wgt_conv_transpose2d(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias,
+                                 const wgt_conv2d_options *options);
+
+typedef struct wgt_pool2d_options {
+    int64_t kernel[2];       /* (h, w), >= 1 */
+    int64_t stride[2];       /* 0: the kernel size */
+    int64_t padding[2];      /* (h, w), symmetric, at most half the kernel (as PyTorch) */
+    int64_t dilation[2];     /* max_pool2d only; >= 1 */
+    bool ceil_mode;          /* ceil instead of floor in the output size */
+    bool count_include_pad;  /* avg_pool2d: padded zeros count in the divisor */
+} wgt_pool2d_options;
+/* kernel (kh, kw), stride = kernel, padding 0, dilation 1, floor mode,
+ * count_include_pad true (PyTorch's defaults). */
+void wgt_pool2d_options_init(wgt_pool2d_options *options, int64_t kh, int64_t kw);
+/* x [N, C, H, W] -> [N, C, OH, OW], OH = (H + 2 pad - dilation (kernel - 1) - 1)
+ * / stride + 1 (floor or ceil; with ceil a window must start inside the input
+ * or the top padding). max: NaN wins, ties go to the first element of the
+ * window in row-major order (the gradient flows there), as PyTorch. */
+wgt_tensor *wgt_max_pool2d(wgt_tensor *x, const wgt_pool2d_options *options);
+wgt_tensor *wgt_avg_pool2d(wgt_tensor *x, const wgt_pool2d_options *options);
+/* x [N, C, H, W] -> [N, C, out_h, out_w]; window i covers rows floor(i H /
+ * out_h) .. ceil((i + 1) H / out_h) - 1 (global pooling: out 1 x 1). */
+wgt_tensor *wgt_adaptive_avg_pool2d(wgt_tensor *x, int64_t out_h, int64_t out_w);
+/* x [N, C, ...] (N, C or N, C, H, W) normalized per channel over N and the
+ * spatial dims: y = (x - mean) / sqrt(var + eps) * weight + bias (weight, bias
+ * [C] or NULL). training: the batch's statistics (biased variance); the
+ * running_mean / running_var [C] f32 tensors (either may be NULL) are updated
+ * in place: r = (1 - momentum) r + momentum s, with the unbiased variance, as
+ * PyTorch. Not training: the running statistics normalize (both required). */
+wgt_tensor *wgt_batch_norm(wgt_tensor *x, wgt_tensor *running_mean, wgt_tensor *running_var, wgt_tensor *weight,
+                           wgt_tensor *bias, bool training, double momentum, double eps);
 
 /* --------------------------------------------------------- custom kernels */
 /* Runs caller-supplied WGSL on the WebGPU backend. Buffers are bound in order

@@ -435,6 +435,55 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         x = upload(ctx, d, 4, SHAPE(2, 3, 9, 64), DOMAIN_SIGNED, 35);
         out[0] = wgt_rope(x, v ? 500 : 0, 10000.0, v == 1);
         break;
+    case WGT_OP_CONV2D: /* v0 3x2 kernel, stride (2, 1), per-side padding, dilation (1, 2), bias; v1 depthwise; v2 1x1 GEMM path */
+    case WGT_OP_CONV_TRANSPOSE2D: { /* v0 stride 2, output_padding 1, bias; v1 groups 2, 2x3 kernel; v2 1x1 */
+        wgt_conv2d_options co;
+        wgt_conv2d_options_init(&co);
+        bool t = p->op == WGT_OP_CONV_TRANSPOSE2D;
+        if (v == 0) {
+            x = upload(ctx, d, 4, t ? SHAPE(2, 4, 5, 4) : SHAPE(2, 3, 7, 9), DOMAIN_SIGNED, 36);
+            y = upload(ctx, d, 4, t ? SHAPE(4, 3, 3, 3) : SHAPE(5, 3, 3, 2), DOMAIN_SIGNED, 37);
+            z = upload(ctx, d, 1, t ? SHAPE(3) : SHAPE(5), DOMAIN_SIGNED, 38);
+            co.stride[0] = 2, co.padding[0] = 1, co.padding[2] = 2, co.padding[3] = 1, co.dilation[1] = t ? 1 : 2;
+            if (t) co.stride[1] = 2, co.padding[1] = 1, co.output_padding[0] = co.output_padding[1] = 1;
+        } else if (v == 1) {
+            x = upload(ctx, d, 4, t ? SHAPE(1, 4, 3, 5) : SHAPE(1, 6, 5, 5), DOMAIN_SIGNED, 39);
+            y = upload(ctx, d, 4, t ? SHAPE(4, 3, 2, 3) : SHAPE(6, 1, 3, 3), DOMAIN_SIGNED, 40);
+            co.groups = t ? 2 : 6;
+            co.padding[0] = co.padding[1] = co.padding[2] = co.padding[3] = 1;
+        } else {
+            x = upload(ctx, d, 4, SHAPE(2, 5, 4, 3), DOMAIN_SIGNED, 41);
+            y = upload(ctx, d, 4, SHAPE(t ? 5 : 7, t ? 7 : 5, 1, 1), DOMAIN_SIGNED, 42);
+        }
+        out[0] = t ? wgt_conv_transpose2d(x, y, z, &co) : wgt_conv2d(x, y, z, &co);
+        break;
+    }
+    case WGT_OP_MAX_POOL2D: /* v0 3x3 stride 2 pad 1 ceil mode; v1 2x3, dilation (2, 1), stride (1, 2) */
+    case WGT_OP_AVG_POOL2D: { /* v0 3x3 stride 2 pad 1 ceil, count_include_pad; v1 3x2 pad 1 without the pad */
+        wgt_pool2d_options po;
+        wgt_pool2d_options_init(&po, 3, v ? (p->op == WGT_OP_MAX_POOL2D ? 3 : 2) : 3);
+        x = upload(ctx, d, 4, v ? SHAPE(1, 5, 7, 9) : SHAPE(2, 3, 9, 8), DOMAIN_SIGNED, 43);
+        if (v == 0) po.stride[0] = po.stride[1] = 2, po.padding[0] = po.padding[1] = 1, po.ceil_mode = true;
+        else if (p->op == WGT_OP_MAX_POOL2D) po.kernel[0] = 2, po.stride[0] = 1, po.stride[1] = 2, po.padding[1] = 1, po.dilation[0] = 2;
+        else po.stride[0] = 2, po.stride[1] = 1, po.padding[0] = po.padding[1] = 1, po.count_include_pad = false;
+        out[0] = p->op == WGT_OP_MAX_POOL2D ? wgt_max_pool2d(x, &po) : wgt_avg_pool2d(x, &po);
+        break;
+    }
+    case WGT_OP_ADAPTIVE_AVG_POOL2D: /* v0 7x5 -> 3x2, v1 global */
+        x = upload(ctx, d, 4, SHAPE(2, 3, 7, 5), DOMAIN_SIGNED, 44);
+        out[0] = wgt_adaptive_avg_pool2d(x, v ? 1 : 3, v ? 1 : 2);
+        break;
+    case WGT_OP_BATCH_NORM: /* v0 training with weight and bias, v1 eval with running statistics */
+        x = upload(ctx, d, 4, v ? SHAPE(2, 4, 5, 3) : SHAPE(3, 5, 7, 6), DOMAIN_SIGNED, 45);
+        y = upload(ctx, d, 1, v ? SHAPE(4) : SHAPE(5), DOMAIN_SIGNED, 46);
+        z = upload(ctx, d, 1, v ? SHAPE(4) : SHAPE(5), DOMAIN_SIGNED, 47);
+        idx = wgt_full(ctx, WGT_F32, 1, v ? SHAPE(4) : SHAPE(5), 0.25);
+        {
+            wgt_tensor *rv = wgt_full(ctx, WGT_F32, 1, v ? SHAPE(4) : SHAPE(5), 1.5);
+            out[0] = wgt_batch_norm(x, idx, rv, y, z, v == 0, 0.1, 1e-5);
+            wgt_tensor_release(rv);
+        }
+        break;
     default: n = 0; break;
     }
     wgt_tensor_release(x);
@@ -535,6 +584,12 @@ static const parity_op table[] = {
     {WGT_OP_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_ATTENTION, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_ROPE, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_CONV2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_CONV_TRANSPOSE2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_MAX_POOL2D, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_AVG_POOL2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_ADAPTIVE_AVG_POOL2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_BATCH_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
 };
 
 static double tolerance(tolerance_class t, wgt_dtype d)

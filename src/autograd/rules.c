@@ -62,6 +62,10 @@ static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_DROPOUT] = RULE(wgt_backward_dropout),
     [WGT_OP_LINEAR] = RULE(wgt_backward_linear), [WGT_OP_ATTENTION] = RULE(wgt_backward_attention),
     [WGT_OP_ROPE] = RULE(wgt_backward_rope),
+    /* convolutional layers: rules_conv.c */
+    [WGT_OP_CONV2D] = RULE(wgt_backward_conv2d), [WGT_OP_CONV_TRANSPOSE2D] = RULE(wgt_backward_conv_transpose2d),
+    [WGT_OP_MAX_POOL2D] = RULE(wgt_backward_pool2d), [WGT_OP_AVG_POOL2D] = RULE(wgt_backward_pool2d),
+    [WGT_OP_ADAPTIVE_AVG_POOL2D] = RULE(wgt_backward_pool2d), [WGT_OP_BATCH_NORM] = RULE(wgt_backward_batch_norm),
 };
 
 wgt_backward_rule wgt_backward_rule_for(wgt_op op)

@@ -70,4 +70,10 @@ wgt_status wgt_backward_linear(const wgt_grad_node *node, wgt_tensor *grad_out, 
 wgt_status wgt_backward_attention(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
 wgt_status wgt_backward_rope(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
 
+/* rules_conv.c: conv2d, conv_transpose2d, the poolings, batch_norm */
+wgt_status wgt_backward_conv2d(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_conv_transpose2d(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_pool2d(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_batch_norm(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+
 #endif /* WGT_AUTOGRAD_RULES_H */

@@ -6,8 +6,12 @@
  *   rope: x [B, H, T, D] -> out [B, H, T, D]
  *
  * Kernels (src/webgpu/kernels/, after attention_common.wgsl):
- *   attention_forward           flash attention: K/V tiles in shared memory,
- *                               online softmax, one query row per invocation
+ *   attention_forward_tiled     flash attention: K/V tiles in shared memory,
+ *                               online softmax, scores and outputs computed in
+ *                               4 x 4 register blocks (the default where its
+ *                               tiles fit the workgroup memory)
+ *   attention_forward           the same with one query row per invocation
+ *                               (any device; WGT_ATTENTION_FORWARD=rows)
  *   attention_backward_prepare  delta = rowsum(dout * out)
  *   attention_backward_kv       dk, dv: one key per invocation, query tiles in
  *                               shared memory (no atomics)
@@ -210,6 +214,27 @@ static void release_temps(webgpu_backend *wg, wgt_tensor_view *in, const bool *t
 
 /* ------------------------------------------------------------ forward */
 
+/* Bytes of workgroup memory attention_forward_tiled needs (see its tiles). */
+static uint64_t tiled_forward_shared(uint32_t bq, uint32_t bk, uint32_t d4)
+{
+    return 16ull * ((uint64_t)bq * (d4 + 1) + 2ull * bk * (d4 + 1) + (uint64_t)bk * (bq / 4 + 1)) + 12ull * bq;
+}
+
+/* Rows per workgroup of the tiled forward (0: use attention_forward). Its key
+ * tile is 32 or 64 (4 keys of each 8-key stripe per invocation). */
+static uint32_t tiled_forward_rows(const webgpu_backend *wg, const attention_tiles *t, uint32_t d4, uint32_t *bk)
+{
+    const char *env = getenv("WGT_ATTENTION_FORWARD");
+    if (env && strcmp(env, "rows") == 0) return 0;
+    *bk = t->keys >= 64 ? 64 : 32;
+    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
+    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
+    for (uint32_t bq = t->rows; bq >= 16; bq /= 2)
+        if (2 * bq <= threads && tiled_forward_shared(bq, *bk, d4) <= wg->limits.maxComputeWorkgroupStorageSize)
+            return bq;
+    return 0;
+}
+
 static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
 {
     const char *op = call->op_name;
@@ -218,13 +243,16 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     fill_params(call, in, 3, &p);
     uint32_t d4 = (p.D + 3) / 4;
     attention_tiles t = choose_tiles(wg, d4);
+    uint32_t tiled_bk = 32, tiled_bq = tiled_forward_rows(wg, &t, d4, &tiled_bk);
+    uint32_t rows = tiled_bq ? tiled_bq : t.rows;
     webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, "attention_forward", d4, t.rows, t.keys, 0, 3, 2, op, &pipe);
+    wgt_status s = tiled_bq ? get_pipeline(wg, "attention_forward_tiled", d4, tiled_bq, tiled_bk, 0, 3, 2, op, &pipe)
+                            : get_pipeline(wg, "attention_forward", d4, t.rows, t.keys, 0, 3, 2, op, &pipe);
     if (s != WGT_OK) return s;
     wgt_tensor_view target = *out;
     bool temp = out->dtype != WGT_F32;
     if (temp && (s = webgpu_temp_alloc(wg, WGT_F32, 4, out->shape, &target)) != WGT_OK) return s;
-    p.blocks = (uint32_t)ceil_div(p.Tq, t.rows);
+    p.blocks = (uint32_t)ceil_div(p.Tq, rows);
     WGPUBuffer buffers[5] = {webgpu_view_buffer(&in[0]), webgpu_view_buffer(&in[1]), webgpu_view_buffer(&in[2]),
                              webgpu_view_buffer(&target), webgpu_view_buffer(lse)};
     p.offsets[5] = (uint32_t)target.offset;

@@ -344,6 +344,8 @@ bool webgpu_optimizer_supports(webgpu_backend *wg, const wgt_kernel_call *call);
 wgt_status webgpu_optimizer_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call);       /* NN: norms, cross-entropy */
 wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call);
+bool webgpu_conv_supports(webgpu_backend *wg, const wgt_kernel_call *call);     /* CONV: conv, pooling, batch norm */
+wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call);
 
 /* The buffer behind a view. */
 static inline WGPUBuffer webgpu_view_buffer(const wgt_tensor_view *v) { return ((webgpu_block *)v->storage->handle)->buffer; }
