@@ -143,6 +143,8 @@ static wgt_status norm_partials(cpu_backend *b, const wgt_kernel_call *call, con
     rows_of(xv, &rows, &d);
     nn_row_view x = row_view(xv), stats = row_view(statsv), dy = row_view(dyv);
     int64_t chunk = call->nn.chunk_rows, chunks = dw->shape[0];
+    if (dw->ndim != 2 || dw->shape[1] != d || (db && (db->ndim != 2 || db->shape[0] != chunks || db->shape[1] != d)))
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "weight/bias partials are not [P, %lld]", (long long)d);
     if (chunk <= 0 || (rows + chunk - 1) / chunk > chunks)
         return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%lld partial rows for chunks of %lld of %lld rows",
                         (long long)chunks, (long long)chunk, (long long)rows);
