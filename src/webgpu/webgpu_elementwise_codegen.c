@@ -202,9 +202,9 @@ static void emit_node(text *t, const wgt_expr *e, int j, const bool *loaded_floa
         /* x - x, x / x: the compiler would fold them to 0 and 1, wrong for inf and
          * NaN, unless the second operand is a value it cannot prove equal */
         if (arity == 2 && compute_float && a[0] == a[1]) {
-            char z[64];
+            char z[80]; /* y holds at most 63 characters (sizes for gcc -O0's truncation check) */
             snprintf(z, sizeof z, "ew_opaque2(%s)", y);
-            snprintf(y, sizeof y, "%s", z);
+            snprintf(y, sizeof y, "%.63s", z);
         }
         if (arity == 1 && compute_float) {
             if (op == WGT_EXPR_RSQRT) snprintf(value, sizeof value, "(1.0 / sqrt(%s))", x);

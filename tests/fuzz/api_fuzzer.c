@@ -46,6 +46,9 @@ typedef struct fuzzer {
     int scopes;
     long calls, invalid, broken;
     const char *call; /* name of the call in flight, for reports */
+    double slowest_s; /* the slowest call, to keep runs bounded */
+    long slowest_call;
+    const char *slowest_name;
 } fuzzer;
 
 static int below(fuzzer *f, int n) { return fuzz_below(&f->rng, n); }
@@ -519,7 +522,9 @@ int main(int argc, char **argv)
     }
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    double last = 0;
     while (f.calls < max_calls) {
+        long before = f.calls;
         int k = below(&f, 100);
         if (k < 22) call_create(&f);
         else if (k < 45) call_view(&f);
@@ -529,6 +534,12 @@ int main(int argc, char **argv)
         else call_runtime(&f);
         clock_gettime(CLOCK_MONOTONIC, &t);
         double elapsed = (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+        if (f.calls > before && elapsed - last > f.slowest_s) {
+            f.slowest_s = elapsed - last;
+            f.slowest_call = f.calls;
+            f.slowest_name = f.call;
+        }
+        last = elapsed;
         if (seconds > 0 && elapsed > seconds) break;
     }
     /* Everything released: no tensor may be left behind. */
@@ -544,6 +555,7 @@ int main(int argc, char **argv)
            "%.1f s\n",
            backend, (unsigned long long)seed, f.calls, f.invalid, f.broken,
            (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec));
+    if (f.slowest_name) printf("slowest: call #%ld %s, %.3f s\n", f.slowest_call, f.slowest_name, f.slowest_s);
     printf("%ld passed, %ld failed\n", f.calls - f.broken, f.broken);
     return f.broken == 0 ? 0 : 1;
 }

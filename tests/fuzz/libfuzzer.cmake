@@ -12,3 +12,5 @@ endfunction()
 
 # safetensors reader: seeds in corpus_safetensors/, dictionary safetensors.dict
 wgt_fuzz_target(fuzz_safetensors)
+# wgt_fused expression parser: seeds in corpus_fused/, dictionary fused.dict
+wgt_fuzz_target(fuzz_fused)
