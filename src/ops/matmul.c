@@ -110,6 +110,7 @@ static wgt_tensor *matmul(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype, con
     for (int d = 0; d < batch_ndim; d++) final_shape[n++] = shape[d];
     if (!a_vector) final_shape[n++] = M;
     if (!b_vector) final_shape[n++] = N;
+    wgt_scope_remove(out); /* a temporary: a scope pop must not release it again while the view's tape node holds it */
     wgt_tensor *r = wgt_view(out, n, final_shape);
     wgt_tensor_release(out);
     return r;

@@ -241,11 +241,16 @@ wgt_tensor *wgt_embedding(wgt_tensor *weight, wgt_tensor *ids)
     }
     int64_t count = wgt_shape_numel(ids->view.ndim, ids->view.shape);
     int64_t D = weight->view.shape[1];
+    /* flat and rows are this call's temporaries: out of the caller's scope
+     * before they are released, else a scope pop would release them a second
+     * time while the tape nodes of a weight that requires grad still hold them */
     wgt_tensor *flat = wgt_reshape(ids, 1, &count);
     if (!flat) return NULL;
+    wgt_scope_remove(flat);
     wgt_tensor *rows = wgt_index_select(weight, 0, flat);
     wgt_tensor_release(flat);
     if (!rows) return NULL;
+    wgt_scope_remove(rows);
     int64_t shape[WGT_MAX_DIMS];
     memcpy(shape, ids->view.shape, sizeof(int64_t) * (size_t)ids->view.ndim);
     shape[ids->view.ndim] = D;

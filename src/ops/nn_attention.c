@@ -138,6 +138,7 @@ wgt_tensor *wgt_scaled_dot_product_attention(wgt_tensor *q, wgt_tensor *k, wgt_t
     wgt_tensor *lse = NULL;
     wgt_tensor *out = attention_forward(op, q, k, v, causal, dropout_p, seed, record ? &lse : NULL);
     if (!out || !record) return out;
+    wgt_scope_remove(lse); /* a temporary the node keeps: a scope pop must not release it a second time */
     wgt_grad_node *node = wgt_tape_record(out, WGT_OP_ATTENTION, 3, in);
     bool ok = node && wgt_tape_save_output(node, out) && wgt_tape_save(node, lse);
     wgt_tensor_release(lse);

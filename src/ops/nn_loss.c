@@ -158,6 +158,9 @@ wgt_tensor *wgt_cross_entropy(wgt_tensor *logits, wgt_tensor *targets, wgt_reduc
     grad_on(ctx);
     ok = out != NULL;
     if (ok && wgt_tape_wants(ctx, 2, args)) {
+        /* temporaries the node keeps: a scope pop must not release them a second time */
+        wgt_scope_remove(lse);
+        if (count) wgt_scope_remove(count);
         wgt_grad_node *node = wgt_tape_record(out, WGT_OP_CROSS_ENTROPY, 2, args);
         ok = node && wgt_tape_save(node, lse) && (!count || wgt_tape_save(node, count));
         if (node) {

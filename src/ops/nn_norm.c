@@ -121,6 +121,7 @@ static wgt_tensor *norm_forward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *b
     wgt_tensor_release(bc);
     int n_in = rms ? 2 : 3;
     if (ok && wgt_tape_wants(ctx, n_in, args)) {
+        wgt_scope_remove(stats); /* a temporary the node keeps: a scope pop must not release it a second time */
         wgt_grad_node *node = wgt_tape_record(y, rms ? WGT_OP_RMS_NORM : WGT_OP_LAYER_NORM, n_in, args);
         ok = node && wgt_tape_save(node, stats);
         if (node) node->params.reals[0] = eps;

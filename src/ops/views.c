@@ -131,6 +131,7 @@ wgt_tensor *wgt_reshape(wgt_tensor *t, int ndim, const int64_t *shape)
     if (compute_view_strides(&t->view, ndim, resolved, strides)) return wgt_view(t, ndim, resolved);
     wgt_tensor *c = wgt_copy(t);
     if (!c) return NULL;
+    wgt_scope_remove(c); /* a temporary: a scope pop must not release it again while the view's tape node holds it */
     wgt_tensor *r = wgt_view(c, ndim, resolved);
     wgt_tensor_release(c);
     return r;

@@ -1,0 +1,334 @@
+/* `wgt train` and `wgt sample` run as a user runs them (the wgt binary, exit
+ * codes, stdout/stderr), on the CPU backend and on the WebGPU adapter:
+ *   - a small run's validation loss falls below a stated value, and the log,
+ *     the PNG plot and the checkpoint are written;
+ *   - stop + --resume gives the same checkpoint as an uninterrupted run: byte
+ *     for byte on the CPU (dropout on), within 1e-4 on the GPU;
+ *   - Ctrl-C (SIGINT) saves a checkpoint, exits with 130, and the run resumes;
+ *   - sampling is deterministic for a seed and streams the requested length
+ *     (past block_size: the KV cache is re-encoded);
+ *   - every bad input of issue 11 gets a non-zero exit and a message naming
+ *     the cause, never a crash.
+ * Sized for lavapipe and ASan: a 1-layer model, 32 wide, block 32, batch 8. */
+#define _POSIX_C_SOURCE 200809L /* kill, fork, nanosleep */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+static const char *WORK = WGT_TEST_WORK_DIR;
+static const char *DATA = WGT_SOURCE_DIR "/data/tinyshakespeare.txt";
+#define SMALL "--preset tiny --n-layer 1 --n-head 2 --n-embd 32 --block-size 32 --batch-size 8 --eval-iters 2 --quiet"
+
+static char *read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)(n > 0 ? n : 0) + 1);
+    size_t got = buf ? fread(buf, 1, (size_t)(n > 0 ? n : 0), f) : 0;
+    fclose(f);
+    if (!buf) return NULL;
+    buf[got] = '\0';
+    if (size) *size = got;
+    return buf;
+}
+
+static void write_file(const char *path, const char *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(data, 1, size, f);
+        fclose(f);
+    }
+}
+
+/* Runs `wgt <args>` with stdout/stderr into WORK/<tag>.out/.err; returns the
+ * exit code, or -1 for a death by signal (a crash or an abort). */
+static int wgt(const char *tag, const char *args)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "'%s' %s >'%s/%s.out' 2>'%s/%s.err'", WGT_CLI_PATH, args, WORK, tag, WORK, tag);
+    int status = system(cmd);
+    if (status == -1 || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
+static char *output(const char *tag, const char *stream)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s.%s", WORK, tag, stream);
+    char *s = read_file(path, NULL);
+    return s ? s : calloc(1, 1);
+}
+
+/* The last evaluation's val loss recorded in a checkpoint (NaN if none). */
+static float final_val_loss(wgt_context *ctx, const char *ckpt)
+{
+    float v = NAN;
+    wgt_safetensors *f = wgt_safetensors_open(ctx, ckpt);
+    wgt_tensor *h = f ? wgt_safetensors_load(f, "history") : NULL;
+    if (h) {
+        int64_t n = wgt_tensor_dim(h, 0);
+        float *rows = malloc((size_t)(n * 5) * sizeof(float));
+        if (rows && wgt_tensor_read(h, rows, (size_t)(n * 5) * sizeof(float)) == WGT_OK)
+            for (int64_t r = 0; r < n; r++)
+                if (!isnan(rows[r * 5 + 3])) v = rows[r * 5 + 3];
+        free(rows);
+    }
+    wgt_tensor_release(h);
+    wgt_safetensors_close(f);
+    wgt_context_clear_error(ctx);
+    return v;
+}
+
+static void check_training_falls(wgt_context *ctx, const char *backend, int iters, float below)
+{
+    char args[1024], tag[64], ckpt[1024];
+    snprintf(tag, sizeof(tag), "fall_%s", backend);
+    snprintf(args, sizeof(args), SMALL " --backend %s --data %s --max-iters %d --eval-interval %d --out %s/%s",
+             backend, DATA, iters, iters / 2, WORK, tag);
+    int rc = wgt(tag, args);
+    char *err = output(tag, "err");
+    CHECK(rc == 0, "%s: wgt train exit %d: %s", backend, rc, err);
+    snprintf(ckpt, sizeof(ckpt), "%s/%s/ckpt.safetensors", WORK, tag);
+    float val = final_val_loss(ctx, ckpt);
+    /* the first evaluation is at ln(65) = 4.17 */
+    CHECK(val < below, "%s: val loss %.4f after %d steps, want < %.2f", backend, val, iters, below);
+    printf("%s: val loss %.4f after %d steps (stated bound %.2f)\n", backend, val, iters, below);
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s/loss.png", WORK, tag);
+    size_t size = 0;
+    char *png = read_file(path, &size);
+    CHECK(png && size > 1000 && memcmp(png, "\x89PNG", 4) == 0, "%s: %s is not a PNG (%zu bytes)", backend, path, size);
+    free(png);
+    snprintf(path, sizeof(path), "%s/%s/log.csv", WORK, tag);
+    char *csv = read_file(path, NULL);
+    CHECK(csv && strncmp(csv, "step,loss,train_eval,val_eval,lr\n", 33) == 0, "%s: %s header", backend, path);
+    free(csv);
+    free(err);
+}
+
+/* Max |a - b| over every tensor of two checkpoints (INFINITY if they differ in names or shapes). */
+static double checkpoint_diff(wgt_context *ctx, const char *pa, const char *pb)
+{
+    wgt_safetensors *a = wgt_safetensors_open(ctx, pa), *b = wgt_safetensors_open(ctx, pb);
+    double worst = a && b && wgt_safetensors_count(a) == wgt_safetensors_count(b) ? 0 : INFINITY;
+    for (int i = 0; isfinite(worst) && i < wgt_safetensors_count(a); i++) {
+        wgt_safetensors_info info;
+        wgt_safetensors_info_get(a, i, &info);
+        if (strcmp(info.dtype, "F32") != 0) continue;
+        wgt_scope_push(ctx);
+        wgt_tensor *ta = wgt_safetensors_load(a, info.name);
+        int j = wgt_safetensors_find(b, info.name);
+        wgt_tensor *tb = j >= 0 ? wgt_safetensors_load(b, info.name) : NULL;
+        int64_t n = ta ? wgt_tensor_numel(ta) : 0;
+        float *ha = malloc((size_t)n * sizeof(float) + 4), *hb = malloc((size_t)n * sizeof(float) + 4);
+        if (!tb || wgt_tensor_numel(tb) != n || wgt_tensor_read(ta, ha, (size_t)n * 4) != WGT_OK ||
+            wgt_tensor_read(tb, hb, (size_t)n * 4) != WGT_OK)
+            worst = INFINITY;
+        for (int64_t k = 0; isfinite(worst) && k < n; k++)
+            if (!(isnan(ha[k]) && isnan(hb[k]))) worst = fmax(worst, fabs(ha[k] - hb[k]));
+        free(ha);
+        free(hb);
+        wgt_scope_pop(ctx);
+    }
+    wgt_safetensors_close(a);
+    wgt_safetensors_close(b);
+    wgt_context_clear_error(ctx);
+    return worst;
+}
+
+static void check_resume(wgt_context *ctx, const char *backend)
+{
+    char args[1024], a[1024], b[1024];
+    const char *common = SMALL " --dropout 0.1 --max-iters 24 --eval-interval 8 --checkpoint-interval 5";
+    snprintf(args, sizeof(args), "%s --backend %s --data %s --out %s/straight_%s", common, backend, DATA, WORK, backend);
+    CHECK(wgt("straight", args) == 0, "%s: uninterrupted run failed", backend);
+    snprintf(args, sizeof(args), "%s --backend %s --data %s --out %s/resumed_%s --stop-after 11", common, backend, DATA,
+             WORK, backend);
+    int rc = wgt("stopped", args);
+    char *out = output("stopped", "out");
+    CHECK(rc == 0 && strstr(out, "stopped at step 11"), "%s: --stop-after 11: exit %d, %s", backend, rc, out);
+    free(out);
+    snprintf(args, sizeof(args), "--resume %s/resumed_%s/ckpt.safetensors --backend %s --data %s --out %s/resumed_%s --quiet",
+             WORK, backend, backend, DATA, WORK, backend);
+    rc = wgt("resumed", args);
+    char *err = output("resumed", "err");
+    CHECK(rc == 0, "%s: --resume exit %d: %s", backend, rc, err);
+    free(err);
+    snprintf(a, sizeof(a), "%s/straight_%s/ckpt.safetensors", WORK, backend);
+    snprintf(b, sizeof(b), "%s/resumed_%s/ckpt.safetensors", WORK, backend);
+    size_t na = 0, nb = 0;
+    char *fa = read_file(a, &na), *fb = read_file(b, &nb);
+    bool identical = fa && fb && na == nb && memcmp(fa, fb, na) == 0;
+    double diff = checkpoint_diff(ctx, a, b);
+    if (strcmp(backend, "cpu") == 0)
+        CHECK(identical, "cpu: resumed checkpoint differs from the uninterrupted one (max diff %.3g)", diff);
+    else
+        CHECK(diff <= 1e-4, "%s: resumed vs uninterrupted: weights/moments/losses differ by %.3g", backend, diff);
+    printf("%s: resume vs uninterrupted: %s, max diff %.3g\n", backend, identical ? "byte-identical files" : "files differ",
+           diff);
+    free(fa);
+    free(fb);
+}
+
+static void check_sigint(void)
+{
+    char path[1024], ckpt[1024];
+    snprintf(path, sizeof(path), "%s/sigint.out", WORK);
+    snprintf(ckpt, sizeof(ckpt), "%s/sigint/ckpt.safetensors", WORK);
+    remove(ckpt);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(path, "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
+        char out_dir[1024];
+        snprintf(out_dir, sizeof(out_dir), "%s/sigint", WORK);
+        execl(WGT_CLI_PATH, WGT_CLI_PATH, "train", "--preset", "tiny", "--n-layer", "1", "--n-embd", "32",
+              "--block-size", "32", "--batch-size", "8", "--backend", "cpu", "--data", DATA, "--max-iters", "100000",
+              "--log-interval", "1", "--eval-interval", "0", "--out", out_dir, (char *)NULL);
+        _exit(127);
+    }
+    CHECK(pid > 0, "fork");
+    if (pid <= 0) return;
+    /* wait for a few training steps (at most 120 s), then press Ctrl-C */
+    bool started = false;
+    for (int i = 0; i < 1200 && !started; i++) {
+        nanosleep(&(struct timespec){0, 100000000}, NULL);
+        char *s = read_file(path, NULL);
+        started = s && strstr(s, "step 3/");
+        free(s);
+    }
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char *s = read_file(path, NULL);
+    CHECK(started && WIFEXITED(status) && WEXITSTATUS(status) == 130 && s && strstr(s, "interrupted at step"),
+          "SIGINT: started %d, exit %d, output: %s", started, WIFEXITED(status) ? WEXITSTATUS(status) : -1, s ? s : "");
+    free(s);
+    char args[1200];
+    snprintf(args, sizeof(args), "--resume %s --max-iters 6 --backend cpu --data %s --out %s/sigint --quiet", ckpt, DATA,
+             WORK);
+    /* the interrupted run stopped after step 3 or later: resuming to 6 (or to its own step) works */
+    int rc = wgt("sigint_resume", args);
+    char *err = output("sigint_resume", "err");
+    CHECK(rc == 0 || strstr(err, "below the checkpoint's step"), "resume after SIGINT: exit %d: %s", rc, err);
+    free(err);
+}
+
+static void check_sampling(const char *backend)
+{
+    char args[1024], tag[64];
+    const char *ckpt_dir = "fall_cpu";
+    char *text[3];
+    const int seeds[3] = {5, 5, 6};
+    for (int i = 0; i < 3; i++) {
+        snprintf(tag, sizeof(tag), "sample_%s_%d", backend, i);
+        snprintf(args, sizeof(args),
+                 "sample --checkpoint %s/%s/ckpt.safetensors --backend %s --prompt 'ROMEO:' --tokens 80 --seed %d", WORK,
+                 ckpt_dir, backend, seeds[i]);
+        int rc = wgt(tag, args);
+        text[i] = output(tag, "out");
+        char *err = output(tag, "err");
+        CHECK(rc == 0 && strlen(text[i]) == 6 + 80 && strncmp(text[i], "ROMEO:", 6) == 0,
+              "%s: sample seed %d: exit %d, %zu chars, stderr %s", backend, seeds[i], rc, strlen(text[i]), err);
+        free(err);
+    }
+    CHECK(strcmp(text[0], text[1]) == 0, "%s: seed 5 twice gave two texts", backend);
+    CHECK(strcmp(text[0], text[2]) != 0, "%s: seeds 5 and 6 gave the same text", backend);
+    printf("%s: sample (seed 5): %.40s...\n", backend, text[0]);
+    for (int i = 0; i < 3; i++) free(text[i]);
+}
+
+typedef struct bad_case {
+    const char *what, *args, *message; /* message: a substring stderr must contain */
+    int exit_code;
+} bad_case;
+
+static void check_bad_inputs(void)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/empty.txt", WORK);
+    write_file(path, "", 0);
+    snprintf(path, sizeof(path), "%s/short.txt", WORK);
+    write_file(path, "To be, or not to be, that is the question.\n", 43);
+    snprintf(path, sizeof(path), "%s/garbage.safetensors", WORK);
+    write_file(path, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\": [1, 2, 3]", 23);
+    char other[4000];
+    for (int i = 0; i < (int)sizeof(other); i++) other[i] = "abcdefgh \n"[(i * 7) % 10];
+    snprintf(path, sizeof(path), "%s/other.txt", WORK);
+    write_file(path, other, sizeof(other));
+
+    char ckpt[1024];
+    snprintf(ckpt, sizeof(ckpt), "%s/fall_cpu/ckpt.safetensors", WORK);
+    const bad_case cases[] = {
+        {"missing data file", "train --backend cpu --data %W/no-such-file.txt", "cannot open the data file", 1},
+        {"empty data file", "train --backend cpu --data %W/empty.txt", "is empty", 1},
+        {"block size longer than the text", "train --backend cpu --data %W/short.txt --block-size 64", "longer than the text", 1},
+        {"config over the memory limit", "train --backend cpu --data %D --memory-limit 1M", "does not fit", 1},
+        {"largest tensor over the machine", "train --backend cpu --data %D --batch-size 1000000 --block-size 1024", "does not fit", 1},
+        {"unreadable checkpoint", "train --backend cpu --data %D --resume %W/no-such.safetensors", "--resume", 1},
+        {"corrupt checkpoint", "train --backend cpu --data %D --resume %W/garbage.safetensors", "--resume", 1},
+        {"checkpoint of another text", "train --backend cpu --data %W/other.txt --resume %C", "another text", 1},
+        {"config change on resume", "train --backend cpu --data %D --resume %C --n-layer 3", "cannot change on --resume", 1},
+        {"bad number", "train --backend cpu --lr fast", "not a valid value", 2},
+        {"sample: corrupt checkpoint", "sample --backend cpu --checkpoint %W/garbage.safetensors", "garbage", 1},
+        {"sample: prompt outside the vocabulary", "sample --backend cpu --checkpoint %C --prompt '~~{'", "not in the checkpoint's vocabulary", 1},
+    };
+    const bad_case more[] = {
+        {"sample: bad top-p", "sample --backend cpu --checkpoint %C --top-p 1.5", "not a valid value", 2},
+        {"sample: no checkpoint", "sample --backend cpu", "--checkpoint is required", 2},
+        {"unknown flag", "train --backend cpu --layers 3", "unknown option", 2},
+        {"bad dropout", "train --backend cpu --data %D --dropout 1.5", "dropout", 1},
+        {"heads do not divide", "train --backend cpu --data %D --n-embd 30 --n-head 4", "multiple of n_head", 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) + sizeof(more) / sizeof(more[0]); i++) {
+        const bad_case *c = i < sizeof(cases) / sizeof(cases[0]) ? &cases[i] : &more[i - sizeof(cases) / sizeof(cases[0])];
+        /* expand %W (work dir), %D (the shipped text), %C (a good checkpoint) */
+        char args[2000] = "";
+        for (const char *p = c->args; *p; p++) {
+            size_t len = strlen(args);
+            if (p[0] == '%' && (p[1] == 'W' || p[1] == 'D' || p[1] == 'C')) {
+                snprintf(args + len, sizeof(args) - len, "%s", p[1] == 'W' ? WORK : p[1] == 'D' ? DATA : ckpt);
+                p++;
+            } else if (len + 1 < sizeof(args)) {
+                args[len] = *p;
+                args[len + 1] = '\0';
+            }
+        }
+        int rc = wgt("bad", args);
+        char *err = output("bad", "err");
+        CHECK(rc == c->exit_code && strstr(err, c->message), "%s: exit %d (want %d), stderr: %s", c->what, rc,
+              c->exit_code, err);
+        free(err);
+    }
+}
+
+int main(void)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", WORK);
+    CHECK(system(cmd) == 0, "mkdir %s", WORK);
+    wgt_context *cpu = test_cpu_context();
+    CHECK(cpu != NULL, "cpu context");
+    if (!cpu) return test_summary();
+    /* Bounds stated in docs/training.md: 1 layer, 32 wide, batch 8 x block 32. */
+    check_training_falls(cpu, "cpu", 120, 2.9f);
+    check_training_falls(cpu, "webgpu", 60, 3.3f);
+    check_resume(cpu, "cpu");
+    check_resume(cpu, "webgpu");
+    check_sampling("cpu");
+    check_sampling("webgpu");
+    check_sigint();
+    check_bad_inputs();
+    wgt_context_destroy(cpu);
+    return test_summary();
+}
