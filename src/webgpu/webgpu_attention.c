@@ -13,9 +13,12 @@
  *   attention_forward           the same with one query row per invocation
  *                               (any device; WGT_ATTENTION_FORWARD=rows)
  *   attention_backward_prepare  delta = rowsum(dout * out)
- *   attention_backward_kv       dk, dv: one key per invocation, query tiles in
- *                               shared memory (no atomics)
- *   attention_backward_q        dq: one query row per invocation, key tiles
+ *   attention_backward_kv_tiled dk, dv: 4 keys x 4 rows register blocks per
+ *                               invocation, query tiles in shared memory (no
+ *                               atomics); the default where its tiles fit
+ *   attention_backward_q_tiled  dq: 4 rows x 4 keys blocks, key tiles
+ *   attention_backward_kv, _q   the same with one key (row) per invocation
+ *                               (any device; WGT_ATTENTION_BACKWARD=rows)
  *   rope                        one pair per invocation
  * Specialized per head dim by a prelude of constants (D4 vec4s per row, tile
  * sizes that fit the device's workgroup memory). The kernels compute in f32 on
@@ -267,6 +270,36 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
 
 /* ------------------------------------------------------------ backward */
 
+/* Workgroup memory of the tiled backward kernels (see their tiles). */
+static uint64_t tiled_kv_shared(uint32_t bk, uint32_t bq, uint32_t d4)
+{
+    return 16ull * (2ull * bk * (d4 + 1) + 2ull * bq * (d4 + 1) + 2ull * bq * (bk / 4 + 1)) + 8ull * bq;
+}
+static uint64_t tiled_q_shared(uint32_t bq, uint32_t bk, uint32_t d4)
+{
+    return 16ull * (2ull * bq * (d4 + 1) + 2ull * bk * (d4 + 1) + (uint64_t)bk * (bq / 4 + 1)) + 8ull * bq;
+}
+
+/* Tiles of the register-blocked backward: kv: 32 keys per workgroup, *kv_rows
+ * query rows per tile; q: *q_rows rows per workgroup, t->keys keys per tile.
+ * false: use the one-per-invocation kernels. */
+static bool tiled_backward(const webgpu_backend *wg, const attention_tiles *t, uint32_t d4, uint32_t *kv_rows,
+                           uint32_t *q_rows)
+{
+    const char *env = getenv("WGT_ATTENTION_BACKWARD");
+    if (env && strcmp(env, "rows") == 0) return false;
+    uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
+    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
+    if (t->keys < 8 || threads < 64) return false;
+    *kv_rows = t->kv_rows;
+    while (*kv_rows > 8 && tiled_kv_shared(32, *kv_rows, d4) > shared) *kv_rows /= 2;
+    *q_rows = t->rows < 32 ? t->rows : 32;
+    while (*q_rows > 8 && (tiled_q_shared(*q_rows, t->keys, d4) > shared || 2 * *q_rows > threads)) *q_rows /= 2;
+    return *kv_rows >= 8 && tiled_kv_shared(32, *kv_rows, d4) <= shared && *q_rows >= 8 &&
+           tiled_q_shared(*q_rows, t->keys, d4) <= shared;
+}
+
 static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
 {
     const char *op = call->op_name;
@@ -280,13 +313,19 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
         else p.offsets[5 + i] = (uint32_t)call->outputs[i].offset;
     uint32_t d4 = (p.D + 3) / 4;
     attention_tiles t = choose_tiles(wg, d4);
-    bool split = d4 > t.joint_d4;
+    uint32_t kv_rows = 0, q_rows = 0;
+    bool tiled = tiled_backward(wg, &t, d4, &kv_rows, &q_rows);
+    uint32_t kv_keys = tiled ? 32 : t.kv_keys, dq_rows = tiled ? q_rows : t.rows;
+    bool split = !tiled && d4 > t.joint_d4;
     webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;
     wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, t.rows, t.keys, 0, 2, 1, op, &prepare);
-    if (s == WGT_OK)
+    if (s == WGT_OK && tiled) s = get_pipeline(wg, "attention_backward_kv_tiled", d4, kv_rows, 32, 3, 6, 2, op, &kv[0]);
+    else if (s == WGT_OK)
         s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, split ? 1 : 3, 6, 2, op, &kv[0]);
     if (s == WGT_OK && split) s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, 2, 6, 2, op, &kv[1]);
-    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_q", d4, t.rows, t.keys, 0, 6, 1, op, &dq);
+    if (s == WGT_OK)
+        s = get_pipeline(wg, tiled ? "attention_backward_q_tiled" : "attention_backward_q", d4, dq_rows, t.keys, 0, 6,
+                         1, op, &dq);
     if (s != WGT_OK) return s;
     wgt_tensor_view delta;
     s = webgpu_temp_alloc(wg, WGT_F32, 3, in[0].shape, &delta);
@@ -304,14 +343,14 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
         s = dispatch_blocks(wg, prepare, b, 3, &p, ceil_div((int64_t)rows, t.rows), op);
     }
     if (s == WGT_OK) {
-        p.blocks = (uint32_t)ceil_div(p.Tk, t.kv_keys);
+        p.blocks = (uint32_t)ceil_div(p.Tk, kv_keys);
         WGPUBuffer b[8] = {q, k, v, dout, lse, d, webgpu_view_buffer(&call->outputs[1]),
                            webgpu_view_buffer(&call->outputs[2])};
         for (int pass = 0; pass < 2 && s == WGT_OK; pass++)
             if (kv[pass]) s = dispatch_blocks(wg, kv[pass], b, 8, &p, (uint64_t)p.blocks * p.B * p.Hkv, op);
     }
     if (s == WGT_OK) {
-        p.blocks = (uint32_t)ceil_div(p.Tq, t.rows);
+        p.blocks = (uint32_t)ceil_div(p.Tq, dq_rows);
         WGPUBuffer b[7] = {q, k, v, dout, lse, d, webgpu_view_buffer(&call->outputs[0])};
         s = dispatch_blocks(wg, dq, b, 7, &p, (uint64_t)p.blocks * p.B * p.H, op);
     }
