@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "ops/nn_internal.h"
 #include "test_util.h"
 
@@ -812,6 +813,32 @@ static void test_bad_input(wgt_context *ctx)
     check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "dropout p NaN");
     CHECK(!wgt_dropout(xi, 0.5, 1), "dropout of i32");
     check_error_and_recover(ctx, WGT_ERR_DTYPE, "dropout dtype");
+    /* a malformed kernel call (weight [4] for rows of 3) reaching a backend is
+     * refused before anything reads it: the WebGPU kernels index unchecked */
+    {
+        wgt_tensor *y = wgt_tensor_empty(ctx, WGT_F32, 2, s23), *st = wgt_tensor_empty(ctx, WGT_F32, 2, (int64_t[]){2, 2});
+        wgt_kernel_call call;
+        memset(&call, 0, sizeof(call));
+        call.kind = WGT_KERNEL_NN;
+        call.op_name = "test malformed norm";
+        call.nn.kernel = WGT_NN_NORM;
+        call.nn.has_weight = true;
+        call.n_inputs = 2;
+        call.inputs[0] = x->view;
+        call.inputs[1] = w4->view;
+        call.n_outputs = 2;
+        call.outputs[0] = y->view;
+        call.outputs[1] = st->view;
+        wgt_status st_run = wgt_run_kernel(ctx, &call);
+        CHECK(st_run == WGT_ERR_INVALID_ARGUMENT || st_run == WGT_ERR_UNSUPPORTED, "%s: malformed NN call gave %s",
+              backend_name(ctx), wgt_status_string(st_run));
+        wgt_context_clear_error(ctx);
+        call.inputs[1] = y->view; /* [2, 3] as a weight of 3: still not [D] */
+        st_run = wgt_run_kernel(ctx, &call);
+        CHECK(st_run != WGT_OK, "%s: a [2, 3] weight for D = 3 is refused", backend_name(ctx));
+        wgt_context_clear_error(ctx);
+        wgt_tensor_release(y), wgt_tensor_release(st);
+    }
     /* after all that, the ops still work */
     wgt_tensor *ok = wgt_layer_norm(x, NULL, NULL, 1e-5);
     double *v = download(ok);

@@ -10,32 +10,11 @@
  * split over threads; the parameter-gradient partials are one chunk of rows
  * per task, so no two threads write one output element.
  */
+#include "core/nn_call.h"
 #include "cpu/cpu_internal.h"
 
-/* Inputs of each NN kernel, in the order the contract lists them. */
-int cpu_nn_input_count(const wgt_kernel_call *call)
-{
-    int w = call->nn.has_weight, b = call->nn.has_bias;
-    switch (call->nn.kernel) {
-    case WGT_NN_NORM: return 1 + w + b;
-    case WGT_NN_NORM_BACKWARD: return 3 + w;
-    case WGT_NN_NORM_PARAM_GRADS: return 3;
-    case WGT_NN_CROSS_ENTROPY: return 2;
-    case WGT_NN_CROSS_ENTROPY_BACKWARD: return 4;
-    default: return -1;
-    }
-}
-
-int cpu_nn_output_count(const wgt_kernel_call *call)
-{
-    switch (call->nn.kernel) {
-    case WGT_NN_NORM: return 2;
-    case WGT_NN_NORM_PARAM_GRADS: return call->nn.has_bias ? 2 : 1;
-    case WGT_NN_NORM_BACKWARD: return call->nn.chunk_rows > 0 ? (call->nn.has_bias ? 3 : 2) : 1;
-    case WGT_NN_CROSS_ENTROPY: return 2;
-    default: return 1;
-    }
-}
+int cpu_nn_input_count(const wgt_kernel_call *call) { return wgt_nn_call_inputs(call); }
+int cpu_nn_output_count(const wgt_kernel_call *call) { return wgt_nn_call_outputs(call); }
 
 static bool is_float(wgt_dtype d) { return d == WGT_F32 || d == WGT_F16; }
 
@@ -275,6 +254,9 @@ static wgt_status run_cross_entropy_backward(cpu_backend *b, const wgt_kernel_ca
 
 wgt_status cpu_run_nn(cpu_backend *b, const wgt_kernel_call *call)
 {
+    if (!wgt_nn_call_shapes_valid(call))
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "NN kernel %d: views do not have the contract's shapes",
+                        (int)call->nn.kernel);
     /* The front-end's promise, checked: every row-shaped view is contiguous. */
     for (int i = 0; i < call->n_inputs; i++) {
         bool row_shaped = !(call->nn.kernel == WGT_NN_CROSS_ENTROPY_BACKWARD && i == 3) &&

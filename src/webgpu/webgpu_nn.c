@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/nn_call.h"
 #include "webgpu/webgpu_internal.h"
 
 #define NN_MAX_THREADS 256u /* the WebGPU default limit of invocations per workgroup */
@@ -46,28 +47,8 @@ _Static_assert(sizeof(nn_params) % 16 == 0 && sizeof(nn_params) <= WEBGPU_PARAMS
 
 enum { NN_HAS_WEIGHT = 1, NN_HAS_BIAS = 2, NN_RMS = 4 };
 
-static int nn_input_count(const wgt_kernel_call *call)
-{
-    int w = call->nn.has_weight, b = call->nn.has_bias;
-    switch (call->nn.kernel) {
-    case WGT_NN_NORM: return 1 + w + b;
-    case WGT_NN_NORM_BACKWARD: return 3 + w;
-    case WGT_NN_NORM_PARAM_GRADS: return 3;
-    case WGT_NN_CROSS_ENTROPY: return 2;
-    case WGT_NN_CROSS_ENTROPY_BACKWARD: return 4;
-    default: return -1;
-    }
-}
-
-static int nn_output_count(const wgt_kernel_call *call)
-{
-    switch (call->nn.kernel) {
-    case WGT_NN_NORM: case WGT_NN_CROSS_ENTROPY: return 2;
-    case WGT_NN_NORM_PARAM_GRADS: return call->nn.has_bias ? 2 : 1;
-    case WGT_NN_NORM_BACKWARD: return call->nn.chunk_rows > 0 ? (call->nn.has_bias ? 3 : 2) : 1;
-    default: return 1;
-    }
-}
+static int nn_input_count(const wgt_kernel_call *call) { return wgt_nn_call_inputs(call); }
+static int nn_output_count(const wgt_kernel_call *call) { return wgt_nn_call_outputs(call); }
 
 static bool is_targets(const wgt_kernel_call *call, int i)
 {
@@ -86,6 +67,7 @@ bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call)
     (void)wg;
     if ((unsigned)call->nn.kernel >= WGT_NN_KERNEL_COUNT) return false;
     if (call->n_inputs != nn_input_count(call) || call->n_outputs < nn_output_count(call)) return false;
+    if (!wgt_nn_call_shapes_valid(call)) return false; /* the kernels index without bounds checks */
     for (int i = 0; i < call->n_inputs; i++) {
         const wgt_tensor_view *v = &call->inputs[i];
         bool float_ok = v->dtype == WGT_F32 || v->dtype == WGT_F16;

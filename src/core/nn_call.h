@@ -1,0 +1,85 @@
+/*
+ * Inputs, outputs and shapes of each WGT_KERNEL_NN kernel (contracts in
+ * src/backend.h), shared by both backends so they agree on the order and
+ * refuse a malformed call before reading anything: the WebGPU kernels run
+ * without implementation bounds checks, so every extent they index must be
+ * right.
+ */
+#ifndef WGT_CORE_NN_CALL_H
+#define WGT_CORE_NN_CALL_H
+
+#include "backend.h"
+
+static inline int wgt_nn_call_inputs(const wgt_kernel_call *call)
+{
+    int w = call->nn.has_weight, b = call->nn.has_bias;
+    switch (call->nn.kernel) {
+    case WGT_NN_NORM: return 1 + w + b;                   /* x, w, b */
+    case WGT_NN_NORM_BACKWARD: return 3 + w;              /* x, w, stats, dy */
+    case WGT_NN_NORM_PARAM_GRADS: return 3;               /* x, stats, dy */
+    case WGT_NN_CROSS_ENTROPY: return 2;                  /* logits, targets */
+    case WGT_NN_CROSS_ENTROPY_BACKWARD: return 4;         /* logits, targets, lse, g */
+    default: return -1;
+    }
+}
+
+static inline int wgt_nn_call_outputs(const wgt_kernel_call *call)
+{
+    switch (call->nn.kernel) {
+    case WGT_NN_NORM: return 2;                                            /* y, stats */
+    case WGT_NN_NORM_BACKWARD: return call->nn.chunk_rows > 0 ? 2 + call->nn.has_bias : 1; /* dx, dw, db */
+    case WGT_NN_NORM_PARAM_GRADS: return 1 + call->nn.has_bias;            /* dw, db */
+    case WGT_NN_CROSS_ENTROPY: return 2;                                   /* loss, lse */
+    default: return 1;                                                     /* dlogits */
+    }
+}
+
+static inline int64_t wgt_nn_numel(const wgt_tensor_view *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < v->ndim; d++) n *= v->shape[d];
+    return n;
+}
+
+/* Whether every view has the extent the contract gives it: x (or logits) is
+ * [R, D]; per-row views hold R (stats 2R) elements; row-shaped views R*D;
+ * weight and bias D; partials [P, D] with P >= ceil(R / chunk_rows). */
+static inline bool wgt_nn_call_shapes_valid(const wgt_kernel_call *call)
+{
+    if (wgt_nn_call_inputs(call) != call->n_inputs || call->n_outputs < wgt_nn_call_outputs(call)) return false;
+    const wgt_tensor_view *x = &call->inputs[0];
+    if (x->ndim != 2 || x->shape[0] < 0 || x->shape[1] < 0) return false;
+    int64_t rows = x->shape[0], d = x->shape[1], k = 1;
+    bool w = call->nn.has_weight, b = call->nn.has_bias;
+    const wgt_tensor_view *out = call->outputs;
+    bool ok = true;
+    switch (call->nn.kernel) {
+    case WGT_NN_NORM:
+        if (w) ok = ok && wgt_nn_numel(&call->inputs[k++]) == d;
+        if (b) ok = ok && wgt_nn_numel(&call->inputs[k++]) == d;
+        return ok && wgt_nn_numel(&out[0]) == rows * d && wgt_nn_numel(&out[1]) == 2 * rows;
+    case WGT_NN_NORM_BACKWARD:
+    case WGT_NN_NORM_PARAM_GRADS: {
+        bool backward = call->nn.kernel == WGT_NN_NORM_BACKWARD;
+        if (backward && w) ok = ok && wgt_nn_numel(&call->inputs[k++]) == d;
+        ok = ok && wgt_nn_numel(&call->inputs[k]) == 2 * rows && wgt_nn_numel(&call->inputs[k + 1]) == rows * d;
+        if (backward) ok = ok && wgt_nn_numel(&out[0]) == rows * d;
+        int first = backward ? 1 : 0, n = wgt_nn_call_outputs(call);
+        for (int i = first; i < n; i++) {
+            int64_t chunk = call->nn.chunk_rows;
+            ok = ok && chunk > 0 && out[i].ndim == 2 && out[i].shape[1] == d &&
+                 out[i].shape[0] >= (rows + chunk - 1) / chunk && out[i].shape[0] == out[first].shape[0];
+        }
+        return ok;
+    }
+    case WGT_NN_CROSS_ENTROPY:
+        return wgt_nn_numel(&call->inputs[1]) == rows && wgt_nn_numel(&out[0]) == rows && wgt_nn_numel(&out[1]) == rows;
+    case WGT_NN_CROSS_ENTROPY_BACKWARD:
+        return wgt_nn_numel(&call->inputs[1]) == rows && wgt_nn_numel(&call->inputs[2]) == rows &&
+               call->inputs[3].ndim == 1 && call->inputs[3].shape[0] == rows && wgt_nn_numel(&out[0]) == rows * d;
+    default:
+        return false;
+    }
+}
+
+#endif /* WGT_CORE_NN_CALL_H */
