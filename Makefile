@@ -6,10 +6,17 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWGT_WERROR=ON
 
 .PHONY: run test deps build test-asan clean
 
-# With no adapter `wgt devices` says so and fails; the demo then runs on the CPU.
+# The main job (issue 11): train a character-level GPT on data/tinyshakespeare.txt
+# with the preset that fits the adapter (nanoGPT's `shakespeare` on a GPU, `tiny`
+# on a CPU or lavapipe), sample from it, say where the checkpoint and plot are.
+# With no adapter `wgt devices` says so and fails; training then runs on the CPU.
+RUN_OUT ?= out/run
 run: build
 	-$(BUILD)/bin/wgt devices
-	$(BUILD)/bin/wgt demo
+	$(BUILD)/bin/wgt train --out $(RUN_OUT)
+	$(BUILD)/bin/wgt sample --checkpoint $(RUN_OUT)/ckpt.safetensors --tokens 300
+	@echo "checkpoint: $(RUN_OUT)/ckpt.safetensors  loss plot: $(RUN_OUT)/loss.png  log: $(RUN_OUT)/log.csv"
+	@echo "more: $(BUILD)/bin/wgt sample --checkpoint $(RUN_OUT)/ckpt.safetensors --prompt 'ROMEO:' --seed 7"
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j2 --timeout 900
@@ -23,11 +30,13 @@ build: deps
 
 # The suite under AddressSanitizer + UndefinedBehaviorSanitizer with leak checks.
 # Mesa's drivers are preloaded so their own leaks can be suppressed by name
-# (tests/lsan.supp) after the Vulkan loader unloads them.
+# (tests/lsan.supp) after the Vulkan loader unloads them. allocator_may_return_null:
+# a huge allocation fails as malloc does (the library reports OUT_OF_MEMORY)
+# instead of ASan aborting the test.
 MESA_DRIVERS := $(wildcard /usr/lib/x86_64-linux-gnu/libvulkan_lvp.so /usr/lib/x86_64-linux-gnu/dri/swrast_dri.so)
 test-asan:
 	$(MAKE) build BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DWGT_WERROR=ON -DWGT_SANITIZE=ON"
-	cd build-asan && LD_PRELOAD="$(MESA_DRIVERS)" ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 \
+	cd build-asan && LD_PRELOAD="$(MESA_DRIVERS)" ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:allocator_may_return_null=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j2 --timeout 1800
 

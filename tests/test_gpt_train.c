@@ -94,7 +94,7 @@ static void check_training_falls(wgt_context *ctx, const char *backend, int iter
 {
     char args[1024], tag[64], ckpt[1024];
     snprintf(tag, sizeof(tag), "fall_%s", backend);
-    snprintf(args, sizeof(args), SMALL " --backend %s --data %s --max-iters %d --eval-interval %d --out %s/%s",
+    snprintf(args, sizeof(args), "train " SMALL " --backend %s --data %s --max-iters %d --eval-interval %d --out %s/%s",
              backend, DATA, iters, iters / 2, WORK, tag);
     int rc = wgt(tag, args);
     char *err = output(tag, "err");
@@ -150,7 +150,7 @@ static double checkpoint_diff(wgt_context *ctx, const char *pa, const char *pb)
 static void check_resume(wgt_context *ctx, const char *backend)
 {
     char args[1024], a[1024], b[1024];
-    const char *common = SMALL " --dropout 0.1 --max-iters 24 --eval-interval 8 --checkpoint-interval 5";
+    const char *common = "train " SMALL " --dropout 0.1 --max-iters 24 --eval-interval 8 --checkpoint-interval 5";
     snprintf(args, sizeof(args), "%s --backend %s --data %s --out %s/straight_%s", common, backend, DATA, WORK, backend);
     CHECK(wgt("straight", args) == 0, "%s: uninterrupted run failed", backend);
     snprintf(args, sizeof(args), "%s --backend %s --data %s --out %s/resumed_%s --stop-after 11", common, backend, DATA,
@@ -159,7 +159,7 @@ static void check_resume(wgt_context *ctx, const char *backend)
     char *out = output("stopped", "out");
     CHECK(rc == 0 && strstr(out, "stopped at step 11"), "%s: --stop-after 11: exit %d, %s", backend, rc, out);
     free(out);
-    snprintf(args, sizeof(args), "--resume %s/resumed_%s/ckpt.safetensors --backend %s --data %s --out %s/resumed_%s --quiet",
+    snprintf(args, sizeof(args), "train --resume %s/resumed_%s/ckpt.safetensors --backend %s --data %s --out %s/resumed_%s --quiet",
              WORK, backend, backend, DATA, WORK, backend);
     rc = wgt("resumed", args);
     char *err = output("resumed", "err");
@@ -187,6 +187,7 @@ static void check_sigint(void)
     snprintf(path, sizeof(path), "%s/sigint.out", WORK);
     snprintf(ckpt, sizeof(ckpt), "%s/sigint/ckpt.safetensors", WORK);
     remove(ckpt);
+    fflush(stdout); /* the child's freopen would write the parent's buffered lines a second time */
     pid_t pid = fork();
     if (pid == 0) {
         if (!freopen(path, "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
@@ -215,7 +216,7 @@ static void check_sigint(void)
           "SIGINT: started %d, exit %d, output: %s", started, WIFEXITED(status) ? WEXITSTATUS(status) : -1, s ? s : "");
     free(s);
     char args[1200];
-    snprintf(args, sizeof(args), "--resume %s --max-iters 6 --backend cpu --data %s --out %s/sigint --quiet", ckpt, DATA,
+    snprintf(args, sizeof(args), "train --resume %s --max-iters 6 --backend cpu --data %s --out %s/sigint --quiet", ckpt, DATA,
              WORK);
     /* the interrupted run stopped after step 3 or later: resuming to 6 (or to its own step) works */
     int rc = wgt("sigint_resume", args);

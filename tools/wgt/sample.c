@@ -182,11 +182,8 @@ int wgt_command_sample(int argc, char **argv)
         fprintf(stderr, "wgt sample: %s\n", msg);
         return 2;
     }
-    wgt_context_options o;
-    wgt_context_options_init(&o);
-    if (a.backend) o.backend = strcmp(a.backend, "cpu") == 0 ? WGT_BACKEND_CPU : WGT_BACKEND_WEBGPU;
-    if (a.adapter) o.adapter_name = a.adapter;
-    wgt_context *ctx = wgt_context_create(&o);
+    const char *note = NULL; /* sampling on lavapipe is slower than on the CPU backend: same policy as train */
+    wgt_context *ctx = train_open_context(a.backend, a.adapter, &note);
     if (!ctx || wgt_context_status(ctx) != WGT_OK) {
         fprintf(stderr, "wgt sample: cannot open a context: %s\n", ctx ? wgt_context_error_message(ctx) : "no memory");
         wgt_context_destroy(ctx);

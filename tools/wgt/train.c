@@ -260,7 +260,8 @@ static int train_loop(trainer *t)
                  timed, bench_from, 1e3 * elapsed / (double)timed, (double)timed * tokens_per_step / elapsed,
                  (double)mem.peak_bytes_in_use / 1048576.0);
         print_line(t, line);
-        return 0;
+        /* the weights are still worth keeping: `wgt sample` times generation on them */
+        return save_all(t) ? 0 : 1;
     }
     if (!save_all(t)) return 1;
     snprintf(line, sizeof(line), "done: best val loss %.4f\n  checkpoint %s\n  loss log   %s\n  loss plot  %s\n",
@@ -337,20 +338,6 @@ static int check_memory(trainer *t)
     return 0;
 }
 
-static wgt_context *open_context(const train_options *opt)
-{
-    wgt_context_options o;
-    wgt_context_options_init(&o);
-    if (opt->backend) o.backend = strcmp(opt->backend, "cpu") == 0 ? WGT_BACKEND_CPU : WGT_BACKEND_WEBGPU;
-    if (opt->adapter) {
-        char *end;
-        long index = strtol(opt->adapter, &end, 10);
-        if (*end == '\0' && end != opt->adapter) o.adapter_index = (int)index;
-        else o.adapter_name = opt->adapter;
-    }
-    return wgt_context_create(&o);
-}
-
 static int run(trainer *t, int argc, char **argv)
 {
     train_flags_seen seen;
@@ -361,9 +348,11 @@ static int run(trainer *t, int argc, char **argv)
     if (rc) return rc == 1 ? 0 : rc;
     if (t->opt.backend && strcmp(t->opt.backend, "cpu") != 0 && strcmp(t->opt.backend, "webgpu") != 0)
         return fail(t, "--backend must be cpu or webgpu, not \"%s\"", t->opt.backend);
-    t->ctx = open_context(&t->opt);
+    const char *note = NULL;
+    t->ctx = train_open_context(t->opt.backend, t->opt.adapter, &note);
     if (!t->ctx || wgt_context_status(t->ctx) != WGT_OK)
         return fail(t, "cannot open a context: %s", t->ctx ? wgt_context_error_message(t->ctx) : "out of memory");
+    if (note && !t->opt.quiet) printf("wgt train: %s\n", note);
     wgt_adapter_info info;
     wgt_context_adapter_info(t->ctx, &info);
     if (!preset_given && !t->opt.resume_path) {

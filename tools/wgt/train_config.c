@@ -244,3 +244,30 @@ bool train_config_check(const train_config *c, char *msg, size_t msg_size)
     }
     return true;
 }
+
+wgt_context *train_open_context(const char *backend, const char *adapter, const char **note)
+{
+    wgt_context_options o;
+    wgt_context_options_init(&o);
+    *note = NULL;
+    if (backend) o.backend = strcmp(backend, "cpu") == 0 ? WGT_BACKEND_CPU : WGT_BACKEND_WEBGPU;
+    if (adapter) {
+        char *end;
+        long index = strtol(adapter, &end, 10);
+        if (*end == '\0' && end != adapter) o.adapter_index = (int)index;
+        else o.adapter_name = adapter;
+    }
+    wgt_context *ctx = wgt_context_create(&o);
+    wgt_adapter_info info;
+    const char *env = getenv("WGT_BACKEND"), *env_adapter = getenv("WGT_ADAPTER");
+    if (!backend && !adapter && !(env && *env) && !(env_adapter && *env_adapter) && ctx &&
+        wgt_context_status(ctx) == WGT_OK && wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU &&
+        wgt_context_adapter_info(ctx, &info) == WGT_OK && info.type == WGT_ADAPTER_CPU) {
+        wgt_context_destroy(ctx);
+        o.backend = WGT_BACKEND_CPU;
+        ctx = wgt_context_create(&o);
+        *note = "the only WebGPU adapter is a software one (lavapipe): using the CPU backend, which is faster "
+                "(--backend webgpu to use the adapter)";
+    }
+    return ctx;
+}

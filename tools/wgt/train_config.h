@@ -63,6 +63,12 @@ int train_parse_flags(int argc, char **argv, train_config *cfg, train_options *o
 void train_usage(FILE *f);
 bool train_flag_seen(const train_flags_seen *seen, const char *name);
 
+/* A context for training or sampling: backend "cpu"/"webgpu"/NULL (auto),
+ * adapter an index or a name substring (or NULL). With neither given, a
+ * software adapter (lavapipe: type CPU) is passed over for the CPU backend,
+ * which runs the same ops natively and faster; *note then says so. */
+wgt_context *train_open_context(const char *backend, const char *adapter, const char **note);
+
 /* Range checks of every field (after vocab_size is known); message into msg. */
 bool train_config_check(const train_config *cfg, char *msg, size_t msg_size);
 
