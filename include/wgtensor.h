@@ -546,7 +546,8 @@ wgt_tensor *wgt_mse_loss(wgt_tensor *input, wgt_tensor *target, wgt_reduction re
 /* x [...] (f32/f16) -> [...]: each element zeroed with probability p, the
  * others scaled by 1 / (1 - p). The keep mask of element i (row-major) is
  * Philox-4x32-10(seed) at counter i, uniform u = (word0 >> 8) * 2^-24, kept
- * when u >= p: identical on every backend. 0 <= p < 1; p = 0 returns a copy. */
+ * when u >= p (p rounded to f32): identical on every backend. 0 <= p < 1; p = 0
+ * returns a copy. */
 wgt_tensor *wgt_dropout(wgt_tensor *x, double p, uint64_t seed);
 
 /* ------------------------------------------------------ convolutional layers */
