@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test_util.h"
@@ -232,6 +233,74 @@ static void two_threads(wgt_backend_kind k0, wgt_backend_kind k1, int iterations
     printf("two threads, %s + %s: %d iterations each\n", kind_name(k0), kind_name(k1), iterations);
 }
 
+/* ------------------------------------------------------------ shared cores */
+
+static volatile int hogs_run;
+
+static void *hog(void *arg)
+{
+    (void)arg;
+    volatile unsigned long x = 0;
+    while (hogs_run) x++;
+    return NULL;
+}
+
+static int context_threads(wgt_context *ctx)
+{
+    wgt_adapter_info info;
+    if (wgt_context_adapter_info(ctx, &info) != WGT_OK) return -1;
+    return atoi(info.driver); /* "N threads, ..." */
+}
+
+/* Issue 9, defect 3: with the cores busy, the CPU backend drops to fewer
+ * threads (spinning OpenMP threads on shared cores made a BERT forward 5x
+ * slower), and goes back up when they are free again. */
+static void shared_cores(void)
+{
+    wgt_context *ctx = test_cpu_context();
+    if (!ctx) return;
+    int max = context_threads(ctx);
+    if (max < 2 || getenv("OMP_NUM_THREADS") || getenv("OMP_WAIT_POLICY")) {
+        printf("shared cores: not applicable (%d threads, or OpenMP set by the environment)\n", max);
+        wgt_context_destroy(ctx);
+        return;
+    }
+    int64_t shape[2] = {256, 256};
+    wgt_tensor *x = wgt_full(ctx, WGT_F32, 2, shape, 0.5);
+    long n_hogs = 2 * sysconf(_SC_NPROCESSORS_ONLN);
+    pthread_t hogs[64];
+    if (n_hogs > 64) n_hogs = 64;
+    hogs_run = 1;
+    int started = 0;
+    for (long i = 0; i < n_hogs; i++) started += pthread_create(&hogs[started], NULL, hog, NULL) == 0;
+    int lowest = max, ops = 0;
+    for (; ops <= 2000 && lowest > 1; ops++) { /* seconds of busy cores without a drop: fail */
+        wgt_scope_push(ctx);
+        wgt_tensor *y = wgt_matmul(x, x);
+        (void)y;
+        wgt_scope_pop(ctx);
+        int t = context_threads(ctx);
+        if (t < lowest) lowest = t;
+    }
+    hogs_run = 0;
+    for (int i = 0; i < started; i++) pthread_join(hogs[i], NULL);
+    CHECK(lowest < max, "with %d busy threads on the cores the CPU backend kept %d threads", started, max);
+    /* informational: back up once the cores are free (other load may keep it down) */
+    int after = lowest;
+    for (int i = 0; i < 400 && after < max; i++) {
+        wgt_scope_push(ctx);
+        wgt_matmul(x, x);
+        wgt_scope_pop(ctx);
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+        after = context_threads(ctx);
+    }
+    printf("shared cores: %d threads, %d with %d busy threads beside it (after %d ops), %d after they stopped\n", max,
+           lowest, started, ops, after);
+    wgt_tensor_release(x);
+    wgt_context_destroy(ctx);
+}
+
 int main(int argc, char **argv)
 {
     long ops_cpu = argc > 1 ? atol(argv[1]) : 100000;
@@ -243,5 +312,6 @@ int main(int argc, char **argv)
     two_threads(WGT_BACKEND_CPU, WGT_BACKEND_CPU, 200);
     two_threads(WGT_BACKEND_WEBGPU, WGT_BACKEND_WEBGPU, 50);
     two_threads(WGT_BACKEND_CPU, WGT_BACKEND_WEBGPU, 50);
+    shared_cores();
     return test_summary();
 }

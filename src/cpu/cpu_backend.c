@@ -7,13 +7,15 @@
  * This file holds the vtable, storage, the checks every call passes before a
  * kernel sees it, and the strided walk shared by the kernels.
  */
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
+#define _GNU_SOURCE /* MAP_ANONYMOUS, madvise, RUSAGE_THREAD */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cblas.h>
@@ -22,7 +24,6 @@
 #include <emmintrin.h>
 #endif
 
-#include "core/conv_call.h"
 #include "cpu/cpu_internal.h"
 
 /*
@@ -161,7 +162,7 @@ const char *cpu_call_name(const wgt_kernel_call *call, char *buf, size_t size)
     static const char *const kind_names[WGT_KERNEL_COUNT] = {
         "elementwise", "reduce", "cumsum", "softmax", "matmul", "gather", "scatter_add", "topk",
         [WGT_KERNEL_ATTENTION] = "attention", [WGT_KERNEL_ATTENTION_BACKWARD] = "attention_backward",
-        [WGT_KERNEL_ROPE] = "rope", [WGT_KERNEL_NN] = "nn", [WGT_KERNEL_CONV] = "conv"};
+        [WGT_KERNEL_ROPE] = "rope", [WGT_KERNEL_NN] = "nn"};
     const char *name = call ? call->op_name : NULL;
     if (!name || !*name) {
         name = call && (unsigned)call->kind < WGT_KERNEL_COUNT ? kind_names[call->kind] : "cpu_kernel";
@@ -316,7 +317,6 @@ static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
     if (call->kind == WGT_KERNEL_MATMUL && call->n_inputs == 3) n_in = 3; /* with a bias */
     int n_out = call->kind == WGT_KERNEL_NN ? cpu_nn_output_count(call) : expected_outputs[call->kind];
     if (call->kind == WGT_KERNEL_NN) n_in = cpu_nn_input_count(call);
-    if (call->kind == WGT_KERNEL_CONV) n_in = wgt_conv_call_inputs(call), n_out = wgt_conv_call_outputs(call);
     if (call->n_inputs != n_in || call->n_outputs < n_out) {
         return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%d inputs and %d outputs, expected %d and %d",
                         call->n_inputs, call->n_outputs, n_in, n_out);
@@ -378,12 +378,59 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
         return dtype_in(x->dtype, ANY_DTYPE) && out->dtype == x->dtype && call->outputs[1].dtype == WGT_I32;
     case WGT_KERNEL_NN:
         return cpu_nn_supports(call);
-    case WGT_KERNEL_CONV:
-        return cpu_conv_supports(call);
     case WGT_KERNEL_OPTIMIZER:
         return cpu_optimizer_supports(call);
     default:
         return false;
+    }
+}
+
+/* ------------------------------------------------------------ shared cores */
+
+/* libgomp's default wait policy spins (about 300,000 pauses) at every barrier
+ * and between parallel regions. On cores another process also wants, a
+ * spinning thread burns the time slice the thread with work needs: a BERT
+ * forward pass went from 2.5 s to 14 s. The policy is read once when libgomp
+ * loads (OMP_WAIT_POLICY=passive fixes it, but a library cannot set it), so
+ * wgtensor adapts the thread count instead: every 100 ms it looks at how often
+ * the calling thread was preempted; above CPU_CONTENDED_SWITCHES per second the
+ * cores are shared and the team halves (down to 1, which neither spins nor
+ * waits on a descheduled thread) for at least a second, then probes upward
+ * again. An explicit cpu_threads, OMP_NUM_THREADS or OMP_WAIT_POLICY turns it
+ * off. */
+#define CPU_CONTENDED_SWITCHES 50.0 /* per second; an idle machine shows ~0 */
+#define CPU_CONTENTION_WINDOW_MS 100.0
+#define CPU_CONTENTION_HOLD_MS 1000.0
+
+static double monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void cpu_adapt_threads(cpu_backend *b)
+{
+    cpu_contention *c = &b->contention;
+    if (!c->enabled) return;
+    double now = monotonic_ms();
+    double elapsed = now - c->window_start_ms;
+    if (elapsed < CPU_CONTENTION_WINDOW_MS) return;
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0) {
+        c->enabled = false;
+        b->threads = c->max_threads;
+        return;
+    }
+    long switches = ru.ru_nivcsw - c->window_switches; /* < 0: another thread calls now */
+    c->window_switches = ru.ru_nivcsw;
+    c->window_start_ms = now;
+    if (elapsed > 10 * CPU_CONTENTION_WINDOW_MS) return; /* idle gap: no evidence either way */
+    if (switches > 0 && (double)switches * 1000.0 / elapsed > CPU_CONTENDED_SWITCHES) {
+        b->threads = b->threads > 1 ? b->threads / 2 : 1;
+        c->hold_until_ms = now + CPU_CONTENTION_HOLD_MS;
+    } else if (now >= c->hold_until_ms && b->threads < c->max_threads) {
+        b->threads = b->threads * 2 < c->max_threads ? b->threads * 2 : c->max_threads;
     }
 }
 
@@ -392,6 +439,7 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
 static wgt_status cpu_run(wgt_backend *base, const wgt_kernel_call *call)
 {
     cpu_backend *b = (cpu_backend *)base;
+    cpu_adapt_threads(b);
     if (!call) return wgt_error(base->ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_run_kernel: NULL kernel call (cpu backend)");
     if (call->kind == WGT_KERNEL_OPTIMIZER) return cpu_run_optimizer(b, call); /* checks its own views */
     wgt_status status = check_call(b, call);
@@ -411,7 +459,6 @@ static wgt_status cpu_run(wgt_backend *base, const wgt_kernel_call *call)
     case WGT_KERNEL_SCATTER_ADD: return cpu_run_scatter_add(b, call);
     case WGT_KERNEL_TOPK: return cpu_run_topk(b, call);
     case WGT_KERNEL_NN: return cpu_run_nn(b, call);
-    case WGT_KERNEL_CONV: return cpu_run_conv(b, call);
     case WGT_KERNEL_ATTENTION: return cpu_run_attention(b, call);
     case WGT_KERNEL_ATTENTION_BACKWARD: return cpu_run_attention_backward(b, call);
     case WGT_KERNEL_ROPE: return cpu_run_rope(b, call);
@@ -653,6 +700,10 @@ wgt_backend *wgt_cpu_backend_create(wgt_context *ctx, const wgt_context_options 
     int requested = options ? options->cpu_threads : 0;
     b->threads = requested > 0 ? requested : omp_get_max_threads();
     if (b->threads < 1) b->threads = 1;
+    b->contention.max_threads = b->threads;
+    b->contention.enabled = requested <= 0 && b->threads > 1 && !getenv("OMP_NUM_THREADS") &&
+                            !getenv("OMP_WAIT_POLICY") && !getenv("WGT_CPU_FIXED_THREADS");
+    b->contention.window_start_ms = monotonic_ms();
 #ifdef OPENBLAS_VERSION
     /* Products run on the backend's OpenMP threads, one BLAS call per thread
      * (cpu_matmul.c says why); OpenBLAS's own pool would only compete. Its

@@ -45,9 +45,19 @@
 
 typedef struct cpu_block cpu_block; /* header in front of every storage (cpu_backend.c) */
 
+/* Shared cores: fewer threads while the calling thread keeps being preempted
+ * (cpu_backend.c, cpu_adapt_threads). */
+typedef struct cpu_contention {
+    bool enabled;             /* thread count chosen by wgtensor, not the user */
+    int max_threads;
+    double window_start_ms, hold_until_ms;
+    long window_switches;     /* involuntary context switches at window start */
+} cpu_contention;
+
 typedef struct cpu_backend {
     wgt_backend base;         /* first, so a wgt_backend * is a cpu_backend * */
-    int threads;              /* OpenMP threads for kernels */
+    int threads;              /* OpenMP threads for kernels (now; see contention) */
+    cpu_contention contention;
     uint64_t budget_bytes;    /* 0: no budget */
     uint64_t cache_limit;     /* most bytes of freed storage kept for reuse */
     cpu_block *free_lists[CPU_SIZE_CLASSES];
@@ -297,9 +307,6 @@ wgt_status cpu_run_nn(cpu_backend *b, const wgt_kernel_call *call);
 bool cpu_nn_supports(const wgt_kernel_call *call);
 int cpu_nn_input_count(const wgt_kernel_call *call);
 int cpu_nn_output_count(const wgt_kernel_call *call);
-/* cpu_conv.c: convolution, pooling and batch norm (WGT_KERNEL_CONV) */
-wgt_status cpu_run_conv(cpu_backend *b, const wgt_kernel_call *call);
-bool cpu_conv_supports(const wgt_kernel_call *call);
 /* cpu_attention.c: ATTENTION, ATTENTION_BACKWARD and ROPE */
 bool cpu_attention_supports(const wgt_kernel_call *call);
 wgt_status cpu_run_attention(cpu_backend *b, const wgt_kernel_call *call);
