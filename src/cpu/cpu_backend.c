@@ -24,6 +24,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/conv_call.h"
 #include "cpu/cpu_internal.h"
 
 /*
@@ -162,7 +163,7 @@ const char *cpu_call_name(const wgt_kernel_call *call, char *buf, size_t size)
     static const char *const kind_names[WGT_KERNEL_COUNT] = {
         "elementwise", "reduce", "cumsum", "softmax", "matmul", "gather", "scatter_add", "topk",
         [WGT_KERNEL_ATTENTION] = "attention", [WGT_KERNEL_ATTENTION_BACKWARD] = "attention_backward",
-        [WGT_KERNEL_ROPE] = "rope", [WGT_KERNEL_NN] = "nn"};
+        [WGT_KERNEL_ROPE] = "rope", [WGT_KERNEL_NN] = "nn", [WGT_KERNEL_CONV] = "conv"};
     const char *name = call ? call->op_name : NULL;
     if (!name || !*name) {
         name = call && (unsigned)call->kind < WGT_KERNEL_COUNT ? kind_names[call->kind] : "cpu_kernel";
@@ -317,6 +318,7 @@ static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
     if (call->kind == WGT_KERNEL_MATMUL && call->n_inputs == 3) n_in = 3; /* with a bias */
     int n_out = call->kind == WGT_KERNEL_NN ? cpu_nn_output_count(call) : expected_outputs[call->kind];
     if (call->kind == WGT_KERNEL_NN) n_in = cpu_nn_input_count(call);
+    if (call->kind == WGT_KERNEL_CONV) n_in = wgt_conv_call_inputs(call), n_out = wgt_conv_call_outputs(call);
     if (call->n_inputs != n_in || call->n_outputs < n_out) {
         return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%d inputs and %d outputs, expected %d and %d",
                         call->n_inputs, call->n_outputs, n_in, n_out);
@@ -378,6 +380,8 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
         return dtype_in(x->dtype, ANY_DTYPE) && out->dtype == x->dtype && call->outputs[1].dtype == WGT_I32;
     case WGT_KERNEL_NN:
         return cpu_nn_supports(call);
+    case WGT_KERNEL_CONV:
+        return cpu_conv_supports(call);
     case WGT_KERNEL_OPTIMIZER:
         return cpu_optimizer_supports(call);
     default:
@@ -459,6 +463,7 @@ static wgt_status cpu_run(wgt_backend *base, const wgt_kernel_call *call)
     case WGT_KERNEL_SCATTER_ADD: return cpu_run_scatter_add(b, call);
     case WGT_KERNEL_TOPK: return cpu_run_topk(b, call);
     case WGT_KERNEL_NN: return cpu_run_nn(b, call);
+    case WGT_KERNEL_CONV: return cpu_run_conv(b, call);
     case WGT_KERNEL_ATTENTION: return cpu_run_attention(b, call);
     case WGT_KERNEL_ATTENTION_BACKWARD: return cpu_run_attention_backward(b, call);
     case WGT_KERNEL_ROPE: return cpu_run_rope(b, call);

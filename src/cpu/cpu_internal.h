@@ -307,6 +307,9 @@ wgt_status cpu_run_nn(cpu_backend *b, const wgt_kernel_call *call);
 bool cpu_nn_supports(const wgt_kernel_call *call);
 int cpu_nn_input_count(const wgt_kernel_call *call);
 int cpu_nn_output_count(const wgt_kernel_call *call);
+/* cpu_conv.c: convolution, pooling and batch norm (WGT_KERNEL_CONV) */
+wgt_status cpu_run_conv(cpu_backend *b, const wgt_kernel_call *call);
+bool cpu_conv_supports(const wgt_kernel_call *call);
 /* cpu_attention.c: ATTENTION, ATTENTION_BACKWARD and ROPE */
 bool cpu_attention_supports(const wgt_kernel_call *call);
 wgt_status cpu_run_attention(cpu_backend *b, const wgt_kernel_call *call);
