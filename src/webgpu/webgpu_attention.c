@@ -120,9 +120,10 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
  * not powers of two in [4, 1024] keep the defaults); the device's limits then
  * shrink them where needed. */
 typedef struct attention_tiles {
-    uint32_t rows;     /* forward, dq: query rows per workgroup (one per invocation) */
-    uint32_t keys;     /* forward, dq: keys per shared K/V tile */
-    uint32_t kv_keys;  /* dk/dv: keys per workgroup (one per invocation) */
+    uint32_t rows;     /* forward, dq: query rows per workgroup (the tiled kernels
+                          take at most this many, dq at most 32, to fit memory) */
+    uint32_t keys;     /* forward, dq: keys per shared K/V tile (tiled forward: 32 or 64) */
+    uint32_t kv_keys;  /* one-key-per-invocation dk/dv: keys per workgroup (tiled: 32) */
     uint32_t kv_rows;  /* dk/dv: query rows per shared tile */
     uint32_t joint_d4; /* dk and dv in one pass up to this many vec4 per row (k, v,
                           dk, dv rows in registers together); beyond, one pass each */
