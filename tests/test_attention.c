@@ -364,9 +364,8 @@ static void check_finite_differences(wgt_context *ctx, const char *name, config 
     wgt_tensor *in[3] = {upload(ctx, 4, qs, a.q), upload(ctx, 4, ks, a.k), upload(ctx, 4, ks, a.v)};
     for (int i = 0; i < 3; i++) wgt_tensor_set_requires_grad(in[i], true);
     wgt_tensor *o = wgt_scaled_dot_product_attention(in[0], in[1], in[2], c.causal, 0.0, 0);
-    wgt_tensor *w = upload(ctx, 4, qs, a.dout);
-    wgt_tensor *loss = o ? wgt_sum(wgt_mul(o, w), NULL, 0, false) : NULL;
-    wgt_status s = loss ? wgt_backward(loss) : wgt_context_status(ctx);
+    /* upstream gradient w: the gradient of loss = sum(o * w) */
+    wgt_status s = o ? wgt_backward_ex(o, upload(ctx, 4, qs, a.dout), false) : wgt_context_status(ctx);
     CHECK(s == WGT_OK, "%s: backward: %s", name, wgt_context_error_message(ctx));
     float *grads[3] = {NULL, NULL, NULL};
     int64_t sizes[3] = {a.qn, a.kn, a.kn};
@@ -541,6 +540,41 @@ static void check_rope(wgt_context *ctx, const char *name)
     free(x), free(want);
 }
 
+/* rope's gradient through the engine: loss = sum(rope(x) * w), so dx = R^T w,
+ * the rotation by the negated angles, written out here in double. */
+static void check_rope_grad(wgt_context *ctx, const char *name)
+{
+    const int64_t B = 1, H = 2, T = 5, D = 8, offset = 3;
+    const double theta = 500.0;
+    int64_t shape[4] = {B, H, T, D}, n = B * H * T * D;
+    float x[80], w[80];
+    double want[80];
+    fill_random(x, n, 1.0f);
+    fill_random(w, n, 1.0f);
+    for (int layout = 0; layout < 2; layout++) {
+        bool interleaved = layout == 1;
+        for (int64_t r = 0; r < B * H * T; r++)
+            for (int64_t i = 0; i < D / 2; i++) {
+                int64_t d0 = interleaved ? 2 * i : i, d1 = interleaved ? 2 * i + 1 : i + D / 2;
+                double a = (double)(offset + r % T) * pow(theta, -2.0 * (double)i / (double)D);
+                want[r * D + d0] = w[r * D + d0] * cos(a) + w[r * D + d1] * sin(a);
+                want[r * D + d1] = -w[r * D + d0] * sin(a) + w[r * D + d1] * cos(a);
+            }
+        wgt_scope_push(ctx);
+        wgt_tensor *xt = upload(ctx, 4, shape, x);
+        wgt_tensor_set_requires_grad(xt, true);
+        wgt_tensor *y = wgt_rope(xt, offset, theta, interleaved);
+        /* upstream gradient w: the gradient of sum(y * w) */
+        wgt_status s = y ? wgt_backward_ex(y, upload(ctx, 4, shape, w), false) : wgt_context_status(ctx);
+        float *g = s == WGT_OK ? download(wgt_tensor_grad(xt), n) : NULL;
+        CHECK(g && rel_error(g, want, n, 1.0) < 1e-5, "%s rope %s gradient: %s", name,
+              interleaved ? "interleaved" : "half-split", g ? "values differ" : wgt_context_error_message(ctx));
+        free(g);
+        wgt_scope_pop(ctx);
+        wgt_context_clear_error(ctx);
+    }
+}
+
 /* ---------------------------------------------------------- linear, matmul */
 
 static void check_linear(wgt_context *ctx, const char *name)
@@ -606,6 +640,7 @@ static void check_linear(wgt_context *ctx, const char *name)
         CHECK(false, "%s linear: %s", name, wgt_context_error_message(ctx));
     }
     free(y), free(y_nb), free(y_strided), free(y_row), free(y_col), free(gx), free(gw), free(gb);
+    wgt_context_clear_error(ctx); /* a failure above must not cascade into the f16 checks */
     /* f16: x, weight and bias rounded to f16; the result within f16 rounding */
     uint16_t xh[3 * 5 * 11], wh[7 * 11], bh[7];
     double want_h[3 * 5 * 7];
@@ -705,6 +740,7 @@ static void run_backend(wgt_context *ctx, wgt_context *other, const char *name)
     check_dropout(ctx, other, label);
     check_attention_bad_input(ctx);
     check_rope(ctx, name);
+    check_rope_grad(ctx, name);
     check_linear(ctx, name);
     check_matmul_ex(ctx, name);
 }
