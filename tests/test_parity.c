@@ -158,7 +158,11 @@ static int run_unary(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in
     switch (p->op) {
     case WGT_OP_LEAKY_RELU: out[0] = wgt_leaky_relu(in[0], 0.125); break;
     case WGT_OP_ELU: out[0] = wgt_elu(in[0], 0.75); break;
-    case WGT_OP_CLAMP: out[0] = wgt_clamp(in[0], -1.25, 1.5); break;
+    case WGT_OP_CLAMP: /* and the one-sided forms */
+        out[0] = wgt_clamp(in[0], -1.25, 1.5);
+        out[1] = wgt_clamp_min(in[0], -1.25);
+        out[2] = wgt_clamp_max(in[0], 1.5);
+        return 3;
     case WGT_OP_COPY: out[0] = wgt_copy(in[0]); break;
     default: out[0] = wgt_unary(p->op, in[0]); break;
     }
