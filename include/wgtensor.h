@@ -249,6 +249,11 @@ wgt_status wgt_tensor_write(wgt_tensor *t, const void *data, size_t bytes);
  * wrote out of bounds). Without guards: WGT_OK. */
 wgt_status wgt_tensor_check_guards(wgt_tensor *t);
 
+/* Reference counting. A tensor made inside a scope is the scope's: the pop
+ * releases it unless you released it first or kept it. wgt_tensor_release of
+ * such a tensor gives it up early and takes it out of its scope, so it is safe
+ * even while an op that consumed it (a tape node) still holds it. A reference
+ * you add with wgt_tensor_retain is yours: release it yourself. */
 wgt_tensor *wgt_tensor_retain(wgt_tensor *t);
 void wgt_tensor_release(wgt_tensor *t);
 

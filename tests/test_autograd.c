@@ -381,6 +381,26 @@ static void check_tape_rules(wgt_context *ctx, const char *backend)
     wgt_scope_pop(ctx);
 }
 
+/* An explicit release, inside a scope, of a tensor a tape node still holds
+ * gives up the creator's reference only: the scope's pop must not release it
+ * again (it did: a use after free when the consumer's node let go of it). */
+static void check_release_inside_scope(wgt_context *ctx, const char *backend)
+{
+    int64_t before = wgt_context_live_tensors(ctx);
+    wgt_scope_push(ctx);
+    float host[3] = {0.5f, -1.0f, 2.0f};
+    wgt_tensor *a = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){3}, host);
+    wgt_tensor_set_requires_grad(a, true);
+    wgt_tensor *b = wgt_exp(a);
+    wgt_tensor *c = wgt_sum(b, NULL, 0, false); /* c's node holds b */
+    wgt_tensor_release(b);                      /* the creator is done with b */
+    wgt_tensor_release(a);                      /* ... and with a: b's node and the scope hold it */
+    CHECK(wgt_backward(c) == WGT_OK, "%s: backward after early releases: %s", backend, wgt_context_error_message(ctx));
+    wgt_scope_pop(ctx);
+    CHECK(wgt_context_live_tensors(ctx) == before, "%s: live tensors %lld after the scope, %lld before", backend,
+          (long long)wgt_context_live_tensors(ctx), (long long)before);
+}
+
 /* Popping the scope of a step frees the tape: no tensor outlives it. */
 static void check_tape_freed(wgt_context *ctx, const char *backend)
 {
@@ -424,6 +444,7 @@ int main(int argc, char **argv)
         if (!only) {
             check_tape_rules(ctx, names[b]);
             check_tape_freed(ctx, names[b]);
+            check_release_inside_scope(ctx, names[b]);
         }
         wgt_context_destroy(ctx);
     }

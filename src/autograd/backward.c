@@ -55,8 +55,8 @@ static wgt_status accumulate(wgt_context *ctx, wgt_tensor **slot, wgt_tensor *g,
     if (*slot) sum = wgt_add(*slot, g);
     else if (g->view.dtype != dtype) sum = wgt_cast(g, dtype);
     else if (!wgt_view_is_contiguous(&g->view) || g->view.offset != 0) sum = wgt_copy(g);
-    else sum = wgt_tensor_retain(g);
-    wgt_tensor_release(g);
+    else sum = wgt_tensor_ref(g);
+    wgt_tensor_unref(g);
     if (!sum) return ctx->status ? ctx->status : WGT_ERR_INTERNAL;
     if (sum->view.dtype != dtype) { /* an f16 leaf keeps an f16 gradient */
         wgt_tensor *cast = wgt_cast(sum, dtype);
@@ -65,7 +65,7 @@ static wgt_status accumulate(wgt_context *ctx, wgt_tensor **slot, wgt_tensor *g,
         sum = cast;
     }
     own(sum);
-    wgt_tensor_release(*slot);
+    wgt_tensor_unref(*slot);
     *slot = sum;
     return WGT_OK;
 }
@@ -132,7 +132,7 @@ static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready,
             /* take over the rule scope's reference, or add one (a rule may pass
              * grad_out itself on) */
             if (grads[i]->scope_level == ctx->n_scopes - 1) wgt_scope_remove(grads[i]);
-            else wgt_tensor_retain(grads[i]);
+            else wgt_tensor_ref(grads[i]);
         }
         wgt_status popped = wgt_scope_pop(ctx);
         if (s == WGT_OK) s = popped;
@@ -144,7 +144,7 @@ static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready,
         grads[i] = NULL;
         wgt_tensor *in = n->inputs[i];
         if (s != WGT_OK) {
-            wgt_tensor_release(g);
+            wgt_tensor_unref(g);
             continue;
         }
         if (!same_shape(g, in->view.ndim, in->view.shape)) {
@@ -153,7 +153,7 @@ static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready,
                                                  "the input is %s",
                           wgt_op_name(n->op), i, wgt_shape_string(g->view.ndim, g->view.shape, a, sizeof(a)),
                           wgt_shape_string(in->view.ndim, in->view.shape, b, sizeof(b)));
-            wgt_tensor_release(g);
+            wgt_tensor_unref(g);
             continue;
         }
         if (in->grad_node) {
@@ -164,11 +164,11 @@ static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready,
         } else if (in->requires_grad) {
             s = accumulate(ctx, &in->grad, g, in->view.dtype);
         } else {
-            wgt_tensor_release(g);
+            wgt_tensor_unref(g);
         }
     }
     if (grads != stack_grads) free(grads);
-    wgt_tensor_release(n->grad);
+    wgt_tensor_unref(n->grad);
     n->grad = NULL;
     if (!keep_graph) wgt_tape_node_release_inputs(n);
     return s;
@@ -218,7 +218,7 @@ wgt_status wgt_backward_ex(wgt_tensor *loss, wgt_tensor *grad_output, bool keep_
     wgt_grad_node *root = loss->grad_node;
     wgt_status s = collect(ctx, root, &all);
     if (s == WGT_OK) s = accumulate(ctx, &root->grad, seed, WGT_F32);
-    else wgt_tensor_release(seed);
+    else wgt_tensor_unref(seed);
     if (s == WGT_OK && !list_push(&ready, root)) s = wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
     while (s == WGT_OK && ready.count > 0) {
         wgt_grad_node *n = ready.items[--ready.count];
@@ -226,7 +226,7 @@ wgt_status wgt_backward_ex(wgt_tensor *loss, wgt_tensor *grad_output, bool keep_
     }
     /* Gradients left on nodes (after an error) are dropped. */
     for (size_t i = 0; i < all.count; i++) {
-        wgt_tensor_release(all.items[i]->grad);
+        wgt_tensor_unref(all.items[i]->grad);
         all.items[i]->grad = NULL;
         wgt_tape_node_release(all.items[i]);
     }

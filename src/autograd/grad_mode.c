@@ -44,7 +44,7 @@ wgt_status wgt_tensor_set_grad(wgt_tensor *t, wgt_tensor *g)
         if (!g) return t->ctx->status;
         wgt_scope_remove(g);
     }
-    wgt_tensor_release(t->grad);
+    wgt_tensor_unref(t->grad);
     t->grad = g;
     return WGT_OK;
 }
@@ -54,7 +54,7 @@ wgt_status wgt_zero_grad(wgt_tensor *const *tensors, int n)
     if (!tensors || n < 0) return WGT_ERR_INVALID_ARGUMENT;
     for (int i = 0; i < n; i++) {
         if (!tensors[i]) continue;
-        wgt_tensor_release(tensors[i]->grad);
+        wgt_tensor_unref(tensors[i]->grad);
         tensors[i]->grad = NULL;
     }
     return WGT_OK;

@@ -77,6 +77,16 @@ wgt_tensor *wgt_tensor_alloc(wgt_context *ctx, wgt_dtype dtype, int ndim, const 
 wgt_tensor *wgt_tensor_alloc_unguarded(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape,
                                        const char *op);
 
+/* References held inside the library (tape nodes, optimizers, models):
+ * unlike wgt_tensor_release, dropping one never takes the tensor out of the
+ * scope that owns it (see tensor.c). */
+static inline wgt_tensor *wgt_tensor_ref(wgt_tensor *t)
+{
+    if (t) t->refcount++;
+    return t;
+}
+void wgt_tensor_unref(wgt_tensor *t);
+
 /* Takes t out of its scope (the caller or an owner such as a tape node or a
  * parameter's .grad now holds the reference). */
 void wgt_scope_remove(wgt_tensor *t);

@@ -28,7 +28,7 @@ wgt_grad_node *wgt_tape_record(wgt_tensor *out, wgt_op op, int n_inputs, wgt_ten
     node->op = op;
     node->n_inputs = n_inputs;
     node->inputs = copy;
-    for (int i = 0; i < n_inputs; i++) copy[i] = wgt_tensor_retain(inputs[i]);
+    for (int i = 0; i < n_inputs; i++) copy[i] = wgt_tensor_ref(inputs[i]);
     node->out_dtype = out->view.dtype;
     node->out_ndim = out->view.ndim;
     memcpy(node->out_shape, out->view.shape, sizeof(node->out_shape));
@@ -44,7 +44,7 @@ bool wgt_tape_save(wgt_grad_node *node, wgt_tensor *t)
                   WGT_TAPE_MAX_SAVED);
         return false;
     }
-    node->saved[node->n_saved++] = wgt_tensor_retain(t);
+    node->saved[node->n_saved++] = wgt_tensor_ref(t);
     return true;
 }
 
@@ -64,11 +64,11 @@ bool wgt_tape_save_output(wgt_grad_node *node, wgt_tensor *out)
 void wgt_tape_node_release_inputs(wgt_grad_node *node)
 {
     for (int i = 0; i < node->n_inputs; i++) {
-        wgt_tensor_release(node->inputs[i]);
+        wgt_tensor_unref(node->inputs[i]);
         node->inputs[i] = NULL;
     }
     for (int i = 0; i < node->n_saved; i++) {
-        wgt_tensor_release(node->saved[i]);
+        wgt_tensor_unref(node->saved[i]);
         node->saved[i] = NULL;
     }
     node->n_saved = 0;
@@ -81,7 +81,7 @@ void wgt_tape_node_release(wgt_grad_node *node)
 {
     if (!node || --node->refcount > 0) return;
     wgt_tape_node_release_inputs(node);
-    wgt_tensor_release(node->grad);
+    wgt_tensor_unref(node->grad);
     if (node->free_owned) node->free_owned(node->owned);
     free(node->inputs);
     free(node);

@@ -269,15 +269,28 @@ wgt_tensor *wgt_tensor_retain(wgt_tensor *t)
     return t;
 }
 
-void wgt_tensor_release(wgt_tensor *t)
+void wgt_tensor_unref(wgt_tensor *t)
 {
     if (!t || --t->refcount > 0) return;
     wgt_scope_remove(t);
     t->ctx->live_tensors--;
-    wgt_tensor_release(t->grad);
+    wgt_tensor_unref(t->grad);
     wgt_tape_node_release(t->grad_node);
     wgt_storage_release(t->ctx, t->view.storage);
     free(t);
+}
+
+/* A tensor made inside a scope has one reference, which both its creator and
+ * the scope think of as theirs. An explicit release is the creator giving it
+ * up early, so the tensor also leaves the scope: otherwise, when someone else
+ * holds it too (a tape node keeps the inputs of the op that consumed it), the
+ * scope's pop would drop that holder's reference a second time. Holders
+ * inside the library take and drop theirs with wgt_tensor_ref/unref. */
+void wgt_tensor_release(wgt_tensor *t)
+{
+    if (!t) return;
+    wgt_scope_remove(t);
+    wgt_tensor_unref(t);
 }
 
 /* ------------------------------------------------------------- checks */
@@ -326,7 +339,7 @@ wgt_status wgt_scope_pop(wgt_context *ctx)
     wgt_scope *scope = &ctx->scopes[ctx->n_scopes - 1];
     /* Detach first so release does not edit the array we walk. */
     for (size_t i = 0; i < scope->count; i++) scope->tensors[i]->scope_level = -1;
-    for (size_t i = 0; i < scope->count; i++) wgt_tensor_release(scope->tensors[i]);
+    for (size_t i = 0; i < scope->count; i++) wgt_tensor_unref(scope->tensors[i]);
     free(scope->tensors);
     ctx->n_scopes--;
     return ctx->status;

@@ -136,7 +136,7 @@ wgt_optimizer *wgt_optimizer_create(wgt_tensor *const *params, int n, const wgt_
     opt->states_per_param = per;
     static const char *const sgd_names[] = {"momentum_buffer"}, *const adam_names[] = {"exp_avg", "exp_avg_sq"};
     const char *const *names = config->kind == WGT_OPTIMIZER_SGD ? sgd_names : adam_names;
-    for (int i = 0; i < n; i++) opt->params[i] = wgt_tensor_retain(params[i]);
+    for (int i = 0; i < n; i++) opt->params[i] = wgt_tensor_ref(params[i]); /* a holder: never takes it out of a scope */
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < per; k++) {
             const wgt_tensor_view *v = &params[i]->view;
@@ -156,7 +156,7 @@ wgt_optimizer *wgt_optimizer_create(wgt_tensor *const *params, int n, const wgt_
 void wgt_optimizer_destroy(wgt_optimizer *opt)
 {
     if (!opt) return;
-    for (int i = 0; opt->params && i < opt->n_params; i++) wgt_tensor_release(opt->params[i]);
+    for (int i = 0; opt->params && i < opt->n_params; i++) wgt_tensor_unref(opt->params[i]);
     for (int i = 0; opt->state && i < opt->n_params * opt->states_per_param; i++) wgt_tensor_release(opt->state[i]);
     free(opt->params);
     free(opt->state);

@@ -67,17 +67,18 @@ static wgt_tensor *reduce(wgt_reduce_kind kind, wgt_tensor *x, const int *axes, 
         wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: correction %d < 0", op, correction);
         return NULL;
     }
-    int64_t kept_shape[WGT_MAX_DIMS], out_shape[WGT_MAX_DIMS], reduced = 1;
+    int64_t kept_shape[WGT_MAX_DIMS], out_shape[WGT_MAX_DIMS];
+    bool reduces_empty = false; /* a reduced size is 0 (not a product: the sizes of an empty x may overflow one) */
     int out_ndim = 0;
     for (int d = 0; d < x->view.ndim; d++) {
         bool r = mask & (1u << d);
         kept_shape[d] = r ? 1 : x->view.shape[d];
-        if (r) reduced *= x->view.shape[d];
+        if (r) reduces_empty |= x->view.shape[d] == 0;
         else out_shape[out_ndim++] = x->view.shape[d];
     }
     bool needs_elements = kind == WGT_REDUCE_MAX || kind == WGT_REDUCE_MIN || kind == WGT_REDUCE_ARGMAX ||
                           kind == WGT_REDUCE_ARGMIN;
-    if (reduced == 0 && needs_elements && wgt_shape_numel(x->view.ndim, kept_shape) > 0) {
+    if (reduces_empty && needs_elements && wgt_shape_numel(x->view.ndim, kept_shape) > 0) {
         char buf[160];
         wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: reducing %s over an empty axis has no identity", op,
                   wgt_shape_string(x->view.ndim, x->view.shape, buf, sizeof(buf)));
