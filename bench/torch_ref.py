@@ -134,7 +134,16 @@ def case_list():
         ("adamw_124m", adamw_make, lambda opt: opt.step(),
          28 * sum(torch.Size(s).numel() for s in gpt2_param_shapes()), 0, 10),
         ("gpt2_fwd", gpt2_make, gpt2_fwd, 0, 0, 3),
-    ]
+    ] + cnn_cases()
+
+
+def cnn_cases():
+    """The convolutional cases (bench/cnn_torch_ref.py: cudnn.benchmark on, each case sets its TF32 flags)."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import cnn_torch_ref
+    return cnn_torch_ref.case_list()
 
 
 def time_case(make, fn, reps):

@@ -46,45 +46,77 @@ static inline void st(const wgt_tensor_view *v, int64_t i, double value)
 
 /* ------------------------------------------------------------ convolution */
 
+/* Parallel loops only pay off with this many multiply-adds; below it the
+ * threads' start and barrier (which spin on busy cores) cost more. */
+#define CONV_PARALLEL_MACS 2000000.0
+
+/* The view's elements as doubles (NULL when out of memory). Loading once
+ * keeps the dtype switch out of the inner loops. */
+static double *load_all(const wgt_tensor_view *v)
+{
+    int64_t n = cpu_numel(v->ndim, v->shape);
+    double *d = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; d && i < n; i++) d[i] = ld(v, i);
+    return d;
+}
+
+static wgt_status no_memory(cpu_backend *b, const wgt_kernel_call *call)
+{
+    return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "no host memory for the convolution's operands");
+}
+
 static wgt_status conv_forward(cpu_backend *b, const wgt_kernel_call *call)
 {
-    const wgt_tensor_view *x = &call->inputs[0], *w = &call->inputs[1], *y = &call->outputs[0];
-    const wgt_tensor_view *bias = call->conv.has_bias ? &call->inputs[2] : NULL;
+    const wgt_tensor_view *y = &call->outputs[0];
     int64_t N = call->conv.n, C = call->conv.c, H = call->conv.h, W = call->conv.w, K = call->conv.k;
     int64_t OH = call->conv.oh, OW = call->conv.ow, KH = call->conv.kh, KW = call->conv.kw;
     int64_t sh = call->conv.stride_h, sw = call->conv.stride_w, pt = call->conv.pad_top, pl = call->conv.pad_left;
     int64_t dh = call->conv.dil_h, dw = call->conv.dil_w, cg = C / call->conv.groups, kg = K / call->conv.groups;
-#pragma omp parallel for num_threads(b->threads) schedule(dynamic) if (N * K > 1)
+    double *x = load_all(&call->inputs[0]), *w = load_all(&call->inputs[1]);
+    double *bias = call->conv.has_bias ? load_all(&call->inputs[2]) : NULL;
+    if (!x || !w || (call->conv.has_bias && !bias)) {
+        free(x), free(w), free(bias);
+        return no_memory(b, call);
+    }
+    bool parallel = (double)N * K * OH * OW * cg * KH * KW > CONV_PARALLEL_MACS;
+#pragma omp parallel for num_threads(b->threads) schedule(static) if (parallel)
     for (int64_t nk = 0; nk < N * K; nk++) {
         int64_t n = nk / K, co = nk % K, g = co / kg;
         for (int64_t i = 0; i < OH; i++)
             for (int64_t j = 0; j < OW; j++) {
-                double acc = bias ? ld(bias, co) : 0.0;
-                for (int64_t ci = 0; ci < cg; ci++)
+                double acc = bias ? bias[co] : 0.0;
+                for (int64_t ci = 0; ci < cg; ci++) {
+                    const double *xp = x + (n * C + g * cg + ci) * H * W, *wp = w + (co * cg + ci) * KH * KW;
                     for (int64_t a = 0; a < KH; a++) {
                         int64_t ih = i * sh - pt + a * dh;
                         if (ih < 0 || ih >= H) continue;
-                        for (int64_t bb = 0; bb < KW; bb++) {
-                            int64_t iw = j * sw - pl + bb * dw;
-                            if (iw < 0 || iw >= W) continue;
-                            acc += ld(w, ((co * cg + ci) * KH + a) * KW + bb) *
-                                   ld(x, ((n * C + g * cg + ci) * H + ih) * W + iw);
+                        for (int64_t e = 0; e < KW; e++) {
+                            int64_t iw = j * sw - pl + e * dw;
+                            if (iw >= 0 && iw < W) acc += wp[a * KW + e] * xp[ih * W + iw];
                         }
                     }
+                }
                 st(y, ((n * K + co) * OH + i) * OW + j, acc);
             }
     }
+    free(x), free(w), free(bias);
     return WGT_OK;
 }
 
 static wgt_status conv_backward_input(cpu_backend *b, const wgt_kernel_call *call)
 {
-    const wgt_tensor_view *dy = &call->inputs[0], *w = &call->inputs[1], *dx = &call->outputs[0];
+    const wgt_tensor_view *dx = &call->outputs[0];
     int64_t N = call->conv.n, C = call->conv.c, H = call->conv.h, W = call->conv.w, K = call->conv.k;
     int64_t OH = call->conv.oh, OW = call->conv.ow, KH = call->conv.kh, KW = call->conv.kw;
     int64_t sh = call->conv.stride_h, sw = call->conv.stride_w, pt = call->conv.pad_top, pl = call->conv.pad_left;
     int64_t dh = call->conv.dil_h, dw = call->conv.dil_w, cg = C / call->conv.groups, kg = K / call->conv.groups;
-#pragma omp parallel for num_threads(b->threads) schedule(dynamic) if (N * C > 1)
+    double *dy = load_all(&call->inputs[0]), *w = load_all(&call->inputs[1]);
+    if (!dy || !w) {
+        free(dy), free(w);
+        return no_memory(b, call);
+    }
+    bool parallel = (double)N * C * H * W * kg * KH * KW > CONV_PARALLEL_MACS;
+#pragma omp parallel for num_threads(b->threads) schedule(static) if (parallel)
     for (int64_t nc = 0; nc < N * C; nc++) {
         int64_t n = nc / C, c = nc % C, g = c / cg, ci = c % cg;
         for (int64_t ih = 0; ih < H; ih++)
@@ -95,48 +127,64 @@ static wgt_status conv_backward_input(cpu_backend *b, const wgt_kernel_call *cal
                     if (t < 0 || t % sh) continue;
                     int64_t i = t / sh;
                     if (i >= OH) continue;
-                    for (int64_t bb = 0; bb < KW; bb++) {
-                        int64_t u = iw + pl - bb * dw;
+                    for (int64_t e = 0; e < KW; e++) {
+                        int64_t u = iw + pl - e * dw;
                         if (u < 0 || u % sw) continue;
                         int64_t j = u / sw;
                         if (j >= OW) continue;
                         for (int64_t co = g * kg; co < (g + 1) * kg; co++)
-                            acc += ld(dy, ((n * K + co) * OH + i) * OW + j) * ld(w, ((co * cg + ci) * KH + a) * KW + bb);
+                            acc += dy[((n * K + co) * OH + i) * OW + j] * w[((co * cg + ci) * KH + a) * KW + e];
                     }
                 }
                 st(dx, ((n * C + c) * H + ih) * W + iw, acc);
             }
     }
+    free(dy), free(w);
     return WGT_OK;
 }
 
+/* Per (split, output channel): walk the split's (n, i, j) once and add each
+ * dy element times its input window into that channel's weights. */
 static wgt_status conv_backward_weight(cpu_backend *b, const wgt_kernel_call *call)
 {
-    const wgt_tensor_view *x = &call->inputs[0], *dy = &call->inputs[1], *dwt = &call->outputs[0];
+    const wgt_tensor_view *dwt = &call->outputs[0];
     int64_t C = call->conv.c, H = call->conv.h, W = call->conv.w, K = call->conv.k;
     int64_t OH = call->conv.oh, OW = call->conv.ow, KH = call->conv.kh, KW = call->conv.kw;
     int64_t sh = call->conv.stride_h, sw = call->conv.stride_w, pt = call->conv.pad_top, pl = call->conv.pad_left;
     int64_t dh = call->conv.dil_h, dw = call->conv.dil_w, cg = C / call->conv.groups, kg = K / call->conv.groups;
     int64_t total = call->conv.n * OH * OW, len = call->conv.split_len > 0 ? call->conv.split_len : total;
-    int64_t splits = total ? (total + len - 1) / len : 1, wsize = K * cg * KH * KW;
-#pragma omp parallel for num_threads(b->threads) schedule(dynamic) if (splits * K > 1)
+    int64_t splits = total ? (total + len - 1) / len : 1, wsize = K * cg * KH * KW, per = cg * KH * KW;
+    double *x = load_all(&call->inputs[0]), *dy = load_all(&call->inputs[1]);
+    double *acc_all = calloc((size_t)(splits * K * per > 0 ? splits * K * per : 1), sizeof(double));
+    if (!x || !dy || !acc_all) {
+        free(x), free(dy), free(acc_all);
+        return no_memory(b, call);
+    }
+    bool parallel = (double)total * K * per > CONV_PARALLEL_MACS;
+#pragma omp parallel for num_threads(b->threads) schedule(static) if (parallel)
     for (int64_t sk = 0; sk < splits * K; sk++) {
         int64_t s = sk / K, co = sk % K, g = co / kg;
         int64_t r0 = s * len, r1 = r0 + len < total ? r0 + len : total;
-        for (int64_t ci = 0; ci < cg; ci++)
-            for (int64_t a = 0; a < KH; a++)
-                for (int64_t bb = 0; bb < KW; bb++) {
-                    double acc = 0;
-                    for (int64_t r = r0; r < r1; r++) {
-                        int64_t n = r / (OH * OW), i = r / OW % OH, j = r % OW;
-                        int64_t ih = i * sh - pt + a * dh, iw = j * sw - pl + bb * dw;
-                        if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                        acc += ld(dy, ((n * K + co) * OH + i) * OW + j) *
-                               ld(x, ((n * C + g * cg + ci) * H + ih) * W + iw);
+        double *acc = acc_all + sk * per;
+        for (int64_t r = r0; r < r1; r++) {
+            int64_t n = r / (OH * OW), i = r / OW % OH, j = r % OW;
+            double gy = dy[((n * K + co) * OH + i) * OW + j];
+            if (gy == 0) continue;
+            for (int64_t ci = 0; ci < cg; ci++) {
+                const double *xp = x + (n * C + g * cg + ci) * H * W;
+                for (int64_t a = 0; a < KH; a++) {
+                    int64_t ih = i * sh - pt + a * dh;
+                    if (ih < 0 || ih >= H) continue;
+                    for (int64_t e = 0; e < KW; e++) {
+                        int64_t iw = j * sw - pl + e * dw;
+                        if (iw >= 0 && iw < W) acc[(ci * KH + a) * KW + e] += gy * xp[ih * W + iw];
                     }
-                    st(dwt, s * wsize + ((co * cg + ci) * KH + a) * KW + bb, acc);
                 }
+            }
+        }
+        for (int64_t q = 0; q < per; q++) st(dwt, s * wsize + co * per + q, acc[q]);
     }
+    free(x), free(dy), free(acc_all);
     return WGT_OK;
 }
 
@@ -186,7 +234,7 @@ static wgt_status pool_forward(cpu_backend *b, const wgt_kernel_call *call)
     int64_t OH = call->conv.oh, OW = call->conv.ow;
     bool max = arg != NULL;
     int64_t dh = max ? call->conv.dil_h : 1, dw = max ? call->conv.dil_w : 1;
-#pragma omp parallel for num_threads(b->threads) schedule(static) if (planes > 1)
+#pragma omp parallel for num_threads(b->threads) schedule(static) if (planes * H * W > CPU_PARALLEL_THRESHOLD)
     for (int64_t p = 0; p < planes; p++) {
         for (int64_t i = 0; i < OH; i++)
             for (int64_t j = 0; j < OW; j++) {
@@ -222,7 +270,7 @@ static wgt_status pool_backward(cpu_backend *b, const wgt_kernel_call *call)
     int64_t OH = call->conv.oh, OW = call->conv.ow;
     double *acc_all = calloc((size_t)(planes > 0 ? planes : 1), sizeof(double) * (size_t)(H * W > 0 ? H * W : 1));
     if (!acc_all) return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "no host memory for %lld planes", (long long)planes);
-#pragma omp parallel for num_threads(b->threads) schedule(static) if (planes > 1)
+#pragma omp parallel for num_threads(b->threads) schedule(static) if (planes * H * W > CPU_PARALLEL_THRESHOLD)
     for (int64_t p = 0; p < planes; p++) {
         double *acc = acc_all + p * H * W;
         for (int64_t i = 0; i < OH; i++)
@@ -257,7 +305,7 @@ static wgt_status batch_norm_forward(cpu_backend *b, const wgt_kernel_call *call
     const wgt_tensor_view *mean_in = training ? NULL : &call->inputs[k++];
     const wgt_tensor_view *var_in = training ? NULL : &call->inputs[k++];
     int64_t N = call->conv.n, C = call->conv.c, L = call->conv.h * call->conv.w;
-#pragma omp parallel for num_threads(b->threads) schedule(static) if (C > 1)
+#pragma omp parallel for num_threads(b->threads) schedule(static) if (C > 1 && N * C * L > CPU_PARALLEL_THRESHOLD)
     for (int64_t c = 0; c < C; c++) {
         double mean, var;
         if (training) {
@@ -296,7 +344,7 @@ static wgt_status batch_norm_backward(cpu_backend *b, const wgt_kernel_call *cal
     const wgt_tensor_view *dx = &call->outputs[0], *dwt = &call->outputs[1], *db = &call->outputs[2];
     int64_t N = call->conv.n, C = call->conv.c, L = call->conv.h * call->conv.w;
     double count = (double)(N * L);
-#pragma omp parallel for num_threads(b->threads) schedule(static) if (C > 1)
+#pragma omp parallel for num_threads(b->threads) schedule(static) if (C > 1 && N * C * L > CPU_PARALLEL_THRESHOLD)
     for (int64_t c = 0; c < C; c++) {
         double mean = ld(mean_v, c), rstd = 1.0 / sqrt(ld(var_v, c) + call->conv.eps);
         double sum_dy = 0, sum_dy_xhat = 0;

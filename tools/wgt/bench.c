@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_cnn.h"
 #include "bench_models.h"
 #include "wgt_commands.h"
 #include "wgtensor.h"
@@ -257,6 +258,20 @@ static double bytes_adamw(const bench_state *s) { (void)s; return 28.0 * (double
 static bool setup_gpt2(bench_state *s) { return bench_gpt2_setup(s->ctx, 8, 128 * s->n, 8 / s->n); }
 static wgt_tensor *step_gpt2(bench_state *s) { return bench_gpt2_forward(s->ctx); }
 
+/* ---- convolutional networks (bench_cnn.c): n = 16 / (the divisor of the sizes) */
+#define CONV_CASE(i)                                                                                  \
+    static bool setup_conv_##i(bench_state *s) { return bench_conv_setup(s->ctx, i, 16 / s->n); }
+CONV_CASE(0) CONV_CASE(1) CONV_CASE(2) CONV_CASE(3) CONV_CASE(4) CONV_CASE(5) CONV_CASE(6)
+static wgt_tensor *step_conv(bench_state *s) { return bench_conv_step(s->ctx); }
+static double flops_conv(const bench_state *s) { (void)s; return bench_conv_flops(); }
+/* full size: batch 64 at 224 x 224; --quick: batch 4 at 32 x 32, a quarter of the channels */
+static bool setup_resnet18(bench_state *s)
+{
+    int64_t div = 16 / s->n;
+    return bench_resnet18_setup(s->ctx, div == 1 ? 64 : 4, div == 1 ? 224 : 32, div == 1 ? 1 : 4);
+}
+static wgt_tensor *step_resnet18(bench_state *s) { return bench_resnet18_step(s->ctx); }
+
 static const bench_case cases[] = {
     {"add_f32", "2^28", 1 << 28, 0, 0, 256, 16, bytes_3n, NULL, setup_vec2, step_add, 20},
     {"copy_f32", "2^28", 1 << 28, 0, 0, 256, 16, bytes_2n, NULL, setup_vec2, step_copy, 20},
@@ -285,6 +300,16 @@ static const bench_case cases[] = {
     {"adamw_124m", "GPT-2 small params, fused", 8, 0, 0, 8, 0, bytes_adamw, NULL, setup_adamw, step_adamw, 10},
     {"gpt2_fwd", "GPT-2 small B=8 T=1024 fwd", 8, 0, 0, 8, 0, NULL, NULL, setup_gpt2, step_gpt2, 3},
     {"small_ops_10000", "10000 x add 1024", 1024, 0, 0, 1, 1, NULL, NULL, setup_small, step_small_ops, 1},
+    /* ResNet-50 convolutions (Cin, Cout, k, stride, H) at batch 32: forward + dx + dw */
+    {"conv_fb_3_64_k7_s2_224", "N32 3->64 7x7 s2 224^2", 16, 0, 0, 16, 0, NULL, flops_conv, setup_conv_0, step_conv, 5},
+    {"conv_fb_64_64_k3_s1_56", "N32 64->64 3x3 56^2", 16, 0, 0, 16, 0, NULL, flops_conv, setup_conv_1, step_conv, 5},
+    {"conv_fb_128_128_k3_s1_28", "N32 128->128 3x3 28^2", 16, 0, 0, 16, 0, NULL, flops_conv, setup_conv_2, step_conv, 5},
+    {"conv_fb_256_256_k3_s1_14", "N32 256->256 3x3 14^2", 16, 0, 0, 16, 0, NULL, flops_conv, setup_conv_3, step_conv, 5},
+    {"conv_fb_512_512_k3_s1_7", "N32 512->512 3x3 7^2", 16, 0, 0, 16, 0, NULL, flops_conv, setup_conv_4, step_conv, 5},
+    {"conv_fb_256_64_k1_s1_56", "N32 256->64 1x1 56^2", 16, 0, 0, 16, 0, NULL, flops_conv, setup_conv_5, step_conv, 5},
+    {"conv_fb_1024_256_k1_s1_14", "N32 1024->256 1x1 14^2", 16, 0, 0, 16, 0, NULL, flops_conv, setup_conv_6, step_conv, 5},
+    /* a whole training step; images/s = 64 / (ms / 1000) */
+    {"resnet18_train_f32", "B64 224^2 SGD momentum", 16, 0, 0, 16, 0, NULL, NULL, setup_resnet18, step_resnet18, 3},
 };
 
 static int compare_double(const void *a, const void *b)
@@ -389,6 +414,7 @@ int wgt_command_bench(int argc, char **argv)
         wgt_tensor_release(s.c);
         wgt_tensor_release(s.d);
         bench_models_release();
+        bench_cnn_release();
         wgt_memory_trim(ctx);
         fflush(stdout);
     }

@@ -5,6 +5,7 @@
  *   wgt tune               autotune GEMM configs into the tuning cache
  *   wgt train              train a character-level GPT (docs/training.md)
  *   wgt sample             generate text from a wgt train checkpoint
+ *   wgt digits             train the digits CNN (src/models/digits_cnn.h)
  */
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,8 @@ static void usage(FILE *f)
             "                     train a character-level GPT (wgt train --help lists the flags)\n"
             "  sample --checkpoint CKPT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
             "                     generate text from a checkpoint, streamed, with a KV cache\n"
+            "  digits [--epochs N] [--out DIR] [--min-accuracy A] ...\n"
+            "                     train a small CNN on the 8x8 digits (data/digits.csv.gz), plot loss/accuracy\n"
             "environment: WGT_BACKEND=cpu|webgpu, WGT_ADAPTER=<index|name substring>\n");
 }
 
@@ -40,6 +43,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "tune") == 0) return wgt_command_tune(argc - 1, argv + 1);
     if (strcmp(argv[1], "train") == 0) return wgt_command_train(argc - 1, argv + 1);
     if (strcmp(argv[1], "sample") == 0) return wgt_command_sample(argc - 1, argv + 1);
+    if (strcmp(argv[1], "digits") == 0) return wgt_command_digits(argc - 1, argv + 1);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return 0;
