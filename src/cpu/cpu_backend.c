@@ -396,15 +396,16 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
  * spinning thread burns the time slice the thread with work needs: a BERT
  * forward pass went from 2.5 s to 14 s. The policy is read once when libgomp
  * loads (OMP_WAIT_POLICY=passive fixes it, but a library cannot set it), so
- * wgtensor adapts the thread count instead: every 100 ms it looks at how often
+ * wgtensor adapts the thread count instead: every 25 ms it looks at how often
  * the calling thread was preempted; above CPU_CONTENDED_SWITCHES per second the
  * cores are shared and the team halves (down to 1, which neither spins nor
- * waits on a descheduled thread) for at least a second, then probes upward
- * again. An explicit cpu_threads, OMP_NUM_THREADS or OMP_WAIT_POLICY turns it
+ * waits on a descheduled thread) for half a second, then probes upward again
+ * (backing off to 8 s while the cores stay busy). An explicit cpu_threads, OMP_NUM_THREADS or OMP_WAIT_POLICY turns it
  * off. */
-#define CPU_CONTENDED_SWITCHES 50.0 /* per second; an idle machine shows ~0 */
-#define CPU_CONTENTION_WINDOW_MS 100.0
-#define CPU_CONTENTION_HOLD_MS 1000.0
+#define CPU_CONTENDED_SWITCHES 50.0 /* per second (and at least 2 a window); idle shows ~0 */
+#define CPU_CONTENTION_WINDOW_MS 25.0
+#define CPU_CONTENTION_HOLD_MS 500.0      /* first hold; doubles while probes find the cores busy */
+#define CPU_CONTENTION_HOLD_MAX_MS 8000.0
 
 static double monotonic_ms(void)
 {
@@ -430,11 +431,17 @@ static void cpu_adapt_threads(cpu_backend *b)
     c->window_switches = ru.ru_nivcsw;
     c->window_start_ms = now;
     if (elapsed > 10 * CPU_CONTENTION_WINDOW_MS) return; /* idle gap: no evidence either way */
-    if (switches > 0 && (double)switches * 1000.0 / elapsed > CPU_CONTENDED_SWITCHES) {
+    if (switches >= 2 && (double)switches * 1000.0 / elapsed > CPU_CONTENDED_SWITCHES) {
+        /* a probe upward that meets busy cores again waits twice as long next time */
+        c->hold_ms = c->probing ? fmin(2 * c->hold_ms, CPU_CONTENTION_HOLD_MAX_MS) : CPU_CONTENTION_HOLD_MS;
         b->threads = b->threads > 1 ? b->threads / 2 : 1;
-        c->hold_until_ms = now + CPU_CONTENTION_HOLD_MS;
+        c->hold_until_ms = now + c->hold_ms;
+        c->probing = false;
     } else if (now >= c->hold_until_ms && b->threads < c->max_threads) {
         b->threads = b->threads * 2 < c->max_threads ? b->threads * 2 : c->max_threads;
+        c->probing = true;
+    } else if (c->probing && b->threads == c->max_threads) {
+        c->probing = false; /* a quiet window at full strength: the cores are free */
     }
 }
 

@@ -50,7 +50,8 @@ typedef struct cpu_block cpu_block; /* header in front of every storage (cpu_bac
 typedef struct cpu_contention {
     bool enabled;             /* thread count chosen by wgtensor, not the user */
     int max_threads;
-    double window_start_ms, hold_until_ms;
+    double window_start_ms, hold_until_ms, hold_ms;
+    bool probing;             /* threads were just raised: is it still busy? */
     long window_switches;     /* involuntary context switches at window start */
 } cpu_contention;
 
