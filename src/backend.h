@@ -69,6 +69,7 @@ typedef enum wgt_nn_kernel {
     WGT_NN_NORM_PARAM_GRADS,       /* per-chunk partial sums of dweight, dbias */
     WGT_NN_CROSS_ENTROPY,          /* per-row loss and logsumexp */
     WGT_NN_CROSS_ENTROPY_BACKWARD, /* dlogits */
+    WGT_NN_PARTIALS_SUM,           /* column sums of the norm weight/bias partials */
     WGT_NN_KERNEL_COUNT
 } wgt_nn_kernel;
 
@@ -127,9 +128,9 @@ typedef enum wgt_reduce_kind {
  *              the natural log of each row's sum of exp(scaled scores) (-inf
  *              for a row that sees no key). Fields in call->attention: scale,
  *              causal (query i sees keys j <= i + Tk - Tq), dropout_p and seed:
- *              weight (b, h, i, j) is dropped when philox(seed)[(b*H+h)*Tq+i,
- *              j] < dropout_p (see wgt_attention_dropout_keep in
- *              src/core/philox.h), kept ones scaled by 1 / (1 - dropout_p).
+ *              weight (b, h, i, j) is dropped by the Philox draw of
+ *              wgt_attention_dropout_keep (src/core/philox.h) for row
+ *              (b*H+h)*Tq+i and key j, kept ones scaled by 1 / (1 - dropout_p).
  * ATTENTION_BACKWARD inputs q, k, v, out, dout [B, H, Tq, D], lse f32 [B, H, Tq];
  *              outputs dq [B, H, Tq, D], dk, dv [B, Hkv, Tk, D] contiguous f32
  *              (gradients summed over the query heads sharing a kv head).
@@ -159,6 +160,9 @@ typedef enum wgt_reduce_kind {
  *               has_bias, db [P, D] (outputs[1]), P = ceil(R / nn.chunk_rows):
  *               row p sums rows [p chunk_rows, (p+1) chunk_rows) of dy xhat (and
  *               dy); the front-end sums the P partials (no float atomics).
+ *   PARTIALS_SUM dw partials [P, D], db partials [P, D] (has_bias) -> dw [D],
+ *               db [D] (has_bias), f32: the column sums (a fixed order: the
+ *               same bits every run).
  *   CROSS_ENTROPY logits [R, C], targets i32 [R] -> loss [R], lse [R] (f32):
  *               lse = log sum exp logits; loss = lse - logits[target]; 0 when
  *               target == nn.ignore_index, NaN when outside [0, C).

@@ -242,6 +242,17 @@ static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, 
             CHECK(ew <= btol, "%s %s [%lld, %lld] dweight vs formula: error %g", name, backend_name(ctx),
                   (long long)rows, (long long)d, ew);
         }
+        if (affine) { /* weight/bias gradients alone (x needs none): the partial-sums kernel without dx */
+            wgt_tensor *gw2 = NULL, *gb2 = NULL;
+            s = wgt_norm_backward(xt, wt, stats, rt, rms, NULL, &gw2, rms ? NULL : &gb2);
+            double *gw2v = download(gw2), *gb2v = download(gb2);
+            double e2 = gw2v ? compare(gw2v, dw, d) : INFINITY;
+            if (!rms) e2 = fmax(e2, gb2v ? compare(gb2v, db, d) : INFINITY);
+            CHECK(s == WGT_OK && e2 <= btol, "%s %s [%lld, %lld] dweight/dbias without dx: error %g", name,
+                  backend_name(ctx), (long long)rows, (long long)d, e2);
+            free(gw2v), free(gb2v);
+            wgt_tensor_release(gw2), wgt_tensor_release(gb2);
+        }
         if (affine && !rms) {
             double eb = gbv ? compare(gbv, db, d) : INFINITY;
             CHECK(eb <= btol, "%s %s [%lld, %lld] dbias vs formula: error %g", name, backend_name(ctx),

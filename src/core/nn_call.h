@@ -19,6 +19,7 @@ static inline int wgt_nn_call_inputs(const wgt_kernel_call *call)
     case WGT_NN_NORM_PARAM_GRADS: return 3;               /* x, stats, dy */
     case WGT_NN_CROSS_ENTROPY: return 2;                  /* logits, targets */
     case WGT_NN_CROSS_ENTROPY_BACKWARD: return 4;         /* logits, targets, lse, g */
+    case WGT_NN_PARTIALS_SUM: return 1 + b;               /* dw partials, db partials */
     default: return -1;
     }
 }
@@ -30,6 +31,7 @@ static inline int wgt_nn_call_outputs(const wgt_kernel_call *call)
     case WGT_NN_NORM_BACKWARD: return call->nn.chunk_rows > 0 ? 2 + call->nn.has_bias : 1; /* dx, dw, db */
     case WGT_NN_NORM_PARAM_GRADS: return 1 + call->nn.has_bias;            /* dw, db */
     case WGT_NN_CROSS_ENTROPY: return 2;                                   /* loss, lse */
+    case WGT_NN_PARTIALS_SUM: return 1 + call->nn.has_bias;                /* dw, db */
     default: return 1;                                                     /* dlogits */
     }
 }
@@ -77,6 +79,11 @@ static inline bool wgt_nn_call_shapes_valid(const wgt_kernel_call *call)
     case WGT_NN_CROSS_ENTROPY_BACKWARD:
         return wgt_nn_numel(&call->inputs[1]) == rows && wgt_nn_numel(&call->inputs[2]) == rows &&
                call->inputs[3].ndim == 1 && call->inputs[3].shape[0] == rows && wgt_nn_numel(&out[0]) == rows * d;
+    case WGT_NN_PARTIALS_SUM:
+        ok = wgt_nn_numel(&out[0]) == d;
+        if (b) ok = ok && call->inputs[1].ndim == 2 && call->inputs[1].shape[0] == rows && call->inputs[1].shape[1] == d &&
+                    wgt_nn_numel(&out[1]) == d;
+        return ok;
     default:
         return false;
     }

@@ -192,6 +192,25 @@ static wgt_status run_norm_param_grads(cpu_backend *b, const wgt_kernel_call *ca
                          call->nn.has_bias ? &call->outputs[1] : NULL);
 }
 
+/* Column sums of [P, D] partials, in double, rows in order. */
+static wgt_status run_partials_sum(cpu_backend *b, const wgt_kernel_call *call)
+{
+    int64_t chunks, d;
+    rows_of(&call->inputs[0], &chunks, &d);
+    for (int k = 0; k < 1 + (int)call->nn.has_bias; k++) {
+        nn_row_view in = row_view(&call->inputs[k]);
+        const wgt_tensor_view *out = &call->outputs[k];
+        bool parallel = chunks * d >= CPU_PARALLEL_THRESHOLD && d > 1;
+#pragma omp parallel for num_threads(b->threads) schedule(static) if (parallel)
+        for (int64_t i = 0; i < d; i++) {
+            double sum = 0;
+            for (int64_t p = 0; p < chunks; p++) sum += at(&in, p * d + i);
+            put(out, i, sum);
+        }
+    }
+    return WGT_OK;
+}
+
 /* -------------------------------------------------------- cross-entropy */
 
 static int32_t target_at(const wgt_tensor_view *t, int64_t r)
@@ -274,6 +293,7 @@ wgt_status cpu_run_nn(cpu_backend *b, const wgt_kernel_call *call)
     case WGT_NN_NORM_PARAM_GRADS: return run_norm_param_grads(b, call);
     case WGT_NN_CROSS_ENTROPY: return run_cross_entropy(b, call);
     case WGT_NN_CROSS_ENTROPY_BACKWARD: return run_cross_entropy_backward(b, call);
+    case WGT_NN_PARTIALS_SUM: return run_partials_sum(b, call);
     default: return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "unknown NN kernel %d", (int)call->nn.kernel);
     }
 }

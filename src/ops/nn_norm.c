@@ -146,11 +146,42 @@ wgt_tensor *wgt_rms_norm(wgt_tensor *x, wgt_tensor *weight, double eps)
 
 /* ------------------------------------------------------------ backward */
 
-/* Column sums of the [P, D] partials -> [D] f32 (a REDUCE over dim 0). */
-static wgt_tensor *sum_partials(wgt_tensor *partials)
+/* Column sums of the [P, D] partials pw (and pb) -> new [D] f32 tensors in
+ * *dweight (and *dbias), both in one PARTIALS_SUM kernel (a generic REDUCE of
+ * a short, wide matrix has long serial chains per thread). */
+static wgt_status sum_partials(wgt_context *ctx, const char *op, wgt_tensor *pw, wgt_tensor *pb, wgt_tensor **dweight,
+                               wgt_tensor **dbias)
 {
-    int axis = 0;
-    return wgt_sum(partials, &axis, 1, false);
+    int64_t chunks = pw->view.shape[0], d = pw->view.shape[1];
+    wgt_tensor *dw = wgt_tensor_alloc(ctx, WGT_F32, 1, &d, op);
+    wgt_tensor *db = pb ? wgt_tensor_alloc(ctx, WGT_F32, 1, &d, op) : NULL;
+    wgt_status s = dw && (!pb || db) ? WGT_OK : wgt_context_status(ctx);
+    if (s == WGT_OK && chunks * d > 0) {
+        wgt_kernel_call call;
+        memset(&call, 0, sizeof(call));
+        call.kind = WGT_KERNEL_NN;
+        call.op_name = op;
+        call.nn.kernel = WGT_NN_PARTIALS_SUM;
+        call.nn.has_bias = pb != NULL;
+        call.inputs[call.n_inputs++] = pw->view;
+        if (pb) call.inputs[call.n_inputs++] = pb->view;
+        call.outputs[call.n_outputs++] = dw->view;
+        if (db) call.outputs[call.n_outputs++] = db->view;
+        s = wgt_run_kernel(ctx, &call);
+    } else if (s == WGT_OK && d > 0) { /* no rows: the gradients are zeros */
+        s = wgt_fill(dw, 0);
+        if (s == WGT_OK && db) s = wgt_fill(db, 0);
+    }
+    if (s != WGT_OK) {
+        wgt_tensor_release(dw);
+        wgt_tensor_release(db);
+        return s;
+    }
+    if (dweight) *dweight = dw;
+    else wgt_tensor_release(dw);
+    if (dbias) *dbias = db;
+    else wgt_tensor_release(db);
+    return WGT_OK;
 }
 
 wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stats, wgt_tensor *dy, bool rms,
@@ -242,8 +273,7 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
         if (pb) call.outputs[1] = pb->view;
         s = wgt_run_kernel(ctx, &call);
     }
-    if (s == WGT_OK && dweight && !(*dweight = sum_partials(pw))) s = wgt_context_status(ctx);
-    if (s == WGT_OK && dbias && !(*dbias = sum_partials(pb))) s = wgt_context_status(ctx);
+    if (s == WGT_OK && partials) s = sum_partials(ctx, op, pw, pb, dweight, dbias);
     wgt_tensor_release(pw);
     wgt_tensor_release(pb);
     wgt_tensor_release(xc);

@@ -8,6 +8,7 @@
  *                           partials (x and dy read once; rows of <= 4 slots per
  *                           thread, else nn_norm_backward + nn_norm_param_grads)
  *   NORM_PARAM_GRADS        kernels/nn_norm_param_grads.wgsl a thread per (chunk, column)
+ *   PARTIALS_SUM            kernels/nn_partials_sum.wgsl     64 row lanes x 4 columns
  *   CROSS_ENTROPY           kernels/nn_cross_entropy.wgsl    one workgroup per row
  *   CROSS_ENTROPY_BACKWARD  kernels/nn_cross_entropy_backward.wgsl
  *
@@ -332,6 +333,36 @@ static wgt_status run_norm_backward(webgpu_backend *wg, const wgt_kernel_call *c
     return s;
 }
 
+/* Column sums of the [P, D] weight (and bias) partials, one dispatch for both. */
+static wgt_status run_partials_sum(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v, nn_params *pr)
+{
+    bool has_bias = call->nn.has_bias;
+    const wgt_tensor_view *pw = &v->in[0], *pb = has_bias ? &v->in[1] : pw;
+    const wgt_tensor_view *dw = &v->out[0], *db = has_bias ? &v->out[1] : NULL;
+    wgt_tensor_view scratch = {0};
+    if (!db) { /* bound, never written (see norm_partials) */
+        int64_t one = 4;
+        wgt_status s = webgpu_temp_alloc(wg, WGT_F32, 1, &one, &scratch);
+        if (s != WGT_OK) return s;
+        db = &scratch;
+    }
+    uint32_t width = pr->d % 4 == 0 && pw->offset % 4 == 0 && pb->offset % 4 == 0 && dw->offset % 4 == 0 &&
+                             db->offset % 4 == 0 ? 4 : 1;
+    nn_shape sh = {NN_MAX_THREADS, width, 1, false}; /* 4 columns x 64 row lanes */
+    webgpu_pipeline *p;
+    wgt_status s = get_pipeline(wg, "nn_partials_sum", &sh, 2, 2, call->op_name, &p);
+    if (s == WGT_OK) {
+        uint64_t columns = sh.threads / 64u, per_input = (pr->d / width + columns - 1) / columns;
+        pr->x_offset = off(pw, width), pr->b_offset = off(pb, width);
+        pr->pw_offset = off(dw, width), pr->pb_offset = off(db, width);
+        WGPUBuffer buffers[4] = {webgpu_view_buffer(pw), webgpu_view_buffer(pb), webgpu_view_buffer(dw),
+                                 webgpu_view_buffer(db)};
+        s = dispatch(wg, p, buffers, 4, pr, per_input * (has_bias ? 2 : 1), call->op_name);
+    }
+    if (scratch.storage) webgpu_temp_release(wg, &scratch);
+    return s;
+}
+
 static void fill_targets(const wgt_kernel_call *call, const wgt_tensor_view *t, nn_params *pr)
 {
     pr->t_offset = (uint32_t)t->offset;
@@ -403,6 +434,7 @@ wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call)
         case WGT_NN_NORM_PARAM_GRADS: s = run_norm_param_grads(wg, call, &v, &pr); break;
         case WGT_NN_CROSS_ENTROPY: s = run_cross_entropy(wg, call, &v, &pr); break;
         case WGT_NN_CROSS_ENTROPY_BACKWARD: s = run_cross_entropy_backward(wg, call, &v, &pr); break;
+        case WGT_NN_PARTIALS_SUM: s = run_partials_sum(wg, call, &v, &pr); break;
         default: s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: unknown NN kernel", call->op_name); break;
         }
     }
