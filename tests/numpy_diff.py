@@ -111,6 +111,30 @@ class Lib:
         sig("wgt_log_softmax", P, P, I)
         sig("wgt_matmul", P, P, P)
         sig("wgt_fused", P, P, ctypes.c_char_p, ctypes.POINTER(P), I)
+        sig("wgt_fused_params", P, P, ctypes.c_char_p, ctypes.POINTER(P), I, ctypes.POINTER(D), I)
+        sig("wgt_binary_scalar", P, I, P, D)
+        sig("wgt_clamp_min", P, P, D)
+        sig("wgt_clamp_max", P, P, D)
+        sig("wgt_leaky_relu", P, P, D)
+        sig("wgt_elu", P, P, D)
+        sig("wgt_index_select", P, P, I, P)
+        sig("wgt_concat", P, ctypes.POINTER(P), I, I)
+        sig("wgt_pad", P, P, I64P, D)
+        sig("wgt_tril", P, P, I64)
+        sig("wgt_triu", P, P, I64)
+        sig("wgt_topk", I, P, I64, B, ctypes.POINTER(P), ctypes.POINTER(P))
+        sig("wgt_arange", P, P, I, D, D, D)
+        self.op = op_enum(os.path.join(ROOT, "include", "wgtensor.h"))
+
+
+def op_enum(header):
+    """WGT_OP_* values, read from the public header's enum (it grows)."""
+    text = open(header).read()
+    body = text[text.index("typedef enum wgt_op {"):]
+    body = body[body.index("{") + 1:body.index("} wgt_op;")]
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    names = [n.strip() for n in body.split(",") if n.strip()]
+    return {n[len("WGT_OP_"):].lower(): i for i, n in enumerate(names)}
 
 
 UNARY = ["neg", "abs", "sign", "exp", "log", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
@@ -587,8 +611,175 @@ class Runner:
         want = np.broadcast_to(want, np.broadcast_shapes(*[o[0].shape for o in ops]))  # every input broadcasts
         return f"fused '{text}' {out_shape}", got, gd, want, F32, "transcendental", None
 
+    def case_scalar(self):
+        """wgt_binary_scalar: the scalar takes an integer tensor's dtype when
+        integral, else the result is floating; f16 stays f16 (PyTorch's rules)."""
+        r = self.rng
+        op = r.choice(["add", "sub", "mul", "div", "maximum", "minimum", "eq", "lt", "ge"])
+        d = self.dtype((F32, F16, I32, U8))
+        value = r.choice([0.0, 2.0, -3.0, 0.5, -1.25, 7.0, math.inf, -math.inf, math.nan])
+        if d == U8 and math.isfinite(value) and value == int(value):
+            value = abs(value)  # an integer outside [0, 255] is an error for u8 (test_semantics)
+        shape = self.random_shape()
+        a, ta, sa = self.operand(d, shape)
+        got, gd = self.read(self.lib.binary_scalar(self.lib.op[op], ta, value), "wgt_binary_scalar " + op)
+        integral = math.isfinite(value) and value == int(value)
+        v = value_of(a)
+        if op in ("eq", "lt", "ge"):
+            w = v.astype(np.float64)
+            sv = float(np.float16(value)) if d == F16 else value  # f16 compares in f16 (PyTorch)
+            with np.errstate(all="ignore"):
+                want = {"eq": np.equal, "lt": np.less, "ge": np.greater_equal}[op](w, sv)
+            return f"scalar {op} {NAME[d]}{shape}{sa} {value}", got, gd, want, BOOL, "exact", None
+        if is_float(d):
+            want_dtype = d
+        elif integral and op != "div":
+            want_dtype = d
+        else:
+            want_dtype = F32
+        with np.errstate(all="ignore"):
+            if is_float(want_dtype):
+                w = v.astype(np.float64)
+                fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+                      "maximum": np.maximum, "minimum": np.minimum}[op]
+                want = fn(w.astype(np.float32), np.float32(value)).astype(np.float64)
+            else:
+                iv = int(value)
+                want = {"add": v + iv, "sub": v - iv, "mul": v * iv, "maximum": np.maximum(v, iv),
+                        "minimum": np.minimum(v, iv)}[op]
+        return f"scalar {op} {NAME[d]}{shape}{sa} {value}", got, gd, want, want_dtype, "exact", None
+
+    def case_clamp(self):
+        r = self.rng
+        d = self.dtype((F32, F16, I32, U8))
+        shape = self.random_shape()
+        a, ta, sa = self.operand(d, shape)
+        lo, hi = sorted([r.choice([-3.5, -1.0, 0.0, 2.0, 10.0]), r.choice([-2.0, 0.5, 4.0, 200.0])])
+        kind = r.choice(["clamp", "clamp_min", "clamp_max"])
+        t = (self.lib.clamp(ta, lo, hi) if kind == "clamp" else
+             self.lib.clamp_min(ta, lo) if kind == "clamp_min" else self.lib.clamp_max(ta, hi))
+        got, gd = self.read(t, "wgt_" + kind)
+        v = value_of(a)
+        if not is_float(d):  # integer bounds rounded inward, limited to the dtype's range
+            top = 255 if d == U8 else 2 ** 31 - 1
+            bottom = 0 if d == U8 else -2 ** 31
+            lo, hi = min(max(math.ceil(lo), bottom), top), min(max(math.floor(hi), bottom), top)
+        with np.errstate(all="ignore"):
+            w = v.astype(np.float64) if is_float(d) else v
+            if kind in ("clamp", "clamp_min"):
+                w = np.where(np.isnan(w), w, np.maximum(w, lo)) if is_float(d) else np.maximum(w, lo)
+            if kind in ("clamp", "clamp_max"):
+                w = np.where(np.isnan(w), w, np.minimum(w, hi)) if is_float(d) else np.minimum(w, hi)
+        return f"{kind} {NAME[d]}{shape}{sa} ({lo}, {hi})", got, gd, w, d, "exact", None
+
+    def case_activation(self):
+        d = self.dtype((F32, F16))
+        shape = self.random_shape()
+        a, ta, sa = self.operand(d, shape)
+        p = self.rng.choice([0.0, 0.01, 0.5, 1.0])
+        elu = self.rng.random() < 0.5
+        got, gd = self.read((self.lib.elu if elu else self.lib.leaky_relu)(ta, p), "activation")
+        v = value_of(a).astype(np.float64)
+        with np.errstate(all="ignore"):
+            neg = (np.exp(v) - 1) * p if elu else v * p
+            want = np.where(v > 0, v, neg)
+        name = "elu" if elu else "leaky_relu"
+        return f"{name}({p}) {NAME[d]}{shape}{sa}", got, gd, want, d, "transcendental", None
+
+    def case_index_select(self):
+        d = self.dtype()
+        shape = self.random_shape(max_nd=3) or (4,)
+        a, ta, sa = self.operand(d, shape)
+        axis = self.rng.randrange(len(shape))
+        D = shape[axis]
+        idx = np.array([self.rng.randrange(-D, D) for _ in range(self.rng.randrange(1, 7))], dtype=np.int32)
+        got, gd = self.read(self.lib.index_select(ta, axis, self.upload(idx, I32)), "wgt_index_select")
+        want = np.take(value_of(a), idx, axis=axis)  # negative indices wrap once, as NumPy's take
+        return f"index_select {NAME[d]}{shape}{sa} axis {axis} {idx.tolist()}", got, gd, want, d, "exact", None
+
+    def case_concat(self):
+        d = self.dtype()
+        shape = list(self.random_shape(max_nd=3) or (3,))
+        axis = self.rng.randrange(len(shape))
+        parts, tensors = [], []
+        for _ in range(self.rng.randrange(1, 4)):
+            s = list(shape)
+            s[axis] = self.rng.randrange(0, 4)
+            a, t, _ = self.operand(d, tuple(s))
+            parts.append(a)
+            tensors.append(t)
+        arr = (ctypes.c_void_p * len(tensors))(*tensors)
+        got, gd = self.read(self.lib.concat(arr, len(tensors), axis), "wgt_concat")
+        want = np.concatenate([value_of(p) for p in parts], axis=axis)
+        return f"concat {len(parts)} x {NAME[d]} axis {axis}", got, gd, want, d, "exact", None
+
+    def case_pad(self):
+        d = self.dtype()
+        shape = self.random_shape(max_nd=3) or (2,)
+        a, ta, sa = self.operand(d, shape)
+        pads = [self.rng.randrange(3) for _ in range(2 * len(shape))]
+        value = self.rng.choice([0.0, 1.0, -2.0, 0.5])
+        p = (ctypes.c_int64 * len(pads))(*pads)
+        got, gd = self.read(self.lib.pad(ta, p, value), "wgt_pad")
+        pairs = [(pads[2 * i], pads[2 * i + 1]) for i in range(len(shape))]  # np.pad's order
+        base = value_of(a).astype(np.float64)
+        want = np.pad(base, pairs, constant_values=value)
+        return f"pad {NAME[d]}{shape}{sa} {pads} {value}", got, gd, want, d, "exact", None
+
+    def case_tri(self):
+        d = self.dtype()
+        shape = self.random_shape(max_nd=3, max_dim=6)
+        shape = shape if len(shape) >= 2 else (3, 4)
+        a, ta, sa = self.operand(d, shape)
+        k = self.rng.randrange(-3, 4)
+        lower = self.rng.random() < 0.5
+        got, gd = self.read((self.lib.tril if lower else self.lib.triu)(ta, k), "tril/triu")
+        want = (np.tril if lower else np.triu)(value_of(a), k)
+        return f"{'tril' if lower else 'triu'} {NAME[d]}{shape}{sa} k {k}", got, gd, want, d, "exact", None
+
+    def case_topk(self):
+        d = self.dtype((F32, F16, I32, U8))
+        shape = self.random_shape(max_nd=2, max_dim=9) or (5,)
+        a, ta, sa = self.operand(d, shape)
+        n = shape[-1]
+        k = self.rng.randrange(0, n + 1)
+        largest = self.rng.random() < 0.5
+        vals, inds = ctypes.c_void_p(), ctypes.c_void_p()
+        s = self.lib.topk(ta, k, largest, ctypes.byref(vals), ctypes.byref(inds))
+        if s != 0:
+            self.check_call(None, "wgt_topk")
+        got, gd = self.read(vals.value, "wgt_topk values")
+        got_i, gd_i = self.read(inds.value, "wgt_topk indices")
+        v = value_of(a)
+        key = v.astype(np.float64)
+        # order: NaN largest, then value, ties by lower index (a stable sort)
+        rank = np.where(np.isnan(key), np.inf, key)
+        nan_first = np.isnan(key)
+        if largest:
+            order = np.lexsort((np.arange(n) * np.ones_like(rank), -rank, ~nan_first), axis=-1)
+        else:
+            order = np.lexsort((np.arange(n) * np.ones_like(rank), rank, nan_first), axis=-1)
+        order = order[..., :k]
+        want_i = order
+        want_v = np.take_along_axis(v, order, axis=-1)
+        self.compare(got_i, gd_i, want_i, I32, "exact", None, f"topk indices {NAME[d]}{shape}{sa} k {k}")
+        return f"topk values {NAME[d]}{shape}{sa} k {k} largest {largest}", got, gd, want_v, d, "exact", None
+
+    def case_fused_params(self):
+        out_shape = self.random_shape()
+        a, ta, sa = self.broadcast_operand(F32, out_shape)
+        p = [self.rng.choice([0.5, -2.0, 3.25, math.inf, math.nan, 0.0]) for _ in range(2)]
+        arr = (ctypes.c_void_p * 1)(ta)
+        vals = (ctypes.c_double * 2)(*p)
+        got, gd = self.read(self.lib.fused_params(self.ctx, b"a * p0 + p1", arr, 1, vals, 2), "wgt_fused_params")
+        with np.errstate(all="ignore"):
+            want = a.astype(np.float32) * np.float32(p[0]) + np.float32(p[1])
+        return f"fused_params a * {p[0]} + {p[1]} {a.shape}{sa}", got, gd, want, F32, "exact", None
+
     CASES = [("binary", 30), ("unary", 25), ("where", 5), ("reduce", 15), ("cumsum", 4), ("softmax", 4),
-             ("matmul", 5), ("cast", 6), ("view_chain", 4), ("fused", 4)]
+             ("matmul", 5), ("cast", 6), ("view_chain", 4), ("fused", 4), ("scalar", 10), ("clamp", 4),
+             ("activation", 3), ("index_select", 3), ("concat", 3), ("pad", 3), ("tri", 3), ("topk", 4),
+             ("fused_params", 3)]
 
 
 def main():

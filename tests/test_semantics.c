@@ -179,6 +179,9 @@ static void test_u8_scalar(wgt_context *ctx)
     CHECK(wgt_binary_scalar(WGT_OP_MINIMUM, u, -1) == NULL, "%s minimum(u8, -1) accepted", backend_name);
     check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "minimum(u8, -1)");
     expect_bytes(wgt_binary_scalar(WGT_OP_MAXIMUM, u, 255), 2, (uint8_t[]){255, 255}, "maximum(u8, 255)");
+    /* a non-integral or infinite scalar gives a float result, not an error */
+    expect_f32(wgt_binary_scalar(WGT_OP_MUL, u, INFINITY), 2, (float[]){INFINITY, INFINITY}, "u8 * inf");
+    expect_f32(wgt_binary_scalar(WGT_OP_ADD, u, -0.5), 2, (float[]){199.5f, 4.5f}, "u8 + -0.5");
     expect_bytes(wgt_binary_scalar(WGT_OP_ADD, u, 55), 2, (uint8_t[]){255, 60}, "u8 + 55");
     /* comparisons are exact with any scalar */
     expect_bytes(wgt_binary_scalar(WGT_OP_LT, u, 300), 2, (uint8_t[]){1, 1}, "u8 < 300");

@@ -164,7 +164,7 @@ wgt_tensor *wgt_binary_scalar(wgt_op op, wgt_tensor *a, double value)
     wgt_expr_opcode code = binary_ops[k].code;
     bool arithmetic = code == WGT_EXPR_ADD || code == WGT_EXPR_SUB || code == WGT_EXPR_MUL || code == WGT_EXPR_MAX ||
                       code == WGT_EXPR_MIN;
-    if (a->view.dtype == WGT_U8 && arithmetic && value == floor(value) && (value < 0 || value > 255)) {
+    if (a->view.dtype == WGT_U8 && arithmetic && isfinite(value) && value == floor(value) && (value < 0 || value > 255)) {
         /* the result would be stored as u8 and wrap: refuse it, as NumPy 2 and
          * PyTorch refuse a Python int that overflows the tensor's dtype */
         char shape[128];
