@@ -14,7 +14,8 @@
  * 4, non-square kernels, per-side padding, stride and dilation, groups and
  * depthwise, output_padding, more output channels than one 64-row tile and
  * more columns than one 64-column tile, the 1x1 GEMM path, ceil mode, ties
- * and NaN in max pooling.
+ * and NaN in max pooling. Run with WGT_CONV_TILE=64 and =128 to cover both
+ * implicit-GEMM tile shapes (by default small problems take the 64 x 64 one).
  *
  * Tolerances: f32 |got - ref| <= 2e-4 (1 + |ref|) (f32 sums of up to ~1000
  * terms against double); f16 inputs and outputs 1e-2 (1 + |ref|).
@@ -131,6 +132,7 @@ static const conv_case conv_cases[] = {
     {"1x1 GEMM path", 3, 5, 5, 6, 7, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, {0, 0}, true, false, WGT_F32},
     {"batch 1, 5x5 stride 2, 70 output channels", 1, 3, 13, 11, 70, 5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}, 1, {0, 0}, true, false, WGT_F32},
     {"3x3 pad 1, 16 -> 9 channels, 2 x 20 x 19 columns", 2, 16, 20, 19, 9, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}, true, false, WGT_F32},
+    {"3x3, 150 output channels (two 128-row tiles)", 2, 8, 12, 12, 150, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}, true, false, WGT_F32},
     {"1x1 stride 2 (downsample)", 2, 8, 9, 9, 6, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, {0, 0}, false, false, WGT_F32},
     {"f16 3x3 stride 2", 2, 3, 9, 8, 5, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}, true, false, WGT_F16},
     {"transposed stride 2, output_padding 1, 3x3", 2, 4, 5, 4, 3, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {1, 1}, true, true, WGT_F32},

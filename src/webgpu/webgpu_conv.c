@@ -20,10 +20,27 @@
 #include "core/conv_call.h"
 #include "webgpu/webgpu_internal.h"
 
-/* The implicit GEMM's tile (conv_gemm.wgsl assumes 64 x 64 with 256 invocations). */
-#define CONV_BM 64u
-#define CONV_BN 64u
+/* The implicit GEMM's tiles (conv_gemm.wgsl: 256 invocations, each a TM x TN
+ * block): 64 x 64 of 4 x 4 blocks, or 128 x 128 of 8 x 8 blocks when the
+ * problem has enough of those tiles to fill a large GPU (CONV_BIG_TILES of
+ * them: about two per SM of an H100). WGT_CONV_TILE=64|128 forces one (for
+ * tuning on a new GPU, and for tests of both paths on any adapter). */
 #define CONV_BK 16u
+#define CONV_BIG_TILES 256u
+
+typedef struct conv_tile {
+    uint32_t bm, bn, tm, tn;
+} conv_tile;
+
+static conv_tile choose_tile(uint64_t rows, uint64_t cols, uint64_t gz)
+{
+    const conv_tile small = {64, 64, 4, 4}, big = {128, 128, 8, 8};
+    const char *env = getenv("WGT_CONV_TILE");
+    if (env && strcmp(env, "64") == 0) return small;
+    if (env && strcmp(env, "128") == 0) return big;
+    uint64_t big_tiles = ((rows + 127) / 128) * ((cols + 127) / 128) * gz;
+    return big_tiles >= CONV_BIG_TILES ? big : small;
+}
 
 static const bool conv_checked = false; /* every index is bounds-checked by the kernels' own logic */
 
@@ -165,7 +182,9 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     p.out_offset = (uint32_t)out->offset, p.bias_offset = (uint32_t)bias->offset;
     p.has_bias = mode == 0 && call->conv.has_bias;
 
-    uint64_t gx = (p.cols + CONV_BN - 1) / CONV_BN, gy = (p.rows + CONV_BM - 1) / CONV_BM, gz = splits * p.groups;
+    uint64_t gz = splits * p.groups;
+    conv_tile tile = choose_tile(p.rows, p.cols, gz);
+    uint64_t gx = (p.cols + tile.bn - 1) / tile.bn, gy = (p.rows + tile.bm - 1) / tile.bm;
     uint64_t limit = wg->limits.maxComputeWorkgroupsPerDimension;
     if (gx > limit || gy > limit || gz > limit)
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED,
@@ -173,10 +192,11 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
                          (unsigned long long)gx, (unsigned long long)gy, (unsigned long long)gz,
                          (unsigned long long)limit);
     if (gx == 0 || gy == 0 || gz == 0) return WGT_OK;
-    char key[64], prelude[160];
-    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u", mode, CONV_BM, CONV_BN, CONV_BK);
-    snprintf(prelude, sizeof(prelude), "const MODE = %du;\nconst BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\n", mode,
-             CONV_BM, CONV_BN, CONV_BK);
+    char key[64], prelude[192];
+    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u", mode, tile.bm, tile.bn, CONV_BK, tile.tm, tile.tn);
+    snprintf(prelude, sizeof(prelude),
+             "const MODE = %du;\nconst BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst TM = %uu;\nconst TN = %uu;\n",
+             mode, tile.bm, tile.bn, CONV_BK, tile.tm, tile.tn);
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_gemm", 3, 1, op, &pipe);
     if (s != WGT_OK) return s;

@@ -15,17 +15,25 @@
 //                                B = unfolded x: col = (ci, a, b)
 //                                out = partial dw [splits, K, C/g, KH, KW]
 //
-// Prelude (webgpu_conv.c): const MODE: u32, BM, BN (tile, multiples of 16), BK
-// (depth of a K slice, 16). 256 invocations, each owning a 4 x 4 block of the
-// BM x BN tile (register blocking: 16 accumulators, 8 shared loads per 16
-// FMAs). Workgroups: x = column tiles, y = row tiles, z = group + groups *
-// split.
+// Prelude (webgpu_conv.c): const MODE: u32; the tile BM x BN (rows x columns
+// of out per workgroup), BK (depth of one K slice) and TM x TN (outputs per
+// invocation, multiples of 4), with (BM / TM) (BN / TN) = 256 invocations:
+// 64 x 64 tiles of 4 x 4 blocks for small problems (more workgroups), 128 x 128
+// tiles of 8 x 8 blocks for large ones (twice the arithmetic per shared load).
+// Workgroups: x = column tiles, y = row tiles, z = group + groups * split.
 //
-// Loads: consecutive invocations take consecutive columns of B (consecutive
-// output pixels: consecutive addresses of x or dy, so loads coalesce) and
-// consecutive r of A (contiguous weights or dy). An invocation's B columns
-// are the same for every K slice, so their (n, i, j) decomposition is done
-// once, outside the loop.
+// Shared tiles are k-major vec4 arrays, a_tile [BK][BM / 4] and b_tile
+// [BK][BN / 4]: each invocation fetches quads of 4 neighbouring rows of A (or
+// columns of B) at one r and stores each as one vec4, and reads its operands
+// back as vec4s (128-bit shared loads). Invocation (tx, ty) owns the row
+// quads ty, ty + BM / TM, ... and column quads tx, tx + BN / TN, ...:
+// neighbouring invocations read neighbouring vec4s, free of bank conflicts.
+//
+// Loads: consecutive invocations fetch consecutive r of A (contiguous weights
+// or dy along r) and consecutive column quads of B (consecutive output pixels:
+// neighbouring addresses of x or dy, so loads coalesce). An invocation's B
+// columns are the same for every K slice, so their (n, i, j) decomposition is
+// done once, before the loop; the r decomposition is shared by the quad.
 
 struct Params {
     n: u32, c: u32, h: u32, w: u32,
@@ -44,11 +52,15 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
 const WG = 256u;
-const A_LOADS = BM * BK / WG;
-const B_LOADS = BN * BK / WG;
+const A_QUADS = BM * BK / 4u;                      // quads of A per K slice
+const B_QUADS = BN * BK / 4u;
+const A_LOADS = A_QUADS / WG;                      // per invocation (BM * BK is a multiple of 4 WG)
+const B_LOADS = B_QUADS / WG;
+const RQ = TM / 4u;                                // row quads per invocation
+const CQ = TN / 4u;                                // column quads per invocation
 
-var<workgroup> a_tile: array<f32, BK * BM>;   // [r][m]
-var<workgroup> b_tile: array<f32, BK * BN>;   // [r][col]
+var<workgroup> a_tile: array<vec4<f32>, BK * BM / 4u>;   // [r][row quad]
+var<workgroup> b_tile: array<vec4<f32>, BK * BN / 4u>;   // [r][column quad]
 
 // A(m, r) of group g; r is the absolute reduction index; zero outside.
 fn load_a(g: u32, m: u32, r: u32, r_end: u32) -> f32 {
@@ -165,45 +177,66 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         r_end = min(params.depth, r_begin + params.split_len);
     }
 
-    // this invocation's loads: B columns fixed, A rows fixed
-    let b_col = t % BN;
-    let b_r = t / BN;                 // + q * (WG / BN)
-    let col = column_of(col0 + b_col);
-    let a_r = t % BK;
-    let a_m = t / BK;                 // + q * (WG / BK)
+    // this invocation's B quads: 4 columns each, decomposed once
+    var cols: array<Column, B_LOADS * 4u>;
+    for (var q = 0u; q < B_LOADS; q++) {
+        let quad = t + q * WG;
+        for (var e = 0u; e < 4u; e++) {
+            cols[q * 4u + e] = column_of(col0 + (quad % (BN / 4u)) * 4u + e);
+        }
+    }
 
-    // the 4 x 4 block: rows ty * 4 .. + 3, columns tx * 4 .. + 3
-    let tx = t % (BN / 4u);
-    let ty = t / (BN / 4u);
-    var acc: array<vec4<f32>, 4>;
-    for (var i = 0u; i < 4u; i++) { acc[i] = vec4<f32>(0.0); }
+    let tx = t % (BN / TN);
+    let ty = t / (BN / TN);
+    var acc: array<vec4<f32>, RQ * TN>;   // [row i of the block][column quad]
+    for (var i = 0u; i < RQ * TN; i++) { acc[i] = vec4<f32>(0.0); }
 
     for (var r0 = r_begin; r0 < r_end; r0 += BK) {
         for (var q = 0u; q < A_LOADS; q++) {
-            let m = a_m + q * (WG / BK);
-            a_tile[a_r * BM + m] = load_a(g, row0 + m, r0 + a_r, r_end);
+            let quad = t + q * WG;
+            let r = quad % BK;
+            let m = (quad / BK) * 4u;
+            a_tile[r * (BM / 4u) + quad / BK] = vec4<f32>(load_a(g, row0 + m, r0 + r, r_end),
+                                                          load_a(g, row0 + m + 1u, r0 + r, r_end),
+                                                          load_a(g, row0 + m + 2u, r0 + r, r_end),
+                                                          load_a(g, row0 + m + 3u, r0 + r, r_end));
         }
         for (var q = 0u; q < B_LOADS; q++) {
-            let r = b_r + q * (WG / BN);
-            b_tile[r * BN + b_col] = load_b(g, col, r0 + r, r_end);
+            let quad = t + q * WG;
+            let r = quad / (BN / 4u);
+            b_tile[r * (BN / 4u) + quad % (BN / 4u)] = vec4<f32>(load_b(g, cols[q * 4u], r0 + r, r_end),
+                                                                 load_b(g, cols[q * 4u + 1u], r0 + r, r_end),
+                                                                 load_b(g, cols[q * 4u + 2u], r0 + r, r_end),
+                                                                 load_b(g, cols[q * 4u + 3u], r0 + r, r_end));
         }
         workgroupBarrier();
         for (var r = 0u; r < BK; r++) {
-            let a = vec4<f32>(a_tile[r * BM + ty * 4u], a_tile[r * BM + ty * 4u + 1u], a_tile[r * BM + ty * 4u + 2u],
-                              a_tile[r * BM + ty * 4u + 3u]);
-            let b = vec4<f32>(b_tile[r * BN + tx * 4u], b_tile[r * BN + tx * 4u + 1u], b_tile[r * BN + tx * 4u + 2u],
-                              b_tile[r * BN + tx * 4u + 3u]);
-            acc[0] = fma(vec4<f32>(a.x), b, acc[0]);
-            acc[1] = fma(vec4<f32>(a.y), b, acc[1]);
-            acc[2] = fma(vec4<f32>(a.z), b, acc[2]);
-            acc[3] = fma(vec4<f32>(a.w), b, acc[3]);
+            var b: array<vec4<f32>, CQ>;
+            for (var h = 0u; h < CQ; h++) { b[h] = b_tile[r * (BN / 4u) + tx + h * (BN / TN)]; }
+            for (var gq = 0u; gq < RQ; gq++) {
+                let a = a_tile[r * (BM / 4u) + ty + gq * (BM / TM)];
+                for (var h = 0u; h < CQ; h++) {
+                    let base = (gq * 4u) * CQ + h;
+                    acc[base] = fma(vec4<f32>(a.x), b[h], acc[base]);
+                    acc[base + CQ] = fma(vec4<f32>(a.y), b[h], acc[base + CQ]);
+                    acc[base + 2u * CQ] = fma(vec4<f32>(a.z), b[h], acc[base + 2u * CQ]);
+                    acc[base + 3u * CQ] = fma(vec4<f32>(a.w), b[h], acc[base + 3u * CQ]);
+                }
+            }
         }
         workgroupBarrier();
     }
-    for (var i = 0u; i < 4u; i++) {
-        let m = row0 + ty * 4u + i;
-        for (var j = 0u; j < 4u; j++) {
-            store_out(g, split, m, col0 + tx * 4u + j, acc[i][j]);
+    for (var gq = 0u; gq < RQ; gq++) {
+        for (var i = 0u; i < 4u; i++) {
+            let m = row0 + (ty + gq * (BM / TM)) * 4u + i;
+            for (var h = 0u; h < CQ; h++) {
+                let v = acc[(gq * 4u + i) * CQ + h];
+                let c = col0 + (tx + h * (BN / TN)) * 4u;
+                store_out(g, split, m, c, v.x);
+                store_out(g, split, m, c + 1u, v.y);
+                store_out(g, split, m, c + 2u, v.z);
+                store_out(g, split, m, c + 3u, v.w);
+            }
         }
     }
 }
