@@ -39,11 +39,12 @@ wgt_status wgt_backward_cross_entropy(const wgt_grad_node *node, wgt_tensor *gra
 {
     if (!wgt_autograd_input_needs_grad(node, 0)) return WGT_OK;
     wgt_tensor *logits = node->inputs[0];
-    wgt_tensor *g = node->params.ints[0] == WGT_REDUCTION_MEAN ? wgt_div(grad_out, node->saved[1])
-                                                                : wgt_tensor_retain(grad_out);
-    if (!g) return wgt_context_status(logits->ctx);
-    grad_inputs[0] = wgt_cross_entropy_backward(logits, node->inputs[1], node->saved[0], g, node->params.ints[1]);
-    wgt_tensor_release(g);
+    /* MEAN: the per-row scale is grad / count; grad_out is the engine's, never released here */
+    wgt_tensor *scaled = node->params.ints[0] == WGT_REDUCTION_MEAN ? wgt_div(grad_out, node->saved[1]) : NULL;
+    if (node->params.ints[0] == WGT_REDUCTION_MEAN && !scaled) return wgt_context_status(logits->ctx);
+    grad_inputs[0] = wgt_cross_entropy_backward(logits, node->inputs[1], node->saved[0], scaled ? scaled : grad_out,
+                                                node->params.ints[1]);
+    wgt_tensor_release(scaled);
     return grad_inputs[0] ? WGT_OK : wgt_context_status(logits->ctx);
 }
 

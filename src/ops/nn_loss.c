@@ -268,7 +268,7 @@ wgt_tensor *wgt_mse_loss(wgt_tensor *input, wgt_tensor *target, wgt_reduction re
     grad_off(ctx);
     wgt_tensor *out = NULL;
     if (sq && wgt_run_elementwise(ctx, op, &e, 2, args, sq) == WGT_OK) {
-        if (reduction == WGT_REDUCTION_NONE) out = wgt_tensor_retain(sq);
+        if (reduction == WGT_REDUCTION_NONE) out = sq, sq = NULL; /* handed over, still in the caller's scope */
         else if (reduction == WGT_REDUCTION_SUM) out = wgt_sum(sq, NULL, 0, false);
         else out = wgt_mean(sq, NULL, 0, false);
     }
@@ -318,14 +318,18 @@ wgt_status wgt_mse_loss_backward(wgt_tensor *input, wgt_tensor *target, wgt_tens
         return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: input, target and upstream gradient shapes disagree", op);
     int64_t n = wgt_shape_numel(input->view.ndim, input->view.shape);
     double factor = reduction == WGT_REDUCTION_MEAN ? 2.0 / (double)(n ? n : 1) : 2.0;
-    wgt_tensor *gs = g->view.ndim == 0 || reduction == WGT_REDUCTION_NONE ? wgt_tensor_retain(g) : wgt_view(g, 0, NULL);
-    if (!gs) return wgt_context_status(ctx);
+    /* g as a [] view when it is a one-element tensor of another rank; g itself
+     * is the caller's (released here only if made here) */
+    wgt_tensor *made = NULL;
+    if (g->view.ndim != 0 && reduction != WGT_REDUCTION_NONE && !(made = wgt_view(g, 0, NULL)))
+        return wgt_context_status(ctx);
+    wgt_tensor *gs = made ? made : g;
     if (d_input && !(*d_input = mse_grad(ctx, input, target, gs, factor, input->view.dtype, op))) goto fail;
     if (d_target && !(*d_target = mse_grad(ctx, input, target, gs, -factor, target->view.dtype, op))) goto fail;
-    wgt_tensor_release(gs);
+    wgt_tensor_release(made);
     return WGT_OK;
 fail:
-    wgt_tensor_release(gs);
+    wgt_tensor_release(made);
     if (d_input) wgt_tensor_release(*d_input), *d_input = NULL;
     return wgt_context_status(ctx);
 }
