@@ -35,9 +35,10 @@ static inline void wgt_philox4x32_10(uint32_t k0, uint32_t k1, uint32_t c0, uint
 
 /* Attention dropout (WGT_KERNEL_ATTENTION): weight (row, col) of the attention
  * matrix, row = (b * H + h) * Tq + i and col = key j, is kept when the top 24
- * bits of philox(seed, (col, row, 0, "atte")) word 0 are >= threshold, with
- * threshold = wgt_attention_dropout_threshold(p). Integer arithmetic only, so
- * the WGSL twin (kernels/attention_common.wgsl) draws the same mask. */
+ * bits of word col % 4 of philox(seed, (col / 4, row, 0, "atte")) are >=
+ * threshold, with threshold = wgt_attention_dropout_threshold(p): one Philox
+ * call gives four neighbouring keys. Integer arithmetic only, so the WGSL twin
+ * (kernels/attention_common.wgsl) draws the same mask. */
 #define WGT_ATTENTION_DROPOUT_TAG 0x61747465u
 static inline uint32_t wgt_attention_dropout_threshold(double p)
 {
@@ -47,8 +48,8 @@ static inline uint32_t wgt_attention_dropout_threshold(double p)
 static inline int wgt_attention_dropout_keep(uint64_t seed, uint32_t threshold, uint32_t row, uint32_t col)
 {
     uint32_t w[4];
-    wgt_philox4x32_10((uint32_t)seed, (uint32_t)(seed >> 32), col, row, 0u, WGT_ATTENTION_DROPOUT_TAG, w);
-    return (w[0] >> 8) >= threshold;
+    wgt_philox4x32_10((uint32_t)seed, (uint32_t)(seed >> 32), col >> 2, row, 0u, WGT_ATTENTION_DROPOUT_TAG, w);
+    return (w[col & 3u] >> 8) >= threshold;
 }
 
 #endif /* WGT_PHILOX_H */

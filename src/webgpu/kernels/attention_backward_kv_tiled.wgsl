@@ -126,17 +126,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                     }
                 }
             }
-            for (var a = 0u; a < 4u; a++) {
-                let key = tk * 4u + a;
-                let j = j0 + key;
-                for (var n = 0u; n < NQ; n++) {
+            for (var n = 0u; n < NQ; n++) {
+                // this invocation's 4 keys are neighbours: one Philox call per row
+                let z4 = dropout_factors4(row_base + i0 + tc + 8u * n, j0 + tk * 4u);
+                for (var a = 0u; a < 4u; a++) {
+                    let key = tk * 4u + a;
+                    let j = j0 + key;
                     let r = tc + 8u * n;
                     let i = i0 + r;
                     var pz = 0.0;
                     var ds = 0.0;
                     if (j < params.Tk && i < params.Tq && i32(j) <= last_key(i)) {
                         let p = exp2(sc[a * NQ + n] - lse_tile[r]);
-                        let z = dropout_factor(row_base + i, j);
+                        let z = z4[a];
                         pz = p * z;
                         ds = p * (z * dp[a * NQ + n] - delta_tile[r]);
                     }

@@ -16,9 +16,10 @@
 // Scores are kept in log2 units: s2 = (q . k) * scale * log2(e), so
 // probabilities are exp2(s2 - lse * log2(e)).
 // Causal: query i sees key j when j <= i + Tk - Tq (bottom-right aligned).
-// Dropout: weight (row = (b * H + h) * Tq + i, key j) is kept when
-// philox(seed, (j, row, 0, "atte")).x >> 8 >= threshold (src/core/philox.h),
-// kept weights are scaled by keep_scale = 1 / (1 - p).
+// Dropout: weight (row = (b * H + h) * Tq + i, key j) is kept when word j % 4
+// of philox(seed, (j / 4, row, 0, "atte")) >> 8 >= threshold (src/core/philox.h;
+// one call serves four neighbouring keys), kept weights are scaled by
+// keep_scale = 1 / (1 - p).
 
 struct Params {
     B: u32, H: u32, Hkv: u32, group: u32,
@@ -73,6 +74,13 @@ fn philox(key: vec2<u32>, counter: vec4<u32>) -> vec4<u32> {
 // Dropout factor of weight (row, key j): 0 or keep_scale (1 without dropout).
 fn dropout_factor(row: u32, j: u32) -> f32 {
     if (params.dropout == 0u) { return 1.0; }
-    let w = philox(params.seed, vec4<u32>(j, row, 0u, 0x61747465u));
-    return select(0.0, params.keep_scale, (w.x >> 8u) >= params.threshold);
+    let w = philox(params.seed, vec4<u32>(j >> 2u, row, 0u, 0x61747465u));
+    return select(0.0, params.keep_scale, (w[j & 3u] >> 8u) >= params.threshold);
+}
+
+// The factors of keys j4 .. j4 + 3 (j4 a multiple of 4) with one Philox call.
+fn dropout_factors4(row: u32, j4: u32) -> vec4<f32> {
+    if (params.dropout == 0u) { return vec4<f32>(1.0); }
+    let w = philox(params.seed, vec4<u32>(j4 >> 2u, row, 0u, 0x61747465u));
+    return select(vec4<f32>(0.0), vec4<f32>(params.keep_scale), (w >> vec4<u32>(8u)) >= vec4<u32>(params.threshold));
 }

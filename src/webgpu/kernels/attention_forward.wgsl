@@ -90,9 +90,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 }
                 let p = exp2(sc - vec4<f32>(m));
                 l += p.x + p.y + p.z + p.w;
+                let pz = p * dropout_factors4(row, j0 + jj);   // j0 + jj: a multiple of 4
                 for (var c = 0u; c < 4u; c++) {
                     let j = jj + c;
-                    let w = p[c] * dropout_factor(row, j0 + j);
+                    let w = pz[c];
                     if (w != 0.0) {
                         for (var d4 = 0u; d4 < D4; d4++) { o[d4] += w * v_tile[j * D4 + d4]; }
                     }

@@ -126,10 +126,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let m_old = m_row[r];
             let m_new = max(m_old, mt);
             var sum = 0.0;
-            for (var j = 0u; j < BK; j++) {
-                let p = exp2(p_tile[j * PS4 + r / 4u][r % 4u] - m_new);
-                sum += p;
-                p_tile[j * PS4 + r / 4u][r % 4u] = p * dropout_factor(row, j0 + j);
+            for (var j = 0u; j < BK; j += 4u) {
+                let z = dropout_factors4(row, j0 + j);
+                for (var c = 0u; c < 4u; c++) {
+                    let p = exp2(p_tile[(j + c) * PS4 + r / 4u][r % 4u] - m_new);
+                    sum += p;
+                    p_tile[(j + c) * PS4 + r / 4u][r % 4u] = p * z[c];
+                }
             }
             let alpha = exp2(m_old - m_new);
             alpha_row[r] = alpha;
