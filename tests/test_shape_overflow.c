@@ -190,6 +190,17 @@ static void movement(wgt_context *ctx)
     expect_refused(ctx, !wgt_pad(x, pads_wrap, 0), WGT_ERR_OUT_OF_MEMORY, WGT_ERR_INVALID_ARGUMENT, "wgt_pad", NULL,
                    "pad by {MAX, MAX}");
 
+    /* A padded result made inside a scope belongs to the scope (pad once
+     * released its own internal reference with wgt_tensor_release, which took
+     * the result out of the scope: found by the API fuzzer as a leak). */
+    int64_t live = wgt_context_live_tensors(ctx), small_pads[2] = {1, 2};
+    wgt_scope_push(ctx);
+    wgt_tensor *padded = wgt_pad(x, small_pads, 0);
+    CHECK(padded && wgt_tensor_numel(padded) == 7, "pad in a scope: %s", wgt_context_error_message(ctx));
+    wgt_scope_pop(ctx);
+    CHECK(wgt_context_live_tensors(ctx) == live, "pad in a scope: %lld tensors outlive the scope",
+          (long long)(wgt_context_live_tensors(ctx) - live));
+
     /* 16 views of 2^59 elements: their sizes along the axis add up past 2^63 (UBSan). */
     wgt_tensor *one = wgt_slice(x, 0, 0, 1, 1);
     int64_t n59 = (int64_t)1 << 59;

@@ -344,14 +344,16 @@ wgt_tensor *wgt_pad(wgt_tensor *x, const int64_t *pads, double value)
         out = NULL;
     }
     if (!out) return NULL;
-    wgt_tensor *inner = wgt_tensor_retain(out);
+    /* Library-internal references (ref/unref): a wgt_tensor_release of out
+     * would take it out of the caller's scope. */
+    wgt_tensor *inner = wgt_tensor_ref(out);
     for (int d = 0; d < x->view.ndim && inner; d++) {
         wgt_tensor *next = wgt_slice(inner, d, pads[2 * d], pads[2 * d] + x->view.shape[d], 1);
-        wgt_tensor_release(inner);
+        wgt_tensor_unref(inner);
         inner = next;
     }
     wgt_status s = inner ? wgt_assign(inner, x) : ctx->status;
-    wgt_tensor_release(inner);
+    wgt_tensor_unref(inner);
     if (s != WGT_OK) {
         wgt_tensor_release(out);
         return NULL;

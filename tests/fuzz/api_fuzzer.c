@@ -43,6 +43,7 @@ typedef struct fuzzer {
     uint64_t rng;
     bool webgpu, verbose;
     wgt_tensor *pool[POOL];
+    int depth[POOL]; /* scopes open when pool[i] was made: the scope owns it then */
     int scopes;
     long calls, invalid, broken;
     const char *call; /* name of the call in flight, for reports */
@@ -116,12 +117,29 @@ static int64_t pool_numel(wgt_tensor *t) { return wgt_tensor_numel(t); }
 /* A pool tensor (may be NULL when the slot is empty). */
 static wgt_tensor *any(fuzzer *f) { return f->pool[below(f, POOL)]; }
 
-/* A pool tensor small enough to compute on, or NULL. */
+/* A pool tensor small enough to compute on, or NULL. It may be empty with
+ * huge sizes ([0, 2^40]): fine for ops whose output has no more elements than
+ * their inputs (elementwise, scans, casts, concatenation). */
 static wgt_tensor *small(fuzzer *f)
 {
     for (int tries = 0; tries < 8; tries++) {
         wgt_tensor *t = any(f);
         if (t && pool_numel(t) <= SMALL_NUMEL) return t;
+    }
+    return NULL;
+}
+
+/* A small tensor whose sizes are all small too: for ops whose output can have
+ * more elements than their input (a reduction over the empty dim, matmul, pad,
+ * index_select), which would turn an empty [2^31, 0] into a real allocation of
+ * gigabytes. */
+static wgt_tensor *tame(fuzzer *f)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        wgt_tensor *t = small(f);
+        bool ok = t != NULL;
+        for (int d = 0; ok && d < wgt_tensor_ndim(t); d++) ok = wgt_tensor_shape(t)[d] <= 64;
+        if (ok) return t;
     }
     return NULL;
 }
@@ -166,16 +184,17 @@ static void after(fuzzer *f, bool failed)
     if (wgt_context_clear_error(f->ctx) != WGT_OK) broken(f, "the error does not clear: %s", msg);
 }
 
-/* Puts t (a fresh result) into the pool, checking it first. Inside a scope the
- * scope owns one reference, so the pool takes its own. */
+/* Puts t (a fresh result) into the pool, checking it first. A tensor made
+ * inside a scope is the scope's: popping it drops the pool's entries of that
+ * depth; releasing one early (replacing its slot) also takes it out of the scope. */
 static void adopt(fuzzer *f, wgt_tensor *t)
 {
     if (!t) return;
     check_result(f, t);
-    if (f->scopes > 0) wgt_tensor_retain(t);
     int slot = below(f, POOL);
     wgt_tensor_release(f->pool[slot]);
     f->pool[slot] = t;
+    f->depth[slot] = f->scopes;
 }
 
 /* A call returning a tensor: adopt it; NULL means failure. */
@@ -304,11 +323,15 @@ static void call_view(fuzzer *f)
 
 static void call_compute(fuzzer *f)
 {
-    wgt_tensor *a = small(f), *b = small(f), *c = small(f);
+    int which = below(f, 22);
+    /* reductions (an empty [2^31, 0] summed over dim 1 is 2^31 zeros), matmul,
+     * pad and index_select: outputs can be larger than their inputs */
+    bool sizes_add_up = which == 4 || which == 5 || which == 8 || which == 12 || which == 14;
+    wgt_tensor *a = sizes_add_up ? tame(f) : small(f), *b = sizes_add_up ? tame(f) : small(f), *c = small(f);
     if (!a) return;
     int n = wgt_tensor_ndim(a);
     int axes[3] = {axis_arg(f, n), axis_arg(f, n), axis_arg(f, n)};
-    switch (below(f, 22)) {
+    switch (which) {
     case 0: tensor_call(f, "wgt_binary", wgt_binary((wgt_op)below(f, 17), a, b ? b : a)); break;
     case 1: tensor_call(f, "wgt_unary", wgt_unary((wgt_op)(WGT_OP_NEG + below(f, 28)), a)); break;
     case 2: tensor_call(f, "wgt_binary_scalar", wgt_binary_scalar((wgt_op)below(f, 17), a, chance(f, 3) ? 1e39 : 2)); break;
@@ -442,7 +465,7 @@ static void call_custom_kernel(fuzzer *f)
 
 static void call_runtime(fuzzer *f)
 {
-    switch (below(f, 8)) {
+    switch (below(f, 9)) {
     case 0: {
         static const uint64_t budgets[] = {0, 1, 4096, 65536, 1 << 20, 16 << 20, UINT64_MAX};
         status_call(f, "wgt_memory_set_budget", wgt_memory_set_budget(f->ctx, budgets[below(f, 7)]));
@@ -458,8 +481,22 @@ static void call_runtime(fuzzer *f)
     case 4: {
         /* Pop one scope: its tensors lose the scope's reference, the pool keeps its own. */
         wgt_status s = wgt_scope_pop(f->ctx);
-        if (f->scopes > 0) f->scopes--;
+        if (f->scopes > 0) {
+            for (int i = 0; i < POOL; i++)
+                if (f->depth[i] >= f->scopes) f->pool[i] = NULL; /* freed by the pop */
+            f->scopes--;
+        }
         status_call(f, "wgt_scope_pop", s);
+        break;
+    }
+    case 5: {
+        /* Keep one tensor past its scope: it moves to the enclosing one. */
+        int slot = below(f, POOL);
+        if (!f->pool[slot]) return;
+        wgt_scope_keep(f->pool[slot]);
+        if (f->depth[slot] > 0) f->depth[slot]--;
+        f->call = "wgt_scope_keep";
+        after(f, false);
         break;
     }
     default: {
@@ -543,7 +580,12 @@ int main(int argc, char **argv)
         if (seconds > 0 && elapsed > seconds) break;
     }
     /* Everything released: no tensor may be left behind. */
-    while (f.scopes > 0 && wgt_scope_pop(f.ctx) == WGT_OK) f.scopes--;
+    for (; f.scopes > 0; f.scopes--) {
+        wgt_context_clear_error(f.ctx);
+        wgt_scope_pop(f.ctx);
+        for (int i = 0; i < POOL; i++)
+            if (f.depth[i] >= f.scopes) f.pool[i] = NULL;
+    }
     wgt_context_clear_error(f.ctx);
     for (int i = 0; i < POOL; i++) wgt_tensor_release(f.pool[i]);
     int64_t live = wgt_context_live_tensors(f.ctx);
