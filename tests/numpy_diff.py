@@ -683,8 +683,11 @@ class Runner:
         with np.errstate(all="ignore"):
             neg = (np.exp(v) - 1) * p if elu else v * p
             want = np.where(v > 0, v, neg)
+            # elu is alpha (exp(x) - 1) in f32 (expr.h), not expm1: near 0 the
+            # error is absolute, about one ulp of 1 times alpha
+            scale = np.where(v > 0, 0, p * np.exp(np.minimum(v, 0))) if elu else None
         name = "elu" if elu else "leaky_relu"
-        return f"{name}({p}) {NAME[d]}{shape}{sa}", got, gd, want, d, "transcendental", None
+        return f"{name}({p}) {NAME[d]}{shape}{sa}", got, gd, want, d, "transcendental", scale
 
     def case_index_select(self):
         d = self.dtype()
