@@ -56,11 +56,18 @@ static bool is_targets(const wgt_kernel_call *call, int i)
     return i == 1 && (call->nn.kernel == WGT_NN_CROSS_ENTROPY || call->nn.kernel == WGT_NN_CROSS_ENTROPY_BACKWARD);
 }
 
-/* The kernels address elements with u32 offsets. */
+/* The kernels address elements with u32 offsets, without bounds checks: every
+ * element a view can reach must lie in its storage (strides >= 0). */
 static bool fits_u32(const wgt_tensor_view *v)
 {
-    if (!v->storage) return false;
-    return v->storage->bytes / 4 <= UINT32_MAX && v->offset >= 0 && v->offset <= UINT32_MAX;
+    if (!v->storage || v->storage->bytes / 4 > UINT32_MAX || v->offset < 0 || v->offset > UINT32_MAX) return false;
+    int64_t last = v->offset;
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->shape[d] == 0) return true; /* reaches nothing */
+        if (v->strides[d] < 0) return false;
+        last += (v->shape[d] - 1) * v->strides[d];
+    }
+    return (uint64_t)(last + 1) * wgt_dtype_size(v->dtype) <= v->storage->bytes;
 }
 
 bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call)
