@@ -709,7 +709,7 @@ static void test_autograd(wgt_context *ctx)
  * wgt_backward, and each input's gradient against central differences
  * (h = 1e-2, |fd - grad| <= 3e-3 (1 + |grad|)) at up to 6 elements per input. */
 enum { NN_LAYER_NORM_3D, NN_RMS_NORM, NN_RMS_NORM_PLAIN, NN_XENT_NONE, NN_XENT_SUM, NN_MSE_MEAN, NN_MSE_NONE, NN_DROPOUT,
-       NN_CASES };
+       NN_LAYER_NORM_BIAS, NN_CASES };
 
 static wgt_tensor *nn_case_forward(int id, wgt_tensor **in, wgt_tensor *targets)
 {
@@ -722,6 +722,7 @@ static wgt_tensor *nn_case_forward(int id, wgt_tensor **in, wgt_tensor *targets)
     case NN_MSE_MEAN: return wgt_mse_loss(in[0], in[1], WGT_REDUCTION_MEAN);
     case NN_MSE_NONE: return wgt_mse_loss(in[0], in[1], WGT_REDUCTION_NONE);
     case NN_DROPOUT: return wgt_dropout(in[0], 0.4, 5);
+    case NN_LAYER_NORM_BIAS: return wgt_layer_norm(in[0], NULL, in[1], 1e-5); /* a bias without a weight */
     default: return NULL;
     }
 }
@@ -730,8 +731,10 @@ static void tape_gradcheck(wgt_context *ctx, int id)
 {
     static const char *const names[NN_CASES] = {"layer_norm 3-D", "rms_norm", "rms_norm without weight",
                                                 "cross_entropy NONE", "cross_entropy SUM", "mse_loss MEAN",
-                                                "mse_loss NONE", "dropout"};
-    int n_in = id == NN_LAYER_NORM_3D ? 3 : id == NN_RMS_NORM || id == NN_MSE_MEAN || id == NN_MSE_NONE ? 2 : 1;
+                                                "mse_loss NONE", "dropout", "layer_norm bias only"};
+    int n_in = id == NN_LAYER_NORM_3D                                                                  ? 3
+               : id == NN_RMS_NORM || id == NN_MSE_MEAN || id == NN_MSE_NONE || id == NN_LAYER_NORM_BIAS ? 2
+                                                                                                         : 1;
     int ndim[3] = {2, 1, 1};
     int64_t shapes[3][3] = {{4, 6}, {6}, {6}};
     if (id == NN_LAYER_NORM_3D) ndim[0] = 3, shapes[0][0] = 2, shapes[0][1] = 3, shapes[0][2] = 5, shapes[1][0] = shapes[2][0] = 5;
