@@ -197,13 +197,15 @@ wgt_status webgpu_indexing_check(webgpu_backend *wg)
     if (s != WGT_OK) return s;
     int slot = words[0] < WEBGPU_INDEX_CHECKS ? (int)words[0] : WEBGPU_INDEX_CHECKS - 1;
     long long D = (long long)c->calls[slot].axis_len;
+    /* the last slot is shared: it names the latest of the dispatches beyond it */
+    char shared[96] = "";
+    if (pending > WEBGPU_INDEX_CHECKS && slot == WEBGPU_INDEX_CHECKS - 1)
+        snprintf(shared, sizeof shared, " (or in one of the %d indexing ops recorded just before it)",
+                 pending - WEBGPU_INDEX_CHECKS);
     return wgt_error(wg->base.ctx, WGT_ERR_INVALID_ARGUMENT,
                      "%s: index %d is out of range for axis %d of size %lld (valid: -%lld .. %lld)%s; found on the "
                      "device, reported at the next read-back or synchronize",
-                     c->calls[slot].op, (int32_t)words[1], c->calls[slot].axis, D, D, D - 1,
-                     pending > WEBGPU_INDEX_CHECKS && slot == WEBGPU_INDEX_CHECKS - 1
-                         ? " (or in one of the indexing ops after it)"
-                         : "");
+                     c->calls[slot].op, (int32_t)words[1], c->calls[slot].axis, D, D, D - 1, shared);
 }
 
 void webgpu_indexing_destroy(webgpu_backend *wg)
