@@ -290,7 +290,8 @@ static void test_norms(wgt_context *ctx)
      * in registers); 3001 scalar and 8200 vec4 are too long and read again */
     static const int64_t cases[][2] = {{5, 1},    {37, 3},   {3, 769},  {4, 1024}, {2, 3001},
                                        {2, 4100}, {9, 64},   {3, 2046}, {2, 8192}, {2, 8200},
-                                       {2101, 24}}; /* > 1024 rows: chunks of 3 rows (the last of 1) in the fused backward */
+                                       {2101, 24}, /* 2101 partial rows to sum (every lane of PARTIALS_SUM) */
+                                       {601, 384}}; /* chunks of 3 rows (the last of 1) in the one-pass backward */
     for (int rms = 0; rms < 2; rms++) {
         for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
             test_norm_case(ctx, rms, cases[c][0], cases[c][1], WGT_F32, true, 0);

@@ -23,10 +23,17 @@
 #define NORM_GRAD_THREADS 262144
 #define NORM_GRAD_MAX_CHUNKS 4096
 #define NORM_GRAD_MIN_CHUNK_ROWS 4
-/* Chunks (workgroups) of the dx kernel when it also sums the weight/bias
- * gradients: enough to fill a large GPU, few enough that the [chunks, D]
- * partials stay small next to x and dy. */
-#define NORM_FUSED_CHUNKS 1024
+/* Rows per workgroup of the dx kernel when it also sums the weight/bias
+ * gradients. It walks its rows one after another (a load and a workgroup sum
+ * each, about a microsecond), so a chunk must stay short next to the time the
+ * whole pass takes to stream x and dy (which grows with D), while the
+ * [chunks, D] partials it writes (read again by PARTIALS_SUM) must stay small
+ * next to x and dy: about D / 128 rows (6 at D = 768, 32 at D = 4096: partials
+ * of 4/3 chunks / rows of the traffic, 22% and 4%), and at least
+ * NORM_FUSED_MIN_CHUNKS chunks so that every SM of a large GPU has work. */
+#define NORM_FUSED_ROWS_PER_128 1
+#define NORM_FUSED_MAX_CHUNK_ROWS 64
+#define NORM_FUSED_MIN_CHUNKS 264
 
 /* The [rows, d] view of a contiguous tensor's elements. */
 static wgt_tensor_view rows_view(const wgt_tensor *t, int64_t rows, int64_t d)
@@ -210,9 +217,9 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
     wgt_tensor *wc = weight ? wgt_contiguous(weight) : NULL;
     wgt_status s = xc && dyc && sc && (!weight || wc) ? WGT_OK : wgt_context_status(ctx);
     /* Partial sums of dweight/dbias per chunk of rows, [chunks, D] f32, summed
-     * by a REDUCE below. With dx wanted too they come from the dx kernel (x and
-     * dy read once): about NORM_FUSED_CHUNKS workgroups of a chunk each;
-     * alone, from NORM_PARAM_GRADS with about NORM_GRAD_THREADS threads. */
+     * by PARTIALS_SUM below. With dx wanted too they come from the dx kernel
+     * (x and dy read once), a workgroup per chunk of about D / 128 rows; alone,
+     * from NORM_PARAM_GRADS with about NORM_GRAD_THREADS threads. */
     bool partials = dweight || dbias, fused = partials && dx;
     int64_t chunk = 0;
     wgt_tensor *pw = NULL, *pb = NULL;
@@ -220,9 +227,15 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
         int64_t columns = (d + 3) / 4, target = NORM_GRAD_THREADS / (columns ? columns : 1);
         if (target < 1) target = 1;
         if (target > NORM_GRAD_MAX_CHUNKS) target = NORM_GRAD_MAX_CHUNKS;
-        if (fused) target = NORM_FUSED_CHUNKS;
         chunk = (rows + target - 1) / target;
-        if (chunk < (fused ? 1 : NORM_GRAD_MIN_CHUNK_ROWS)) chunk = fused ? 1 : NORM_GRAD_MIN_CHUNK_ROWS;
+        if (chunk < NORM_GRAD_MIN_CHUNK_ROWS) chunk = NORM_GRAD_MIN_CHUNK_ROWS;
+        if (fused) {
+            chunk = d / 128 * NORM_FUSED_ROWS_PER_128;
+            if (chunk > NORM_FUSED_MAX_CHUNK_ROWS) chunk = NORM_FUSED_MAX_CHUNK_ROWS;
+            int64_t spread = (rows + NORM_FUSED_MIN_CHUNKS - 1) / NORM_FUSED_MIN_CHUNKS;
+            if (chunk > spread) chunk = spread;
+            if (chunk < 1) chunk = 1;
+        }
         int64_t chunks = rows ? (rows + chunk - 1) / chunk : 1;
         int64_t pshape[2] = {chunks, d};
         /* the kernels write every partial; with no rows they are zeros */
