@@ -7,6 +7,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=../deps/versions.env
 source "$root/deps/versions.env"
 
+# The libFuzzer targets (tests/fuzz, cmake -DWGT_FUZZ=ON with CC=clang) need
+# clang and its fuzzer runtime; installed only when asked: setup-deps.sh --fuzz
+if [ "${1:-}" = "--fuzz" ]; then DEBIAN_PACKAGES="$DEBIAN_PACKAGES clang libclang-rt-14-dev"; fi
+
 missing=()
 for p in $DEBIAN_PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

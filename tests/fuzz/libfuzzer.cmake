@@ -1,4 +1,5 @@
-# libFuzzer targets, one per parser of outside input. Configure with clang:
+# libFuzzer targets, one per parser of outside input (clang and its fuzzer
+# runtime: scripts/setup-deps.sh --fuzz). Configure with clang:
 #   CC=clang cmake -S . -B build-fuzz -DWGT_FUZZ=ON -DWGT_SANITIZE=ON
 #   cmake --build build-fuzz --target fuzz_safetensors
 # The library is compiled with -fsanitize=fuzzer-no-link (top-level
