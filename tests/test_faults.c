@@ -118,16 +118,22 @@ static wgt_status run_spin(wgt_context *ctx, wgt_tensor *t, uint32_t groups)
     return wgt_custom_kernel_run(ctx, &k);
 }
 
-/* Workgroups of the spin kernel that take about target_ms on this device. */
+/* Workgroups of the spin kernel that take about target_ms on this device when
+ * it is not slowed down: the fastest of three runs per size, so a load spike
+ * during calibration cannot make the kernels too short. */
 static uint32_t calibrate_spin(wgt_context *ctx, wgt_tensor *t, double target_ms)
 {
     uint32_t groups = 1;
-    for (int round = 0; round < 8; round++) {
-        double start = now_ms();
-        if (run_spin(ctx, t, groups) != WGT_OK || wgt_synchronize(ctx) != WGT_OK) return 0;
-        double ms = now_ms() - start;
-        if (ms > target_ms / 4 || groups >= 16384) return (uint32_t)fmax(1, fmin(groups * target_ms / fmax(ms, 1), 1600));
-        groups *= 4;
+    for (int round = 0; round < 12; round++) {
+        double best = 1e30;
+        for (int k = 0; k < 3; k++) {
+            double start = now_ms();
+            if (run_spin(ctx, t, groups) != WGT_OK || wgt_synchronize(ctx) != WGT_OK) return 0;
+            best = fmin(best, now_ms() - start);
+        }
+        if (best > target_ms / 4 || groups >= 1024)
+            return (uint32_t)fmax(1, fmin(groups * target_ms / fmax(best, 1), 1600));
+        groups *= 2;
     }
     return groups;
 }
@@ -408,7 +414,7 @@ static void test_timeout_environment(void)
  * device catches up. Destroy keeps a bound. */
 static void test_progress_and_stuck(void)
 {
-    wgt_context *ctx = make_context(WGT_BACKEND_WEBGPU, 1500, false);
+    wgt_context *ctx = make_context(WGT_BACKEND_WEBGPU, 3000, false);
     if (!ctx) return;
     int64_t n = 4;
     wgt_tensor *t = wgt_zeros(ctx, WGT_F32, 1, &n);
@@ -416,23 +422,23 @@ static void test_progress_and_stuck(void)
     CHECK(iters > 0, "calibration: %s", wgt_context_error_message(ctx));
     if (iters == 0) goto done;
 
-    /* 16 kernels of ~200 ms (each its own submission): ~3.2 s > 1.5 s deadline */
+    /* 24 kernels of at least ~200 ms (each its own submission): > 4.8 s, past a 3 s deadline */
     double start = now_ms();
     wgt_status s = WGT_OK;
-    for (int i = 0; i < 16 && s == WGT_OK; i++) s = run_spin(ctx, t, iters);
+    for (int i = 0; i < 24 && s == WGT_OK; i++) s = run_spin(ctx, t, iters);
     if (s == WGT_OK) s = wgt_synchronize(ctx);
     double total = now_ms() - start;
-    CHECK(s == WGT_OK, "16 x 200 ms of kernels under a 1.5 s no-progress deadline: %s after %.0f ms (%s)",
+    CHECK(s == WGT_OK, "24 x 200 ms of kernels under a 3 s no-progress deadline: %s after %.0f ms (%s)",
           wgt_status_string(s), total, wgt_context_error_message(ctx));
-    printf("progress: 16 kernels took %.0f ms under a 1500 ms deadline\n", total);
+    printf("progress: 24 kernels took %.0f ms under a 3000 ms deadline\n", total);
     wait_until_usable(ctx);
 
-    /* one kernel of ~8 s: the wait gives up after 1.5 s without progress */
+    /* one kernel of 8 s or more: the wait gives up after 3 s without progress */
     s = run_spin(ctx, t, iters * 40);
     start = now_ms();
     s = s == WGT_OK ? wgt_synchronize(ctx) : s;
     double waited = now_ms() - start;
-    CHECK(s == WGT_ERR_TIMEOUT && waited < 6000, "stuck kernel: %s after %.0f ms", wgt_status_string(s), waited);
+    CHECK(s == WGT_ERR_TIMEOUT && waited < 7000, "stuck kernel: %s after %.0f ms", wgt_status_string(s), waited);
     wgt_context_clear_error(ctx);
     /* known stuck: the next calls fail at once instead of waiting again */
     float out[4];
@@ -450,7 +456,7 @@ static void test_progress_and_stuck(void)
     CHECK(small_round_trip(ctx), "round trip after the device caught up: %s", wgt_context_error_message(ctx));
 
     /* destroy while stuck keeps a bound (no wait on the stuck work) */
-    s = run_spin(ctx, t, iters * 20);
+    s = run_spin(ctx, t, iters * 40);
     s = s == WGT_OK ? wgt_synchronize(ctx) : s;
     CHECK(s == WGT_ERR_TIMEOUT, "second stuck kernel: %s", wgt_status_string(s));
     wgt_tensor_release(t);
@@ -458,7 +464,7 @@ static void test_progress_and_stuck(void)
     start = now_ms();
     wgt_context_destroy(ctx);
     double destroy_ms = now_ms() - start;
-    printf("destroy of a stuck context: %.0f ms (kernel of ~4000 ms, deadline 1500 ms)\n", destroy_ms);
+    printf("destroy of a stuck context: %.0f ms (kernel of 8 s or more, deadline 3 s)\n", destroy_ms);
     CHECK(destroy_ms < 1000, "wgt_context_destroy of a stuck context took %.0f ms", destroy_ms);
     wgt_context *fresh = make_context(WGT_BACKEND_WEBGPU, 0, false);
     if (fresh) {

@@ -196,12 +196,21 @@ static int choose_adapter(wgt_context *ctx, const wgt_adapter_info *infos, size_
 
 /* ------------------------------------------------------------ callbacks */
 
+/* The device's own callbacks (uncaptured errors, loss) can fire for as long as
+ * the device lives, which can be longer than its context (a parked device,
+ * below): they reach the backend through this link, cleared when the backend
+ * goes away and freed with the device. */
+struct webgpu_device_link {
+    webgpu_backend *wg;
+};
+
 static void on_uncaptured_error(WGPUDevice const *device, WGPUErrorType type, WGPUStringView message, void *u1,
                                 void *u2)
 {
     (void)device;
     (void)u2;
-    webgpu_backend *wg = u1;
+    webgpu_backend *wg = u1 ? ((webgpu_device_link *)u1)->wg : NULL;
+    if (!wg) return;
     char text[768];
     webgpu_copy_string(message, text, sizeof(text));
     wgt_error(wg->base.ctx, type == WGPUErrorType_OutOfMemory ? WGT_ERR_OUT_OF_MEMORY : WGT_ERR_INTERNAL,
@@ -213,8 +222,11 @@ static void on_device_lost(WGPUDevice const *device, WGPUDeviceLostReason reason
 {
     (void)device;
     (void)u2;
-    webgpu_backend *wg = u1;
-    if (!wg || reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
+    /* The reason first: a device released after its context (a late device
+     * request) reports Destroyed and must not touch the link. */
+    if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
+    webgpu_backend *wg = u1 ? ((webgpu_device_link *)u1)->wg : NULL;
+    if (!wg) return;
     char text[512];
     webgpu_copy_string(message, text, sizeof(text));
     wg->device_lost = true;
@@ -433,10 +445,16 @@ static bool request_device(webgpu_backend *wg)
     desc.requiredFeatures = features;
     desc.requiredLimits = &limits;
     desc.uncapturedErrorCallbackInfo.callback = on_uncaptured_error;
-    desc.uncapturedErrorCallbackInfo.userdata1 = wg;
+    wg->link = calloc(1, sizeof(*wg->link));
+    if (!wg->link) {
+        wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_context_create: out of host memory");
+        return false;
+    }
+    wg->link->wg = wg;
+    desc.uncapturedErrorCallbackInfo.userdata1 = wg->link;
     desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowProcessEvents;
     desc.deviceLostCallbackInfo.callback = on_device_lost;
-    desc.deviceLostCallbackInfo.userdata1 = wg;
+    desc.deviceLostCallbackInfo.userdata1 = wg->link;
 
     /* The device request may outlive this wait (timeout): its record is shared. */
     char first[512] = "";
@@ -493,6 +511,7 @@ typedef struct parked_device {
     WGPUQueue queue;
     webgpu_progress *progress;          /* idle when completed reaches submitted */
     uint64_t submitted;
+    webgpu_device_link *link;           /* freed with the device */
     struct parked_device *next;
 } parked_device;
 
@@ -522,6 +541,7 @@ static void sweep_parked_devices(void)
             *link = p->next;
             release_device(p->instance, p->adapter, p->device, p->queue);
             webgpu_progress_release(p->progress);
+            free(p->link);
             free(p);
         } else {
             link = &p->next;
@@ -535,7 +555,7 @@ static bool park_device(webgpu_backend *wg)
 {
     parked_device *p = calloc(1, sizeof(*p));
     if (!p) return false;
-    *p = (parked_device){wg->instance, wg->adapter, wg->device, wg->queue, wg->progress, wg->submitted, NULL};
+    *p = (parked_device){wg->instance, wg->adapter, wg->device, wg->queue, wg->progress, wg->submitted, wg->link, NULL};
     if (wg->progress) __atomic_add_fetch(&wg->progress->refs, 1, __ATOMIC_ACQ_REL);
     pthread_mutex_lock(&parked_lock);
     p->next = parked_devices;
@@ -557,7 +577,11 @@ void webgpu_destroy(wgt_backend *b)
     webgpu_pipeline_cache_destroy(wg);
     webgpu_allocator_destroy(wg);
     bool stuck = wg->device && !wg->device_lost && webgpu_check_stuck(wg, "wgt_context_destroy") != WGT_OK;
-    if (!stuck || !park_device(wg)) release_device(wg->instance, wg->adapter, wg->device, wg->queue);
+    if (wg->link) wg->link->wg = NULL; /* from here on the device's callbacks reach nothing */
+    if (!stuck || !park_device(wg)) {
+        release_device(wg->instance, wg->adapter, wg->device, wg->queue);
+        free(wg->link);
+    }
     sweep_parked_devices();
     webgpu_progress_release(wg->progress); /* callbacks still pending keep their own references */
     free(wg);

@@ -83,6 +83,7 @@ typedef struct webgpu_pipeline_cache {
 /* ----------------------------------------------------------------- backend */
 
 typedef struct webgpu_profiler webgpu_profiler; /* profiler.c */
+typedef struct webgpu_device_link webgpu_device_link; /* device.c */
 
 /* The result of one asynchronous request (map, device request, error scope),
  * shared by the waiter and the callback: each holds a reference and whichever
@@ -158,6 +159,7 @@ typedef struct webgpu_backend {
 
     /* error scope results land here (callbacks) */
     bool device_lost;
+    struct webgpu_device_link *link;    /* the device callbacks' way back here (device.c) */
 
     /* deadlines (device.c) */
     webgpu_progress *progress;          /* completions of our submissions */
