@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/fault.h"
+#include "core/internal.h"
 #include "test_util.h"
 
 static double now_ms(void)
@@ -685,6 +686,27 @@ static void test_real_oom(wgt_backend_kind kind)
 #endif
 }
 
+/* The snprintf audit (defect 5): a shape that does not fit its buffer is cut
+ * inside the buffer and says so, at every buffer size. */
+static void test_shape_string_truncation(void)
+{
+    int64_t shape[8] = {INT64_MAX, INT64_MIN, 123456789, 1, 2, 3, 4, 5};
+    char buf[200];
+    const char *full = "[9223372036854775807, -9223372036854775808, 123456789, 1, 2, 3, 4, 5]";
+    for (size_t size = 0; size <= sizeof buf - 8; size++) {
+        memset(buf, 'Z', sizeof buf);
+        wgt_shape_string(8, shape, buf, size);
+        bool inside = true;
+        for (size_t i = size; i < sizeof buf; i++) inside &= buf[i] == 'Z';
+        CHECK(inside, "wgt_shape_string wrote past a %zu-byte buffer", size);
+        if (size > 0) CHECK(memchr(buf, '\0', size) != NULL, "no terminator in %zu bytes", size);
+        if (size >= 5 && size <= strlen(full))
+            CHECK(strstr(buf, "...]") != NULL, "truncated to %zu bytes without ...]: %s", size, buf);
+    }
+    wgt_shape_string(8, shape, buf, sizeof buf);
+    CHECK(strcmp(buf, full) == 0, "full: %s", buf);
+}
+
 /* test_faults [word]: only the tests whose name contains word. */
 int main(int argc, char **argv)
 {
@@ -695,6 +717,7 @@ int main(int argc, char **argv)
     do {                                                 \
         if (strstr(name, only)) call;                    \
     } while (0)
+    RUN("shape_string", test_shape_string_truncation());
     RUN("cpu_alloc", test_fault_at_every_site(WGT_BACKEND_CPU, "alloc", WGT_ERR_OUT_OF_MEMORY));
     RUN("long_entry_points", test_long_entry_points());
     RUN("custom_kernel_validation", test_custom_kernel_validation());
