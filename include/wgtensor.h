@@ -546,7 +546,7 @@ wgt_tensor *wgt_rms_norm(wgt_tensor *x, wgt_tensor *weight, double eps);
  * it makes that row's loss NaN (and the MEAN/SUM NaN), on both backends. */
 wgt_tensor *wgt_cross_entropy(wgt_tensor *logits, wgt_tensor *targets, wgt_reduction reduction, int64_t ignore_index);
 /* input, target [...] of one shape (f32/f16) -> (input - target)^2, reduced:
- * [] for MEAN and SUM (f32), input's shape and dtype for NONE. */
+ * [] for MEAN and SUM (f32); for NONE input's shape in the promoted dtype. */
 wgt_tensor *wgt_mse_loss(wgt_tensor *input, wgt_tensor *target, wgt_reduction reduction);
 /* x [...] (f32/f16) -> [...]: each element zeroed with probability p, the
  * others scaled by 1 / (1 - p). The keep mask of element i (row-major) is
