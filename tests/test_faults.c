@@ -435,6 +435,9 @@ static void test_progress_and_stuck(void)
     wait_until_usable(ctx);
 
     /* one kernel of 8 s or more: the wait gives up after 3 s without progress */
+    float v[4] = {1, 2, 3, 4};
+    int64_t k = 4;
+    wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_F32, 1, &k, v); /* made before the device is stuck */
     s = run_spin(ctx, t, iters * 40);
     start = now_ms();
     s = s == WGT_OK ? wgt_synchronize(ctx) : s;
@@ -442,19 +445,26 @@ static void test_progress_and_stuck(void)
     CHECK(s == WGT_ERR_TIMEOUT && waited < 7000, "stuck kernel: %s after %.0f ms", wgt_status_string(s), waited);
     wgt_context_clear_error(ctx);
     /* known stuck: the next calls fail at once instead of waiting again */
-    float out[4];
-    int64_t k = 4;
-    float v[4] = {1, 2, 3, 4};
+    float out[4] = {0};
     start = now_ms();
-    wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_F32, 1, &k, v);
     s = x ? wgt_tensor_read(x, out, sizeof out) : wgt_context_status(ctx);
     double fast = now_ms() - start;
-    CHECK(s == WGT_ERR_TIMEOUT && fast < 500, "call on a stuck context: %s after %.0f ms (%s)", wgt_status_string(s),
+    CHECK(s == WGT_ERR_TIMEOUT && fast < 500, "read on a stuck context: %s after %.0f ms (%s)", wgt_status_string(s),
           fast, wgt_context_error_message(ctx));
-    wgt_tensor_release(x);
-    /* the device catches up: the context works again */
+    wgt_context_clear_error(ctx);
+    start = now_ms();
+    wgt_tensor *x2 = wgt_tensor_from_host(ctx, WGT_F32, 1, &k, v);
+    fast = now_ms() - start;
+    CHECK(!x2 && wgt_context_status(ctx) == WGT_ERR_TIMEOUT && fast < 500, "upload on a stuck context: %s after %.0f ms",
+          wgt_status_string(wgt_context_status(ctx)), fast);
+    wgt_tensor_release(x2);
+    /* the device catches up: the context works again, the earlier read too */
     wait_until_usable(ctx);
     CHECK(small_round_trip(ctx), "round trip after the device caught up: %s", wgt_context_error_message(ctx));
+    s = x ? wgt_tensor_read(x, out, sizeof out) : WGT_ERR_INTERNAL;
+    CHECK(s == WGT_OK && out[3] == 4, "read after the device caught up: %s (%s)", wgt_status_string(s),
+          wgt_context_error_message(ctx));
+    wgt_tensor_release(x);
 
     /* destroy while stuck keeps a bound (no wait on the stuck work) */
     s = run_spin(ctx, t, iters * 40);

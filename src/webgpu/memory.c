@@ -281,6 +281,10 @@ wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void
     if ((offset | bytes) & 3 || offset + bytes > blk->size)
         return wgt_error(b->ctx, WGT_ERR_INTERNAL, "webgpu readback: range %zu+%zu not aligned or beyond %llu bytes",
                          offset, bytes, (unsigned long long)blk->size);
+    /* Known stuck: fail before recording a copy into a staging buffer that
+     * would be destroyed below while the unsubmitted copy still uses it. */
+    wgt_status stuck = webgpu_check_stuck(wg, "wgt_tensor_read");
+    if (stuck != WGT_OK) return stuck;
     uint64_t staging_size;
     WGPUBuffer staging = staging_take(wg, bytes, &staging_size);
     if (!staging) return wgt_context_status(b->ctx);
