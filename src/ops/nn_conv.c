@@ -106,8 +106,14 @@ wgt_tensor *wgt_conv2d_run(wgt_tensor *x, wgt_tensor *w, wgt_tensor *bias, const
         wgt_tensor *xr = wgt_reshape(x, 3, x3), *wr = wgt_reshape(w, 2, w2);
         wgt_tensor *prod = xr && wr ? wgt_matmul(wr, xr) : NULL;
         wgt_tensor *y3 = prod ? wgt_view(prod, 4, y4) : NULL;
-        y = y3 && bias ? add_channel_bias(y3, bias) : wgt_tensor_retain(y3);
-        wgt_tensor_release(xr), wgt_tensor_release(wr), wgt_tensor_release(prod), wgt_tensor_release(y3);
+        /* y3 is returned as it is (no retain + release: a release takes a
+         * tensor out of the caller's scope) */
+        y = y3;
+        if (y3 && bias) {
+            y = add_channel_bias(y3, bias);
+            wgt_tensor_release(y3);
+        }
+        wgt_tensor_release(xr), wgt_tensor_release(wr), wgt_tensor_release(prod);
         grad_on(ctx);
         return y;
     }
@@ -246,8 +252,11 @@ wgt_tensor *wgt_conv2d_weight_grad(wgt_tensor *x, wgt_tensor *dy, int64_t kh, in
     if (ok) {
         int axis = 0;
         wgt_tensor *sum = splits > 1 ? wgt_sum(partials, &axis, 1, false) : wgt_reshape(partials, 4, wshape);
-        dw = sum && dtype != WGT_F32 ? wgt_cast(sum, dtype) : wgt_tensor_retain(sum);
-        wgt_tensor_release(sum);
+        dw = sum;
+        if (sum && dtype != WGT_F32) {
+            dw = wgt_cast(sum, dtype);
+            wgt_tensor_release(sum);
+        }
     }
     wgt_tensor_release(partials), wgt_tensor_release(xc), wgt_tensor_release(dc);
     grad_on(ctx);
