@@ -438,6 +438,7 @@ static void test_progress_and_stuck(void)
     float v[4] = {1, 2, 3, 4};
     int64_t k = 4;
     wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_F32, 1, &k, v); /* made before the device is stuck */
+    wgt_tensor *z = wgt_tensor_from_host(ctx, WGT_F32, 1, &k, v);
     s = run_spin(ctx, t, iters * 40);
     start = now_ms();
     s = s == WGT_OK ? wgt_synchronize(ctx) : s;
@@ -458,12 +459,22 @@ static void test_progress_and_stuck(void)
     CHECK(!x2 && wgt_context_status(ctx) == WGT_ERR_TIMEOUT && fast < 500, "upload on a stuck context: %s after %.0f ms",
           wgt_status_string(wgt_context_status(ctx)), fast);
     wgt_tensor_release(x2);
+    /* work recorded while stuck keeps its buffers, even through a trim */
+    wgt_context_clear_error(ctx);
+    wgt_tensor *doubled = z ? wgt_binary_scalar(WGT_OP_MUL, z, 2.0) : NULL; /* recorded, not submitted */
+    wgt_tensor_release(z);                                                 /* z's block: into the cache */
+    wgt_status trim = wgt_memory_trim(ctx);
+    CHECK(doubled && trim == WGT_ERR_TIMEOUT, "trim on a stuck context: %s", wgt_status_string(trim));
     /* the device catches up: the context works again, the earlier read too */
     wait_until_usable(ctx);
     CHECK(small_round_trip(ctx), "round trip after the device caught up: %s", wgt_context_error_message(ctx));
     s = x ? wgt_tensor_read(x, out, sizeof out) : WGT_ERR_INTERNAL;
     CHECK(s == WGT_OK && out[3] == 4, "read after the device caught up: %s (%s)", wgt_status_string(s),
           wgt_context_error_message(ctx));
+    s = doubled ? wgt_tensor_read(doubled, out, sizeof out) : WGT_ERR_INTERNAL;
+    CHECK(s == WGT_OK && out[3] == 8, "work recorded while stuck: %s, %g (%s)", wgt_status_string(s), out[3],
+          wgt_context_error_message(ctx));
+    wgt_tensor_release(doubled);
     wgt_tensor_release(x);
 
     /* destroy while stuck keeps a bound (no wait on the stuck work) */

@@ -56,12 +56,13 @@ static void release_buffer(WGPUBuffer b)
 
 /* Submits what is recorded, then destroys the cache: the implementation defers
  * destroying a buffer until the submitted work that uses it has completed.
- * Keeps the cache if the submit fails (the work is still recorded). */
-static bool free_cached_after_submit(webgpu_backend *wg)
+ * Keeps the cache if the submit fails (the work is still recorded) and
+ * returns why. */
+static wgt_status free_cached_after_submit(webgpu_backend *wg)
 {
-    if (webgpu_flush(wg) != WGT_OK) return false;
-    free_cached(wg);
-    return true;
+    wgt_status s = webgpu_flush(wg);
+    if (s == WGT_OK) free_cached(wg);
+    return s;
 }
 
 void webgpu_allocator_destroy(webgpu_backend *wg)
@@ -193,7 +194,7 @@ wgt_status webgpu_storage_alloc(wgt_backend *b, size_t bytes, void **handle)
         if (!blk->buffer && wgt_context_status(b->ctx) == WGT_ERR_OUT_OF_MEMORY) {
             /* The device is full: give back the cache and try once more. */
             wgt_context_clear_error(b->ctx);
-            if (free_cached_after_submit(wg)) blk->buffer = create_buffer(wg, size, usage, "wgt_tensor", false);
+            if (free_cached_after_submit(wg) == WGT_OK) blk->buffer = create_buffer(wg, size, usage, "wgt_tensor", false);
         }
         if (!blk->buffer) {
             free(blk);
@@ -237,10 +238,11 @@ wgt_status webgpu_memory_stats(wgt_backend *b, wgt_memory_stats *stats)
 wgt_status webgpu_memory_trim(wgt_backend *b)
 {
     webgpu_backend *wg = webgpu_of(b);
-    /* Cached blocks may still be read by submitted work: flush first; destroying
-     * a buffer that queued work uses is deferred by the implementation. */
-    webgpu_flush(wg);
-    free_cached(wg);
+    /* Cached blocks may still be used by recorded work: submit it first
+     * (destroying a buffer that submitted work uses is deferred by the
+     * implementation); if it cannot be submitted (stuck, lost) keep the cache. */
+    wgt_status s = free_cached_after_submit(wg);
+    if (s != WGT_OK) return s;
     for (int i = 0; i < WEBGPU_STAGING_CACHE; i++)
         if (wg->allocator.staging[i]) {
             release_buffer(wg->allocator.staging[i]);
