@@ -19,7 +19,11 @@
  * Sizes: D = 1, 3, 769 (odd, scalar path), 1024 and 4100 (vec4 rows in
  * registers), 2046 and 8192 (the most slots a thread keeps), 3001 and 8200
  * (too long for registers: read again); row counts that are not a multiple of
- * anything (37).
+ * anything (37), 601 rows of 384 (chunks of 3 rows in the one-pass backward)
+ * and 2101 (every lane of the partial-sums kernel); views at aligned and odd
+ * offsets, transposed, strided weights. Dropout's mask is checked against a
+ * Philox written here from the paper's constants, and bit for bit across the
+ * backends. A malformed kernel call is refused before any read.
  */
 #include <math.h>
 #include <stdlib.h>
