@@ -118,6 +118,10 @@ class Lib:
         sig("wgt_leaky_relu", P, P, D)
         sig("wgt_elu", P, P, D)
         sig("wgt_index_select", P, P, I, P)
+        sig("wgt_gather", P, P, I, P)
+        sig("wgt_embedding", P, P, P)
+        sig("wgt_one_hot", P, P, I64, I)
+        sig("wgt_scatter_add", P, P, I, P, P)
         sig("wgt_concat", P, ctypes.POINTER(P), I, I)
         sig("wgt_pad", P, P, I64P, D)
         sig("wgt_tril", P, P, I64)
@@ -700,6 +704,54 @@ class Runner:
         want = np.take(value_of(a), idx, axis=axis)  # negative indices wrap once, as NumPy's take
         return f"index_select {NAME[d]}{shape}{sa} axis {axis} {idx.tolist()}", got, gd, want, d, "exact", None
 
+    def case_gather(self):
+        """gather (torch.gather / np.take_along_axis), embedding, one_hot and
+        scatter_add (np.add.at) with in-range indices."""
+        r = self.rng
+        kind = r.choice(["gather", "embedding", "one_hot", "scatter_add"])
+        if kind == "embedding":
+            d = self.dtype()
+            V, D = r.randrange(1, 9), r.randrange(1, 6)
+            w, tw, sw = self.operand(d, (V, D))
+            ids = np.array([r.randrange(V) for _ in range(r.randrange(1, 7))], dtype=np.int32)
+            ids = ids.reshape((-1,) if r.random() < 0.5 else (1, -1))
+            got, gd = self.read(self.lib.embedding(tw, self.upload(ids, I32)), "wgt_embedding")
+            return f"embedding {NAME[d]}{(V, D)}{sw} ids {ids.tolist()}", got, gd, value_of(w)[ids], d, "exact", None
+        if kind == "one_hot":
+            C = r.randrange(1, 8)
+            dt = self.dtype()
+            ids = np.array([r.randrange(C) for _ in range(r.randrange(0, 7))], dtype=np.int32)
+            got, gd = self.read(self.lib.one_hot(self.upload(ids, I32), C, dt), "wgt_one_hot")
+            want = (ids[:, None] == np.arange(C)[None, :]).astype(np.int64)
+            return f"one_hot {ids.tolist()} C {C} -> {NAME[dt]}", got, gd, want, dt, "exact", None
+        shape = self.random_shape(max_nd=3, max_dim=5) or (4,)
+        nd = len(shape)
+        axis = r.randrange(nd)
+        D = shape[axis]
+        ishape = [r.randrange(1, s + 1) for s in shape]
+        ishape[axis] = r.randrange(1, 7)
+        idx = np.array([r.randrange(-D, D) for _ in range(int(np.prod(ishape)))], dtype=np.int32).reshape(ishape)
+        wrapped = np.where(idx < 0, idx + D, idx)
+        if kind == "gather":
+            d = self.dtype()
+            x, tx, sx = self.operand(d, shape)
+            got, gd = self.read(self.lib.gather(tx, axis, self.upload(idx, I32)), "wgt_gather")
+            sub = value_of(x)[tuple(slice(0, s) if a != axis else slice(None) for a, s in enumerate(ishape))]
+            want = np.take_along_axis(sub, wrapped, axis=axis)
+            return f"gather {NAME[d]}{shape}{sx} axis {axis} index {tuple(ishape)}", got, gd, want, d, "exact", None
+        d = self.dtype((F32, I32))
+        dst, tdst, sd = self.operand(d, shape, specials=False)
+        src, tsrc, _ = self.operand(d, tuple(ishape), specials=False)
+        got, gd = self.read(self.lib.scatter_add(tdst, axis, self.upload(idx, I32), tsrc), "wgt_scatter_add")
+        want = value_of(dst).copy().astype(np.float64 if d == F32 else np.int64)
+        for pos in np.ndindex(*ishape):
+            target = list(pos)
+            target[axis] = wrapped[pos]
+            want[tuple(target)] += value_of(src)[pos]
+        scale = np.abs(value_of(dst)).astype(np.float64) * 0 + np.sum(np.abs(value_of(src))) + np.abs(value_of(dst))
+        return (f"scatter_add {NAME[d]}{shape}{sd} axis {axis} index {tuple(ishape)}", got, gd, want, d, "exact",
+                scale if d == F32 else None)
+
     def case_concat(self):
         d = self.dtype()
         shape = list(self.random_shape(max_nd=3) or (3,))
@@ -782,7 +834,7 @@ class Runner:
     CASES = [("binary", 30), ("unary", 25), ("where", 5), ("reduce", 15), ("cumsum", 4), ("softmax", 4),
              ("matmul", 5), ("cast", 6), ("view_chain", 4), ("fused", 4), ("scalar", 10), ("clamp", 4),
              ("activation", 3), ("index_select", 3), ("concat", 3), ("pad", 3), ("tri", 3), ("topk", 4),
-             ("fused_params", 3)]
+             ("fused_params", 3), ("gather", 6)]
 
 
 def main():
