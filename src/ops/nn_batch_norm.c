@@ -141,10 +141,6 @@ wgt_tensor *wgt_batch_norm(wgt_tensor *x, wgt_tensor *running_mean, wgt_tensor *
     wgt_tensor *args[3] = {x, weight, bias};
     if (ok && wgt_tape_wants(ctx, 3, args)) {
         wgt_grad_node *node = wgt_tape_record(y, WGT_OP_BATCH_NORM, 3, args);
-        /* the node owns mean and var from here: out of the caller's scope,
-         * or popping the scope would drop the node's reference too */
-        wgt_scope_remove(mean);
-        wgt_scope_remove(var);
         ok = node && wgt_tape_save(node, mean) && wgt_tape_save(node, var);
         if (node) {
             node->params.ints[0] = training;

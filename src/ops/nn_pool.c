@@ -113,9 +113,6 @@ static wgt_tensor *pool_forward(wgt_tensor *x, const wgt_pool_geometry *g, wgt_o
     wgt_tensor_release(xc);
     if (ok && wgt_tape_wants(ctx, 1, &x)) {
         wgt_grad_node *node = wgt_tape_record(y, opcode, 1, &x);
-        /* the node owns arg from here: out of the caller's scope, or popping
-         * the scope would drop the node's reference too */
-        if (max) wgt_scope_remove(arg);
         ok = node && (!max || wgt_tape_save(node, arg));
         if (node) {
             wgt_pool_geometry_to_ints(g, node->params.ints);
