@@ -60,3 +60,13 @@ if [ "$(cat "$pydest/.version" 2>/dev/null)" != "$NUMPY_VERSION" ]; then
     --target "$pydest" "numpy==$NUMPY_VERSION"
   echo "$NUMPY_VERSION" > "$pydest/.version"
 fi
+
+# tokenizers for tests/llm/make_tokenizer.py --check, into .deps/python-tokenizers.
+tokdest="$root/.deps/python-tokenizers"
+if [ "$(cat "$tokdest/.version" 2>/dev/null)" != "$TOKENIZERS_VERSION" ]; then
+  echo "setup-deps: installing tokenizers==$TOKENIZERS_VERSION from PyPI into $tokdest"
+  rm -rf "$tokdest"
+  python3 -m pip install -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --target "$tokdest" "tokenizers==$TOKENIZERS_VERSION"
+  echo "$TOKENIZERS_VERSION" > "$tokdest/.version"
+fi

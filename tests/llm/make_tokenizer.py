@@ -1,0 +1,100 @@
+"""Byte-level BPE tokenizer fixture (issue 12), in the Llama 3 style.
+
+  python3 tests/llm/make_tokenizer.py            # train + write the fixtures
+  python3 tests/llm/make_tokenizer.py --check BIN [--tokenizer FILE]
+        # encode/decode the texts below with the `tokenizers` library and run
+        # BIN (build/bin/test_tokenizer) on those expectations (CTest does this)
+
+Training (tokenizers' BpeTrainer, 1024 tokens, on data/tinyshakespeare.txt)
+writes tests/llm/tokenizer.json: Split with Llama 3's regex (Isolated) then
+ByteLevel without its own regex, ByteLevel decoder, ignore_merges, the special
+tokens <|begin_of_text|> / <|end_of_text|>, and a TemplateProcessing that puts
+<|begin_of_text|> first. tests/llm/tokenizer_cases.json keeps the expected
+encodings so test_tokenizer also runs where the library is absent.
+The library comes from PyPI into .deps/python-tokenizers (scripts/setup-deps.sh)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, ".deps", "python-tokenizers"))
+
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
+
+LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>"]
+
+TEXTS = [
+    "",
+    "Hello, world!",
+    "First Citizen:\nBefore we proceed any further, hear me speak.",
+    "ROMEO: But, soft! what light through yonder window breaks?",
+    "I'm sure they'll say you've WON'T can't I'D he's",
+    "Numbers: 0 7 42 123 1234 12345678 3.14159 -27 1e10 2026-11-24",
+    "Punctuation!!! ??? ... ,,, ;; :: -- (parens) [brackets] {braces} <angles> \"quotes\" 'single'",
+    "   leading spaces and trailing   ",
+    "tabs\tand\ttabs\t\tdouble",
+    "line one\nline two\n\nline four\r\nwindows\r\n\r\n",
+    "    \n    indented\n\t\n",
+    "Unicode: café naïve résumé Zürich Ελληνικά Русский текст 日本語のテキスト 中文 한국어",
+    "Emoji: 😀🎉👍🏽 ❤️ 🇫🇷 family 👨‍👩‍👧",
+    "Mixed scripts: abcабв123١٢٣ ½ ² ⅓",
+    "Symbols: © ® ™ € £ ¥ § ¶ • … — – ← → ∑ ∞ ≠ ≤",
+    "Special tokens inline: <|begin_of_text|>Hello<|end_of_text|> and after",
+    "a" * 40 + " " + "ab" * 25,
+    "What's up?'s 'S 'T 'Re'vE",
+    "x" + " " * 17 + "y\n\n\n\nz",
+    "\u00a0non-breaking\u2003em-space\u3000ideographic",
+]
+
+
+def train(path_text, path_out):
+    tok = Tokenizer(models.BPE(ignore_merges=True))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=1024, special_tokens=SPECIALS, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train([path_text], trainer)
+    bos = tok.token_to_id(SPECIALS[0])
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{SPECIALS[0]} $A", pair=f"{SPECIALS[0]} $A {SPECIALS[0]} $B", special_tokens=[(SPECIALS[0], bos)])
+    tok.save(path_out, pretty=False)
+
+
+def cases(path_tokenizer):
+    tok = Tokenizer.from_file(path_tokenizer)
+    out = []
+    for text in TEXTS:
+        ids = tok.encode(text, add_special_tokens=False).ids
+        ids_special = tok.encode(text, add_special_tokens=True).ids
+        out.append({"text": text, "ids": ids, "ids_special": ids_special,
+                    "decoded": tok.decode(ids, skip_special_tokens=False)})
+    return out
+
+
+def main():
+    tokenizer = os.path.join(HERE, "tokenizer.json")
+    if len(sys.argv) >= 3 and sys.argv[1] == "--check":
+        if len(sys.argv) >= 5 and sys.argv[3] == "--tokenizer":
+            tokenizer = sys.argv[4]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "cases.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(cases(tokenizer), f, ensure_ascii=False)
+            return subprocess.call([sys.argv[2], "--tokenizer", tokenizer, "--cases", path])
+    train(os.path.join(ROOT, "data", "tinyshakespeare.txt"), tokenizer)
+    with open(os.path.join(HERE, "tokenizer_cases.json"), "w", encoding="utf-8") as f:
+        json.dump(cases(tokenizer), f, ensure_ascii=False, indent=0)
+    print("wrote", tokenizer, "and tokenizer_cases.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
