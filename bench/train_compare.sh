@@ -21,6 +21,8 @@ if [ "$full" = "--full" ]; then
   # whole runs with evaluation: both loss logs (CSV) for the plot
   "$wgt" train --preset shakespeare --max-iters "$iters" --out "$out/wgt" | tee "$out/wgt_full.txt"
   python3 "$root/bench/train_torch_ref.py" --max-iters "$iters" --csv "$out/torch_log.csv" | tee "$out/torch_full.txt"
+  "$wgt" plot "$out/loss_both.png" wgt="$out/wgt/log.csv" pytorch="$out/torch_log.csv" \
+    --title "shakespeare preset, $iters steps: wgt train vs PyTorch eager f32"
   exit 0
 fi
 "$wgt" train --preset shakespeare --max-iters "$iters" --bench --out "$out/wgt" | tee "$out/wgt.txt"

@@ -258,6 +258,25 @@ static void check_sampling(const char *backend)
     for (int i = 0; i < 3; i++) free(text[i]);
 }
 
+/* wgt plot: two runs' logs in one PNG; a file that is not a log is refused. */
+static void check_plot(void)
+{
+    char args[1400], path[1024];
+    snprintf(path, sizeof(path), "%s/both.png", WORK);
+    remove(path);
+    snprintf(args, sizeof(args), "plot %s cpu=%s/fall_cpu/log.csv webgpu=%s/fall_webgpu/log.csv", path, WORK, WORK);
+    int rc = wgt("plot", args);
+    size_t size = 0;
+    char *png = read_file(path, &size);
+    CHECK(rc == 0 && png && size > 1000 && memcmp(png, "\x89PNG", 4) == 0, "wgt plot: exit %d, %zu bytes", rc, size);
+    free(png);
+    snprintf(args, sizeof(args), "plot %s/x.png a=%s/short.txt", WORK, WORK);
+    rc = wgt("plot_bad", args);
+    char *err = output("plot_bad", "err");
+    CHECK(rc == 1 && strstr(err, "step,loss"), "wgt plot of a text file: exit %d, %s", rc, err);
+    free(err);
+}
+
 typedef struct bad_case {
     const char *what, *args, *message; /* message: a substring stderr must contain */
     int exit_code;
@@ -348,6 +367,7 @@ int main(void)
     TIMED("webgpu sampling", check_sampling("webgpu"));
     TIMED("sigint", check_sigint());
     TIMED("bad inputs", check_bad_inputs());
+    TIMED("plot", check_plot());
     wgt_context_destroy(cpu);
     return test_summary();
 }

@@ -26,6 +26,8 @@ static void usage(FILE *f)
             "                     train a character-level GPT (wgt train --help lists the flags)\n"
             "  sample --checkpoint CKPT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
             "                     generate text from a checkpoint, streamed, with a KV cache\n"
+            "  plot OUT.png LABEL=log.csv [LABEL=log.csv ...]\n"
+            "                     loss curves of several runs in one PNG (e.g. wgt against PyTorch)\n"
             "  digits [--epochs N] [--out DIR] [--min-accuracy A] ...\n"
             "                     train a small CNN on the 8x8 digits (data/digits.csv.gz), plot loss/accuracy\n"
             "environment: WGT_BACKEND=cpu|webgpu, WGT_ADAPTER=<index|name substring>\n");
@@ -43,6 +45,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "tune") == 0) return wgt_command_tune(argc - 1, argv + 1);
     if (strcmp(argv[1], "train") == 0) return wgt_command_train(argc - 1, argv + 1);
     if (strcmp(argv[1], "sample") == 0) return wgt_command_sample(argc - 1, argv + 1);
+    if (strcmp(argv[1], "plot") == 0) return wgt_command_plot(argc - 1, argv + 1);
     if (strcmp(argv[1], "digits") == 0) return wgt_command_digits(argc - 1, argv + 1);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);

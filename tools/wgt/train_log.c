@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 bool train_history_add(train_history *h, train_record row)
 {
@@ -87,17 +88,26 @@ static void draw_series(cairo_t *cr, const plot_frame *p, const train_history *h
 
 bool train_history_plot(const train_history *h, const char *path, const char *title)
 {
+    const char *label = "";
+    return train_history_plot_runs(h, &label, 1, path, title);
+}
+
+bool train_history_plot_runs(const train_history *runs, const char *const *labels, int n_runs, const char *path,
+                             const char *title)
+{
     const int W = 900, H = 540;
     plot_frame p = {.x0 = 70, .y0 = 40, .width = W - 100, .height = H - 100, .step_max = 1,
                     .loss_min = INFINITY, .loss_max = -INFINITY};
-    for (int64_t i = 0; i < h->n; i++) {
-        for (int k = 0; k < 3; k++) {
-            float v = field(&h->rows[i], k);
-            if (!isfinite(v)) continue;
-            p.loss_min = fmin(p.loss_min, v);
-            p.loss_max = fmax(p.loss_max, v);
+    for (int r = 0; r < n_runs; r++) {
+        for (int64_t i = 0; i < runs[r].n; i++) {
+            for (int k = 0; k < 3; k++) {
+                float v = field(&runs[r].rows[i], k);
+                if (!isfinite(v)) continue;
+                p.loss_min = fmin(p.loss_min, v);
+                p.loss_max = fmax(p.loss_max, v);
+            }
+            p.step_max = fmax(p.step_max, runs[r].rows[i].step);
         }
-        p.step_max = fmax(p.step_max, h->rows[i].step);
     }
     if (!(p.loss_min <= p.loss_max)) p.loss_min = 0, p.loss_max = 1;
     double pad = fmax(0.05 * (p.loss_max - p.loss_min), 0.01);
@@ -112,7 +122,7 @@ bool train_history_plot(const train_history *h, const char *path, const char *ti
     cairo_set_font_size(cr, 12);
 
     /* grid and tick labels: 5 divisions on each axis */
-    char label[64];
+    char label[160];
     cairo_set_line_width(cr, 1);
     for (int i = 0; i <= 5; i++) {
         double loss = p.loss_min + (p.loss_max - p.loss_min) * i / 5, y = py(&p, loss);
@@ -140,24 +150,74 @@ bool train_history_plot(const train_history *h, const char *path, const char *ti
     cairo_move_to(cr, p.x0, 25);
     cairo_show_text(cr, title);
 
-    /* series, then a legend in the top-right corner */
-    static const double colors[3][3] = {{0.55, 0.7, 0.9}, {0.1, 0.35, 0.8}, {0.85, 0.3, 0.1}};
+    /* per run: batch loss (light), eval train loss (one run only), eval val loss;
+     * a legend in the top-right corner */
+    static const double colors[4][3][3] = {
+        {{0.55, 0.7, 0.9}, {0.1, 0.35, 0.8}, {0.85, 0.3, 0.1}},
+        {{0.95, 0.7, 0.55}, {0.8, 0.35, 0.1}, {0.6, 0.1, 0.5}},
+        {{0.6, 0.85, 0.6}, {0.1, 0.55, 0.2}, {0.1, 0.45, 0.15}},
+        {{0.8, 0.8, 0.8}, {0.4, 0.4, 0.4}, {0.1, 0.1, 0.1}},
+    };
     static const char *names[3] = {"batch loss", "train loss (eval)", "val loss (eval)"};
     cairo_set_font_size(cr, 12);
-    for (int k = 0; k < 3; k++) {
-        cairo_set_source_rgb(cr, colors[k][0], colors[k][1], colors[k][2]);
-        cairo_set_line_width(cr, k == 0 ? 1.0 : 2.0);
-        draw_series(cr, &p, h, k);
-        double ly = p.y0 + 20 + 18 * k, lx = p.x0 + p.width - 170;
-        cairo_move_to(cr, lx, ly - 4);
-        cairo_line_to(cr, lx + 25, ly - 4);
-        cairo_stroke(cr);
-        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-        cairo_move_to(cr, lx + 32, ly);
-        cairo_show_text(cr, names[k]);
+    int legend = 0;
+    for (int r = 0; r < n_runs; r++) {
+        const double(*c)[3] = colors[r % 4];
+        for (int k = 0; k < 3; k++) {
+            if (k == 1 && n_runs > 1) continue;
+            cairo_set_source_rgb(cr, c[k][0], c[k][1], c[k][2]);
+            cairo_set_line_width(cr, k == 0 ? 1.0 : 2.0);
+            draw_series(cr, &p, &runs[r], k);
+            double ly = p.y0 + 20 + 18 * legend++, lx = p.x0 + p.width - 260;
+            cairo_move_to(cr, lx, ly - 4);
+            cairo_line_to(cr, lx + 25, ly - 4);
+            cairo_stroke(cr);
+            cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+            cairo_move_to(cr, lx + 32, ly);
+            snprintf(label, sizeof(label), "%s%s%s", labels[r], labels[r][0] ? ": " : "", names[k]);
+            cairo_show_text(cr, label);
+        }
     }
     cairo_destroy(cr);
     bool ok = cairo_surface_write_to_png(surface, path) == CAIRO_STATUS_SUCCESS;
     cairo_surface_destroy(surface);
+    return ok;
+}
+
+/* One CSV cell: empty is NaN; false on anything but a number. */
+static bool parse_cell(const char **p, float *out, char end)
+{
+    char *stop;
+    if (**p == end || **p == '\0' || **p == '\n' || **p == '\r') {
+        *out = NAN;
+    } else {
+        *out = strtof(*p, &stop);
+        if (stop == *p) return false;
+        *p = stop;
+    }
+    if (**p != end && !(end == '\n' && (**p == '\0' || **p == '\r'))) return false;
+    if (**p == end) (*p)++;
+    return true;
+}
+
+bool train_history_read_csv(train_history *h, const char *path, char *msg, size_t msg_size)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(msg, msg_size, "cannot open %s", path);
+        return false;
+    }
+    char line[512];
+    bool ok = fgets(line, sizeof(line), f) && strncmp(line, "step,loss,train_eval,val_eval,lr", 32) == 0;
+    if (!ok) snprintf(msg, msg_size, "%s: the first line is not step,loss,train_eval,val_eval,lr", path);
+    for (int n = 2; ok && fgets(line, sizeof(line), f); n++) {
+        train_record r;
+        const char *p = line;
+        float *cells[5] = {&r.step, &r.loss, &r.train_eval, &r.val_eval, &r.lr};
+        for (int k = 0; ok && k < 5; k++) ok = parse_cell(&p, cells[k], k < 4 ? ',' : '\n');
+        ok = ok && isfinite(r.step) && train_history_add(h, r);
+        if (!ok) snprintf(msg, msg_size, "%s:%d: not 5 numbers (empty for none)", path, n);
+    }
+    fclose(f);
     return ok;
 }

@@ -31,4 +31,11 @@ bool train_history_write_csv(const train_history *h, const char *path);
 /* Loss curves (batch loss, eval train and val) against steps. */
 bool train_history_plot(const train_history *h, const char *path, const char *title);
 
+/* Several runs in one plot (e.g. wgt and PyTorch): each run's batch loss and
+ * val loss, labelled. */
+bool train_history_plot_runs(const train_history *runs, const char *const *labels, int n_runs, const char *path,
+                             const char *title);
+/* Appends the rows of a log.csv (wgt train's, or bench/train_torch_ref.py --csv). */
+bool train_history_read_csv(train_history *h, const char *path, char *msg, size_t msg_size);
+
 #endif

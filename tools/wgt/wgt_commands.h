@@ -8,6 +8,7 @@ int wgt_command_bench(int argc, char **argv);
 int wgt_command_tune(int argc, char **argv);
 int wgt_command_train(int argc, char **argv);  /* train.c */
 int wgt_command_sample(int argc, char **argv); /* sample.c */
+int wgt_command_plot(int argc, char **argv);   /* plot.c */
 int wgt_command_digits(int argc, char **argv); /* digits.c */
 
 #endif
