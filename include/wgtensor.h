@@ -475,13 +475,14 @@ wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias);
  * query that sees no key gets zeros. dropout_p in [0, 1): attention weights are
  * dropped with probability dropout_p and the rest scaled by 1 / (1 - dropout_p),
  * the mask drawn from Philox(seed), identical on both backends. f32 or f16
- * (f32 arithmetic). No [Tq, Tk] tensor is ever stored. */
+ * (f32 arithmetic; WebGPU: D <= 256). No [Tq, Tk] tensor is ever stored. */
 wgt_tensor *wgt_scaled_dot_product_attention(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal,
                                              double dropout_p, uint64_t seed);
 /* Rotary position embedding. x [B, H, T, D] (D even) -> same shape; row t has
  * position position_offset + t and pair i turns by angle pos * theta^(-2i/D).
  * interleaved: pairs (x[2i], x[2i+1]) (GPT-J / Meta layout); otherwise
- * half-split pairs (x[i], x[i + D/2]) (Hugging Face rotate_half layout). */
+ * half-split pairs (x[i], x[i + D/2]) (Hugging Face rotate_half layout).
+ * Positions 0 <= position_offset + t <= 2^24; WebGPU: D <= 256. */
 wgt_tensor *wgt_rope(wgt_tensor *x, int64_t position_offset, double theta, bool interleaved);
 
 /* ---------------------------------------------------------- data movement */
@@ -651,6 +652,16 @@ wgt_status wgt_zero_grad(wgt_tensor *const *tensors, int n);
  * through it is an error). */
 wgt_status wgt_backward_ex(wgt_tensor *loss, wgt_tensor *grad_output, bool keep_graph);
 wgt_status wgt_backward(wgt_tensor *loss); /* scalar loss, keep_graph = false */
+/* Gradient-ready hook (data-parallel training starts a leaf's all-reduce while
+ * the rest of backward runs, docs/distributed.md): during every later
+ * wgt_backward on ctx, fn(leaf, grad, user) is called once per leaf that
+ * requires grad and is reached, as soon as leaf's .grad holds its final value
+ * for this pass (every contribution accumulated; grad is wgt_tensor_grad(leaf),
+ * borrowed). Leaves are reported in the order backward finishes them, before
+ * wgt_backward returns; none after an error. fn may read grad (wgt_tensor_read)
+ * and must not release the leaf or its grad. fn NULL removes the hook. */
+typedef void (*wgt_grad_ready_fn)(wgt_tensor *leaf, wgt_tensor *grad, void *user);
+wgt_status wgt_backward_set_grad_hook(wgt_context *ctx, wgt_grad_ready_fn fn, void *user);
 
 /* Grad mode: nothing is recorded between push and pop (nests). */
 wgt_status wgt_no_grad_push(wgt_context *ctx);
