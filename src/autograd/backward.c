@@ -92,6 +92,14 @@ static wgt_status collect(wgt_context *ctx, wgt_grad_node *root, node_list *all)
         }
         for (int i = 0; i < n->n_inputs; i++) {
             wgt_tensor *in = n->inputs[i];
+            if (in && !in->grad_node && in->requires_grad && ctx->grad_hook) {
+                /* count the edges into each leaf: the hook fires when the last arrives */
+                if (in->hook_pass != pass) {
+                    in->hook_pass = pass;
+                    in->hook_pending = 0;
+                }
+                in->hook_pending++;
+            }
             if (!in || !in->grad_node) continue;
             wgt_grad_node *child = in->grad_node;
             if (child->visit != pass) {
@@ -168,6 +176,13 @@ static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready,
         }
     }
     if (grads != stack_grads) free(grads);
+    /* Every edge into a leaf is counted down whether or not the rule gave it a
+     * gradient; the last one makes the leaf's .grad final for this pass. */
+    for (int i = 0; ctx->grad_hook && i < n->n_inputs; i++) {
+        wgt_tensor *in = n->inputs[i];
+        if (!in || in->grad_node || !in->requires_grad || in->hook_pass != ctx->backward_passes) continue;
+        if (--in->hook_pending == 0 && s == WGT_OK && in->grad) ctx->grad_hook(in, in->grad, ctx->grad_hook_user);
+    }
     wgt_tensor_unref(n->grad);
     n->grad = NULL;
     if (!keep_graph) wgt_tape_node_release_inputs(n);
@@ -211,6 +226,7 @@ wgt_status wgt_backward_ex(wgt_tensor *loss, wgt_tensor *grad_output, bool keep_
     own(seed);
     if (!loss->grad_node) { /* the loss is itself a leaf */
         wgt_status s = accumulate(ctx, &loss->grad, seed, loss->view.dtype);
+        if (s == WGT_OK && ctx->grad_hook) ctx->grad_hook(loss, loss->grad, ctx->grad_hook_user);
         wgt_no_grad_pop(ctx);
         return s;
     }
@@ -237,3 +253,11 @@ wgt_status wgt_backward_ex(wgt_tensor *loss, wgt_tensor *grad_output, bool keep_
 }
 
 wgt_status wgt_backward(wgt_tensor *loss) { return wgt_backward_ex(loss, NULL, false); }
+
+wgt_status wgt_backward_set_grad_hook(wgt_context *ctx, wgt_grad_ready_fn fn, void *user)
+{
+    if (!ctx) return WGT_ERR_INVALID_ARGUMENT;
+    ctx->grad_hook = fn;
+    ctx->grad_hook_user = fn ? user : NULL;
+    return WGT_OK;
+}

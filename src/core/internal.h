@@ -31,6 +31,8 @@ struct wgt_context {
     bool profiling;                 /* wgt_profiler_enable(ctx, true) succeeded */
     int no_grad_depth;              /* wgt_no_grad_push nesting; > 0 = no recording */
     uint64_t backward_passes;       /* numbers the visits of each wgt_backward */
+    wgt_grad_ready_fn grad_hook;    /* wgt_backward_set_grad_hook; NULL: none */
+    void *grad_hook_user;
 };
 
 struct wgt_tensor {
@@ -43,6 +45,10 @@ struct wgt_tensor {
     bool requires_grad;             /* a leaf whose gradient is accumulated into grad */
     wgt_tensor *grad;               /* owned reference; NULL until backward writes it */
     struct wgt_grad_node *grad_node; /* how this tensor was made; NULL for leaves */
+    /* grad hook bookkeeping (src/autograd/backward.c): the pass that counted
+     * this leaf's incoming gradients and how many are still to come */
+    uint64_t hook_pass;
+    int hook_pending;
 };
 
 /* Records an error on ctx (first error wins; later ones are ignored until
