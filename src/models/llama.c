@@ -1,0 +1,274 @@
+/* Llama-architecture inference (llama.h): weights, KV cache, forward pass. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
+#include "llama.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llama_internal.h"
+#include "llm_json.h"
+
+#define MAX_SHARDS 256
+
+/* Where the weights come from: the shards of a folder, or random numbers. */
+typedef struct weight_source {
+    wgt_safetensors **shards;
+    char **shard_names;
+    int n_shards;
+    uint64_t seed;                            /* random source when n_shards == 0 */
+    int n_made;
+} weight_source;
+
+static uint64_t mix_seed(uint64_t seed, uint64_t salt)
+{
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * (salt + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static bool fail(char *msg, size_t msg_size, const char *fmt, const char *a, const char *b)
+{
+    snprintf(msg, msg_size, fmt, a, b);
+    return false;
+}
+
+/* One weight of shape[ndim], in dtype (norm vectors and biases: f32), with
+ * the model's own reference. missing_ok: NULL without an error if absent. */
+static wgt_tensor *weight(llama_model *m, weight_source *src, const char *name, int ndim, const int64_t *shape,
+                          wgt_dtype dtype, bool is_norm, bool missing_ok, char *msg, size_t msg_size)
+{
+    wgt_tensor *t = NULL;
+    wgt_scope_push(m->ctx);
+    if (src->n_shards == 0) {
+        if (is_norm) t = wgt_ones(m->ctx, WGT_F32, ndim, shape);
+        else t = wgt_binary_scalar(WGT_OP_MUL, wgt_randn(m->ctx, WGT_F32, ndim, shape, mix_seed(src->seed, (uint64_t)src->n_made)), 0.02);
+        src->n_made++;
+    } else {
+        int found = -1;
+        for (int s = 0; s < src->n_shards; s++) {
+            if (wgt_safetensors_find(src->shards[s], name) < 0) continue;
+            if (found >= 0) {
+                wgt_scope_pop(m->ctx);
+                fail(msg, msg_size, "tensor %s is in two shards (%s and another)", name, src->shard_names[s]);
+                return NULL;
+            }
+            found = s;
+        }
+        if (found < 0) {
+            wgt_scope_pop(m->ctx);
+            if (!missing_ok) fail(msg, msg_size, "tensor %s is missing from the model's safetensors files%s", name, "");
+            return NULL;
+        }
+        wgt_safetensors_info info;
+        wgt_safetensors_info_get(src->shards[found], wgt_safetensors_find(src->shards[found], name), &info);
+        bool same = info.ndim == ndim;
+        for (int i = 0; same && i < ndim; i++) same = info.shape[i] == shape[i];
+        if (!same) {
+            char want[96] = "", got[96] = "";
+            for (int i = 0; i < ndim; i++) snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%lld", i ? ", " : "", (long long)shape[i]);
+            for (int i = 0; i < info.ndim; i++) snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%lld", i ? ", " : "", (long long)info.shape[i]);
+            snprintf(msg, msg_size, "tensor %s has shape [%s], the config implies [%s]", name, got, want);
+            wgt_scope_pop(m->ctx);
+            return NULL;
+        }
+        if (strcmp(info.dtype, "F32") != 0 && strcmp(info.dtype, "F16") != 0 && strcmp(info.dtype, "BF16") != 0) {
+            fail(msg, msg_size, "tensor %s is %s (f32, f16 or bf16 expected)", name, info.dtype);
+            wgt_scope_pop(m->ctx);
+            return NULL;
+        }
+        t = wgt_safetensors_load(src->shards[found], name);
+    }
+    if (t && wgt_tensor_dtype(t) != dtype) t = wgt_cast(t, dtype);
+    if (t) t = wgt_tensor_retain(t);
+    wgt_scope_pop(m->ctx);
+    if (!t) {
+        fail(msg, msg_size, "loading %s: %s", name, wgt_context_error_message(m->ctx));
+        return NULL;
+    }
+    m->weight_bytes += (uint64_t)wgt_tensor_numel(t) * wgt_dtype_size(dtype);
+    return t;
+}
+
+void llama_destroy(llama_model *m)
+{
+    if (!m) return;
+    for (int l = 0; m->layers && l < m->cfg.n_layers; l++) {
+        wgt_tensor **all = (wgt_tensor **)&m->layers[l];
+        for (size_t i = 0; i < sizeof(llama_layer) / sizeof(wgt_tensor *); i++) wgt_tensor_release(all[i]);
+    }
+    if (m->head != m->embed) wgt_tensor_release(m->head);
+    wgt_tensor_release(m->embed);
+    wgt_tensor_release(m->norm);
+    wgt_tensor_release(m->rope_cos);
+    wgt_tensor_release(m->rope_sin);
+    free(m->layers);
+    free(m);
+}
+
+/* cos / sin tables of the llama3-scaled frequencies, as HF computes them: the
+ * inverse frequencies and the angles in f32, the cosines of those angles. */
+static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
+{
+    const llama_config *c = &m->cfg;
+    const int D = c->head_dim, P = c->max_position;
+    float *inv = malloc((size_t)D / 2 * sizeof(float));
+    float *cs = malloc((size_t)P * (size_t)D * sizeof(float)), *sn = malloc((size_t)P * (size_t)D * sizeof(float));
+    if (!inv || !cs || !sn) {
+        free(inv), free(cs), free(sn);
+        return fail(msg, msg_size, "out of memory for the rope tables%s%s", "", "");
+    }
+    const double lo_wave = c->rope_original_max / c->rope_low_freq_factor;
+    const double hi_wave = c->rope_original_max / c->rope_high_freq_factor;
+    for (int i = 0; i < D / 2; i++) {
+        const float f = (float)(1.0 / pow(c->rope_theta, (double)(float)(2 * i) / D));
+        const double wave = 2 * 3.14159265358979323846 / f;
+        double g = f;
+        if (wave > lo_wave) g = f / c->rope_factor;
+        else if (wave >= hi_wave) {
+            const double smooth = (c->rope_original_max / wave - c->rope_low_freq_factor) /
+                                  (c->rope_high_freq_factor - c->rope_low_freq_factor);
+            g = (1 - smooth) * f / c->rope_factor + smooth * f;
+        }
+        inv[i] = (float)g;
+    }
+    for (int p = 0; p < P; p++)
+        for (int i = 0; i < D; i++) {
+            const float angle = (float)p * inv[i % (D / 2)];
+            cs[(size_t)p * D + i] = (float)cos(angle);
+            sn[(size_t)p * D + i] = (float)sin(angle);
+        }
+    const int64_t shape[2] = {P, D};
+    m->rope_cos = wgt_tensor_from_host(m->ctx, WGT_F32, 2, shape, cs);
+    m->rope_sin = wgt_tensor_from_host(m->ctx, WGT_F32, 2, shape, sn);
+    free(inv), free(cs), free(sn);
+    return m->rope_cos && m->rope_sin;
+}
+
+static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weights weights, weight_source *src,
+                          char *msg, size_t msg_size)
+{
+    llama_model *m = calloc(1, sizeof(*m));
+    if (!m || !(m->layers = calloc((size_t)cfg->n_layers, sizeof(llama_layer)))) {
+        free(m);
+        snprintf(msg, msg_size, "out of memory");
+        return NULL;
+    }
+    m->ctx = ctx;
+    m->cfg = *cfg;
+    m->weights = weights;
+    m->wdtype = weights == LLAMA_WEIGHTS_F16 ? WGT_F16 : WGT_F32;
+    const int64_t C = cfg->hidden_size, V = cfg->vocab_size, F = cfg->intermediate_size, D = cfg->head_dim;
+    const int64_t QD = cfg->n_heads * D, KD = cfg->n_kv_heads * D;
+    const wgt_dtype W = m->wdtype;
+    bool ok = true;
+    char name[160];
+#define W2(field, suffix, rows, cols)                                                                              \
+    (snprintf(name, sizeof(name), "model.layers.%d.%s", l, suffix),                                                \
+     (L->field = weight(m, src, name, 2, (int64_t[]){rows, cols}, W, false, false, msg, msg_size)) != NULL)
+#define W1(field, suffix, n, is_norm)                                                                              \
+    (snprintf(name, sizeof(name), "model.layers.%d.%s", l, suffix),                                                \
+     (L->field = weight(m, src, name, 1, (int64_t[]){n}, WGT_F32, is_norm, false, msg, msg_size)) != NULL)
+    wgt_no_grad_push(ctx);
+    ok = (m->embed = weight(m, src, "model.embed_tokens.weight", 2, (int64_t[]){V, C}, W, false, false, msg, msg_size));
+    for (int l = 0; ok && l < cfg->n_layers; l++) {
+        llama_layer *L = &m->layers[l];
+        ok = W1(attn_norm, "input_layernorm.weight", C, true) && W1(mlp_norm, "post_attention_layernorm.weight", C, true) &&
+             W2(wq, "self_attn.q_proj.weight", QD, C) && W2(wk, "self_attn.k_proj.weight", KD, C) &&
+             W2(wv, "self_attn.v_proj.weight", KD, C) && W2(wo, "self_attn.o_proj.weight", C, QD) &&
+             W2(w_gate, "mlp.gate_proj.weight", F, C) && W2(w_up, "mlp.up_proj.weight", F, C) &&
+             W2(w_down, "mlp.down_proj.weight", C, F);
+        if (ok && cfg->attention_bias)
+            ok = W1(bq, "self_attn.q_proj.bias", QD, false) && W1(bk, "self_attn.k_proj.bias", KD, false) &&
+                 W1(bv, "self_attn.v_proj.bias", KD, false);
+        if (ok && cfg->qk_norm) ok = W1(q_norm, "self_attn.q_norm.weight", D, true) && W1(k_norm, "self_attn.k_norm.weight", D, true);
+    }
+#undef W1
+#undef W2
+    if (ok) ok = (m->norm = weight(m, src, "model.norm.weight", 1, (int64_t[]){C}, WGT_F32, true, false, msg, msg_size));
+    if (ok && !cfg->tie_embeddings) {
+        /* an absent lm_head with no tie_word_embeddings key means tied (older configs) */
+        m->head = weight(m, src, "lm_head.weight", 2, (int64_t[]){V, C}, W, false, src->n_shards > 0, msg, msg_size);
+        if (!m->head && src->n_shards > 0 && !strstr(msg, "shape")) {
+            m->head = m->embed;
+            msg[0] = 0;
+        }
+        ok = m->head != NULL;
+    }
+    if (ok && cfg->tie_embeddings) m->head = m->embed;
+    if (ok && cfg->rope_llama3) ok = rope_tables(m, msg, msg_size);
+    wgt_no_grad_pop(ctx);
+    if (ok && wgt_context_status(ctx) != WGT_OK) {
+        snprintf(msg, msg_size, "%s", wgt_context_error_message(ctx));
+        ok = false;
+    }
+    if (!ok) {
+        llama_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+llama_model *llama_create_random(wgt_context *ctx, const llama_config *cfg, llama_weights weights, uint64_t seed,
+                                 char *msg, size_t msg_size)
+{
+    weight_source src = {.seed = seed};
+    return build(ctx, cfg, weights, &src, msg, msg_size);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+llama_model *llama_load(wgt_context *ctx, const char *dir, llama_weights weights, char *msg, size_t msg_size)
+{
+    char path[4096];
+    size_t size;
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    char *text = llm_read_file(path, 1 << 20, &size, msg, msg_size);
+    if (!text) return NULL;
+    llama_config cfg;
+    bool ok = llama_config_parse(text, size, &cfg, msg, msg_size);
+    free(text);
+    if (!ok) return NULL;
+    /* every *.safetensors file of the folder, in name order */
+    weight_source src = {0};
+    char *names[MAX_SHARDS];
+    int n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return fail(msg, msg_size, "cannot open the model folder %s%s", dir, ""), NULL;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const size_t len = strlen(e->d_name);
+        if (len > 12 && strcmp(e->d_name + len - 12, ".safetensors") == 0 && n < MAX_SHARDS)
+            names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof(char *), cmp_str);
+    wgt_safetensors *shards[MAX_SHARDS];
+    ok = n > 0;
+    if (!ok) fail(msg, msg_size, "no *.safetensors file in %s%s", dir, "");
+    int n_open = 0;
+    for (int i = 0; ok && i < n; i++) {
+        if (!names[i]) {
+            ok = fail(msg, msg_size, "out of memory%s%s", "", "");
+            break;
+        }
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        shards[i] = wgt_safetensors_open(ctx, path);
+        if (!shards[i]) ok = fail(msg, msg_size, "%s%s", wgt_context_error_message(ctx), "");
+        else n_open++;
+    }
+    llama_model *m = NULL;
+    if (ok) {
+        src.shards = shards, src.shard_names = names, src.n_shards = n;
+        m = build(ctx, &cfg, weights, &src, msg, msg_size);
+    }
+    for (int i = 0; i < n_open; i++) wgt_safetensors_close(shards[i]);
+    for (int i = 0; i < n; i++) free(names[i]);
+    return m;
+}
+
+const llama_config *llama_model_config(const llama_model *m) { return m ? &m->cfg : NULL; }
+llama_weights llama_model_weights(const llama_model *m) { return m->weights; }
+uint64_t llama_weight_bytes(const llama_model *m) { return m ? m->weight_bytes : 0; }

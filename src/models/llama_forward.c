@@ -1,0 +1,192 @@
+/* The KV cache and the forward pass of llama.h. Each call records the work of
+ * all T tokens without reading anything back; only the caller's read of the
+ * logits (or llama_argmax's one int) waits for the device. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llama.h"
+#include "llama_internal.h"
+
+llama_cache *llama_cache_create(llama_model *m, int64_t context, char *msg, size_t msg_size)
+{
+    if (!m || context < 1 || context > m->cfg.max_position) {
+        snprintf(msg, msg_size, "llama_cache_create: context %lld outside [1, max_position_embeddings %d]",
+                 (long long)context, m ? m->cfg.max_position : 0);
+        return NULL;
+    }
+    llama_cache *c = calloc(1, sizeof(*c));
+    if (c) {
+        c->k = calloc((size_t)m->cfg.n_layers, sizeof(wgt_tensor *));
+        c->v = calloc((size_t)m->cfg.n_layers, sizeof(wgt_tensor *));
+    }
+    if (!c || !c->k || !c->v) {
+        if (c) free(c->k), free(c->v);
+        free(c);
+        snprintf(msg, msg_size, "llama_cache_create: out of memory");
+        return NULL;
+    }
+    c->model = m;
+    c->context = context;
+    /* f16 weights keep an f16 cache: half the bytes each decode step reads */
+    const int64_t shape[4] = {1, m->cfg.n_kv_heads, context, m->cfg.head_dim};
+    wgt_scope_push(m->ctx);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        c->k[l] = wgt_tensor_retain(wgt_zeros(m->ctx, m->wdtype, 4, shape));
+        c->v[l] = wgt_tensor_retain(wgt_zeros(m->ctx, m->wdtype, 4, shape));
+    }
+    wgt_scope_pop(m->ctx);
+    if (wgt_context_status(m->ctx) != WGT_OK) {
+        snprintf(msg, msg_size, "llama_cache_create: %s", wgt_context_error_message(m->ctx));
+        llama_cache_destroy(c);
+        return NULL;
+    }
+    return c;
+}
+
+void llama_cache_destroy(llama_cache *c)
+{
+    if (!c) return;
+    for (int l = 0; l < c->model->cfg.n_layers; l++) {
+        wgt_tensor_release(c->k[l]);
+        wgt_tensor_release(c->v[l]);
+    }
+    free(c->k), free(c->v), free(c);
+}
+
+int64_t llama_cache_length(const llama_cache *c) { return c ? c->length : 0; }
+int64_t llama_cache_context(const llama_cache *c) { return c ? c->context : 0; }
+void llama_cache_reset(llama_cache *c)
+{
+    if (c) c->length = 0;
+}
+
+/* x [T, in] f32 -> [T, out] f32. f16 weights: x rounded to f16, the product
+ * accumulated and stored in f32 (wgt_matmul_ex); W^T is a view, not a copy. */
+static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, wgt_tensor *bias)
+{
+    if (m->wdtype == WGT_F32) return wgt_linear(x, w, bias);
+    wgt_tensor *y = wgt_matmul_ex(wgt_cast(x, WGT_F16), wgt_transpose(w, 0, 1), WGT_F32);
+    return bias ? wgt_add(y, bias) : y;
+}
+
+/* x [1, heads, T, D] at positions pos0..: HF's half-split rotation. */
+static wgt_tensor *rotate(const llama_model *m, wgt_tensor *x, int64_t pos0, int64_t T)
+{
+    if (!m->rope_cos) return wgt_rope(x, pos0, m->cfg.rope_theta, false);
+    const int64_t D = m->cfg.head_dim;
+    wgt_tensor *cs = wgt_slice(m->rope_cos, 0, pos0, pos0 + T, 1), *sn = wgt_slice(m->rope_sin, 0, pos0, pos0 + T, 1);
+    wgt_tensor *halves[2] = {wgt_neg(wgt_slice(x, 3, D / 2, D, 1)), wgt_slice(x, 3, 0, D / 2, 1)};
+    return wgt_add(wgt_mul(x, cs), wgt_mul(wgt_concat(halves, 2, 3), sn));
+}
+
+/* [T, heads * D] -> [1, heads, T, D] (a view) */
+static wgt_tensor *heads(wgt_tensor *x, int64_t T, int64_t n, int64_t D)
+{
+    return wgt_permute(wgt_reshape(x, 4, (int64_t[]){1, T, n, D}), (int[]){0, 2, 1, 3});
+}
+
+static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t T)
+{
+    const llama_model *m = c->model;
+    const llama_layer *L = &m->layers[l];
+    const int64_t H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim;
+    const int64_t pos0 = c->length, end = pos0 + T;
+    const double eps = m->cfg.rms_eps;
+    wgt_tensor *q = wgt_reshape(project(m, h, L->wq, L->bq), 3, (int64_t[]){T, H, D});
+    wgt_tensor *k = wgt_reshape(project(m, h, L->wk, L->bk), 3, (int64_t[]){T, Hkv, D});
+    wgt_tensor *v = project(m, h, L->wv, L->bv);
+    if (L->q_norm) { /* Qwen3: RMSNorm over each head before the rotation */
+        q = wgt_rms_norm(q, L->q_norm, eps);
+        k = wgt_rms_norm(k, L->k_norm, eps);
+    }
+    q = rotate(m, heads(wgt_reshape(q, 2, (int64_t[]){T, H * D}), T, H, D), pos0, T);
+    k = rotate(m, heads(wgt_reshape(k, 2, (int64_t[]){T, Hkv * D}), T, Hkv, D), pos0, T);
+    v = heads(v, T, Hkv, D);
+    /* append to the cache (cast to its dtype), attend over the prefix; causal is
+     * bottom-right aligned, so prompt token i sees cache rows <= pos0 + i */
+    wgt_assign(wgt_slice(c->k[l], 2, pos0, end, 1), k);
+    wgt_assign(wgt_slice(c->v[l], 2, pos0, end, 1), v);
+    wgt_tensor *kc = wgt_slice(c->k[l], 2, 0, end, 1), *vc = wgt_slice(c->v[l], 2, 0, end, 1);
+    if (m->wdtype != WGT_F32) q = wgt_cast(q, m->wdtype);
+    wgt_tensor *y = wgt_scaled_dot_product_attention(q, kc, vc, true, 0.0, 0); /* [1, H, T, D] */
+    y = wgt_reshape(wgt_permute(y, (int[]){0, 2, 1, 3}), 2, (int64_t[]){T, H * D});
+    if (m->wdtype != WGT_F32) y = wgt_cast(y, WGT_F32);
+    return project(m, y, L->wo, NULL);
+}
+
+static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_tensor *h)
+{
+    wgt_tensor *gate = project(m, h, L->w_gate, NULL), *up = project(m, h, L->w_up, NULL);
+    return project(m, wgt_mul(wgt_silu(gate), up), L->w_down, NULL);
+}
+
+wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool all_logits, char *msg,
+                          size_t msg_size)
+{
+    if (!c || !tokens || T < 1 || c->length + T > c->context) {
+        snprintf(msg, msg_size, "llama_forward: %lld new tokens at position %lld do not fit a context of %lld",
+                 (long long)T, (long long)(c ? c->length : 0), (long long)(c ? c->context : 0));
+        return NULL;
+    }
+    llama_model *m = c->model;
+    wgt_context *ctx = m->ctx;
+    const int64_t V = m->cfg.vocab_size;
+    for (int64_t i = 0; i < T; i++)
+        if (tokens[i] < 0 || tokens[i] >= V) {
+            snprintf(msg, msg_size, "llama_forward: token %d at %lld is outside the vocabulary [0, %lld)", tokens[i],
+                     (long long)i, (long long)V);
+            return NULL;
+        }
+    wgt_no_grad_push(ctx);
+    wgt_scope_push(ctx);
+    wgt_tensor *ids = wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){T}, tokens);
+    wgt_tensor *x = wgt_embedding(m->embed, ids); /* [T, C] */
+    if (x && wgt_tensor_dtype(x) != WGT_F32) x = wgt_cast(x, WGT_F32);
+    const double eps = m->cfg.rms_eps;
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const llama_layer *L = &m->layers[l];
+        x = wgt_add(x, attention_block(c, l, wgt_rms_norm(x, L->attn_norm, eps), T));
+        x = wgt_add(x, mlp_block(m, L, wgt_rms_norm(x, L->mlp_norm, eps)));
+    }
+    if (!all_logits) x = wgt_slice(x, 0, T - 1, T, 1);
+    wgt_tensor *logits = wgt_scope_keep(project(m, wgt_rms_norm(x, m->norm, eps), m->head, NULL));
+    wgt_scope_pop(ctx);
+    wgt_no_grad_pop(ctx);
+    if (!logits || wgt_context_status(ctx) != WGT_OK) {
+        snprintf(msg, msg_size, "llama_forward: %s", wgt_context_error_message(ctx));
+        wgt_tensor_release(logits);
+        return NULL;
+    }
+    c->length += T;
+    return logits;
+}
+
+int32_t llama_argmax(wgt_tensor *logits)
+{
+    if (!logits || wgt_tensor_ndim(logits) != 2) return -1;
+    const int64_t N = wgt_tensor_dim(logits, 0);
+    wgt_context *ctx = wgt_tensor_context(logits);
+    wgt_scope_push(ctx);
+    wgt_tensor *idx = wgt_argmax(wgt_slice(logits, 0, N - 1, N, 1), 1, false);
+    int32_t id = -1;
+    if (!idx || wgt_tensor_read(idx, &id, sizeof(id)) != WGT_OK) id = -1;
+    wgt_scope_pop(ctx);
+    return id;
+}
+
+void llama_repetition_penalty(float *logits, int vocab_size, const int32_t *history, size_t n, double penalty)
+{
+    if (penalty == 1.0) return;
+    /* each distinct token once, as HF's gather/scatter does */
+    unsigned char *seen = calloc((size_t)vocab_size, 1);
+    if (!seen) return;
+    for (size_t i = 0; i < n; i++) {
+        const int32_t t = history[i];
+        if (t < 0 || t >= vocab_size || seen[t]) continue;
+        seen[t] = 1;
+        logits[t] = logits[t] > 0 ? (float)(logits[t] / penalty) : (float)(logits[t] * penalty);
+    }
+    free(seen);
+}

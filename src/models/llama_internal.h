@@ -1,0 +1,33 @@
+/* Private layout of the Llama model and its KV cache, shared by llama.c
+ * (loading) and llama_forward.c (the forward pass). */
+#ifndef WGT_MODELS_LLAMA_INTERNAL_H
+#define WGT_MODELS_LLAMA_INTERNAL_H
+
+#include "llama.h"
+
+typedef struct llama_layer {
+    wgt_tensor *attn_norm, *mlp_norm;         /* [C] f32 */
+    wgt_tensor *wq, *wk, *wv, *wo;            /* [out, in] */
+    wgt_tensor *bq, *bk, *bv;                 /* f32 or NULL */
+    wgt_tensor *q_norm, *k_norm;              /* [D] f32 (Qwen3) or NULL */
+    wgt_tensor *w_gate, *w_up, *w_down;
+} llama_layer;
+
+struct llama_model {
+    wgt_context *ctx;
+    llama_config cfg;
+    llama_weights weights;
+    wgt_dtype wdtype;                         /* F32 or F16 */
+    llama_layer *layers;
+    wgt_tensor *embed, *norm, *head;          /* head == embed when tied */
+    wgt_tensor *rope_cos, *rope_sin;          /* [max_position, D] f32 (llama3 scaling), else NULL */
+    uint64_t weight_bytes;
+};
+
+struct llama_cache {
+    llama_model *model;
+    int64_t context, length;
+    wgt_tensor **k, **v;                      /* per layer [1, Hkv, context, D] */
+};
+
+#endif

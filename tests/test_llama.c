@@ -1,0 +1,242 @@
+/* Llama inference (src/models/llama*.c) on the CPU and WebGPU backends:
+ *  - fixtures from transformers (tests/llm/make_llama_fixture.py, made on the
+ *    GPU machine) and from an independent NumPy model (make_numpy_fixture.py):
+ *    prompt logits (f32 weights: rel L2 <= 1e-4; f16: <= 1e-2) and greedy
+ *    tokens through the KV-cache decode path; a missing fixture is a failure;
+ *  - prefill + one-token decode steps give the logits of one full forward;
+ *  - config / weight errors: unsupported architecture, missing field, missing
+ *    tensor, shape mismatch, each refused with a message naming it. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "llama.h"
+#include "test_util.h"
+
+static double rel_l2(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+/* Reads an expected tensor (f32 or i32) into a malloc'd array. */
+static void *read_expected(wgt_context *ctx, wgt_safetensors *f, const char *name, size_t *n)
+{
+    wgt_scope_push(ctx);
+    wgt_tensor *t = wgt_safetensors_load(f, name);
+    void *data = NULL;
+    if (t) {
+        *n = (size_t)wgt_tensor_numel(t);
+        data = malloc(*n * 4 + 4);
+        if (data && wgt_tensor_read(t, data, *n * 4) != WGT_OK) free(data), data = NULL;
+    }
+    wgt_scope_pop(ctx);
+    return data;
+}
+
+static void check_fixture(wgt_context *ctx, const char *name, const char *backend, bool required)
+{
+    char dir[1024], path[1100], msg[512] = "";
+    snprintf(dir, sizeof(dir), "%s/tests/llm/%s", WGT_SOURCE_DIR, name);
+    snprintf(path, sizeof(path), "%s/expected.safetensors", dir);
+    if (access(path, R_OK) != 0) {
+        CHECK(!required, "fixture %s is missing: run `python3 tests/llm/make_llama_fixture.py` where torch and "
+                         "transformers are installed, and commit tests/llm/%s", path, name);
+        return;
+    }
+    wgt_safetensors *f = wgt_safetensors_open(ctx, path);
+    CHECK(f != NULL, "%s: %s", path, wgt_context_error_message(ctx));
+    if (!f) return;
+    size_t n_prompt = 0, n_logits = 0, n_greedy = 0;
+    int32_t *prompt = read_expected(ctx, f, "prompt_ids", &n_prompt);
+    float *want = read_expected(ctx, f, "logits", &n_logits);
+    int32_t *greedy = read_expected(ctx, f, "greedy_ids", &n_greedy);
+    wgt_safetensors_close(f);
+    CHECK(prompt && want && greedy, "%s holds prompt_ids, logits, greedy_ids", path);
+    for (int w = 0; prompt && want && greedy && w < 2; w++) {
+        const llama_weights weights = w ? LLAMA_WEIGHTS_F16 : LLAMA_WEIGHTS_F32;
+        const char *wname = w ? "f16" : "f32";
+        llama_model *m = llama_load(ctx, dir, weights, msg, sizeof(msg));
+        CHECK(m != NULL, "%s %s %s: %s", name, backend, wname, msg);
+        if (!m) continue;
+        const int V = llama_model_config(m)->vocab_size;
+        llama_cache *c = llama_cache_create(m, (int64_t)(n_prompt + n_greedy), msg, sizeof(msg));
+        CHECK(c != NULL && n_logits == n_prompt * (size_t)V, "%s cache / logits shape: %s", name, msg);
+        if (c && n_logits == n_prompt * (size_t)V) {
+            wgt_tensor *logits = llama_forward(c, prompt, (int64_t)n_prompt, true, msg, sizeof(msg));
+            float *got = malloc(n_logits * sizeof(float));
+            CHECK(logits && got && wgt_tensor_read(logits, got, n_logits * 4) == WGT_OK, "%s forward: %s", name, msg);
+            if (logits && got) {
+                const double err = rel_l2(got, want, n_logits), tol = w ? 1e-2 : 1e-4;
+                printf("%-18s %-6s %s: prompt logits rel L2 %.3g (tolerance %.0e)\n", name, backend, wname, err, tol);
+                CHECK(err <= tol, "%s %s %s: logits rel L2 %.3g > %.0e", name, backend, wname, err, tol);
+                /* greedy decode through the cache, one token per step */
+                int32_t tok = llama_argmax(logits);
+                size_t same = 0;
+                for (size_t i = 0; i < n_greedy; i++) {
+                    if (tok != greedy[i]) break;
+                    same++;
+                    if (i + 1 == n_greedy) break;
+                    wgt_tensor *step = llama_forward(c, &tok, 1, false, msg, sizeof(msg));
+                    tok = llama_argmax(step);
+                    wgt_tensor_release(step);
+                }
+                printf("%-18s %-6s %s: %zu of %zu greedy tokens match\n", name, backend, wname, same, n_greedy);
+                if (!w) CHECK(same == n_greedy, "%s %s: greedy tokens differ at %zu", name, backend, same);
+            }
+            free(got);
+            wgt_tensor_release(logits);
+        }
+        llama_cache_destroy(c);
+        llama_destroy(m);
+    }
+    free(prompt), free(want), free(greedy);
+}
+
+/* Prefill of 5 tokens then 4 decode steps gives the last rows of one 9-token forward. */
+static void check_cache(wgt_context *ctx, const char *backend)
+{
+    llama_config cfg = {.model_type = "llama", .vocab_size = 50, .hidden_size = 32, .intermediate_size = 40,
+                        .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 8, .max_position = 32,
+                        .rms_eps = 1e-5, .rope_theta = 10000.0, .bos_token_id = -1, .eos_token_id = -1};
+    const int32_t toks[9] = {3, 14, 15, 9, 26, 5, 35, 8, 9};
+    char msg[256] = "";
+    for (int w = 0; w < 2; w++) {
+        llama_model *m = llama_create_random(ctx, &cfg, w ? LLAMA_WEIGHTS_F16 : LLAMA_WEIGHTS_F32, 7, msg, sizeof(msg));
+        CHECK(m != NULL, "random model: %s", msg);
+        if (!m) continue;
+        llama_cache *full = llama_cache_create(m, 16, msg, sizeof(msg)), *inc = llama_cache_create(m, 16, msg, sizeof(msg));
+        float all[9 * 50], step[50];
+        wgt_tensor *ref = llama_forward(full, toks, 9, true, msg, sizeof(msg));
+        CHECK(ref && wgt_tensor_read(ref, all, sizeof(all)) == WGT_OK, "full forward: %s", msg);
+        wgt_tensor_release(llama_forward(inc, toks, 5, false, msg, sizeof(msg)));
+        double worst = 0;
+        for (int t = 5; t < 9; t++) {
+            wgt_tensor *l = llama_forward(inc, &toks[t], 1, false, msg, sizeof(msg));
+            CHECK(l && wgt_tensor_read(l, step, sizeof(step)) == WGT_OK, "decode step %d: %s", t, msg);
+            double e = rel_l2(step, all + t * 50, 50);
+            worst = e > worst ? e : worst;
+            wgt_tensor_release(l);
+        }
+        CHECK(worst <= (w ? 2e-3 : 1e-5), "%s %s: cached decode vs full forward rel L2 %.3g", backend, w ? "f16" : "f32", worst);
+        CHECK(llama_cache_length(inc) == 9, "cache length 9 after 5 + 4 tokens");
+        /* past the context: refused with a message, nothing recorded */
+        int32_t many[8] = {0};
+        wgt_tensor *over = llama_forward(inc, many, 8, false, msg, sizeof(msg));
+        CHECK(over == NULL && strstr(msg, "context"), "overflowing the cache is refused: %s", msg);
+        const int32_t bad_tok = 50;
+        CHECK(llama_forward(inc, &bad_tok, 1, false, msg, sizeof(msg)) == NULL && strstr(msg, "vocabulary"),
+              "a token outside the vocabulary is refused: %s", msg);
+        wgt_tensor_release(ref);
+        llama_cache_destroy(full), llama_cache_destroy(inc);
+        llama_destroy(m);
+    }
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) fputs(text, f), fclose(f);
+}
+
+/* A one-layer model folder whose tensors are written by wgt_safetensors_save;
+ * skip names one tensor to leave out, bad_shape one to write with a wrong shape. */
+static void check_load_errors(wgt_context *ctx)
+{
+    char dir[256], path[300], msg[512];
+    snprintf(dir, sizeof(dir), "%s/wgt_llama_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir)) {
+        CHECK(false, "mkdtemp");
+        return;
+    }
+    const char *cfg = "{\"model_type\": \"llama\", \"vocab_size\": 16, \"hidden_size\": 8, \"intermediate_size\": 12,"
+                      " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"num_key_value_heads\": 1,"
+                      " \"rms_norm_eps\": 1e-5, \"tie_word_embeddings\": true, \"hidden_act\": \"silu\"}";
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    write_text(path, cfg);
+    const char *names[] = {"model.embed_tokens.weight", "model.norm.weight", "model.layers.0.input_layernorm.weight",
+                           "model.layers.0.post_attention_layernorm.weight", "model.layers.0.self_attn.q_proj.weight",
+                           "model.layers.0.self_attn.k_proj.weight", "model.layers.0.self_attn.v_proj.weight",
+                           "model.layers.0.self_attn.o_proj.weight", "model.layers.0.mlp.gate_proj.weight",
+                           "model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.down_proj.weight"};
+    const int64_t shapes[][2] = {{16, 8}, {8, 0}, {8, 0}, {8, 0}, {8, 8}, {4, 8}, {4, 8}, {8, 8}, {12, 8}, {12, 8}, {8, 12}};
+    for (int variant = 0; variant < 3; variant++) { /* 0: complete, 1: k_proj missing, 2: v_proj [4, 9] */
+        wgt_scope_push(ctx);
+        wgt_named_tensor ts[11];
+        int n = 0;
+        for (int i = 0; i < 11; i++) {
+            if (variant == 1 && i == 5) continue;
+            int64_t shape[2] = {shapes[i][0], shapes[i][1]};
+            if (variant == 2 && i == 6) shape[1] = 9;
+            ts[n].name = names[i];
+            ts[n++].tensor = wgt_full(ctx, WGT_F32, shape[1] ? 2 : 1, shape, 0.5);
+        }
+        snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+        CHECK(wgt_safetensors_save(ctx, path, ts, n, NULL, 0) == WGT_OK, "save: %s", wgt_context_error_message(ctx));
+        wgt_scope_pop(ctx);
+        msg[0] = 0;
+        llama_model *m = llama_load(ctx, dir, LLAMA_WEIGHTS_F32, msg, sizeof(msg));
+        if (variant == 0) CHECK(m != NULL, "complete folder loads: %s", msg);
+        if (variant == 1) CHECK(!m && strstr(msg, "k_proj.weight is missing"), "missing tensor named: %s", msg);
+        if (variant == 2) CHECK(!m && strstr(msg, "v_proj.weight has shape [4, 9]") && strstr(msg, "[4, 8]"),
+                                "shape mismatch named: %s", msg);
+        llama_destroy(m);
+        CHECK(wgt_context_status(ctx) == WGT_OK || wgt_context_clear_error(ctx) == WGT_OK, "context usable");
+    }
+    /* config errors */
+    llama_config c;
+    const char *bad[][2] = {
+        {"{\"model_type\": \"gpt2\", \"vocab_size\": 16}", "model_type \"gpt2\" is not a supported architecture"},
+        {"{\"model_type\": \"llama\", \"hidden_size\": 8}", "\"vocab_size\" is missing"},
+        {"{\"model_type\": \"llama\", \"vocab_size\": 16, \"hidden_size\": 8, \"intermediate_size\": 12, "
+         "\"num_hidden_layers\": 1, \"num_attention_heads\": 3, \"num_key_value_heads\": 2}", "multiple of kv heads"},
+        {"{\"model_type\": \"llama\", \"hidden_act\": \"gelu\"}", "silu"},
+        {"{\"model_type\": \"llama\", \"vocab_size\": 16, \"hidden_size\": 8, \"intermediate_size\": 12, "
+         "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"rope_scaling\": {\"rope_type\": \"yarn\"}}", "yarn"},
+        {"{\"model_type\": \"llama\",}", "invalid JSON"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        msg[0] = 0;
+        CHECK(!llama_config_parse(bad[i][0], strlen(bad[i][0]), &c, msg, sizeof(msg)) && strstr(msg, bad[i][1]),
+              "config %zu refused naming \"%s\": got \"%s\"", i, bad[i][1], msg);
+    }
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void run_backend(wgt_context *ctx, const char *backend)
+{
+    if (!ctx) {
+        CHECK(false, "no %s context", backend);
+        return;
+    }
+    check_fixture(ctx, "tiny-llama-numpy", backend, true);
+    check_fixture(ctx, "tiny-llama", backend, true);
+    check_fixture(ctx, "tiny-llama-bf16", backend, true);
+    check_fixture(ctx, "tiny-llama3-rope", backend, true);
+    check_cache(ctx, backend);
+    CHECK(wgt_context_status(ctx) == WGT_OK, "%s context clean: %s", backend, wgt_context_error_message(ctx));
+}
+
+int main(void)
+{
+    wgt_context *cpu = test_cpu_context();
+    run_backend(cpu, "cpu");
+    check_load_errors(cpu);
+    wgt_context_destroy(cpu);
+    wgt_context *gpu = test_webgpu_context();
+    run_backend(gpu, "webgpu");
+    wgt_context_destroy(gpu);
+    return test_summary();
+}
