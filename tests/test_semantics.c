@@ -330,6 +330,13 @@ static void test_index_range(wgt_context *ctx)
     wgt_tensor_release(hot_high);
     wgt_tensor_release(hot_neg);
     wgt_tensor_release(hot_minus);
+    /* no read-back per indexing op: downloads happen only at reads */
+    wgt_execution_stats before, after;
+    wgt_execution_stats_get(ctx, &before);
+    for (int i = 0; i < 10; i++) wgt_tensor_release(wgt_index_select(x, 0, ok_index));
+    wgt_execution_stats_get(ctx, &after);
+    CHECK(after.downloads == before.downloads, "%s 10 index_selects made %llu downloads", backend_name,
+          (unsigned long long)(after.downloads - before.downloads));
     /* the report names the op that failed among many indexing ops in one batch */
     wgt_tensor *keep[24] = {NULL};
     for (int i = 0; i < 24; i++)
