@@ -114,7 +114,8 @@ void llama_destroy(llama_model *m)
 static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
 {
     const llama_config *c = &m->cfg;
-    const int D = c->head_dim, P = c->max_position;
+    /* rows: positions up to max_position, at most LLAMA_ROPE_TABLE_ROWS (the cache's limit) */
+    const int D = c->head_dim, P = c->max_position < LLAMA_ROPE_TABLE_ROWS ? c->max_position : LLAMA_ROPE_TABLE_ROWS;
     float *inv = malloc((size_t)D / 2 * sizeof(float));
     float *cs = malloc((size_t)P * (size_t)D * sizeof(float)), *sn = malloc((size_t)P * (size_t)D * sizeof(float));
     if (!inv || !cs || !sn) {

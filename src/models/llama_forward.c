@@ -11,8 +11,8 @@
 
 llama_cache *llama_cache_create(llama_model *m, int64_t context, char *msg, size_t msg_size)
 {
-    if (!m || context < 1 || context > m->cfg.max_position) {
-        snprintf(msg, msg_size, "llama_cache_create: context %lld outside [1, max_position_embeddings %d]",
+    if (!m || context < 1 || context > m->cfg.max_position || (m->rope_cos && context > LLAMA_ROPE_TABLE_ROWS)) {
+        snprintf(msg, msg_size, "llama_cache_create: context %lld outside [1, max_position_embeddings %d] (llama3 rope: at most 32768)",
                  (long long)context, m ? m->cfg.max_position : 0);
         return NULL;
     }

@@ -5,6 +5,9 @@
 
 #include "llama.h"
 
+/* Longest context with llama3 rope scaling (its cos/sin tables: 2 x rows x D f32). */
+#define LLAMA_ROPE_TABLE_ROWS 32768
+
 typedef struct llama_layer {
     wgt_tensor *attn_norm, *mlp_norm;         /* [C] f32 */
     wgt_tensor *wq, *wk, *wv, *wo;            /* [out, in] */

@@ -12,6 +12,7 @@ half-split RoPE with llama3 frequency scaling, GQA by repeating kv heads,
 causal softmax attention, SwiGLU MLP. NumPy comes from .deps/python."""
 import json
 import os
+import shutil
 import struct
 import sys
 
@@ -114,6 +115,7 @@ def main():
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
     save_safetensors(os.path.join(out, "model.safetensors"), stored)
+    shutil.copy(os.path.join(HERE, "tokenizer.json"), os.path.join(out, "tokenizer.json"))
     tok = Tokenizer.from_file(os.path.join(HERE, "tokenizer.json"))
     ids = [0] + tok.encode(PROMPT, add_special_tokens=False).ids
     logits = forward(weights, cfg, ids)

@@ -6,6 +6,7 @@
  *   wgt train              train a character-level GPT (docs/training.md)
  *   wgt sample             generate text from a wgt train checkpoint
  *   wgt digits             train the digits CNN (src/models/digits_cnn.h)
+ *   wgt generate           run a Hugging Face Llama-family model (src/models/llama.h)
  */
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,8 @@ static void usage(FILE *f)
             "                     loss curves of several runs in one PNG (e.g. wgt against PyTorch)\n"
             "  digits [--epochs N] [--out DIR] [--min-accuracy A] ...\n"
             "                     train a small CNN on the 8x8 digits (data/digits.csv.gz), plot loss/accuracy\n"
+            "  generate --model DIR --prompt TEXT [--max-tokens N] [sampling flags] | --bench\n"
+            "                     stream text from a Llama-family safetensors folder; --bench: tokens/s\n"
             "environment: WGT_BACKEND=cpu|webgpu, WGT_ADAPTER=<index|name substring>\n");
 }
 
@@ -47,6 +50,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "sample") == 0) return wgt_command_sample(argc - 1, argv + 1);
     if (strcmp(argv[1], "plot") == 0) return wgt_command_plot(argc - 1, argv + 1);
     if (strcmp(argv[1], "digits") == 0) return wgt_command_digits(argc - 1, argv + 1);
+    if (strcmp(argv[1], "generate") == 0) return wgt_command_generate(argc - 1, argv + 1);
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return 0;

@@ -10,5 +10,6 @@ int wgt_command_train(int argc, char **argv);  /* train.c */
 int wgt_command_sample(int argc, char **argv); /* sample.c */
 int wgt_command_plot(int argc, char **argv);   /* plot.c */
 int wgt_command_digits(int argc, char **argv); /* digits.c */
+int wgt_command_generate(int argc, char **argv); /* generate.c */
 
 #endif

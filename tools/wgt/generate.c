@@ -1,0 +1,317 @@
+/* wgt generate: text from a Hugging Face Llama-family folder (config.json,
+ * *.safetensors, tokenizer.json), streamed token by token; or, with --bench,
+ * prefill and decode tokens/s of a real shape (Llama-3.2-1B by default) with
+ * random weights made on the device, so nothing needs downloading.
+ *
+ * Greedy decoding (temperature 0) picks on the device and reads back one int
+ * per token; sampling reads the last logits row and uses sampler.h. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "llama.h"
+#include "llm_tokenizer.h"
+#include "sampler.h"
+#include "train_config.h"
+#include "wgt_commands.h"
+#include "wgtensor.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: wgt generate --model DIR --prompt TEXT [--max-tokens N] [--weights f16|f32] [--context N]\n"
+            "                    [--temperature T] [--top-k K] [--top-p P] [--seed S] [--repetition-penalty R]\n"
+            "                    [--no-bos] [--backend cpu|webgpu] [--adapter A]\n"
+            "       wgt generate --bench [--shape llama-3.2-1b|tiny] [--weights f16|f32] [--prompt-tokens N]\n"
+            "                    [--max-tokens N] [--json FILE]\n"
+            "  defaults: 128 tokens, f16 weights, greedy (temperature 0), context = prompt + tokens\n"
+            "  --quantize q8|q4 is not implemented yet (refused)\n");
+}
+
+typedef struct gen_args {
+    const char *model, *prompt, *backend, *adapter, *shape, *json;
+    bool bench, no_bos;
+    llama_weights weights;
+    int64_t max_tokens, context, prompt_tokens;
+    double repetition_penalty;
+    sampler_config sampling;
+} gen_args;
+
+static bool number(const char *s, double lo, double hi, bool integer, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi) || (integer && v != floor(v))) return false;
+    *out = v;
+    return true;
+}
+
+static int parse(int argc, char **argv, gen_args *a)
+{
+    *a = (gen_args){.max_tokens = 128, .weights = LLAMA_WEIGHTS_F16, .repetition_penalty = 1.0,
+                    .shape = "llama-3.2-1b", .prompt_tokens = 512};
+    sampler_config_init(&a->sampling);
+    a->sampling.temperature = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i];
+        if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) return usage(stdout), 1;
+        if (strcmp(flag, "--bench") == 0) {
+            a->bench = true;
+            continue;
+        }
+        if (strcmp(flag, "--no-bos") == 0) {
+            a->no_bos = true;
+            continue;
+        }
+        if (i + 1 >= argc) return fprintf(stderr, "wgt generate: %s needs a value\n", flag), 2;
+        const char *v = argv[++i];
+        double d = 0;
+        bool ok = true;
+        if (strcmp(flag, "--model") == 0) a->model = v;
+        else if (strcmp(flag, "--prompt") == 0) a->prompt = v;
+        else if (strcmp(flag, "--backend") == 0) a->backend = v;
+        else if (strcmp(flag, "--adapter") == 0) a->adapter = v;
+        else if (strcmp(flag, "--shape") == 0) a->shape = v;
+        else if (strcmp(flag, "--json") == 0) a->json = v;
+        else if (strcmp(flag, "--weights") == 0 || strcmp(flag, "--quantize") == 0) {
+            if (strcmp(v, "f16") == 0) a->weights = LLAMA_WEIGHTS_F16;
+            else if (strcmp(v, "f32") == 0) a->weights = LLAMA_WEIGHTS_F32;
+            else {
+                fprintf(stderr, "wgt generate: %s %s: only f16 and f32 weights are implemented (q8/q4 kernels are "
+                                "not done yet)\n", flag, v);
+                return 2;
+            }
+        } else if (strcmp(flag, "--max-tokens") == 0) ok = number(v, 0, 1e7, true, &d), a->max_tokens = (int64_t)d;
+        else if (strcmp(flag, "--context") == 0) ok = number(v, 1, 1 << 24, true, &d), a->context = (int64_t)d;
+        else if (strcmp(flag, "--prompt-tokens") == 0) ok = number(v, 1, 1 << 20, true, &d), a->prompt_tokens = (int64_t)d;
+        else if (strcmp(flag, "--temperature") == 0) ok = number(v, 0, 1e6, false, &a->sampling.temperature);
+        else if (strcmp(flag, "--top-k") == 0) ok = number(v, 0, 1e9, true, &d), a->sampling.top_k = (int)d;
+        else if (strcmp(flag, "--top-p") == 0) ok = number(v, 1e-9, 1, false, &a->sampling.top_p);
+        else if (strcmp(flag, "--seed") == 0) ok = number(v, 0, 9007199254740992.0, true, &d), a->sampling.seed = (uint64_t)d;
+        else if (strcmp(flag, "--repetition-penalty") == 0) ok = number(v, 1e-3, 1e3, false, &a->repetition_penalty);
+        else {
+            fprintf(stderr, "wgt generate: unknown option \"%s\"\n", flag);
+            return usage(stderr), 2;
+        }
+        if (!ok) return fprintf(stderr, "wgt generate: %s: \"%s\" is not a valid value\n", flag, v), 2;
+    }
+    if (!a->bench && (!a->model || !a->prompt)) {
+        fprintf(stderr, "wgt generate: --model DIR and --prompt TEXT are required (or --bench)\n");
+        return usage(stderr), 2;
+    }
+    if (a->backend && strcmp(a->backend, "cpu") != 0 && strcmp(a->backend, "webgpu") != 0)
+        return fprintf(stderr, "wgt generate: --backend must be cpu or webgpu\n"), 2;
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The next token from logits [N, V] (last row): on the device when greedy. */
+static int32_t pick(wgt_tensor *logits, sampler *s, float *host, int V, const gen_args *a, const int32_t *history,
+                    size_t n_history)
+{
+    if (a->sampling.temperature == 0 && a->repetition_penalty == 1.0) return llama_argmax(logits);
+    const int64_t N = wgt_tensor_dim(logits, 0);
+    wgt_context *ctx = wgt_tensor_context(logits);
+    wgt_scope_push(ctx);
+    wgt_status st = wgt_tensor_read(wgt_slice(logits, 0, N - 1, N, 1), host, (size_t)V * sizeof(float));
+    wgt_scope_pop(ctx);
+    if (st != WGT_OK) return -1;
+    llama_repetition_penalty(host, V, history, n_history, a->repetition_penalty);
+    return sampler_pick(s, host);
+}
+
+static int run_generate(wgt_context *ctx, const gen_args *a)
+{
+    char msg[1024] = "", path[4200];
+    snprintf(path, sizeof(path), "%s/tokenizer.json", a->model);
+    llm_tokenizer *tok = llm_tokenizer_load(path, msg, sizeof(msg));
+    if (!tok) return fprintf(stderr, "wgt generate: %s\n", msg), 1;
+    double t_load = now_s();
+    llama_model *m = llama_load(ctx, a->model, a->weights, msg, sizeof(msg));
+    if (!m) {
+        llm_tokenizer_free(tok);
+        return fprintf(stderr, "wgt generate: %s: %s\n", a->model, msg), 1;
+    }
+    t_load = now_s() - t_load;
+    const llama_config *cfg = llama_model_config(m);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int rc = 1;
+    llama_cache *cache = NULL;
+    sampler *s = NULL;
+    float *host = malloc((size_t)cfg->vocab_size * sizeof(float));
+    if (!llm_tokenizer_encode(tok, a->prompt, strlen(a->prompt), !a->no_bos, &ids, &n, msg, sizeof(msg))) {
+        fprintf(stderr, "wgt generate: the prompt: %s\n", msg);
+        goto done;
+    }
+    if (n == 0) {
+        fprintf(stderr, "wgt generate: the prompt encodes to no token (use a non-empty prompt or drop --no-bos)\n");
+        goto done;
+    }
+    const int64_t context = a->context ? a->context : (int64_t)n + a->max_tokens;
+    int32_t *grown = realloc(ids, (size_t)(n + (size_t)a->max_tokens + 1) * sizeof(int32_t));
+    if (!grown || !host) goto done;
+    ids = grown;
+    cache = llama_cache_create(m, context, msg, sizeof(msg));
+    s = sampler_create(&a->sampling, cfg->vocab_size);
+    if (!cache || !s) {
+        fprintf(stderr, "wgt generate: %s\n", cache ? "cannot create the sampler" : msg);
+        goto done;
+    }
+    fprintf(stderr, "wgt generate: %s (%s, %d layers, hidden %d), %s weights, %.1f MB, loaded in %.2f s\n", a->model,
+            cfg->model_type, cfg->n_layers, cfg->hidden_size, a->weights == LLAMA_WEIGHTS_F16 ? "f16" : "f32",
+            (double)llama_weight_bytes(m) / 1e6, t_load);
+    fputs(a->prompt, stdout);
+    fflush(stdout);
+    const double t0 = now_s();
+    wgt_tensor *logits = llama_forward(cache, ids, (int64_t)n, false, msg, sizeof(msg));
+    int32_t next = logits ? pick(logits, s, host, cfg->vocab_size, a, ids, n) : -1;
+    wgt_tensor_release(logits);
+    const double t_prompt = now_s() - t0;
+    int64_t produced = 0;
+    const double t1 = now_s();
+    while (next >= 0 && produced < a->max_tokens) {
+        size_t len;
+        const char *bytes = llm_tokenizer_token_bytes(tok, next, &len);
+        if (next == cfg->eos_token_id) break;
+        if (bytes) fwrite(bytes, 1, len, stdout), fflush(stdout);
+        ids[n++] = next;
+        produced++;
+        if (produced == a->max_tokens || llama_cache_length(cache) >= context) break;
+        logits = llama_forward(cache, &next, 1, false, msg, sizeof(msg));
+        next = logits ? pick(logits, s, host, cfg->vocab_size, a, ids, n) : -1;
+        wgt_tensor_release(logits);
+    }
+    const double t_gen = now_s() - t1;
+    if (next < 0) {
+        fprintf(stderr, "\nwgt generate: failed: %s%s\n", msg, wgt_context_error_message(ctx));
+        goto done;
+    }
+    fprintf(stderr, "\nwgt generate: prompt %zu tokens in %.3f s (%.1f tokens/s), generated %lld tokens in %.3f s "
+                    "(%.1f tokens/s)\n",
+            n - (size_t)produced, t_prompt, (double)(n - (size_t)produced) / fmax(t_prompt, 1e-9), (long long)produced,
+            t_gen, (double)produced / fmax(t_gen, 1e-9));
+    rc = 0;
+done:
+    sampler_destroy(s);
+    llama_cache_destroy(cache);
+    free(host);
+    free(ids);
+    llama_destroy(m);
+    llm_tokenizer_free(tok);
+    return rc;
+}
+
+/* Llama-3.2-1B's config.json (hf.co/meta-llama/Llama-3.2-1B), and a tiny shape for CI. */
+static bool bench_shape(const char *name, llama_config *c)
+{
+    *c = (llama_config){.model_type = "llama", .rms_eps = 1e-5, .bos_token_id = -1, .eos_token_id = -1,
+                        .tie_embeddings = true};
+    if (strcmp(name, "llama-3.2-1b") == 0) {
+        c->vocab_size = 128256, c->hidden_size = 2048, c->intermediate_size = 8192, c->n_layers = 16;
+        c->n_heads = 32, c->n_kv_heads = 8, c->head_dim = 64, c->max_position = 131072, c->rope_theta = 500000.0;
+        c->rope_llama3 = true, c->rope_factor = 32, c->rope_low_freq_factor = 1, c->rope_high_freq_factor = 4;
+        c->rope_original_max = 8192;
+        return true;
+    }
+    if (strcmp(name, "tiny") == 0) {
+        c->vocab_size = 1024, c->hidden_size = 64, c->intermediate_size = 128, c->n_layers = 2;
+        c->n_heads = 4, c->n_kv_heads = 2, c->head_dim = 16, c->max_position = 2048, c->rope_theta = 10000.0;
+        return true;
+    }
+    return false;
+}
+
+static int run_bench(wgt_context *ctx, const gen_args *a)
+{
+    llama_config cfg;
+    char msg[1024] = "";
+    if (!bench_shape(a->shape, &cfg)) return fprintf(stderr, "wgt generate: --shape llama-3.2-1b or tiny\n"), 2;
+    const char *wname = a->weights == LLAMA_WEIGHTS_F16 ? "f16" : "f32";
+    llama_model *m = llama_create_random(ctx, &cfg, a->weights, 1234, msg, sizeof(msg));
+    if (!m) return fprintf(stderr, "wgt generate --bench: %s\n", msg), 1;
+    const int64_t P = a->prompt_tokens, N = a->max_tokens > 0 ? a->max_tokens : 1;
+    llama_cache *cache = llama_cache_create(m, P + N + 1, msg, sizeof(msg));
+    int32_t *prompt = malloc((size_t)P * sizeof(int32_t));
+    int rc = 1;
+    if (!cache || !prompt) {
+        fprintf(stderr, "wgt generate --bench: %s\n", msg);
+        goto done;
+    }
+    for (int64_t i = 0; i < P; i++) prompt[i] = (int32_t)((i * 7919) % cfg.vocab_size);
+    /* warm-up: pipelines compiled, buffers allocated */
+    wgt_tensor_release(llama_forward(cache, prompt, P, false, msg, sizeof(msg)));
+    int32_t tok = 1;
+    wgt_tensor *l = llama_forward(cache, &tok, 1, false, msg, sizeof(msg));
+    tok = llama_argmax(l);
+    wgt_tensor_release(l);
+    llama_cache_reset(cache);
+    double t0 = now_s();
+    l = llama_forward(cache, prompt, P, false, msg, sizeof(msg));
+    tok = llama_argmax(l); /* waits for the prefill */
+    wgt_tensor_release(l);
+    const double t_prefill = now_s() - t0;
+    t0 = now_s();
+    for (int64_t i = 0; i < N && tok >= 0; i++) {
+        l = llama_forward(cache, &tok, 1, false, msg, sizeof(msg));
+        tok = llama_argmax(l);
+        wgt_tensor_release(l);
+    }
+    const double t_decode = now_s() - t0;
+    if (tok < 0) {
+        fprintf(stderr, "wgt generate --bench: %s %s\n", msg, wgt_context_error_message(ctx));
+        goto done;
+    }
+    const double prefill_tps = (double)P / t_prefill, decode_tps = (double)N / t_decode;
+    const double gbps = (double)llama_weight_bytes(m) * decode_tps / 1e9;
+    printf("llm %s %s: prefill %lld tokens %.1f tokens/s, decode %lld tokens %.1f tokens/s (%.1f GB/s of weights)\n",
+           a->shape, wname, (long long)P, prefill_tps, (long long)N, decode_tps, gbps);
+    if (a->json) {
+        FILE *f = fopen(a->json, "w");
+        if (!f) {
+            fprintf(stderr, "wgt generate --bench: cannot write %s\n", a->json);
+            goto done;
+        }
+        fprintf(f, "{\"shape\": \"%s\", \"weights\": \"%s\", \"prompt_tokens\": %lld, \"prefill_tokens_per_s\": %.3f, "
+                   "\"decode_tokens\": %lld, \"decode_tokens_per_s\": %.3f, \"weight_bytes\": %llu}\n",
+                a->shape, wname, (long long)P, prefill_tps, (long long)N, decode_tps,
+                (unsigned long long)llama_weight_bytes(m));
+        fclose(f);
+    }
+    rc = 0;
+done:
+    free(prompt);
+    llama_cache_destroy(cache);
+    llama_destroy(m);
+    return rc;
+}
+
+int wgt_command_generate(int argc, char **argv)
+{
+    gen_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+    char msg[512];
+    if (!sampler_config_check(&a.sampling, msg, sizeof(msg))) return fprintf(stderr, "wgt generate: %s\n", msg), 2;
+    const char *note = NULL;
+    wgt_context *ctx = train_open_context(a.backend, a.adapter, &note);
+    if (!ctx || wgt_context_status(ctx) != WGT_OK) {
+        fprintf(stderr, "wgt generate: cannot open a context: %s\n", ctx ? wgt_context_error_message(ctx) : "no memory");
+        wgt_context_destroy(ctx);
+        return 1;
+    }
+    rc = a.bench ? run_bench(ctx, &a) : run_generate(ctx, &a);
+    wgt_context_destroy(ctx);
+    return rc;
+}
