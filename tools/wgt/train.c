@@ -15,10 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ddp.h"
 #include "gpt.h"
 #include "train_checkpoint.h"
 #include "train_config.h"
 #include "train_data.h"
+#include "train_distributed.h"
 #include "train_log.h"
 #include "wgt_commands.h"
 #include "wgtensor.h"
@@ -53,12 +55,18 @@ typedef struct trainer {
     int32_t *x, *y;         /* host batch [B * T] */
     char ckpt_path[600], csv_path[600], png_path[600];
     bool tty, bar_open;
+    /* data parallel (docs/distributed.md): cfg.batch_size is the global batch,
+     * this rank trains rows [rank * local_batch, (rank + 1) * local_batch) */
+    ddp *ddp;
+    int rank, world;
+    int64_t local_batch;
 } trainer;
 
 static int fail(trainer *t, const char *fmt, const char *detail)
 {
     if (t->bar_open) fputc('\n', stdout);
-    fprintf(stderr, "wgt train: ");
+    if (t->world > 1) fprintf(stderr, "wgt train (rank %d of %d): ", t->rank, t->world);
+    else fprintf(stderr, "wgt train: ");
     fprintf(stderr, fmt, detail);
     fputc('\n', stderr);
     return 1;
@@ -83,7 +91,7 @@ static bool make_dirs(const char *path)
 
 static wgt_tensor *upload_batch(trainer *t, const int32_t *host)
 {
-    int64_t shape[2] = {t->cfg.batch_size, t->cfg.model.block_size};
+    int64_t shape[2] = {t->local_batch, t->cfg.model.block_size};
     return wgt_tensor_from_host(t->ctx, WGT_I32, 2, shape, host);
 }
 
@@ -103,11 +111,15 @@ static float evaluate(trainer *t, int split, int64_t step)
     wgt_no_grad_push(t->ctx);
     for (int64_t i = 0; i < t->cfg.eval_iters; i++) {
         wgt_scope_push(t->ctx);
-        train_data_batch(&t->data, split, t->cfg.batch_size, t->cfg.model.block_size, &rng, t->x, t->y);
+        train_data_batch_part(&t->data, split, t->cfg.batch_size, t->rank * t->local_batch, t->local_batch,
+                              t->cfg.model.block_size, &rng, t->x, t->y);
         sum += read_scalar(gpt_loss(t->model, upload_batch(t, t->x), upload_batch(t, t->y), false, 0));
         wgt_scope_pop(t->ctx);
     }
     wgt_no_grad_pop(t->ctx);
+    char msg[600];
+    if (t->world > 1 && !ddp_allreduce_sum(t->ddp, &sum, 1, msg, sizeof(msg))) ddp_abort(t->ddp, msg, 1);
+    sum /= t->world; /* the mean of the ranks' means: the global batch's mean (equal parts) */
     return (float)(sum / (double)t->cfg.eval_iters);
 }
 
@@ -115,6 +127,7 @@ static uint64_t dropout_seed(const trainer *t, int64_t step)
 {
     uint64_t s = t->cfg.seed ^ 0xd409d409d409d409ull;
     s += (uint64_t)step;
+    s ^= (uint64_t)t->rank * 0x7f4a7c159e3779b9ull; /* independent masks per rank; rank 0 as one process */
     return train_rng_next(&s);
 }
 
@@ -122,13 +135,18 @@ static uint64_t dropout_seed(const trainer *t, int64_t step)
  * the caller's scope) or NULL on a context error. */
 static wgt_tensor *train_step(trainer *t, int64_t step, double lr)
 {
-    train_data_batch(&t->data, 0, t->cfg.batch_size, t->cfg.model.block_size, &t->state.data_rng, t->x, t->y);
+    train_data_batch_part(&t->data, 0, t->cfg.batch_size, t->rank * t->local_batch, t->local_batch,
+                          t->cfg.model.block_size, &t->state.data_rng, t->x, t->y);
     for (int g = 0; g < 2; g++) {
         wgt_optimizer_zero_grad(t->opts[g]);
         wgt_optimizer_set_lr(t->opts[g], lr);
     }
     wgt_tensor *loss = gpt_loss(t->model, upload_batch(t, t->x), upload_batch(t, t->y), true, dropout_seed(t, step));
+    if (t->ddp) ddp_begin_step(t->ddp);
     wgt_backward(loss);
+    char msg[600];
+    if (t->ddp && wgt_context_status(t->ctx) == WGT_OK && !ddp_finish_step(t->ddp, msg, sizeof(msg)))
+        ddp_abort(t->ddp, msg, 1); /* gradients averaged over the ranks before clipping */
     if (t->cfg.grad_clip > 0)
         wgt_clip_grad_norm(gpt_params(t->model), gpt_param_count(t->model), t->cfg.grad_clip, NULL);
     for (int g = 0; g < 2; g++) wgt_optimizer_step(t->opts[g]);
@@ -137,6 +155,7 @@ static wgt_tensor *train_step(trainer *t, int64_t step, double lr)
 
 static bool save_all(trainer *t)
 {
+    if (t->rank != 0) return true; /* only rank 0 writes */
     char msg[1400];
     if (!train_checkpoint_save(t->ctx, t->ckpt_path, &t->cfg, &t->state, t->model, t->opts, 2, t->data.vocab,
                                t->data.vocab_size, &t->history, msg, sizeof(msg))) {
@@ -173,6 +192,7 @@ static void print_progress(trainer *t, int64_t step, float loss, double tokens_p
 
 static void print_line(trainer *t, const char *line)
 {
+    if (t->rank != 0) return;
     if (t->bar_open) fputc('\n', stdout);
     t->bar_open = false;
     fputs(line, stdout);
@@ -189,6 +209,7 @@ static int train_loop(trainer *t)
     char line[2600];
     for (;;) {
         int64_t step = t->state.step;
+        if (t->world > 1 && ddp_any(t->ddp, interrupted)) interrupted = 1; /* every rank stops at the same step */
         if (interrupted || (t->opt.stop_after > 0 && step == t->opt.stop_after && step < c->max_iters)) {
             if (t->opt.bench) return interrupted ? 130 : 0;
             if (!save_all(t)) return 1;
@@ -213,6 +234,7 @@ static int train_loop(trainer *t)
             wgt_synchronize(t->ctx);
             t_bench = now_s();
             bench_from = step;
+            if (t->ddp) ddp_stats_reset(t->ddp);
         }
         double lr = wgt_lr_at(&schedule, step);
         wgt_scope_push(t->ctx);
@@ -228,6 +250,12 @@ static int train_loop(trainer *t)
                          " (this config needs about %.0f MiB: lower --batch-size or --block-size)",
                          (double)gpt_training_bytes(&c->model, c->batch_size) / 1048576.0);
             return fail(t, "%s", detail);
+        }
+        if (t->world > 1 && log_now) { /* the global batch's loss: the mean of the ranks' */
+            double sum = loss_value;
+            char msg[600];
+            if (!ddp_allreduce_sum(t->ddp, &sum, 1, msg, sizeof(msg))) ddp_abort(t->ddp, msg, 1);
+            loss_value = (float)(sum / t->world);
         }
         t->state.step = ++step;
         steps_since_log++;
@@ -260,6 +288,17 @@ static int train_loop(trainer *t)
                  timed, bench_from, 1e3 * elapsed / (double)timed, (double)timed * tokens_per_step / elapsed,
                  (double)mem.peak_bytes_in_use / 1048576.0);
         print_line(t, line);
+        if (t->ddp) {
+            ddp_stats st;
+            ddp_stats_get(t->ddp, &st);
+            double n = st.steps ? (double)st.steps : 1;
+            snprintf(line, sizeof(line),
+                     "ddp (rank 0 of %d): %d buckets, %.2f MB all-reduced per step; per step: gradient copies "
+                     "%.2f ms, grad hook %.2f ms, exposed all-reduce wait %.2f ms%s\n",
+                     t->world, st.buckets, (double)st.bytes / n / 1e6, 1e3 * st.copy_s / n, 1e3 * st.hook_s / n,
+                     1e3 * st.wait_s / n, t->opt.ddp_no_overlap ? " (--ddp-no-overlap)" : "");
+            print_line(t, line);
+        }
         /* the weights are still worth keeping: `wgt sample` times generation on them */
         return save_all(t) ? 0 : 1;
     }
@@ -313,8 +352,8 @@ static int check_memory(trainer *t)
 {
     wgt_adapter_info info;
     wgt_context_adapter_info(t->ctx, &info);
-    const uint64_t need = gpt_training_bytes(&t->cfg.model, t->cfg.batch_size);
-    const uint64_t largest = gpt_largest_tensor_bytes(&t->cfg.model, t->cfg.batch_size);
+    const uint64_t need = gpt_training_bytes(&t->cfg.model, t->local_batch);
+    const uint64_t largest = gpt_largest_tensor_bytes(&t->cfg.model, t->local_batch);
     uint64_t buffer_limit = info.limits.max_buffer_size;
     if (info.limits.max_storage_buffer_binding_size < buffer_limit) buffer_limit = info.limits.max_storage_buffer_binding_size;
     /* On a CPU the adapter's limit is the machine's memory; a GPU does not say
@@ -348,8 +387,21 @@ static int run(trainer *t, int argc, char **argv)
     if (rc) return rc == 1 ? 0 : rc;
     if (t->opt.backend && strcmp(t->opt.backend, "cpu") != 0 && strcmp(t->opt.backend, "webgpu") != 0)
         return fail(t, "--backend must be cpu or webgpu, not \"%s\"", t->opt.backend);
+    t->world = 1;
+    char ddp_msg[1400], adapter_buf[256];
+    const char *adapter = t->opt.adapter;
+    if (t->opt.distributed || ddp_launched_by_mpi()) {
+        ddp_options o = {t->opt.bucket_bytes, t->opt.ddp_timeout, t->opt.ddp_no_overlap};
+        if (!(t->ddp = ddp_init(&o, ddp_msg, sizeof(ddp_msg)))) return fail(t, "%s", ddp_msg);
+        t->rank = ddp_rank(t->ddp);
+        t->world = ddp_size(t->ddp);
+        if (t->rank != 0) t->opt.quiet = true; /* rank 0 speaks for the job */
+        if (!train_ddp_adapter(t->opt.adapter, t->opt.backend, ddp_local_rank(t->ddp), adapter_buf,
+                               sizeof(adapter_buf), &adapter, ddp_msg, sizeof(ddp_msg)))
+            return fail(t, "%s", ddp_msg);
+    }
     const char *note = NULL;
-    t->ctx = train_open_context(t->opt.backend, t->opt.adapter, &note);
+    t->ctx = train_open_context(t->opt.backend, adapter, &note);
     if (!t->ctx || wgt_context_status(t->ctx) != WGT_OK)
         return fail(t, "cannot open a context: %s", t->ctx ? wgt_context_error_message(t->ctx) : "out of memory");
     if (note && !t->opt.quiet) printf("wgt train: %s\n", note);
@@ -384,6 +436,13 @@ static int run(trainer *t, int argc, char **argv)
         wgt_safetensors_close(file);
         return fail(t, "%s", msg);
     }
+    if (t->cfg.batch_size % t->world != 0) {
+        snprintf(msg, sizeof(msg), "--batch-size %" PRId64 " (the global batch) does not split over %d ranks",
+                 t->cfg.batch_size, t->world);
+        wgt_safetensors_close(file);
+        return fail(t, "%s", msg);
+    }
+    t->local_batch = t->cfg.batch_size / t->world;
     if ((rc = check_memory(t)) != 0) {
         wgt_safetensors_close(file);
         return rc;
@@ -423,6 +482,19 @@ static int run(trainer *t, int argc, char **argv)
     } else {
         t->state = (train_state){.step = 0, .data_rng = t->cfg.seed, .text_hash = t->data.text_hash, .best_val = NAN};
     }
+    if (t->ddp) { /* same run everywhere, rank 0's weights, then the gradient buckets */
+        wgt_tensor *const *params = gpt_params(t->model);
+        const int n_params = gpt_param_count(t->model);
+        if (!train_ddp_check(t->ddp, &t->cfg, &t->state, n_params, gpt_weight_count(t->model), msg, sizeof(msg)) ||
+            !ddp_broadcast(t->ddp, params, n_params, msg, sizeof(msg)) ||
+            !ddp_attach(t->ddp, t->ctx, params, n_params, msg, sizeof(msg)))
+            return fail(t, "%s", msg);
+        ddp_stats st;
+        ddp_stats_get(t->ddp, &st);
+        if (!t->opt.quiet)
+            printf("wgt train: data parallel over %d ranks: batch %" PRId64 " per rank, gradients in %d bucket%s\n",
+                   t->world, t->local_batch, st.buckets, st.buckets == 1 ? "" : "s");
+    }
     const char *out = t->opt.out_dir;
     char default_out[64];
     if (!out) {
@@ -459,12 +531,14 @@ int wgt_command_train(int argc, char **argv)
     memset(&t, 0, sizeof(t));
     interrupted = 0;
     int rc = run(&t, argc, argv);
+    if (t.world > 1 && rc != 0 && rc != 130) ddp_abort(t.ddp, "see its message above", rc);
     for (int g = 0; g < 2; g++) wgt_optimizer_destroy(t.opts[g]);
     gpt_destroy(t.model);
     train_history_free(&t.history);
     train_data_free(&t.data);
     free(t.x);
     free(t.y);
+    ddp_finalize(t.ddp); /* removes its grad hook: before the context goes */
     wgt_context_destroy(t.ctx);
     return rc;
 }

@@ -70,7 +70,14 @@ void train_usage(FILE *f)
             "  --bench                    time training steps: tokens/s after warm-up, peak memory\n"
             "  --bench-warmup N           steps before timing starts (default 10)\n"
             "  --stop-after N             save and stop after step N, as Ctrl-C would (tests)\n"
-            "  --quiet                    no progress lines\n");
+            "  --quiet                    no progress lines\n"
+            "data parallel (mpirun -np N wgt train ...; docs/distributed.md): --batch-size is the global\n"
+            "batch, split over the ranks; rank 0 writes checkpoints, logs and plots\n"
+            "  --distributed              require MPI (implied when started by mpirun)\n"
+            "  --adapter I,J,...          adapter of each local rank (default: the local rank's index)\n"
+            "  --bucket-size BYTES        gradients per all-reduce (default 25M)\n"
+            "  --ddp-timeout S            stop the job when a rank waits S seconds for the others (default 120)\n"
+            "  --ddp-no-overlap           all-reduce after backward, not during it (to measure the overlap)\n");
 }
 
 bool train_flag_seen(const train_flags_seen *seen, const char *name)
@@ -141,6 +148,8 @@ static const flag_def FLAGS[] = {
     OPT("--memory-limit", F_BYTES, memory_limit), OPT("--stop-after", F_INT, stop_after),
     OPT("--bench", F_FLAG, bench), OPT("--bench-warmup", F_INT, bench_warmup),
     OPT("--sample", F_INT32, sample_chars), OPT("--quiet", F_FLAG, quiet),
+    OPT("--distributed", F_FLAG, distributed), OPT("--bucket-size", F_BYTES, bucket_bytes),
+    OPT("--ddp-timeout", F_DOUBLE, ddp_timeout), OPT("--ddp-no-overlap", F_FLAG, ddp_no_overlap),
 };
 
 static int apply_flag(const flag_def *f, const char *value, train_config *cfg, train_options *opt)

@@ -39,6 +39,11 @@ typedef struct train_options {
     int64_t bench_warmup;      /* steps not timed in --bench */
     int sample_chars;          /* characters sampled at the end (0: none) */
     bool quiet;
+    /* data parallel over MPI (docs/distributed.md): also implied by mpirun */
+    bool distributed;
+    uint64_t bucket_bytes;     /* gradient bytes per all-reduce; 0: 25 MiB */
+    double ddp_timeout;        /* seconds a rank waits for the others before stopping the job; 0: 120 */
+    bool ddp_no_overlap;       /* all-reduce after backward instead of during it */
 } train_options;
 
 /* The names given on the command line, so a resume can tell an explicit

@@ -98,3 +98,13 @@ void train_data_batch(const train_data *d, int split, int64_t batch, int64_t blo
         memcpy(y + b * block, src + offset + 1, (size_t)block * sizeof(int32_t));
     }
 }
+
+/* splitmix64's state moves by a constant per draw, so skipping k draws is one
+ * addition. */
+void train_data_batch_part(const train_data *d, int split, int64_t batch, int64_t first, int64_t count, int64_t block,
+                           uint64_t *rng, int32_t *x, int32_t *y)
+{
+    uint64_t part = *rng + (uint64_t)first * 0x9e3779b97f4a7c15ull;
+    train_data_batch(d, split, count, block, &part, x, y);
+    *rng += (uint64_t)batch * 0x9e3779b97f4a7c15ull;
+}

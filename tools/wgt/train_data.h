@@ -34,5 +34,11 @@ uint64_t train_eval_seed(uint64_t seed, int64_t step, int split);
  * must hold more than block tokens (checked by the caller). */
 void train_data_batch(const train_data *data, int split, int64_t batch, int64_t block, uint64_t *rng, int32_t *x,
                       int32_t *y);
+/* Rows [first, first + count) of a global batch of `batch` windows: exactly
+ * the rows train_data_batch would put there, and *rng ends where it would after
+ * the whole batch. Data-parallel rank r of N draws rows [r B/N, (r+1) B/N), so
+ * N ranks see together the batch one process sees (docs/distributed.md). */
+void train_data_batch_part(const train_data *data, int split, int64_t batch, int64_t first, int64_t count,
+                           int64_t block, uint64_t *rng, int32_t *x, int32_t *y);
 
 #endif

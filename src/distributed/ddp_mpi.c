@@ -1,0 +1,414 @@
+/* Data-parallel training over MPI (see ddp.h, docs/distributed.md).
+ *
+ * Gradients travel through host memory: WebGPU has no path between two
+ * devices and NCCL cannot read WebGPU buffers. Each parameter has a fixed
+ * slot in a host bucket; buckets are laid out in reverse parameter order,
+ * the order backward finishes them (the last layers first), so the first
+ * bucket fills while most of backward is still ahead. When the autograd
+ * engine reports a parameter's gradient final (wgt_backward_set_grad_hook) it
+ * is read into its slot; a full bucket starts its MPI_Iallreduce at once.
+ * Open MPI has no progress thread by default, so every hook call also tests
+ * the requests in flight, which moves them on between backward's kernels.
+ *
+ * Every wait has a deadline (a rank that stops answering ends the job with a
+ * message naming this rank and what it waited for), MPI errors return codes
+ * (MPI_ERRORS_RETURN) turned into messages, and ddp_abort ends all ranks. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "ddp.h"
+
+#include <mpi.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct bucket {
+    float *host;          /* staging, allocated once in ddp_attach */
+    size_t count;         /* floats */
+    int members, ready;   /* parameters in the bucket, gradients read so far this step */
+    bool started, done;
+    MPI_Request request;
+} bucket;
+
+struct ddp {
+    ddp_options opt;
+    int rank, size, local_rank;
+    wgt_context *ctx;
+    int n_params;
+    wgt_tensor **params;
+    int *bucket_of;       /* parameter -> bucket */
+    size_t *offset_of;    /* parameter -> first float in its bucket */
+    int64_t *numel;
+    bool *ready;          /* parameter -> gradient in its slot this step */
+    int n_buckets;
+    bucket *buckets;
+    float *staging;       /* ddp_broadcast: the largest tensor */
+    size_t staging_count;
+    ddp_stats stats;
+    char hook_error[512]; /* the first failure inside the hook, reported by ddp_finish_step */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+bool ddp_compiled(void) { return true; }
+
+bool ddp_launched_by_mpi(void)
+{
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atoi(v) > 1) return true;
+    }
+    return false;
+}
+
+static bool mpi_failed(int rc, const char *what, char *msg, size_t msg_size, const ddp *d)
+{
+    if (rc == MPI_SUCCESS) return false;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    snprintf(msg, msg_size, "rank %d of %d: %s failed: %s", d->rank, d->size, what, text);
+    return true;
+}
+
+/* Waits for n requests, testing (a blocking MPI_Wait has no deadline). */
+static bool wait_all(ddp *d, MPI_Request *requests, int n, const char *what, char *msg, size_t msg_size)
+{
+    const double deadline = now_s() + d->opt.timeout_s;
+    for (;;) {
+        int flag = 0;
+        int rc = MPI_Testall(n, requests, &flag, MPI_STATUSES_IGNORE);
+        if (mpi_failed(rc, what, msg, msg_size, d)) return false;
+        if (flag) return true;
+        if (now_s() > deadline) {
+            snprintf(msg, msg_size, "rank %d of %d: %s has waited %.0f s for the other ranks: one of them has "
+                                    "stopped or hangs (--ddp-timeout sets the limit)",
+                     d->rank, d->size, what, d->opt.timeout_s);
+            return false;
+        }
+        sched_yield(); /* the peer may share this core */
+    }
+}
+
+ddp *ddp_init(const ddp_options *opt, char *msg, size_t msg_size)
+{
+    ddp *d = calloc(1, sizeof(*d));
+    if (!d) {
+        snprintf(msg, msg_size, "out of host memory");
+        return NULL;
+    }
+    d->opt = *opt;
+    if (d->opt.bucket_bytes == 0) d->opt.bucket_bytes = (size_t)25 << 20;
+    if (!(d->opt.timeout_s > 0)) d->opt.timeout_s = 120;
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized && MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+        snprintf(msg, msg_size, "MPI_Init failed");
+        free(d);
+        return NULL;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &d->size);
+    MPI_Comm local;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
+        MPI_Comm_rank(local, &d->local_rank);
+        MPI_Comm_free(&local);
+    }
+    return d;
+}
+
+int ddp_rank(const ddp *d) { return d->rank; }
+int ddp_size(const ddp *d) { return d->size; }
+int ddp_local_rank(const ddp *d) { return d->local_rank; }
+
+bool ddp_agree(ddp *d, const uint64_t *fingerprint, int n, const char *const *names, char *msg, size_t msg_size)
+{
+    uint64_t *all = malloc((size_t)d->size * (size_t)n * sizeof(uint64_t));
+    if (!all) {
+        snprintf(msg, msg_size, "rank %d: out of host memory", d->rank);
+        return false;
+    }
+    MPI_Request request;
+    int rc = MPI_Iallgather(fingerprint, n, MPI_UINT64_T, all, n, MPI_UINT64_T, MPI_COMM_WORLD, &request);
+    bool ok = !mpi_failed(rc, "the start-up check", msg, msg_size, d) &&
+              wait_all(d, &request, 1, "the start-up check", msg, msg_size);
+    for (int r = 1; ok && r < d->size; r++)
+        for (int i = 0; ok && i < n; i++)
+            if (all[(size_t)r * (size_t)n + (size_t)i] != all[i]) {
+                snprintf(msg, msg_size, "rank %d's %s (%llu) differs from rank 0's (%llu): every rank must run the same "
+                                        "config, data and checkpoint",
+                         r, names ? names[i] : "fingerprint", (unsigned long long)all[(size_t)r * (size_t)n + (size_t)i],
+                         (unsigned long long)all[i]);
+                ok = false;
+            }
+    free(all);
+    return ok;
+}
+
+static bool grow_staging(ddp *d, size_t count)
+{
+    if (count <= d->staging_count) return true;
+    float *grown = realloc(d->staging, count * sizeof(float));
+    if (!grown) return false;
+    d->staging = grown;
+    d->staging_count = count;
+    return true;
+}
+
+bool ddp_broadcast(ddp *d, wgt_tensor *const *tensors, int n, char *msg, size_t msg_size)
+{
+    size_t largest = 0;
+    for (int i = 0; i < n; i++) {
+        size_t c = (size_t)wgt_tensor_numel(tensors[i]);
+        if (c > largest) largest = c;
+        if (wgt_tensor_dtype(tensors[i]) != WGT_F32) {
+            snprintf(msg, msg_size, "rank %d: parameter %d is not f32", d->rank, i);
+            return false;
+        }
+    }
+    if (!grow_staging(d, largest)) {
+        snprintf(msg, msg_size, "rank %d: out of host memory for a %zu-float staging buffer", d->rank, largest);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        size_t count = (size_t)wgt_tensor_numel(tensors[i]), bytes = count * sizeof(float);
+        if (d->rank == 0 && wgt_tensor_read(tensors[i], d->staging, bytes) != WGT_OK) {
+            snprintf(msg, msg_size, "rank 0: reading parameter %d: %s", i,
+                     wgt_context_error_message(wgt_tensor_context(tensors[i])));
+            return false;
+        }
+        MPI_Request request;
+        int rc = MPI_Ibcast(d->staging, (int)count, MPI_FLOAT, 0, MPI_COMM_WORLD, &request);
+        if (mpi_failed(rc, "the broadcast of the initial parameters", msg, msg_size, d) ||
+            !wait_all(d, &request, 1, "the broadcast of the initial parameters", msg, msg_size))
+            return false;
+        wgt_context *ctx = wgt_tensor_context(tensors[i]);
+        wgt_no_grad_push(ctx); /* a parameter requires grad: writing it is not an op to differentiate */
+        wgt_status s = d->rank != 0 ? wgt_tensor_write(tensors[i], d->staging, bytes) : WGT_OK;
+        wgt_no_grad_pop(ctx);
+        if (s != WGT_OK) {
+            snprintf(msg, msg_size, "rank %d: writing parameter %d: %s", d->rank, i, wgt_context_error_message(ctx));
+            return false;
+        }
+    }
+    return true;
+}
+
+static int param_index(const ddp *d, const wgt_tensor *leaf)
+{
+    for (int i = 0; i < d->n_params; i++)
+        if (d->params[i] == leaf) return i;
+    return -1;
+}
+
+static bool start_bucket(ddp *d, int b)
+{
+    bucket *k = &d->buckets[b];
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, k->host, (int)k->count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &k->request);
+    if (rc != MPI_SUCCESS) {
+        if (!d->hook_error[0]) mpi_failed(rc, "MPI_Iallreduce", d->hook_error, sizeof(d->hook_error), d);
+        return false;
+    }
+    k->started = true;
+    d->stats.bytes += (int64_t)(k->count * sizeof(float));
+    return true;
+}
+
+/* Copies parameter i's gradient into its slot (zeros when it has none: the
+ * sum over ranks then counts it as 0) and starts its bucket when full. */
+static void take_gradient(ddp *d, int i, wgt_tensor *grad)
+{
+    if (d->ready[i]) return;
+    d->ready[i] = true;
+    bucket *k = &d->buckets[d->bucket_of[i]];
+    float *slot = k->host + d->offset_of[i];
+    size_t bytes = (size_t)d->numel[i] * sizeof(float);
+    double t0 = now_s();
+    if (!grad) {
+        memset(slot, 0, bytes);
+    } else if (wgt_tensor_numel(grad) != d->numel[i] || wgt_tensor_dtype(grad) != WGT_F32 ||
+               wgt_tensor_read(grad, slot, bytes) != WGT_OK) {
+        if (!d->hook_error[0])
+            snprintf(d->hook_error, sizeof(d->hook_error), "rank %d: reading the gradient of parameter %d: %s", d->rank,
+                     i, wgt_context_error_message(d->ctx));
+        memset(slot, 0, bytes);
+    }
+    d->stats.copy_s += now_s() - t0;
+    if (++k->ready == k->members) start_bucket(d, d->bucket_of[i]);
+}
+
+static void progress(ddp *d)
+{
+    for (int b = 0; b < d->n_buckets; b++) {
+        bucket *k = &d->buckets[b];
+        if (!k->started || k->done) continue;
+        int flag = 0;
+        if (MPI_Test(&k->request, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag) k->done = true;
+    }
+}
+
+static void on_grad_ready(wgt_tensor *leaf, wgt_tensor *grad, void *user)
+{
+    ddp *d = user;
+    double t0 = now_s();
+    int i = param_index(d, leaf);
+    if (i >= 0) take_gradient(d, i, grad);
+    progress(d);
+    d->stats.hook_s += now_s() - t0;
+}
+
+bool ddp_attach(ddp *d, wgt_context *ctx, wgt_tensor *const *params, int n, char *msg, size_t msg_size)
+{
+    d->ctx = ctx;
+    d->n_params = n;
+    d->params = calloc((size_t)n, sizeof(*d->params));
+    d->bucket_of = calloc((size_t)n, sizeof(int));
+    d->offset_of = calloc((size_t)n, sizeof(size_t));
+    d->numel = calloc((size_t)n, sizeof(int64_t));
+    d->ready = calloc((size_t)n, sizeof(bool));
+    d->buckets = calloc((size_t)n, sizeof(bucket)); /* at most one per parameter */
+    if (!d->params || !d->bucket_of || !d->offset_of || !d->numel || !d->ready || !d->buckets) {
+        snprintf(msg, msg_size, "rank %d: out of host memory", d->rank);
+        return false;
+    }
+    const size_t cap = d->opt.bucket_bytes / sizeof(float) ? d->opt.bucket_bytes / sizeof(float) : 1;
+    for (int j = n - 1; j >= 0; j--) { /* reverse: the order backward finishes them */
+        d->params[j] = params[j];
+        d->numel[j] = wgt_tensor_numel(params[j]);
+        if (wgt_tensor_dtype(params[j]) != WGT_F32) {
+            snprintf(msg, msg_size, "rank %d: parameter %d is not f32 (gradients are all-reduced as f32)", d->rank, j);
+            return false;
+        }
+        bucket *k = d->n_buckets ? &d->buckets[d->n_buckets - 1] : NULL;
+        if (!k || (k->count > 0 && k->count + (size_t)d->numel[j] > cap)) k = &d->buckets[d->n_buckets++];
+        d->bucket_of[j] = (int)(k - d->buckets);
+        d->offset_of[j] = k->count;
+        k->count += (size_t)d->numel[j];
+        k->members++;
+    }
+    for (int b = 0; b < d->n_buckets; b++) {
+        d->buckets[b].host = malloc(d->buckets[b].count * sizeof(float));
+        if (!d->buckets[b].host) {
+            snprintf(msg, msg_size, "rank %d: out of host memory for gradient bucket %d (%zu floats)", d->rank, b,
+                     d->buckets[b].count);
+            return false;
+        }
+    }
+    d->stats.buckets = d->n_buckets;
+    if (!d->opt.no_overlap) wgt_backward_set_grad_hook(ctx, on_grad_ready, d);
+    return true;
+}
+
+void ddp_begin_step(ddp *d)
+{
+    memset(d->ready, 0, (size_t)d->n_params * sizeof(bool));
+    for (int b = 0; b < d->n_buckets; b++) {
+        d->buckets[b].ready = 0;
+        d->buckets[b].started = d->buckets[b].done = false;
+    }
+}
+
+bool ddp_finish_step(ddp *d, char *msg, size_t msg_size)
+{
+    for (int i = 0; i < d->n_params; i++) /* no hook (--ddp-no-overlap), or a parameter backward did not reach */
+        if (!d->ready[i]) take_gradient(d, i, wgt_tensor_grad(d->params[i]));
+    for (int b = 0; b < d->n_buckets; b++)
+        if (!d->buckets[b].started && !start_bucket(d, b)) break;
+    if (d->hook_error[0]) {
+        snprintf(msg, msg_size, "%s", d->hook_error);
+        return false;
+    }
+    double t0 = now_s();
+    MPI_Request requests[64];
+    for (int b0 = 0; b0 < d->n_buckets; b0 += 64) {
+        int n = 0;
+        for (int b = b0; b < d->n_buckets && b < b0 + 64; b++) requests[n++] = d->buckets[b].request;
+        if (!wait_all(d, requests, n, "the gradient all-reduce", msg, msg_size)) return false;
+        for (int b = b0; b < d->n_buckets && b < b0 + 64; b++) d->buckets[b].done = true;
+    }
+    d->stats.wait_s += now_s() - t0;
+    t0 = now_s();
+    const float scale = 1.0f / (float)d->size;
+    for (int i = 0; i < d->n_params; i++) {
+        float *slot = d->buckets[d->bucket_of[i]].host + d->offset_of[i];
+        for (int64_t e = 0; e < d->numel[i]; e++) slot[e] *= scale;
+        wgt_tensor *grad = wgt_tensor_grad(d->params[i]);
+        wgt_status s;
+        if (grad) {
+            s = wgt_tensor_write(grad, slot, (size_t)d->numel[i] * sizeof(float));
+        } else { /* this rank's backward did not reach it; a peer's did */
+            const wgt_tensor *p = d->params[i];
+            wgt_tensor *g = wgt_tensor_from_host(d->ctx, WGT_F32, wgt_tensor_ndim(p), wgt_tensor_shape(p), slot);
+            s = g ? wgt_tensor_set_grad(d->params[i], g) : wgt_context_status(d->ctx);
+            wgt_tensor_release(g);
+        }
+        if (s != WGT_OK) {
+            snprintf(msg, msg_size, "rank %d: writing the averaged gradient of parameter %d: %s", d->rank, i,
+                     wgt_context_error_message(d->ctx));
+            return false;
+        }
+    }
+    d->stats.copy_s += now_s() - t0;
+    d->stats.steps++;
+    return true;
+}
+
+bool ddp_allreduce_sum(ddp *d, double *values, int n, char *msg, size_t msg_size)
+{
+    MPI_Request request;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
+    return !mpi_failed(rc, "the all-reduce of losses", msg, msg_size, d) &&
+           wait_all(d, &request, 1, "the all-reduce of losses", msg, msg_size);
+}
+
+bool ddp_any(ddp *d, bool flag)
+{
+    int value = flag ? 1 : 0;
+    char msg[600];
+    MPI_Request request;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request);
+    if (mpi_failed(rc, "the stop check", msg, sizeof(msg), d) || !wait_all(d, &request, 1, "the stop check", msg, sizeof(msg)))
+        ddp_abort(d, msg, 1);
+    return value != 0;
+}
+
+void ddp_stats_get(const ddp *d, ddp_stats *stats) { *stats = d->stats; }
+
+void ddp_stats_reset(ddp *d)
+{
+    int buckets = d->stats.buckets;
+    memset(&d->stats, 0, sizeof(d->stats));
+    d->stats.buckets = buckets;
+}
+
+void ddp_abort(ddp *d, const char *why, int code)
+{
+    fprintf(stderr, "wgt train: rank %d of %d failed: %s; stopping all ranks\n", d->rank, d->size, why);
+    fflush(stderr);
+    fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, code ? code : 1);
+}
+
+void ddp_finalize(ddp *d)
+{
+    if (!d) return;
+    if (d->ctx) wgt_backward_set_grad_hook(d->ctx, NULL, NULL);
+    for (int b = 0; b < d->n_buckets; b++) free(d->buckets[b].host);
+    free(d->buckets);
+    free(d->params);
+    free(d->bucket_of);
+    free(d->offset_of);
+    free(d->numel);
+    free(d->ready);
+    free(d->staging);
+    free(d);
+    MPI_Finalize();
+}
