@@ -4,7 +4,10 @@
  *   native_extras.c     the only file that includes wgpu.h (wgpu-native
  *                       extensions: adapter enumeration, polling, unchecked
  *                       shader modules, version); a Dawn build replaces it alone
- *   device.c            instance, adapters, selection, device and callbacks
+ *   device.c            instance, adapters, selection, device and callbacks,
+ *                       teardown (a stuck device is parked, not waited for)
+ *   waits.c             request records, progress-based deadlines, stuck state,
+ *                       device loss, error scopes
  *   memory.c            caching allocator with size classes, staging, upload/readback
  *   pipeline_cache.c    shader modules + compute pipelines keyed by a string
  *   execution.c         open encoder/pass batching, parameter ring, bind-group
@@ -197,7 +200,7 @@ void webgpu_native_version(char *buf, size_t size);
 /* The adapter feature ids of wgpu-native's subgroup extension (if any). */
 bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter);
 
-/* -------------------------------------------------------------- device.c */
+/* -------------------------------------------------------------- device.c, waits.c */
 extern const wgt_backend_vtable webgpu_vtable; /* webgpu_backend.c */
 void webgpu_destroy(wgt_backend *b);
 wgt_status webgpu_adapter_info(wgt_backend *b, wgt_adapter_info *info);
@@ -348,6 +351,8 @@ bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call);       
 wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_conv_supports(webgpu_backend *wg, const wgt_kernel_call *call);     /* CONV: conv, pooling, batch norm */
 wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call);
+bool webgpu_quant_supports(webgpu_backend *wg, const wgt_kernel_call *call);     /* QMATMUL: 8/4-bit weights */
+wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call);
 
 /* The buffer behind a view. */
 static inline WGPUBuffer webgpu_view_buffer(const wgt_tensor_view *v) { return ((webgpu_block *)v->storage->handle)->buffer; }
