@@ -342,6 +342,8 @@ typedef enum wgt_op {
     /* convolutional layers (NCHW) */
     WGT_OP_CONV2D, WGT_OP_CONV_TRANSPOSE2D, WGT_OP_MAX_POOL2D, WGT_OP_AVG_POOL2D, WGT_OP_ADAPTIVE_AVG_POOL2D,
     WGT_OP_BATCH_NORM,
+    /* quantized inference (group-wise 8/4-bit weights) */
+    WGT_OP_QLINEAR,
     WGT_OP_COUNT
 } wgt_op;
 
@@ -468,6 +470,21 @@ wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype);
  * = x @ weight^T + bias. One GEMM: weight is read transposed in place and the
  * bias is added in the GEMM's epilogue. f32 or f16 (all three one dtype). */
 wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias);
+/* Quantized linear for inference (LLM decode and prefill): x [..., K] f32 ->
+ * [..., N] f32 = x W^T, with W [N, K] stored group-wise: each run of 32
+ * weights along K shares one f32 scale, scales f32 [N, K/32]; K % 32 == 0.
+ *   bits 8: qweight i32 [N, K/4], four int8 codes per word (byte j of word i
+ *           is weight 4i + j), w = code * scale (ggml Q8_0's idea).
+ *   bits 4: qweight i32 [N, K/8], eight 4-bit codes per word (nibble j, low
+ *           first, is weight 8i + j), w = (code - 8) * scale (ggml Q4_0's).
+ * The weights are dequantized inside the kernel (never a float copy of W).
+ * No gradient (WGT_ERR_UNSUPPORTED under autograd if x requires grad). */
+wgt_tensor *wgt_qlinear(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits);
+/* Quantizes w [N, K] (f32 or f16, K % 32 == 0) into wgt_qlinear's layout on
+ * the host (symmetric, round to nearest: scale = max |w| / 127 for 8 bits,
+ * max |w| / 7 for 4 bits, codes clamped to [-127, 127] / [-8, 7]); the two
+ * tensors are new, in w's context. */
+wgt_status wgt_quantize_weight(wgt_tensor *w, int bits, wgt_tensor **qweight, wgt_tensor **scales);
 /* Fused (flash) attention: softmax(q k^T / sqrt(D) [+ causal mask]) v.
  * q [B, H, Tq, D]; k, v [B, Hkv, Tk, D] with H % Hkv == 0 (grouped-query: query
  * head h reads kv head h / (H / Hkv)) -> [B, H, Tq, D]. causal: query i sees keys

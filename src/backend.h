@@ -59,6 +59,7 @@ typedef enum wgt_kernel_kind {
     WGT_KERNEL_NN,          /* fused norms / cross-entropy and their backward (call->nn.kernel) */
     WGT_KERNEL_OPTIMIZER,   /* param, state updated in place from grad: one fused SGD/Adam/AdamW step */
     WGT_KERNEL_CONV,        /* convolution, pooling, batch norm and their backward (call->conv.kernel) */
+    WGT_KERNEL_QMATMUL,     /* out = x W^T with W group-wise 8/4-bit, dequantized in the kernel */
     WGT_KERNEL_COUNT
 } wgt_kernel_kind;
 
@@ -196,6 +197,13 @@ typedef enum wgt_reduce_kind {
  *   BATCH_NORM_BACKWARD x, w [c] (has_weight), mean [c], var [c], dy ->
  *               dx, dw [c], db [c] (f32); training: the batch statistics
  *               depend on x (full formula), else dx = dy w rstd.
+ * QMATMUL      inputs[0] x [M, K] f32, inputs[1] qweight i32 [N, K * bits / 32],
+ *              inputs[2] scales f32 [N, K / 32], all contiguous with offsets
+ *              that are multiples of 4 elements; outputs[0] out [M, N] f32
+ *              contiguous. call->quant.bits 8 or 4; K % 32 == 0. Weight
+ *              (n, k) = code(n, k) * scales[n, k / 32]: 8 bits: byte k % 4 of
+ *              word k / 4 as int8; 4 bits: nibble k % 8 (low first) of word
+ *              k / 8, minus 8 (layout of wgt_qlinear in wgtensor.h).
  * OPTIMIZER    inputs[0] grad [n] f32; outputs[0] param [n] f32, read and
  *              written in place; outputs[1..n_outputs) state [n] f32, read and
  *              written: SGD with momentum != 0: the momentum buffer; ADAM and
@@ -249,6 +257,9 @@ typedef struct wgt_kernel_call {
         bool count_include_pad;
         double eps;              /* BATCH_NORM */
     } conv;
+    struct {                     /* QMATMUL */
+        int bits;                /* 8 or 4 */
+    } quant;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */
         wgt_optimizer_kind kind; /* SGD, ADAM, ADAMW */
         double lr, weight_decay;

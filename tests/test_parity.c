@@ -488,6 +488,17 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
             wgt_tensor_release(rv);
         }
         break;
+    case WGT_OP_QLINEAR: { /* v0 8-bit GEMV x [1, 256] (decode), v1 4-bit GEMV, v2 4-bit x [2, 11, 96] (22 rows: 5 four-row blocks + 2)
+                              all against W [37, K] quantized on the host (the same codes on both backends) */
+        const int bits = v == 0 ? 8 : 4;
+        x = upload(ctx, WGT_F32, v == 2 ? 3 : 2, v == 2 ? SHAPE(2, 11, 96) : SHAPE(1, 256), DOMAIN_SIGNED, 48);
+        y = upload(ctx, WGT_F32, 2, v == 2 ? SHAPE(37, 96) : SHAPE(37, 256), DOMAIN_SIGNED, 49);
+        wgt_tensor *qw = NULL, *qs = NULL;
+        if (wgt_quantize_weight(y, bits, &qw, &qs) == WGT_OK) out[0] = wgt_qlinear(x, qw, qs, bits);
+        wgt_tensor_release(qw);
+        wgt_tensor_release(qs);
+        break;
+    }
     default: n = 0; break;
     }
     wgt_tensor_release(x);
@@ -594,6 +605,7 @@ static const parity_op table[] = {
     {WGT_OP_AVG_POOL2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_ADAPTIVE_AVG_POOL2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_BATCH_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_QLINEAR, KIND_OWN, BIT(WGT_F32), TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
 };
 
 static double tolerance(tolerance_class t, wgt_dtype d)

@@ -66,6 +66,8 @@ static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_CONV2D] = RULE(wgt_backward_conv2d), [WGT_OP_CONV_TRANSPOSE2D] = RULE(wgt_backward_conv_transpose2d),
     [WGT_OP_MAX_POOL2D] = RULE(wgt_backward_pool2d), [WGT_OP_AVG_POOL2D] = RULE(wgt_backward_pool2d),
     [WGT_OP_ADAPTIVE_AVG_POOL2D] = RULE(wgt_backward_pool2d), [WGT_OP_BATCH_NORM] = RULE(wgt_backward_batch_norm),
+    /* inference only: quantized weights have no gradient */
+    [WGT_OP_QLINEAR] = NONE,
 };
 
 wgt_backward_rule wgt_backward_rule_for(wgt_op op)

@@ -163,7 +163,8 @@ const char *cpu_call_name(const wgt_kernel_call *call, char *buf, size_t size)
     static const char *const kind_names[WGT_KERNEL_COUNT] = {
         "elementwise", "reduce", "cumsum", "softmax", "matmul", "gather", "scatter_add", "topk",
         [WGT_KERNEL_ATTENTION] = "attention", [WGT_KERNEL_ATTENTION_BACKWARD] = "attention_backward",
-        [WGT_KERNEL_ROPE] = "rope", [WGT_KERNEL_NN] = "nn", [WGT_KERNEL_CONV] = "conv"};
+        [WGT_KERNEL_ROPE] = "rope", [WGT_KERNEL_NN] = "nn", [WGT_KERNEL_CONV] = "conv",
+        [WGT_KERNEL_QMATMUL] = "qmatmul"};
     const char *name = call ? call->op_name : NULL;
     if (!name || !*name) {
         name = call && (unsigned)call->kind < WGT_KERNEL_COUNT ? kind_names[call->kind] : "cpu_kernel";
@@ -304,10 +305,10 @@ static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
 {
     static const int expected_outputs[WGT_KERNEL_COUNT] = {1, 1, 1, 1, 1, 1, 1, 2,
         [WGT_KERNEL_ATTENTION] = 2, [WGT_KERNEL_ATTENTION_BACKWARD] = 3, [WGT_KERNEL_ROPE] = 1,
-        [WGT_KERNEL_NN] = 1};
+        [WGT_KERNEL_NN] = 1, [WGT_KERNEL_QMATMUL] = 1};
     static const int expected_inputs[WGT_KERNEL_COUNT] = {-1, 1, 1, 1, 2, 2, 2, 1,
         [WGT_KERNEL_ATTENTION] = 3, [WGT_KERNEL_ATTENTION_BACKWARD] = 6, [WGT_KERNEL_ROPE] = 1,
-        [WGT_KERNEL_NN] = -1};
+        [WGT_KERNEL_NN] = -1, [WGT_KERNEL_QMATMUL] = 3};
     if ((unsigned)call->kind >= WGT_KERNEL_COUNT) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "unknown kernel kind %d", (int)call->kind);
     int n_in = expected_inputs[call->kind];
     if (call->kind == WGT_KERNEL_ELEMENTWISE) {
@@ -384,6 +385,8 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
         return cpu_conv_supports(call);
     case WGT_KERNEL_OPTIMIZER:
         return cpu_optimizer_supports(call);
+    case WGT_KERNEL_QMATMUL:
+        return cpu_quant_supports(call);
     default:
         return false;
     }
@@ -471,6 +474,7 @@ static wgt_status cpu_run(wgt_backend *base, const wgt_kernel_call *call)
     case WGT_KERNEL_TOPK: return cpu_run_topk(b, call);
     case WGT_KERNEL_NN: return cpu_run_nn(b, call);
     case WGT_KERNEL_CONV: return cpu_run_conv(b, call);
+    case WGT_KERNEL_QMATMUL: return cpu_run_qmatmul(b, call);
     case WGT_KERNEL_ATTENTION: return cpu_run_attention(b, call);
     case WGT_KERNEL_ATTENTION_BACKWARD: return cpu_run_attention_backward(b, call);
     case WGT_KERNEL_ROPE: return cpu_run_rope(b, call);

@@ -310,6 +310,9 @@ int cpu_nn_input_count(const wgt_kernel_call *call);
 int cpu_nn_output_count(const wgt_kernel_call *call);
 /* cpu_conv.c: convolution, pooling and batch norm (WGT_KERNEL_CONV) */
 wgt_status cpu_run_conv(cpu_backend *b, const wgt_kernel_call *call);
+/* cpu_quant.c: QMATMUL (group-wise 8/4-bit weights) */
+bool cpu_quant_supports(const wgt_kernel_call *call);
+wgt_status cpu_run_qmatmul(cpu_backend *b, const wgt_kernel_call *call);
 bool cpu_conv_supports(const wgt_kernel_call *call);
 /* cpu_attention.c: ATTENTION, ATTENTION_BACKWARD and ROPE */
 bool cpu_attention_supports(const wgt_kernel_call *call);

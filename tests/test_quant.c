@@ -1,0 +1,128 @@
+/* Quantized weights (src/ops/quant.c, kernel QMATMUL) on the CPU and WebGPU
+ * backends, against references computed here from the documented layout:
+ *  - wgt_quantize_weight: each code decoded by hand (int8 bytes / nibbles - 8)
+ *    times its group scale is within scale / 2 of the weight, and the scale is
+ *    max |w| / 127 (8 bits) or / 7 (4 bits);
+ *  - wgt_qlinear: x [M, K] against x W_deq^T in double (rel L2 <= 1e-5) for
+ *    decode (M = 1) and prefill shapes (M = 1, 5, 33), strided and offset x;
+ *  - refusals: bits, shapes, dtypes, x requiring grad; the context stays usable. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+static float code_of(const int32_t *q, int bits, int64_t K, int64_t n, int64_t k)
+{
+    const uint32_t *row = (const uint32_t *)q + n * (K * bits / 32);
+    if (bits == 8) return (float)(int8_t)(uint8_t)(row[k / 4] >> (8 * (k % 4)));
+    return (float)((int)((row[k / 8] >> (4 * (k % 8))) & 15u) - 8);
+}
+
+static void check_bits(wgt_context *ctx, const char *backend, int bits, int64_t M, int64_t N, int64_t K)
+{
+    uint32_t seed = (uint32_t)(bits * 1000 + M * 7 + N);
+    float *w = malloc((size_t)(N * K) * sizeof(float)), *x = malloc((size_t)(M * K + 4) * sizeof(float));
+    float *got = malloc((size_t)(M * N) * sizeof(float)), *sc = malloc((size_t)(N * K / 32) * sizeof(float));
+    int32_t *q = malloc((size_t)(N * K * bits / 32) * sizeof(int32_t));
+    for (int64_t i = 0; i < N * K; i++) w[i] = ((float)(test_xorshift(&seed) % 20001) - 10000.0f) / 10000.0f;
+    for (int64_t i = 0; i < M * K + 4; i++) x[i] = ((float)(test_xorshift(&seed) % 20001) - 10000.0f) / 5000.0f;
+    wgt_scope_push(ctx);
+    wgt_tensor *wt = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, w);
+    /* x starts 1 element into its storage: the op copies it to an aligned row */
+    wgt_tensor *xbig = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){M * K + 4}, x);
+    wgt_tensor *xt = wgt_reshape(wgt_slice(xbig, 0, 1, 1 + M * K, 1), 2, (int64_t[]){M, K});
+    wgt_tensor *qw = NULL, *qs = NULL;
+    wgt_status st = wgt_quantize_weight(wt, bits, &qw, &qs);
+    CHECK(st == WGT_OK && qw && qs, "%s quantize %d bits: %s", backend, bits, wgt_context_error_message(ctx));
+    wgt_tensor *y = st == WGT_OK ? wgt_qlinear(xt, qw, qs, bits) : NULL;
+    bool read = y && wgt_tensor_read(qw, q, (size_t)(N * K * bits / 32) * 4) == WGT_OK &&
+                wgt_tensor_read(qs, sc, (size_t)(N * K / 32) * 4) == WGT_OK &&
+                wgt_tensor_read(y, got, (size_t)(M * N) * 4) == WGT_OK;
+    CHECK(read, "%s qlinear %d bits M=%lld: %s", backend, bits, (long long)M, wgt_context_error_message(ctx));
+    if (read) {
+        int bad_code = 0, bad_scale = 0;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t g = 0; g < K / 32; g++) {
+                float amax = 0;
+                for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(w[n * K + g * 32 + j]));
+                const float s = sc[n * (K / 32) + g];
+                bad_scale += fabsf(s - amax / (bits == 8 ? 127.0f : 7.0f)) > 1e-7f * amax;
+                for (int j = 0; j < 32; j++) {
+                    const int64_t k = g * 32 + j;
+                    /* 4 bits: -8 is reachable only by rounding below -7.5 scale, so |error| <= scale / 2 */
+                    bad_code += fabsf(code_of(q, bits, K, n, k) * s - w[n * K + k]) > 0.5f * s * 1.0001f + 1e-12f;
+                }
+            }
+        CHECK(bad_code == 0 && bad_scale == 0, "%s %d bits: %d codes off by more than scale / 2, %d scales off",
+              backend, bits, bad_code, bad_scale);
+        double num = 0, den = 0;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double ref = 0;
+                for (int64_t k = 0; k < K; k++)
+                    ref += (double)x[1 + m * K + k] * code_of(q, bits, K, n, k) * sc[n * (K / 32) + k / 32];
+                num += (got[m * N + n] - ref) * (got[m * N + n] - ref);
+                den += ref * ref;
+            }
+        const double err = sqrt(num / den);
+        CHECK(err <= 1e-5, "%s %d bits M=%lld N=%lld K=%lld: rel L2 %.3g against the dequantized product", backend,
+              bits, (long long)M, (long long)N, (long long)K, err);
+    }
+    wgt_scope_pop(ctx);
+    free(w), free(x), free(got), free(sc), free(q);
+}
+
+static void check_refusals(wgt_context *ctx, const char *backend)
+{
+    wgt_scope_push(ctx);
+    wgt_tensor *w = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){4, 64}), *x = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){2, 64});
+    wgt_tensor *qw = NULL, *qs = NULL;
+    CHECK(wgt_quantize_weight(w, 5, &qw, &qs) == WGT_ERR_INVALID_ARGUMENT && !qw, "%s: 5 bits refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "bits 5");
+    wgt_tensor *w33 = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){4, 33});
+    CHECK(wgt_quantize_weight(w33, 8, &qw, &qs) == WGT_ERR_SHAPE_MISMATCH, "%s: K = 33 refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "K 33");
+    CHECK(wgt_quantize_weight(w, 4, &qw, &qs) == WGT_OK, "%s: quantize", backend);
+    CHECK(wgt_qlinear(x, qw, qs, 8) == NULL, "%s: 4-bit weights used as 8-bit refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "bits mismatch");
+    wgt_tensor *x32 = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){2, 32});
+    CHECK(wgt_qlinear(x32, qw, qs, 4) == NULL, "%s: K mismatch refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "K mismatch");
+    CHECK(wgt_qlinear(wgt_cast(x, WGT_F16), qw, qs, 4) == NULL, "%s: f16 x refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "f16 x");
+    wgt_tensor_set_requires_grad(x, true);
+    CHECK(wgt_qlinear(x, qw, qs, 4) == NULL, "%s: x requiring grad refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_UNSUPPORTED, "requires grad");
+    wgt_no_grad_push(ctx);
+    CHECK(wgt_qlinear(x, qw, qs, 4) != NULL, "%s: under no-grad it runs", backend);
+    wgt_no_grad_pop(ctx);
+    wgt_tensor_release(qw), wgt_tensor_release(qs);
+    wgt_scope_pop(ctx);
+}
+
+static void run(wgt_context *ctx, const char *backend)
+{
+    if (!ctx) {
+        CHECK(false, "no %s context", backend);
+        return;
+    }
+    for (int bits = 8; bits >= 4; bits -= 4) {
+        check_bits(ctx, backend, bits, 1, 70, 256); /* decode GEMV */
+        check_bits(ctx, backend, bits, 5, 33, 96);  /* a partial 4-row block */
+        check_bits(ctx, backend, bits, 33, 17, 64);
+    }
+    check_refusals(ctx, backend);
+    CHECK(wgt_context_status(ctx) == WGT_OK, "%s clean: %s", backend, wgt_context_error_message(ctx));
+}
+
+int main(void)
+{
+    wgt_context *cpu = test_cpu_context();
+    run(cpu, "cpu");
+    wgt_context_destroy(cpu);
+    wgt_context *gpu = test_webgpu_context();
+    run(gpu, "webgpu");
+    wgt_context_destroy(gpu);
+    return test_summary();
+}
