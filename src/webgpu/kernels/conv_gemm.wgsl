@@ -164,6 +164,26 @@ fn store_out(g: u32, split: u32, m: u32, col: u32, v: f32) {
     }
 }
 
+// This invocation's quads of the K slice starting at r0: A quads along the
+// rows (quad / BK) at r = quad % BK, B quads along the columns at r = quad /
+// (BN / 4), zeros past the edges.
+fn fetch(g: u32, row0: u32, r0: u32, r_end: u32, t: u32, cols: ptr<function, array<Column, B_LOADS * 4u>>,
+         a_regs: ptr<function, array<vec4<f32>, A_LOADS>>, b_regs: ptr<function, array<vec4<f32>, B_LOADS>>) {
+    for (var q = 0u; q < A_LOADS; q++) {
+        let quad = t + q * WG;
+        let r = r0 + quad % BK;
+        let m = row0 + (quad / BK) * 4u;
+        (*a_regs)[q] = vec4<f32>(load_a(g, m, r, r_end), load_a(g, m + 1u, r, r_end), load_a(g, m + 2u, r, r_end),
+                                 load_a(g, m + 3u, r, r_end));
+    }
+    for (var q = 0u; q < B_LOADS; q++) {
+        let quad = t + q * WG;
+        let r = r0 + quad / (BN / 4u);
+        (*b_regs)[q] = vec4<f32>(load_b(g, (*cols)[q * 4u], r, r_end), load_b(g, (*cols)[q * 4u + 1u], r, r_end),
+                                 load_b(g, (*cols)[q * 4u + 2u], r, r_end), load_b(g, (*cols)[q * 4u + 3u], r, r_end));
+    }
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let g = wid.z % params.groups;
@@ -191,25 +211,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc: array<vec4<f32>, RQ * TN>;   // [row i of the block][column quad]
     for (var i = 0u; i < RQ * TN; i++) { acc[i] = vec4<f32>(0.0); }
 
+    // Software pipelining: the next slice's quads are fetched into registers
+    // right after the current slice reaches workgroup memory, so their global
+    // loads are in flight while the current slice is multiplied.
+    var a_regs: array<vec4<f32>, A_LOADS>;
+    var b_regs: array<vec4<f32>, B_LOADS>;
+    fetch(g, row0, r_begin, r_end, t, &cols, &a_regs, &b_regs);
     for (var r0 = r_begin; r0 < r_end; r0 += BK) {
+        workgroupBarrier();   // every invocation is done reading the previous slice
         for (var q = 0u; q < A_LOADS; q++) {
             let quad = t + q * WG;
-            let r = quad % BK;
-            let m = (quad / BK) * 4u;
-            a_tile[r * (BM / 4u) + quad / BK] = vec4<f32>(load_a(g, row0 + m, r0 + r, r_end),
-                                                          load_a(g, row0 + m + 1u, r0 + r, r_end),
-                                                          load_a(g, row0 + m + 2u, r0 + r, r_end),
-                                                          load_a(g, row0 + m + 3u, r0 + r, r_end));
+            a_tile[(quad % BK) * (BM / 4u) + quad / BK] = a_regs[q];
         }
         for (var q = 0u; q < B_LOADS; q++) {
             let quad = t + q * WG;
-            let r = quad / (BN / 4u);
-            b_tile[r * (BN / 4u) + quad % (BN / 4u)] = vec4<f32>(load_b(g, cols[q * 4u], r0 + r, r_end),
-                                                                 load_b(g, cols[q * 4u + 1u], r0 + r, r_end),
-                                                                 load_b(g, cols[q * 4u + 2u], r0 + r, r_end),
-                                                                 load_b(g, cols[q * 4u + 3u], r0 + r, r_end));
+            b_tile[(quad / (BN / 4u)) * (BN / 4u) + quad % (BN / 4u)] = b_regs[q];
         }
         workgroupBarrier();
+        if (r0 + BK < r_end) {
+            fetch(g, row0, r0 + BK, r_end, t, &cols, &a_regs, &b_regs);
+        }
         for (var r = 0u; r < BK; r++) {
             var b: array<vec4<f32>, CQ>;
             for (var h = 0u; h < CQ; h++) { b[h] = b_tile[r * (BN / 4u) + tx + h * (BN / TN)]; }
@@ -224,7 +245,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             }
         }
-        workgroupBarrier();
     }
     for (var gq = 0u; gq < RQ; gq++) {
         for (var i = 0u; i < 4u; i++) {
