@@ -491,7 +491,7 @@ static int run(trainer *t, int argc, char **argv)
             return fail(t, "%s", msg);
         ddp_stats st;
         ddp_stats_get(t->ddp, &st);
-        if (!t->opt.quiet)
+        if (t->rank == 0) /* even with --quiet: the layout of the run */
             printf("wgt train: data parallel over %d ranks: batch %" PRId64 " per rank, gradients in %d bucket%s\n",
                    t->world, t->local_batch, st.buckets, st.buckets == 1 ? "" : "s");
     }
