@@ -93,6 +93,37 @@ static wgt_tensor *weight(llama_model *m, weight_source *src, const char *name, 
     return t;
 }
 
+/* A projection weight [rows, cols]: float, or quantized (then *scales is set)
+ * from the file's values as f32. */
+static wgt_tensor *proj_weight(llama_model *m, weight_source *src, const char *name, int64_t rows, int64_t cols,
+                               wgt_tensor **scales, bool missing_ok, char *msg, size_t msg_size)
+{
+    *scales = NULL;
+    const int64_t shape[2] = {rows, cols};
+    if (!m->bits) return weight(m, src, name, 2, shape, m->wdtype, false, missing_ok, msg, msg_size);
+    if (cols % 32 != 0) {
+        snprintf(msg, msg_size, "%s: %lld columns are not a multiple of 32, the quantization group", name, (long long)cols);
+        return NULL;
+    }
+    wgt_tensor *w = weight(m, src, name, 2, shape, WGT_F32, false, missing_ok, msg, msg_size);
+    if (!w) return NULL;
+    m->weight_bytes -= (uint64_t)(rows * cols) * 4;
+    wgt_tensor *q = NULL;
+    wgt_scope_push(m->ctx);
+    if (wgt_quantize_weight(w, m->bits, &q, scales) == WGT_OK) {
+        q = wgt_tensor_retain(q);
+        *scales = wgt_tensor_retain(*scales);
+    }
+    wgt_scope_pop(m->ctx);
+    wgt_tensor_release(w);
+    if (!q) {
+        snprintf(msg, msg_size, "quantizing %s: %s", name, wgt_context_error_message(m->ctx));
+        return NULL;
+    }
+    m->weight_bytes += (uint64_t)(wgt_tensor_numel(q) + wgt_tensor_numel(*scales)) * 4;
+    return q;
+}
+
 void llama_destroy(llama_model *m)
 {
     if (!m) return;
@@ -101,6 +132,7 @@ void llama_destroy(llama_model *m)
         for (size_t i = 0; i < sizeof(llama_layer) / sizeof(wgt_tensor *); i++) wgt_tensor_release(all[i]);
     }
     if (m->head != m->embed) wgt_tensor_release(m->head);
+    wgt_tensor_release(m->head_scales);
     wgt_tensor_release(m->embed);
     wgt_tensor_release(m->norm);
     wgt_tensor_release(m->rope_cos);
@@ -161,15 +193,16 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
     m->ctx = ctx;
     m->cfg = *cfg;
     m->weights = weights;
-    m->wdtype = weights == LLAMA_WEIGHTS_F16 ? WGT_F16 : WGT_F32;
+    m->wdtype = weights == LLAMA_WEIGHTS_F32 ? WGT_F32 : WGT_F16;
+    m->bits = weights == LLAMA_WEIGHTS_Q8 ? 8 : weights == LLAMA_WEIGHTS_Q4 ? 4 : 0;
     const int64_t C = cfg->hidden_size, V = cfg->vocab_size, F = cfg->intermediate_size, D = cfg->head_dim;
     const int64_t QD = cfg->n_heads * D, KD = cfg->n_kv_heads * D;
     const wgt_dtype W = m->wdtype;
     bool ok = true;
     char name[160];
-#define W2(field, suffix, rows, cols)                                                                              \
+#define W2(field, scale, suffix, rows, cols)                                                                       \
     (snprintf(name, sizeof(name), "model.layers.%d.%s", l, suffix),                                                \
-     (L->field = weight(m, src, name, 2, (int64_t[]){rows, cols}, W, false, false, msg, msg_size)) != NULL)
+     (L->field = proj_weight(m, src, name, rows, cols, &L->scale, false, msg, msg_size)) != NULL)
 #define W1(field, suffix, n, is_norm)                                                                              \
     (snprintf(name, sizeof(name), "model.layers.%d.%s", l, suffix),                                                \
      (L->field = weight(m, src, name, 1, (int64_t[]){n}, WGT_F32, is_norm, false, msg, msg_size)) != NULL)
@@ -178,10 +211,10 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
     for (int l = 0; ok && l < cfg->n_layers; l++) {
         llama_layer *L = &m->layers[l];
         ok = W1(attn_norm, "input_layernorm.weight", C, true) && W1(mlp_norm, "post_attention_layernorm.weight", C, true) &&
-             W2(wq, "self_attn.q_proj.weight", QD, C) && W2(wk, "self_attn.k_proj.weight", KD, C) &&
-             W2(wv, "self_attn.v_proj.weight", KD, C) && W2(wo, "self_attn.o_proj.weight", C, QD) &&
-             W2(w_gate, "mlp.gate_proj.weight", F, C) && W2(w_up, "mlp.up_proj.weight", F, C) &&
-             W2(w_down, "mlp.down_proj.weight", C, F);
+             W2(wq, sq, "self_attn.q_proj.weight", QD, C) && W2(wk, sk, "self_attn.k_proj.weight", KD, C) &&
+             W2(wv, sv, "self_attn.v_proj.weight", KD, C) && W2(wo, so, "self_attn.o_proj.weight", C, QD) &&
+             W2(w_gate, s_gate, "mlp.gate_proj.weight", F, C) && W2(w_up, s_up, "mlp.up_proj.weight", F, C) &&
+             W2(w_down, s_down, "mlp.down_proj.weight", C, F);
         if (ok && cfg->attention_bias)
             ok = W1(bq, "self_attn.q_proj.bias", QD, false) && W1(bk, "self_attn.k_proj.bias", KD, false) &&
                  W1(bv, "self_attn.v_proj.bias", KD, false);
@@ -192,14 +225,25 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
     if (ok) ok = (m->norm = weight(m, src, "model.norm.weight", 1, (int64_t[]){C}, WGT_F32, true, false, msg, msg_size));
     if (ok && !cfg->tie_embeddings) {
         /* an absent lm_head with no tie_word_embeddings key means tied (older configs) */
-        m->head = weight(m, src, "lm_head.weight", 2, (int64_t[]){V, C}, W, false, src->n_shards > 0, msg, msg_size);
-        if (!m->head && src->n_shards > 0 && !strstr(msg, "shape")) {
-            m->head = m->embed;
-            msg[0] = 0;
-        }
+        msg[0] = 0;
+        m->head = proj_weight(m, src, "lm_head.weight", V, C, &m->head_scales, src->n_shards > 0, msg, msg_size);
+        if (!m->head && src->n_shards > 0 && !msg[0]) m->head = m->embed; /* absent: tied */
         ok = m->head != NULL;
     }
     if (ok && cfg->tie_embeddings) m->head = m->embed;
+    if (ok && m->head == m->embed && m->bits) { /* a quantized copy of the tied table for the head */
+        wgt_tensor *q = NULL;
+        wgt_scope_push(ctx);
+        if (wgt_quantize_weight(m->embed, m->bits, &q, &m->head_scales) == WGT_OK) {
+            q = wgt_tensor_retain(q);
+            m->head_scales = wgt_tensor_retain(m->head_scales);
+        }
+        wgt_scope_pop(ctx);
+        m->head = q;
+        ok = q != NULL;
+        if (ok) m->weight_bytes += (uint64_t)(wgt_tensor_numel(q) + wgt_tensor_numel(m->head_scales)) * 4;
+        else snprintf(msg, msg_size, "quantizing the tied head: %s", wgt_context_error_message(ctx));
+    }
     if (ok && cfg->rope_llama3) ok = rope_tables(m, msg, msg_size);
     wgt_no_grad_pop(ctx);
     if (ok && wgt_context_status(ctx) != WGT_OK) {

@@ -48,7 +48,11 @@ typedef struct llama_config {
  * (another activation, another rope scaling, sliding windows, MLP biases). */
 bool llama_config_parse(const char *json, size_t size, llama_config *cfg, char *msg, size_t msg_size);
 
-typedef enum llama_weights { LLAMA_WEIGHTS_F32, LLAMA_WEIGHTS_F16 } llama_weights;
+/* F32 / F16: every weight in that dtype. Q8 / Q4: the projection weights
+ * (attention, MLP, head) quantized at load, group-wise (wgt_quantize_weight:
+ * 32 weights per f32 scale), from the file's exact values; the embedding
+ * table stays f16 (a row lookup), and so does the KV cache. */
+typedef enum llama_weights { LLAMA_WEIGHTS_F32, LLAMA_WEIGHTS_F16, LLAMA_WEIGHTS_Q8, LLAMA_WEIGHTS_Q4 } llama_weights;
 
 typedef struct llama_model llama_model;
 

@@ -63,9 +63,14 @@ void llama_cache_reset(llama_cache *c)
 }
 
 /* x [T, in] f32 -> [T, out] f32. f16 weights: x rounded to f16, the product
- * accumulated and stored in f32 (wgt_matmul_ex); W^T is a view, not a copy. */
-static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, wgt_tensor *bias)
+ * accumulated and stored in f32 (wgt_matmul_ex); W^T is a view, not a copy.
+ * Quantized weights (scales set): dequantized inside wgt_qlinear's kernel. */
+static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, wgt_tensor *scales, wgt_tensor *bias)
 {
+    if (scales) {
+        wgt_tensor *y = wgt_qlinear(x, w, scales, m->bits);
+        return bias ? wgt_add(y, bias) : y;
+    }
     if (m->wdtype == WGT_F32) return wgt_linear(x, w, bias);
     wgt_tensor *y = wgt_matmul_ex(wgt_cast(x, WGT_F16), wgt_transpose(w, 0, 1), WGT_F32);
     return bias ? wgt_add(y, bias) : y;
@@ -94,9 +99,9 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
     const int64_t H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim;
     const int64_t pos0 = c->length, end = pos0 + T;
     const double eps = m->cfg.rms_eps;
-    wgt_tensor *q = wgt_reshape(project(m, h, L->wq, L->bq), 3, (int64_t[]){T, H, D});
-    wgt_tensor *k = wgt_reshape(project(m, h, L->wk, L->bk), 3, (int64_t[]){T, Hkv, D});
-    wgt_tensor *v = project(m, h, L->wv, L->bv);
+    wgt_tensor *q = wgt_reshape(project(m, h, L->wq, L->sq, L->bq), 3, (int64_t[]){T, H, D});
+    wgt_tensor *k = wgt_reshape(project(m, h, L->wk, L->sk, L->bk), 3, (int64_t[]){T, Hkv, D});
+    wgt_tensor *v = project(m, h, L->wv, L->sv, L->bv);
     if (L->q_norm) { /* Qwen3: RMSNorm over each head before the rotation */
         q = wgt_rms_norm(q, L->q_norm, eps);
         k = wgt_rms_norm(k, L->k_norm, eps);
@@ -113,13 +118,13 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
     wgt_tensor *y = wgt_scaled_dot_product_attention(q, kc, vc, true, 0.0, 0); /* [1, H, T, D] */
     y = wgt_reshape(wgt_permute(y, (int[]){0, 2, 1, 3}), 2, (int64_t[]){T, H * D});
     if (m->wdtype != WGT_F32) y = wgt_cast(y, WGT_F32);
-    return project(m, y, L->wo, NULL);
+    return project(m, y, L->wo, L->so, NULL);
 }
 
 static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_tensor *h)
 {
-    wgt_tensor *gate = project(m, h, L->w_gate, NULL), *up = project(m, h, L->w_up, NULL);
-    return project(m, wgt_mul(wgt_silu(gate), up), L->w_down, NULL);
+    wgt_tensor *gate = project(m, h, L->w_gate, L->s_gate, NULL), *up = project(m, h, L->w_up, L->s_up, NULL);
+    return project(m, wgt_mul(wgt_silu(gate), up), L->w_down, L->s_down, NULL);
 }
 
 wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool all_logits, char *msg,
@@ -151,7 +156,7 @@ wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool
         x = wgt_add(x, mlp_block(m, L, wgt_rms_norm(x, L->mlp_norm, eps)));
     }
     if (!all_logits) x = wgt_slice(x, 0, T - 1, T, 1);
-    wgt_tensor *logits = wgt_scope_keep(project(m, wgt_rms_norm(x, m->norm, eps), m->head, NULL));
+    wgt_tensor *logits = wgt_scope_keep(project(m, wgt_rms_norm(x, m->norm, eps), m->head, m->head_scales, NULL));
     wgt_scope_pop(ctx);
     wgt_no_grad_pop(ctx);
     if (!logits || wgt_context_status(ctx) != WGT_OK) {

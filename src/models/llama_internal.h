@@ -14,6 +14,8 @@ typedef struct llama_layer {
     wgt_tensor *bq, *bk, *bv;                 /* f32 or NULL */
     wgt_tensor *q_norm, *k_norm;              /* [D] f32 (Qwen3) or NULL */
     wgt_tensor *w_gate, *w_up, *w_down;
+    /* quantized weights: the group scales of wq .. w_down (NULL otherwise) */
+    wgt_tensor *sq, *sk, *sv, *so, *s_gate, *s_up, *s_down;
 } llama_layer;
 
 struct llama_model {
@@ -22,7 +24,9 @@ struct llama_model {
     llama_weights weights;
     wgt_dtype wdtype;                         /* F32 or F16 */
     llama_layer *layers;
-    wgt_tensor *embed, *norm, *head;          /* head == embed when tied */
+    int bits;                                 /* 8 / 4: quantized projections, 0: float */
+    wgt_tensor *embed, *norm, *head;          /* head == embed when tied and not quantized */
+    wgt_tensor *head_scales;                  /* quantized head (a quantized copy of embed when tied) */
     wgt_tensor *rope_cos, *rope_sin;          /* [max_position, D] f32 (llama3 scaling), else NULL */
     uint64_t weight_bytes;
 };

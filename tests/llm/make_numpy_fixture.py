@@ -26,8 +26,8 @@ from tokenizers import Tokenizer  # noqa: E402
 PROMPT = "ROMEO:\nBut, soft! what light through yonder window breaks?"
 NEW_TOKENS = 16
 CFG = dict(architectures=["LlamaForCausalLM"], model_type="llama", hidden_act="silu", vocab_size=1024,
-           hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=6,
-           num_key_value_heads=2, head_dim=8, max_position_embeddings=128, rms_norm_eps=1e-5,
+           hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+           num_key_value_heads=2, head_dim=16, max_position_embeddings=128, rms_norm_eps=1e-5,
            rope_theta=500000.0, tie_word_embeddings=False, attention_bias=False,
            rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
                              original_max_position_embeddings=16),

@@ -23,13 +23,13 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: wgt generate --model DIR --prompt TEXT [--max-tokens N] [--weights f16|f32] [--context N]\n"
+            "usage: wgt generate --model DIR --prompt TEXT [--max-tokens N] [--quantize q8|q4] [--context N]\n"
             "                    [--temperature T] [--top-k K] [--top-p P] [--seed S] [--repetition-penalty R]\n"
             "                    [--no-bos] [--backend cpu|webgpu] [--adapter A]\n"
-            "       wgt generate --bench [--shape llama-3.2-1b|tiny] [--weights f16|f32] [--prompt-tokens N]\n"
+            "       wgt generate --bench [--shape llama-3.2-1b|tiny] [--weights f16|f32|q8|q4] [--prompt-tokens N]\n"
             "                    [--max-tokens N] [--json FILE]\n"
             "  defaults: 128 tokens, f16 weights, greedy (temperature 0), context = prompt + tokens\n"
-            "  --quantize q8|q4 is not implemented yet (refused)\n");
+            "  --quantize q8|q4 (= --weights): projections quantized at load, 32 weights per scale\n");
 }
 
 typedef struct gen_args {
@@ -81,9 +81,10 @@ static int parse(int argc, char **argv, gen_args *a)
         else if (strcmp(flag, "--weights") == 0 || strcmp(flag, "--quantize") == 0) {
             if (strcmp(v, "f16") == 0) a->weights = LLAMA_WEIGHTS_F16;
             else if (strcmp(v, "f32") == 0) a->weights = LLAMA_WEIGHTS_F32;
+            else if (strcmp(v, "q8") == 0) a->weights = LLAMA_WEIGHTS_Q8;
+            else if (strcmp(v, "q4") == 0) a->weights = LLAMA_WEIGHTS_Q4;
             else {
-                fprintf(stderr, "wgt generate: %s %s: only f16 and f32 weights are implemented (q8/q4 kernels are "
-                                "not done yet)\n", flag, v);
+                fprintf(stderr, "wgt generate: %s %s: f16, f32, q8 or q4\n", flag, v);
                 return 2;
             }
         } else if (strcmp(flag, "--max-tokens") == 0) ok = number(v, 0, 1e7, true, &d), a->max_tokens = (int64_t)d;
@@ -131,6 +132,12 @@ static int32_t pick(wgt_tensor *logits, sampler *s, float *host, int V, const ge
     return sampler_pick(s, host);
 }
 
+static const char *weights_name(llama_weights w)
+{
+    static const char *const names[] = {"f32", "f16", "q8", "q4"};
+    return names[w];
+}
+
 static int run_generate(wgt_context *ctx, const gen_args *a)
 {
     char msg[1024] = "", path[4200];
@@ -170,7 +177,7 @@ static int run_generate(wgt_context *ctx, const gen_args *a)
         goto done;
     }
     fprintf(stderr, "wgt generate: %s (%s, %d layers, hidden %d), %s weights, %.1f MB, loaded in %.2f s\n", a->model,
-            cfg->model_type, cfg->n_layers, cfg->hidden_size, a->weights == LLAMA_WEIGHTS_F16 ? "f16" : "f32",
+            cfg->model_type, cfg->n_layers, cfg->hidden_size, weights_name(a->weights),
             (double)llama_weight_bytes(m) / 1e6, t_load);
     fputs(a->prompt, stdout);
     fflush(stdout);
@@ -238,7 +245,7 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
     llama_config cfg;
     char msg[1024] = "";
     if (!bench_shape(a->shape, &cfg)) return fprintf(stderr, "wgt generate: --shape llama-3.2-1b or tiny\n"), 2;
-    const char *wname = a->weights == LLAMA_WEIGHTS_F16 ? "f16" : "f32";
+    const char *wname = weights_name(a->weights);
     llama_model *m = llama_create_random(ctx, &cfg, a->weights, 1234, msg, sizeof(msg));
     if (!m) return fprintf(stderr, "wgt generate --bench: %s\n", msg), 1;
     const int64_t P = a->prompt_tokens, N = a->max_tokens > 0 ? a->max_tokens : 1;
