@@ -158,6 +158,7 @@ int wgt_expr_unary(wgt_expr *e, wgt_expr_opcode op, int a)
 {
     if (a < 0) return -1;
     if (wgt_expr_opcode_float_only(op)) a = wgt_expr_cast(e, a, WGT_EXPR_F32);
+    if (a < 0) return -1; /* the cast did not fit in the node table (found by fuzz_fused) */
     wgt_expr_type t = is_comparison_or_logic(op) ? WGT_EXPR_I32 : type_of(e, a);
     return append(e, op, t, a, -1, -1);
 }

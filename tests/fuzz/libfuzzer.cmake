@@ -9,6 +9,13 @@ function(wgt_fuzz_target name)
   target_link_libraries(${name} PRIVATE wgtensor_static)
   target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
   target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  # Under CTest: the seeds (past crashes are kept among them) run once, no
+  # fuzzing, as a regression check. Fuzzing itself is run by hand or in CI for
+  # a fixed time (see each target's header).
+  string(REPLACE "fuzz_" "corpus_" corpus ${name})
+  if(IS_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/${corpus})
+    add_test(NAME ${name}_seeds COMMAND ${name} -runs=0 ${CMAKE_CURRENT_LIST_DIR}/${corpus})
+  endif()
 endfunction()
 
 # safetensors reader: seeds in corpus_safetensors/, dictionary safetensors.dict
