@@ -397,6 +397,9 @@ static const bn_case bn_cases[] = {
     {"training plain [2, 3, 1, 9]", 4, {2, 3, 1, 9}, false, true},
     {"training [17, 6] (batch norm 1d)", 2, {17, 6, 0, 0}, true, true},
     {"eval affine [2, 4, 5, 3]", 4, {2, 4, 5, 3}, true, false},
+    /* more than 2048 values per channel: the GPU splits each channel in chunks and merges their statistics */
+    {"training affine [8, 3, 40, 40] (7 chunks per channel)", 4, {8, 3, 40, 40}, true, true},
+    {"eval [4, 2, 50, 50] (5 chunks per channel)", 4, {4, 2, 50, 50}, true, false},
 };
 
 static void test_bn_case(wgt_context *ctx, const char *backend, const bn_case *bc)

@@ -5,7 +5,8 @@
  *                          kernels/conv_gemm.wgsl   implicit GEMM, MODE 0 / 1 / 2
  *   POOL_FORWARD           kernels/conv_pool.wgsl   an invocation per output element
  *   POOL_BACKWARD          kernels/conv_pool_backward.wgsl  per input element (gathers)
- *   BATCH_NORM_FORWARD / _BACKWARD  kernels/conv_batch_norm.wgsl  a workgroup per channel
+ *   BATCH_NORM_FORWARD / _BACKWARD  kernels/conv_bn_partials.wgsl + conv_bn_apply.wgsl
+ *                          a workgroup per (channel, chunk): partial sums, then combine + apply
  *
  * The kernels compute in f32: f16 inputs are converted to f32 temporaries and
  * f16 outputs written through f32 temporaries (as webgpu_nn.c does). Every
@@ -260,12 +261,34 @@ static wgt_status run_pool(webgpu_backend *wg, const wgt_kernel_call *call, cons
 
 /* -------------------------------------------------------------- batch norm */
 
+/* The parameter block of kernels/conv_bn_common.wgsl. */
 typedef struct bn_params {
     uint32_t n, c, l, flags;
     float eps;
-    uint32_t x_offset, w_offset, b_offset, mean_offset, var_offset, y_offset, dw_offset, db_offset, pad0, pad1, pad2;
+    uint32_t x_offset, w_offset, b_offset, mean_offset, var_offset, y_offset, grads_offset;
+    uint32_t splits, chunk, n_groups, pad0;
 } bn_params;
 _Static_assert(sizeof(bn_params) % 16 == 0, "batch norm params");
+
+/* Chunks per channel: enough workgroups for a large GPU (BN_TARGET_GROUPS in
+ * all), each chunk at least BN_MIN_CHUNK elements, at most BN_MAX_SPLITS. */
+#define BN_TARGET_GROUPS 1024u
+#define BN_MIN_CHUNK 2048u
+#define BN_MAX_SPLITS 256u
+
+static wgt_status bn_dispatch(webgpu_backend *wg, const char *file, bool backward, int n_read_only, int n_read_write,
+                              const WGPUBuffer *buffers, bn_params *p, const char *op)
+{
+    char key[64], prelude[48];
+    snprintf(key, sizeof(key), "%s/%d", file, (int)backward);
+    snprintf(prelude, sizeof(prelude), "const BACKWARD = %s;\n", backward ? "true" : "false");
+    webgpu_pipeline *pipe;
+    wgt_status s = get_pipeline(wg, key, prelude, "conv_bn_common", file, n_read_only, n_read_write, op, &pipe);
+    uint32_t gx = 0, gy = 0;
+    if (s == WGT_OK) s = webgpu_grid(wg, p->n_groups, &gx, &gy, op);
+    if (s == WGT_OK) s = webgpu_dispatch(wg, pipe, buffers, n_read_only + n_read_write, p, sizeof(*p), gx, gy, 1, op);
+    return s;
+}
 
 static wgt_status run_batch_norm(webgpu_backend *wg, const wgt_kernel_call *call, const conv_views *v)
 {
@@ -276,43 +299,50 @@ static wgt_status run_batch_norm(webgpu_backend *wg, const wgt_kernel_call *call
     p.n = u32of(call->conv.n), p.c = u32of(call->conv.c), p.l = u32of(call->conv.h * call->conv.w);
     p.eps = (float)call->conv.eps;
     p.flags = (training ? 1u : 0u) | (call->conv.has_weight ? 2u : 0u) | (!backward && call->conv.has_bias ? 4u : 0u);
-    if ((uint64_t)p.n * p.c * p.l == 0) return WGT_OK;
+    uint64_t count = (uint64_t)p.n * p.l;
+    if (count * p.c == 0) return WGT_OK;
+    uint64_t splits = (BN_TARGET_GROUPS + p.c - 1) / p.c, most = (count + BN_MIN_CHUNK - 1) / BN_MIN_CHUNK;
+    if (splits > most) splits = most;
+    if (splits > BN_MAX_SPLITS) splits = BN_MAX_SPLITS;
+    if (splits < 1) splits = 1;
+    p.chunk = (uint32_t)((count + splits - 1) / splits);
+    p.splits = (uint32_t)((count + p.chunk - 1) / p.chunk);
+    p.n_groups = p.c * p.splits;
     int k = 0;
     const wgt_tensor_view *x = &v->in[k++];
     const wgt_tensor_view *w = call->conv.has_weight ? &v->in[k++] : x;
     const wgt_tensor_view *b = x, *mean = NULL, *var = NULL, *y = &v->out[0];
-    /* dw and db live in one [2, C] temporary: the kernel has one binding for both */
-    wgt_tensor_view grads = {0};
-    wgt_status s = WGT_OK;
     if (backward) {
         mean = &v->in[k++], var = &v->in[k++], b = &v->in[k++]; /* b = dy */
-        int64_t shape[2] = {2, call->conv.c};
-        s = webgpu_temp_alloc(wg, WGT_F32, 2, shape, &grads);
     } else {
         if (call->conv.has_bias) b = &v->in[k++];
         if (training) mean = &v->out[1], var = &v->out[2];
         else mean = &v->in[k++], var = &v->in[k++];
-        int64_t four = 4;
-        s = webgpu_temp_alloc(wg, WGT_F32, 1, &four, &grads); /* bound, never written */
     }
-    if (s != WGT_OK) return s;
+    /* partials [C][splits] (vec2), and dw, db as one [2, C] temporary: the
+     * apply kernel has one binding for both */
+    wgt_tensor_view partials = {0}, grads = {0};
+    int64_t pshape[2] = {(int64_t)p.n_groups, 2}, gshape[2] = {2, call->conv.c};
+    wgt_status s = webgpu_temp_alloc(wg, WGT_F32, 2, pshape, &partials);
+    if (s == WGT_OK) s = webgpu_temp_alloc(wg, WGT_F32, 2, gshape, &grads);
     p.x_offset = (uint32_t)x->offset, p.w_offset = (uint32_t)w->offset, p.b_offset = (uint32_t)b->offset;
     p.mean_offset = (uint32_t)mean->offset, p.var_offset = (uint32_t)var->offset, p.y_offset = (uint32_t)y->offset;
-    p.dw_offset = (uint32_t)grads.offset, p.db_offset = (uint32_t)grads.offset + p.c;
-    char key[48], prelude[48];
-    snprintf(key, sizeof(key), "conv_batch_norm/%d", (int)backward);
-    snprintf(prelude, sizeof(prelude), "const BACKWARD = %s;\n", backward ? "true" : "false");
-    webgpu_pipeline *pipe;
-    s = get_pipeline(wg, key, prelude, NULL, "conv_batch_norm", 3, 4, op, &pipe);
-    uint32_t gx = 0, gy = 0;
-    if (s == WGT_OK) s = webgpu_grid(wg, p.c, &gx, &gy, op);
+    p.grads_offset = (uint32_t)grads.offset;
+    /* vec2 partials are addressed from 0: a fresh temporary starts its buffer */
+    if (s == WGT_OK && partials.offset != 0) s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: partials at an offset", op);
+    if (s == WGT_OK && (training || backward)) {
+        /* mean and var are only read here (backward); forward binds them too, unread */
+        WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(b), webgpu_view_buffer(backward ? mean : x),
+                                 webgpu_view_buffer(backward ? var : x), webgpu_view_buffer(&partials)};
+        s = bn_dispatch(wg, "conv_bn_partials", backward, 4, 1, buffers, &p, op);
+    }
     if (s == WGT_OK) {
-        /* mean and var are bound read_write in both directions: in eval and
-         * backward they are separate tensors no other binding aliases */
-        WGPUBuffer buffers[7] = {webgpu_view_buffer(x), webgpu_view_buffer(w), webgpu_view_buffer(b),
-                                 webgpu_view_buffer(y), webgpu_view_buffer(mean), webgpu_view_buffer(var),
-                                 webgpu_view_buffer(&grads)};
-        s = webgpu_dispatch(wg, pipe, buffers, 7, &p, sizeof(p), gx, gy, 1, op);
+        /* mean and var are bound read_write in both directions: they are
+         * separate tensors that no other binding aliases */
+        WGPUBuffer buffers[8] = {webgpu_view_buffer(x), webgpu_view_buffer(w), webgpu_view_buffer(b),
+                                 webgpu_view_buffer(&partials), webgpu_view_buffer(y), webgpu_view_buffer(mean),
+                                 webgpu_view_buffer(var), webgpu_view_buffer(&grads)};
+        s = bn_dispatch(wg, "conv_bn_apply", backward, 4, 4, buffers, &p, op);
     }
     if (s == WGT_OK && backward) {
         wgt_tensor_view row = grads;
@@ -323,7 +353,8 @@ static wgt_status run_batch_norm(webgpu_backend *wg, const wgt_kernel_call *call
         row.offset += call->conv.c;
         if (s == WGT_OK) s = webgpu_convert(wg, &row, &call->outputs[2], op);
     }
-    webgpu_temp_release(wg, &grads);
+    if (partials.storage) webgpu_temp_release(wg, &partials);
+    if (grads.storage) webgpu_temp_release(wg, &grads);
     return s;
 }
 
