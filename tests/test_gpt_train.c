@@ -6,7 +6,8 @@
  *     for byte on the CPU (dropout on), within 1e-4 on the GPU;
  *   - Ctrl-C (SIGINT) saves a checkpoint, exits with 130, and the run resumes;
  *   - sampling is deterministic for a seed and streams the requested length
- *     (past block_size: the KV cache is re-encoded);
+ *     (40 tokens after a 6-character prompt: past block_size 32, so the KV
+ *     cache is re-encoded once);
  *   - every bad input of issue 11 gets a non-zero exit and a message naming
  *     the cause, never a crash.
  * Sized for lavapipe and ASan: a 1-layer model, 32 wide, block 32, batch 8. */
@@ -159,14 +160,14 @@ static double checkpoint_diff(wgt_context *ctx, const char *pa, const char *pb)
 static void check_resume(wgt_context *ctx, const char *backend)
 {
     char args[1024], a[1024], b[1024];
-    const char *common = "train " SMALL " --dropout 0.1 --max-iters 24 --eval-interval 8 --checkpoint-interval 5";
+    const char *common = "train " SMALL " --dropout 0.1 --max-iters 16 --eval-interval 6 --checkpoint-interval 5";
     snprintf(args, sizeof(args), "%s --backend %s --data %s --out %s/straight_%s", common, backend, DATA, WORK, backend);
     CHECK(wgt("straight", args) == 0, "%s: uninterrupted run failed", backend);
-    snprintf(args, sizeof(args), "%s --backend %s --data %s --out %s/resumed_%s --stop-after 11", common, backend, DATA,
+    snprintf(args, sizeof(args), "%s --backend %s --data %s --out %s/resumed_%s --stop-after 7", common, backend, DATA,
              WORK, backend);
     int rc = wgt("stopped", args);
     char *out = output("stopped", "out");
-    CHECK(rc == 0 && strstr(out, "stopped at step 11"), "%s: --stop-after 11: exit %d, %s", backend, rc, out);
+    CHECK(rc == 0 && strstr(out, "stopped at step 7"), "%s: --stop-after 7: exit %d, %s", backend, rc, out);
     free(out);
     snprintf(args, sizeof(args), "train --resume %s/resumed_%s/ckpt.safetensors --backend %s --data %s --out %s/resumed_%s --quiet",
              WORK, backend, backend, DATA, WORK, backend);
@@ -243,12 +244,12 @@ static void check_sampling(const char *backend)
     for (int i = 0; i < 3; i++) {
         snprintf(tag, sizeof(tag), "sample_%s_%d", backend, i);
         snprintf(args, sizeof(args),
-                 "sample --checkpoint %s/%s/ckpt.safetensors --backend %s --prompt 'ROMEO:' --tokens 80 --seed %d", WORK,
+                 "sample --checkpoint %s/%s/ckpt.safetensors --backend %s --prompt 'ROMEO:' --tokens 40 --seed %d", WORK,
                  ckpt_dir, backend, seeds[i]);
         int rc = wgt(tag, args);
         text[i] = output(tag, "out");
         char *err = output(tag, "err");
-        CHECK(rc == 0 && strlen(text[i]) == 6 + 80 && strncmp(text[i], "ROMEO:", 6) == 0,
+        CHECK(rc == 0 && strlen(text[i]) == 6 + 40 && strncmp(text[i], "ROMEO:", 6) == 0,
               "%s: sample seed %d: exit %d, %zu chars, stderr %s", backend, seeds[i], rc, strlen(text[i]), err);
         free(err);
     }
@@ -359,7 +360,11 @@ int main(void)
         printf("  (%s: %.1f s)\n", what, seconds() - t);                   \
         t = seconds();                                                     \
     } while (0)
+#ifdef WGT_SANITIZE /* instrumented CPU loops are ~20x slower: the lavapipe-sized run and bound */
+    TIMED("cpu training", check_training_falls(cpu, "cpu", 100, 3.15f));
+#else
     TIMED("cpu training", check_training_falls(cpu, "cpu", 200, 2.80f));
+#endif
     TIMED("webgpu training", check_training_falls(cpu, "webgpu", 100, 3.15f));
     TIMED("cpu resume", check_resume(cpu, "cpu"));
     TIMED("webgpu resume", check_resume(cpu, "webgpu"));
