@@ -752,6 +752,7 @@ int main(int argc, char **argv)
     RUN("lost_wait", test_device_lost("lost_wait"));
     RUN("webgpu_alloc", test_fault_at_every_site(WGT_BACKEND_WEBGPU, "alloc", WGT_ERR_OUT_OF_MEMORY));
     RUN("webgpu_timeout", test_fault_at_every_site(WGT_BACKEND_WEBGPU, "timeout", WGT_ERR_TIMEOUT));
+    RUN("webgpu_host_alloc", test_fault_at_every_site(WGT_BACKEND_WEBGPU, "host_alloc", WGT_ERR_OUT_OF_MEMORY));
     RUN("progress_and_stuck", test_progress_and_stuck());
     RUN("real_oom_cpu", test_real_oom(WGT_BACKEND_CPU));
     RUN("real_oom_webgpu", test_real_oom(WGT_BACKEND_WEBGPU));

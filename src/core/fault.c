@@ -12,6 +12,7 @@ static const struct {
     {"timeout", WGT_FAULT_TIMEOUT},     {"lost_dispatch", WGT_FAULT_LOST_DISPATCH},
     {"lost_read", WGT_FAULT_LOST_READ}, {"lost_wait", WGT_FAULT_LOST_WAIT},
     {"alloc", WGT_FAULT_ALLOC},         {"map", WGT_FAULT_MAP},
+    {"host_alloc", WGT_FAULT_HOST_ALLOC},
 };
 
 bool wgt_fault_parse(wgt_fault *f, const char *spec)

@@ -12,6 +12,8 @@
  *   lost_read      the device is lost after a read's copy is submitted
  *   lost_wait      the device is lost inside a GPU wait
  *   alloc          a device (or CPU) storage allocation fails as out of memory
+ *   host_alloc     a host allocation of the WebGPU backend (request records,
+ *                  pipeline entries, custom-kernel keys and uniforms) fails
  *   map            a read's staging buffer fails to map
  * "none" (or an empty spec) disarms.
  */
@@ -31,6 +33,7 @@ typedef enum wgt_fault_kind {
     WGT_FAULT_LOST_WAIT,
     WGT_FAULT_ALLOC,
     WGT_FAULT_MAP,
+    WGT_FAULT_HOST_ALLOC,
 } wgt_fault_kind;
 
 typedef struct wgt_fault {

@@ -121,7 +121,7 @@ static wgt_status binding_range(webgpu_backend *wg, const wgt_tensor *t, int i, 
 
 /* Pipeline cache key: source hash and length, entry point, access pattern.
  * Heap-allocated: the entry point has no length limit. */
-static char *pipeline_key(const wgt_custom_kernel *k, const bool *read_only)
+static char *pipeline_key(webgpu_backend *wg, const wgt_custom_kernel *k, const bool *read_only)
 {
     char access[WEBGPU_MAX_BINDINGS + 1];
     for (int i = 0; i < k->n_buffers; i++) access[i] = read_only[i] ? 'r' : 'w';
@@ -132,7 +132,7 @@ static char *pipeline_key(const wgt_custom_kernel *k, const bool *read_only)
     char u = k->uniform_size ? 'u' : '-';
     int n = snprintf(NULL, 0, fmt, h, len, k->entry_point, access, u);
     if (n < 0) return NULL;
-    char *key = malloc((size_t)n + 1);
+    char *key = webgpu_host_alloc(wg, (size_t)n + 1, 1, false);
     if (key) snprintf(key, (size_t)n + 1, fmt, h, len, k->entry_point, access, u);
     return key;
 }
@@ -195,8 +195,9 @@ wgt_status webgpu_custom_kernel(wgt_backend *b, const wgt_custom_kernel *k, wgt_
     if (bad >= 0)
         return wgt_error(ctx, WGT_ERR_SHADER_COMPILE, "%s: the WGSL source is not valid UTF-8 (byte %lld)", op, bad);
 
-    char *key = pipeline_key(k, read_only);
-    if (!key) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    char *key = pipeline_key(wg, k, read_only);
+    if (!key) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory (the pipeline key of %zu bytes)", op,
+                               strlen(k->entry_point) + 64);
     webgpu_pipeline *p = webgpu_pipeline_find(wg, key);
     if (!p) {
         wgt_status s = webgpu_pipeline_create_ex(wg, key, k->wgsl, k->entry_point, k->n_buffers, read_only,
@@ -217,10 +218,11 @@ wgt_status webgpu_custom_kernel(wgt_backend *b, const wgt_custom_kernel *k, wgt_
     if (k->uniform_size) {
         uniform = webgpu_create_buffer(wg, uniform_bytes, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, op);
         if (!uniform) return wgt_context_status(ctx);
-        unsigned char *padded = calloc(1, uniform_bytes);
+        unsigned char *padded = webgpu_host_alloc(wg, 1, uniform_bytes, true);
         if (!padded) {
             wgpuBufferRelease(uniform);
-            return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+            return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory (%llu uniform bytes)", op,
+                             (unsigned long long)uniform_bytes);
         }
         memcpy(padded, k->uniform, k->uniform_size);
         /* A fresh buffer no recorded command uses: the queue write needs no flush. */

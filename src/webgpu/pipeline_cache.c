@@ -138,15 +138,16 @@ wgt_status webgpu_pipeline_create_ex(webgpu_backend *wg, const char *key, const 
         if (layout) wgpuBindGroupLayoutRelease(layout);
         return s;
     }
-    webgpu_pipeline *p = calloc(1, sizeof(*p));
-    char *key_copy = malloc(strlen(key) + 1);
+    webgpu_pipeline *p = webgpu_host_alloc(wg, 1, sizeof(*p), true);
+    char *key_copy = webgpu_host_alloc(wg, strlen(key) + 1, 1, false);
     if (key_copy) strcpy(key_copy, key);
     if (!p || !key_copy) {
         free(p);
         free(key_copy);
         wgpuComputePipelineRelease(pipeline);
         wgpuBindGroupLayoutRelease(layout);
-        return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes for a pipeline entry)", op,
+                         sizeof(*p) + strlen(key) + 1);
     }
     p->key = key_copy;
     p->pipeline = pipeline;

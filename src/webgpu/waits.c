@@ -2,6 +2,7 @@
  * progress-based deadline, the stuck state that makes later calls fail fast,
  * device loss, and error scopes. Every wait in the backend goes through
  * webgpu_wait; docs/errors.md (Deadlines) says what a caller sees. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,11 +11,18 @@
 
 /* ------------------------------------------------------------ requests */
 
+void *webgpu_host_alloc(webgpu_backend *wg, size_t count, size_t size, bool zeroed)
+{
+    if (wgt_fault_hit(&wg->base.fault, WGT_FAULT_HOST_ALLOC)) return NULL;
+    if (zeroed) return calloc(count, size);
+    return size && count > SIZE_MAX / size ? NULL : malloc(count * size);
+}
+
 webgpu_request *webgpu_request_new(webgpu_backend *wg, const char *op)
 {
-    webgpu_request *r = calloc(1, sizeof(*r));
+    webgpu_request *r = webgpu_host_alloc(wg, 1, sizeof(*r), true);
     if (!r) {
-        wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory (%zu bytes)", op, sizeof(*r));
         return NULL;
     }
     r->refs = 2; /* the waiter and the callback */
@@ -150,6 +158,13 @@ static void on_scope_popped(WGPUPopErrorScopeStatus status, WGPUErrorType type, 
     webgpu_request_release(r);
 }
 
+/* A scope popped without a record to report into (out of host memory). */
+static void on_scope_discarded(WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStringView message, void *u1,
+                               void *u2)
+{
+    (void)status, (void)type, (void)message, (void)u1, (void)u2;
+}
+
 void webgpu_error_scope_push(webgpu_backend *wg)
 {
     wgpuDevicePushErrorScope(wg->device, WGPUErrorFilter_OutOfMemory);
@@ -166,10 +181,8 @@ wgt_status webgpu_error_scope_pop(webgpu_backend *wg, WGPUErrorType *type, char 
         results[i] = webgpu_request_new(wg, "webgpu error scope");
         WGPUPopErrorScopeCallbackInfo cb = WGPU_POP_ERROR_SCOPE_CALLBACK_INFO_INIT;
         cb.mode = WGPUCallbackMode_AllowProcessEvents;
-        if (results[i]) {
-            cb.callback = on_scope_popped;
-            cb.userdata1 = results[i];
-        }
+        cb.callback = results[i] ? on_scope_popped : on_scope_discarded;
+        cb.userdata1 = results[i];
         wgpuDevicePopErrorScope(wg->device, cb);
         if (!results[i]) s = WGT_ERR_OUT_OF_MEMORY;
     }

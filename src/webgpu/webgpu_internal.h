@@ -213,6 +213,9 @@ int webgpu_adapter_score(const wgt_adapter_info *info, wgt_power_preference powe
 wgt_status webgpu_wait(webgpu_backend *wg, volatile bool *done, const char *what);
 /* WGT_ERR_TIMEOUT at once while the backend is stuck (after polling once). */
 wgt_status webgpu_check_stuck(webgpu_backend *wg, const char *what);
+/* malloc/calloc for the backend's host allocations, with the test-only
+ * host_alloc failure point (core/fault.h). */
+void *webgpu_host_alloc(webgpu_backend *wg, size_t count, size_t size, bool zeroed);
 /* A request record with two references (see webgpu_request); NULL + error. */
 webgpu_request *webgpu_request_new(webgpu_backend *wg, const char *op);
 void webgpu_request_release(webgpu_request *r);
