@@ -181,6 +181,22 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
     return m->rope_cos && m->rope_sin;
 }
 
+/* Joins a, b (and c) along rows into a new tensor held by the model and drops
+ * them. NULL inputs: nothing to join, returns NULL with ok untouched. */
+static wgt_tensor *join_rows(llama_model *m, wgt_tensor **a, wgt_tensor **b, wgt_tensor **c, bool *ok)
+{
+    if (!*a) return NULL;
+    wgt_tensor *parts[3] = {*a, *b, c ? *c : NULL};
+    wgt_scope_push(m->ctx);
+    wgt_tensor *joined = wgt_tensor_retain(wgt_concat(parts, c ? 3 : 2, 0));
+    wgt_scope_pop(m->ctx);
+    wgt_tensor_release(*a), wgt_tensor_release(*b);
+    *a = *b = NULL;
+    if (c) wgt_tensor_release(*c), *c = NULL;
+    if (!joined) *ok = false;
+    return joined;
+}
+
 static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weights weights, weight_source *src,
                           char *msg, size_t msg_size)
 {
@@ -219,6 +235,14 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
             ok = W1(bq, "self_attn.q_proj.bias", QD, false) && W1(bk, "self_attn.k_proj.bias", KD, false) &&
                  W1(bv, "self_attn.v_proj.bias", KD, false);
         if (ok && cfg->qk_norm) ok = W1(q_norm, "self_attn.q_norm.weight", D, true) && W1(k_norm, "self_attn.k_norm.weight", D, true);
+        if (ok) {
+            L->w_qkv = join_rows(m, &L->wq, &L->wk, &L->wv, &ok);
+            L->s_qkv = join_rows(m, &L->sq, &L->sk, &L->sv, &ok);
+            L->b_qkv = join_rows(m, &L->bq, &L->bk, &L->bv, &ok);
+            L->w_gate_up = join_rows(m, &L->w_gate, &L->w_up, NULL, &ok);
+            L->s_gate_up = join_rows(m, &L->s_gate, &L->s_up, NULL, &ok);
+            if (!ok) snprintf(msg, msg_size, "joining layer %d's projections: %s", l, wgt_context_error_message(ctx));
+        }
     }
 #undef W1
 #undef W2

@@ -99,16 +99,18 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
     const int64_t H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim;
     const int64_t pos0 = c->length, end = pos0 + T;
     const double eps = m->cfg.rms_eps;
-    wgt_tensor *q = wgt_reshape(project(m, h, L->wq, L->sq, L->bq), 3, (int64_t[]){T, H, D});
-    wgt_tensor *k = wgt_reshape(project(m, h, L->wk, L->sk, L->bk), 3, (int64_t[]){T, Hkv, D});
-    wgt_tensor *v = project(m, h, L->wv, L->sv, L->bv);
+    /* one projection for q, k, v: columns [0, H D), [H D, (H + Hkv) D), the rest */
+    wgt_tensor *qkv = project(m, h, L->w_qkv, L->s_qkv, L->b_qkv);
+    wgt_tensor *q = wgt_reshape(wgt_slice(qkv, 1, 0, H * D, 1), 3, (int64_t[]){T, H, D});
+    wgt_tensor *k = wgt_reshape(wgt_slice(qkv, 1, H * D, (H + Hkv) * D, 1), 3, (int64_t[]){T, Hkv, D});
+    wgt_tensor *v = wgt_slice(qkv, 1, (H + Hkv) * D, (H + 2 * Hkv) * D, 1);
     if (L->q_norm) { /* Qwen3: RMSNorm over each head before the rotation */
         q = wgt_rms_norm(q, L->q_norm, eps);
         k = wgt_rms_norm(k, L->k_norm, eps);
     }
     q = rotate(m, heads(wgt_reshape(q, 2, (int64_t[]){T, H * D}), T, H, D), pos0, T);
     k = rotate(m, heads(wgt_reshape(k, 2, (int64_t[]){T, Hkv * D}), T, Hkv, D), pos0, T);
-    v = heads(v, T, Hkv, D);
+    v = heads(wgt_reshape(v, 2, (int64_t[]){T, Hkv * D}), T, Hkv, D);
     /* append to the cache (cast to its dtype), attend over the prefix; causal is
      * bottom-right aligned, so prompt token i sees cache rows <= pos0 + i */
     wgt_assign(wgt_slice(c->k[l], 2, pos0, end, 1), k);
@@ -123,8 +125,12 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
 
 static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_tensor *h)
 {
-    wgt_tensor *gate = project(m, h, L->w_gate, L->s_gate, NULL), *up = project(m, h, L->w_up, L->s_up, NULL);
-    return project(m, wgt_mul(wgt_silu(gate), up), L->w_down, L->s_down, NULL);
+    const int64_t F = m->cfg.intermediate_size;
+    wgt_tensor *gu = project(m, h, L->w_gate_up, L->s_gate_up, NULL); /* [T, 2F]: gate | up */
+    wgt_tensor *in[2] = {wgt_slice(gu, 1, 0, F, 1), wgt_slice(gu, 1, F, 2 * F, 1)};
+    /* SwiGLU in one elementwise kernel: silu(gate) * up */
+    wgt_tensor *act = in[0] && in[1] ? wgt_fused(m->ctx, "a / (1 + exp(-a)) * b", in, 2) : NULL;
+    return project(m, act, L->w_down, L->s_down, NULL);
 }
 
 wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool all_logits, char *msg,

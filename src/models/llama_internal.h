@@ -16,6 +16,12 @@ typedef struct llama_layer {
     wgt_tensor *w_gate, *w_up, *w_down;
     /* quantized weights: the group scales of wq .. w_down (NULL otherwise) */
     wgt_tensor *sq, *sk, *sv, *so, *s_gate, *s_up, *s_down;
+    /* After loading, q/k/v and gate/up are joined along their output rows
+     * (and the separate tensors dropped): one GEMV each instead of three and
+     * two per decode step. Quantized rows concatenate as they are (the groups
+     * run along the input dim). */
+    wgt_tensor *w_qkv, *s_qkv, *b_qkv;        /* [(H + 2 Hkv) D, C] */
+    wgt_tensor *w_gate_up, *s_gate_up;        /* [2 F, C] */
 } llama_layer;
 
 struct llama_model {
