@@ -453,9 +453,10 @@ static int run(trainer *t, int argc, char **argv)
         return fail(t, "cannot create the model: %s", wgt_context_error_message(t->ctx));
     }
     /* nanoGPT's two groups: weight decay on tensors of 2+ dims only */
-    wgt_tensor *groups[2][1024];
+    const int n_all = gpt_param_count(t->model);
+    wgt_tensor **groups[2] = {calloc((size_t)n_all, sizeof(wgt_tensor *)), calloc((size_t)n_all, sizeof(wgt_tensor *))};
     t->n_group[0] = t->n_group[1] = 0;
-    for (int i = 0; i < gpt_param_count(t->model) && i < 1024; i++) {
+    for (int i = 0; groups[0] && groups[1] && i < n_all; i++) {
         wgt_tensor *p = gpt_params(t->model)[i];
         int g = wgt_tensor_ndim(p) >= 2 ? 0 : 1;
         groups[g][t->n_group[g]++] = p;
@@ -467,11 +468,13 @@ static int run(trainer *t, int argc, char **argv)
         oc.weight_decay = g == 0 ? t->cfg.weight_decay : 0.0;
         oc.beta1 = t->cfg.beta1;
         oc.beta2 = t->cfg.beta2;
-        t->opts[g] = wgt_optimizer_create(groups[g], t->n_group[g], &oc);
-        if (!t->opts[g]) {
-            wgt_safetensors_close(file);
-            return fail(t, "cannot create the optimizer: %s", wgt_context_error_message(t->ctx));
-        }
+        t->opts[g] = groups[g] ? wgt_optimizer_create(groups[g], t->n_group[g], &oc) : NULL;
+    }
+    free(groups[0]);
+    free(groups[1]);
+    if (!t->opts[0] || !t->opts[1]) {
+        wgt_safetensors_close(file);
+        return fail(t, "cannot create the optimizer: %s", wgt_context_error_message(t->ctx));
     }
     if (file) {
         bool ok = train_checkpoint_load_model(file, t->model, msg, sizeof(msg));
