@@ -341,7 +341,7 @@ typedef enum wgt_op {
     WGT_OP_LAYER_NORM, WGT_OP_RMS_NORM, WGT_OP_CROSS_ENTROPY, WGT_OP_MSE_LOSS, WGT_OP_DROPOUT,
     /* convolutional layers (NCHW) */
     WGT_OP_CONV2D, WGT_OP_CONV_TRANSPOSE2D, WGT_OP_MAX_POOL2D, WGT_OP_AVG_POOL2D, WGT_OP_ADAPTIVE_AVG_POOL2D,
-    WGT_OP_BATCH_NORM,
+    WGT_OP_BATCH_NORM, WGT_OP_GROUP_NORM,
     /* quantized inference (group-wise 8/4-bit weights) */
     WGT_OP_QLINEAR,
     WGT_OP_COUNT
@@ -624,6 +624,12 @@ wgt_tensor *wgt_adaptive_avg_pool2d(wgt_tensor *x, int64_t out_h, int64_t out_w)
  * PyTorch. Not training: the running statistics normalize (both required). */
 wgt_tensor *wgt_batch_norm(wgt_tensor *x, wgt_tensor *running_mean, wgt_tensor *running_var, wgt_tensor *weight,
                            wgt_tensor *bias, bool training, double momentum, double eps);
+/* x [N, C, ...] -> x's shape: the C channels in num_groups groups (C %
+ * num_groups == 0), each (sample, group) normalized over its channels and
+ * spatial dims with the biased variance, then y * weight[c] + bias[c]
+ * (weight, bias [C] or NULL), as torch.nn.functional.group_norm. Composite:
+ * layer_norm on the [N, num_groups, rest] view, then the per-channel affine. */
+wgt_tensor *wgt_group_norm(wgt_tensor *x, int64_t num_groups, wgt_tensor *weight, wgt_tensor *bias, double eps);
 
 /* --------------------------------------------------------- custom kernels */
 /* Runs caller-supplied WGSL on the WebGPU backend. Buffers are bound in order

@@ -1,7 +1,7 @@
 /*
  * The convolution family on both backends: conv2d, conv_transpose2d,
- * max_pool2d, avg_pool2d, adaptive_avg_pool2d, batch_norm, forward and
- * backward (through the tape: loss = sum(out * r) for a fixed random r, so
+ * max_pool2d, avg_pool2d, adaptive_avg_pool2d, batch_norm, group_norm, forward
+ * and backward (through the tape: loss = sum(out * r) for a fixed random r, so
  * d loss / d out = r).
  *
  * References are computed here in double by loops written independently of
@@ -515,6 +515,62 @@ static void test_bn_finite_differences(wgt_context *ctx)
     wgt_tensor_release(wt), wgt_tensor_release(bt), wgt_tensor_release(rt);
 }
 
+/* ------------------------------------------------------------- group norm */
+
+/* x [2, 6, 4, 3] in 3 groups (and [3, 4, 5] in 4 groups without weight): forward
+ * and every gradient against the formulas in double. */
+static void test_group_norm(wgt_context *ctx, const char *backend, int ndim, const int64_t *shape, int64_t groups,
+                            bool affine)
+{
+    int64_t nx = numel(ndim, shape), n = shape[0], c = shape[1], l = nx / (n * c), per = (c / groups) * l;
+    double *x = random_values(nx, -2, 3, WGT_F32), *r = random_values(nx, -1, 1, WGT_F32);
+    double *w = random_values(c, 0.5, 1.5, WGT_F32), *b = random_values(c, -1, 1, WGT_F32);
+    double *y = malloc(sizeof(double) * (size_t)nx), *dx = malloc(sizeof(double) * (size_t)nx);
+    double *dw = calloc((size_t)c, sizeof(double)), *db = calloc((size_t)c, sizeof(double));
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t gi = 0; gi < groups; gi++) {
+            int64_t base = (i * groups + gi) * per; /* a group is contiguous in NCHW */
+            double mean = 0, var = 0, mg = 0, mgx = 0;
+            for (int64_t e = 0; e < per; e++) mean += x[base + e];
+            mean /= per;
+            for (int64_t e = 0; e < per; e++) var += pow(x[base + e] - mean, 2);
+            var /= per;
+            double rstd = 1 / sqrt(var + 1e-5);
+            for (int64_t e = 0; e < per; e++) {
+                int64_t ch = gi * (c / groups) + e / l;
+                double xhat = (x[base + e] - mean) * rstd, gw = affine ? w[ch] : 1;
+                y[base + e] = xhat * gw + (affine ? b[ch] : 0);
+                dw[ch] += r[base + e] * xhat, db[ch] += r[base + e];
+                mg += r[base + e] * gw, mgx += r[base + e] * gw * xhat;
+            }
+            mg /= per, mgx /= per;
+            for (int64_t e = 0; e < per; e++) {
+                int64_t ch = gi * (c / groups) + e / l;
+                double xhat = (x[base + e] - mean) * rstd, gw = affine ? w[ch] : 1;
+                dx[base + e] = rstd * (r[base + e] * gw - mg - xhat * mgx);
+            }
+        }
+    wgt_tensor *xt = upload(ctx, WGT_F32, ndim, shape, x);
+    wgt_tensor *wt = affine ? upload(ctx, WGT_F32, 1, &c, w) : NULL, *bt = affine ? upload(ctx, WGT_F32, 1, &c, b) : NULL;
+    wgt_tensor_set_requires_grad(xt, true);
+    if (wt) wgt_tensor_set_requires_grad(wt, true), wgt_tensor_set_requires_grad(bt, true);
+    wgt_tensor *yt = wgt_group_norm(xt, groups, wt, bt, 1e-5);
+    CHECK(yt != NULL, "%s group_norm: %s", backend, wgt_context_error_message(ctx));
+    if (yt) {
+        compare("group_norm forward", backend, yt, y, nx, 2e-4);
+        if (backward_with(yt, r)) {
+            compare("group_norm d input", backend, wgt_tensor_grad(xt), dx, nx, 2e-4);
+            if (wt) compare("group_norm d weight", backend, wgt_tensor_grad(wt), dw, c, 2e-4);
+            if (bt) compare("group_norm d bias", backend, wgt_tensor_grad(bt), db, c, 2e-4);
+        }
+    }
+    CHECK(wgt_group_norm(xt, 5, NULL, NULL, 1e-5) == NULL, "%s group_norm: channels not divisible by groups", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "group_norm groups");
+    wgt_context_clear_error(ctx);
+    wgt_tensor_release(yt), wgt_tensor_release(xt), wgt_tensor_release(wt), wgt_tensor_release(bt);
+    free(x), free(r), free(w), free(b), free(y), free(dx), free(dw), free(db);
+}
+
 /* -------------------------------------------------------------- bad input */
 
 static void test_bad_input(wgt_context *ctx, const char *backend)
@@ -625,6 +681,8 @@ int main(void)
         for (size_t i = 0; i < sizeof(bn_cases) / sizeof(bn_cases[0]); i++)
             test_bn_case(contexts[k], names[k], &bn_cases[i]);
         if (k == 0) test_bn_finite_differences(contexts[k]);
+        test_group_norm(contexts[k], names[k], 4, (const int64_t[]){2, 6, 4, 3}, 3, true);
+        test_group_norm(contexts[k], names[k], 3, (const int64_t[]){3, 4, 5}, 4, false);
         test_bad_input(contexts[k], names[k]);
         CHECK(wgt_context_status(contexts[k]) == WGT_OK, "%s context usable: %s", names[k],
               wgt_context_error_message(contexts[k]));

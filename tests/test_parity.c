@@ -477,6 +477,11 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         x = upload(ctx, d, 4, SHAPE(2, 3, 7, 5), DOMAIN_SIGNED, 44);
         out[0] = wgt_adaptive_avg_pool2d(x, v ? 1 : 3, v ? 1 : 2);
         break;
+    case WGT_OP_GROUP_NORM: /* v0 [2, 6, 5, 3] in 3 groups with weight and bias, v1 [3, 4, 7] in 2 groups, no affine */
+        x = upload(ctx, d, v ? 3 : 4, v ? SHAPE(3, 4, 7) : SHAPE(2, 6, 5, 3), DOMAIN_SIGNED, 48);
+        if (!v) y = upload(ctx, d, 1, SHAPE(6), DOMAIN_SIGNED, 49), z = upload(ctx, d, 1, SHAPE(6), DOMAIN_SIGNED, 50);
+        out[0] = wgt_group_norm(x, v ? 2 : 3, y, z, 1e-5);
+        break;
     case WGT_OP_BATCH_NORM: /* v0 training with weight and bias, v1 eval with running statistics */
         x = upload(ctx, d, 4, v ? SHAPE(2, 4, 5, 3) : SHAPE(3, 5, 7, 6), DOMAIN_SIGNED, 45);
         y = upload(ctx, d, 1, v ? SHAPE(4) : SHAPE(5), DOMAIN_SIGNED, 46);
@@ -605,6 +610,7 @@ static const parity_op table[] = {
     {WGT_OP_AVG_POOL2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_ADAPTIVE_AVG_POOL2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_BATCH_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_GROUP_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_QLINEAR, KIND_OWN, BIT(WGT_F32), TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
 };
 

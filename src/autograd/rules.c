@@ -66,6 +66,7 @@ static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_CONV2D] = RULE(wgt_backward_conv2d), [WGT_OP_CONV_TRANSPOSE2D] = RULE(wgt_backward_conv_transpose2d),
     [WGT_OP_MAX_POOL2D] = RULE(wgt_backward_pool2d), [WGT_OP_AVG_POOL2D] = RULE(wgt_backward_pool2d),
     [WGT_OP_ADAPTIVE_AVG_POOL2D] = RULE(wgt_backward_pool2d), [WGT_OP_BATCH_NORM] = RULE(wgt_backward_batch_norm),
+    [WGT_OP_GROUP_NORM] = {CLASS_COMPOSITE, NULL}, /* layer_norm on a view + the affine ops */
     /* inference only: quantized weights have no gradient */
     [WGT_OP_QLINEAR] = NONE,
 };

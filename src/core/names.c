@@ -63,7 +63,7 @@ static const char *const op_names[] = {
     "view", "permute", "slice", "expand",
     "arange", "linspace", "eye", "rand", "randn",
     "layer_norm", "rms_norm", "cross_entropy", "mse_loss", "dropout",
-    "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm",
+    "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "group_norm",
     "qlinear",
 };
 static_assert(COUNT_OF(op_names) == WGT_OP_COUNT, "op name table out of date");

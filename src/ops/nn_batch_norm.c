@@ -10,6 +10,9 @@
  * per channel the sums of dy and dy xhat, then dx, dweight = sum dy xhat,
  * dbias = sum dy. The running statistics are updated with one small fused
  * expression each on the [C] vectors (PyTorch's unbiased variance there).
+ *
+ *   group_norm: x [N, C, ...], weight/bias [C]? -> x's shape (composite:
+ *               layer_norm on the [N, G, C/G ...] view, then the affine)
  */
 #include <math.h>
 #include <string.h>
@@ -203,4 +206,51 @@ wgt_status wgt_batch_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor
     if (s == WGT_OK && dbias) *dbias = gb, gb = NULL;
     wgt_tensor_release(gx), wgt_tensor_release(gw), wgt_tensor_release(gb);
     return s;
+}
+
+/* ------------------------------------------------------------ group norm */
+
+/* Composite (no node of its own): the ops it is made of record theirs. */
+wgt_tensor *wgt_group_norm(wgt_tensor *x, int64_t num_groups, wgt_tensor *weight, wgt_tensor *bias, double eps)
+{
+    const char *op = "wgt_group_norm";
+    wgt_context *ctx = wgt_op_begin(op, 1, &x);
+    if (!ctx) return NULL;
+    char buf[128];
+    if (!wgt_dtype_is_float(x->view.dtype)) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: x has dtype %s, expected f32 or f16", op, wgt_dtype_name(x->view.dtype));
+        return NULL;
+    }
+    if (x->view.ndim < 2 || num_groups < 1 || x->view.shape[1] % num_groups != 0) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: x %s is not [N, C, ...] with C divisible by num_groups %lld", op,
+                  wgt_shape_string(x->view.ndim, x->view.shape, buf, sizeof(buf)), (long long)num_groups);
+        return NULL;
+    }
+    if (!(eps >= 0) || !isfinite(eps)) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: eps %g must be finite and >= 0", op, eps);
+        return NULL;
+    }
+    int64_t n = x->view.shape[0], c = x->view.shape[1];
+    if (!check_vector(ctx, weight, "weight", c, false, op) || !check_vector(ctx, bias, "bias", c, false, op)) return NULL;
+    int64_t rest = (c / num_groups) * wgt_shape_numel(x->view.ndim - 2, x->view.shape + 2);
+    int64_t gshape[3] = {n, num_groups, rest}, vshape[WGT_MAX_DIMS];
+    vshape[0] = c; /* weight and bias as [C, 1, ...] against x's dims after N */
+    for (int d = 1; d < x->view.ndim - 1; d++) vshape[d] = 1;
+    if (wgt_scope_push(ctx) != WGT_OK) return NULL;
+    wgt_tensor *grouped = wgt_reshape(x, 3, gshape);
+    wgt_tensor *normed = grouped ? wgt_layer_norm(grouped, NULL, NULL, eps) : NULL;
+    wgt_tensor *y = normed ? wgt_reshape(normed, x->view.ndim, x->view.shape) : NULL;
+    if (y && weight) {
+        wgt_tensor *wv = wgt_reshape(weight, x->view.ndim - 1, vshape);
+        y = wv ? wgt_mul(y, wv) : NULL;
+    }
+    if (y && bias) {
+        wgt_tensor *bv = wgt_reshape(bias, x->view.ndim - 1, vshape);
+        y = bv ? wgt_add(y, bv) : NULL;
+    }
+    /* the affine ops promote: keep x's dtype as PyTorch (an f32 weight on f16 x) */
+    if (y && wgt_tensor_dtype(y) != x->view.dtype) y = wgt_cast(y, x->view.dtype);
+    wgt_tensor *out = y ? wgt_scope_keep(y) : NULL;
+    wgt_scope_pop(ctx);
+    return out;
 }
