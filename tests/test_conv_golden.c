@@ -20,7 +20,7 @@
 
 static char dir[512];
 
-typedef enum { OP_CONV, OP_CONVT, OP_MAX, OP_AVG, OP_ADAPTIVE, OP_BN } golden_op;
+typedef enum { OP_CONV, OP_CONVT, OP_MAX, OP_AVG, OP_ADAPTIVE, OP_BN, OP_GN } golden_op;
 
 /* Mirror of CASES in make_conv_golden.py (same names and hyperparameters). */
 typedef struct golden_case {
@@ -52,6 +52,7 @@ static const golden_case CASES[] = {
     {"bn_train_affine", OP_BN, false, {0, 0}, {0}, {1, 1}, 1, {0, 0}, {0, 0}, false, false, {0, 0}, true, true},
     {"bn_eval_affine", OP_BN, false, {0, 0}, {0}, {1, 1}, 1, {0, 0}, {0, 0}, false, false, {0, 0}, true, false},
     {"bn_train_plain", OP_BN, false, {0, 0}, {0}, {1, 1}, 1, {0, 0}, {0, 0}, false, false, {0, 0}, false, true},
+    {"gn_affine", OP_GN, false, {0, 0}, {0}, {1, 1}, 3, {0, 0}, {0, 0}, false, false, {0, 0}, true, false},
 };
 
 static wgt_tensor *load(wgt_safetensors *f, const char *case_name, const char *what)
@@ -95,8 +96,8 @@ static void run_case(wgt_context *ctx, const char *backend, wgt_safetensors *f, 
     const char *n = gc->name;
     wgt_tensor *x = load(f, n, "x"), *r = load(f, n, "r"), *yref = load(f, n, "y"), *dxref = load(f, n, "dx");
     wgt_tensor *w = NULL, *b = NULL, *rm = NULL, *rv = NULL;
-    bool has_w = gc->op == OP_CONV || gc->op == OP_CONVT || (gc->op == OP_BN && gc->affine);
-    bool has_b = gc->bias || (gc->op == OP_BN && gc->affine);
+    bool has_w = gc->op == OP_CONV || gc->op == OP_CONVT || gc->op == OP_GN || (gc->op == OP_BN && gc->affine);
+    bool has_b = gc->bias || gc->op == OP_GN || (gc->op == OP_BN && gc->affine);
     if (has_w) w = load(f, n, "w");
     if (has_b) b = load(f, n, "b");
     if (gc->op == OP_BN) rm = load(f, n, "running_mean"), rv = load(f, n, "running_var");
@@ -128,6 +129,8 @@ static void run_case(wgt_context *ctx, const char *backend, wgt_safetensors *f, 
         y = gc->op == OP_MAX ? wgt_max_pool2d(x, &o) : wgt_avg_pool2d(x, &o);
     } else if (gc->op == OP_ADAPTIVE) {
         y = wgt_adaptive_avg_pool2d(x, gc->output[0], gc->output[1]);
+    } else if (gc->op == OP_GN) {
+        y = wgt_group_norm(x, gc->groups, w, b, 1e-5);
     } else {
         y = wgt_batch_norm(x, rm, rv, w, b, gc->training, 0.1, 1e-5);
     }

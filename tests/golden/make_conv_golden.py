@@ -68,6 +68,7 @@ def write_safetensors(path, tensors, metadata):
 #   max/avg pool: kernel, stride, padding, dilation (max), ceil_mode, count_include_pad (avg), values
 #   adaptive: output size
 #   batch_norm: affine, training
+#   group_norm: groups (always with weight and bias)
 CASES = [
     ("conv_perside", "conv2d", (2, 3, 7, 9), (5, 3, 3, 2), True, dict(stride=(2, 1), padding=(1, 0, 2, 1), dilation=(1, 2), groups=1)),
     ("conv_depthwise", "conv2d", (2, 4, 6, 5), (8, 1, 3, 3), False, dict(stride=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), groups=4)),
@@ -86,6 +87,7 @@ CASES = [
     ("bn_train_affine", "batch_norm", (3, 5, 7, 6), None, False, dict(affine=True, training=True)),
     ("bn_eval_affine", "batch_norm", (2, 4, 5, 3), None, False, dict(affine=True, training=False)),
     ("bn_train_plain", "batch_norm", (2, 3, 1, 9), None, False, dict(affine=False, training=True)),
+    ("gn_affine", "group_norm", (2, 6, 4, 3), None, False, dict(groups=3)),
 ]
 
 
@@ -119,6 +121,12 @@ def run_case(name, op, xs, ws, bias, o, gen):
         y = F.avg_pool2d(x, o["kernel"], o["stride"], o["padding"], o["ceil_mode"], o["count_include_pad"])
     elif op == "adaptive_avg_pool2d":
         y = F.adaptive_avg_pool2d(x, o["output"])
+    elif op == "group_norm":
+        c = xs[1]
+        w = (torch.rand(c, generator=gen) + 0.5).requires_grad_(True)
+        b = (torch.rand(c, generator=gen) * 2 - 1).requires_grad_(True)
+        out[name + ".w"], out[name + ".b"] = w, b
+        y = F.group_norm(x, o["groups"], w, b, 1e-5)
     else:
         c = xs[1]
         rm = torch.rand(c, generator=gen) - 0.5
