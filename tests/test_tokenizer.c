@@ -3,7 +3,10 @@
  * post-processor) and decode of varied texts, from expectations the library
  * wrote (tests/llm/make_tokenizer.py; --cases FILE takes a fresh set, which
  * the CTest tokenizer_vs_library makes with the library at test time). Then
- * malformed and unsupported tokenizer files, each refused with a message. */
+ * malformed and unsupported tokenizer files, each refused with a message.
+ * Three fixtures, one per supported pre-tokenizer: Llama 3's regex, GPT-2's
+ * ByteLevel regex (SmolLM), Qwen2's single-digit regex. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,14 +120,8 @@ static void check_malformed(void)
     llm_tokenizer_free(t);
 }
 
-int main(int argc, char **argv)
+static void check_tokenizer(const char *tokenizer_path, const char *cases_path)
 {
-    const char *tokenizer_path = WGT_SOURCE_DIR "/tests/llm/tokenizer.json";
-    const char *cases_path = WGT_SOURCE_DIR "/tests/llm/tokenizer_cases.json";
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--tokenizer") == 0) tokenizer_path = argv[i + 1];
-        else if (strcmp(argv[i], "--cases") == 0) cases_path = argv[i + 1];
-    }
     char msg[256] = "";
     llm_tokenizer *t = llm_tokenizer_load(tokenizer_path, msg, sizeof(msg));
     CHECK(t != NULL, "loading %s: %s", tokenizer_path, msg);
@@ -135,6 +132,30 @@ int main(int argc, char **argv)
         check_cases(t, cases_path);
     }
     llm_tokenizer_free(t);
+}
+
+int main(int argc, char **argv)
+{
+    /* the three pre-tokenizer styles (tests/llm/make_tokenizer.py), or the
+     * one pair given by --tokenizer FILE --cases FILE */
+    const char *tokenizer_path = NULL, *cases_path = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--tokenizer") == 0) tokenizer_path = argv[i + 1];
+        else if (strcmp(argv[i], "--cases") == 0) cases_path = argv[i + 1];
+    }
+    if (tokenizer_path && cases_path) {
+        check_tokenizer(tokenizer_path, cases_path);
+    } else {
+        static const char *const styles[3][2] = {{"tokenizer.json", "tokenizer_cases.json"},
+                                                 {"tokenizer_gpt2.json", "tokenizer_gpt2_cases.json"},
+                                                 {"tokenizer_qwen2.json", "tokenizer_qwen2_cases.json"}};
+        for (int s = 0; s < 3; s++) {
+            char tp[1024], cp[1024];
+            snprintf(tp, sizeof(tp), "%s/tests/llm/%s", WGT_SOURCE_DIR, styles[s][0]);
+            snprintf(cp, sizeof(cp), "%s/tests/llm/%s", WGT_SOURCE_DIR, styles[s][1]);
+            check_tokenizer(tp, cp);
+        }
+    }
     check_malformed();
     return test_summary();
 }

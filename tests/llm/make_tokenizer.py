@@ -10,7 +10,10 @@ writes tests/llm/tokenizer.json: Split with Llama 3's regex (Isolated) then
 ByteLevel without its own regex, ByteLevel decoder, ignore_merges, the special
 tokens <|begin_of_text|> / <|end_of_text|>, and a TemplateProcessing that puts
 <|begin_of_text|> first. tests/llm/tokenizer_cases.json keeps the expected
-encodings so test_tokenizer also runs where the library is absent.
+encodings so test_tokenizer also runs where the library is absent. Two more
+fixtures cover the other supported pre-tokenizers the same way:
+tokenizer_gpt2.json (ByteLevel with GPT-2's regex, as SmolLM) and
+tokenizer_qwen2.json (Qwen2's regex: single digits), with their cases files.
 The library comes from PyPI into .deps/python-tokenizers (scripts/setup-deps.sh)."""
 import json
 import os
@@ -23,9 +26,17 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, ".deps", "python-tokenizers"))
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
+from tokenizers import __version__ as tokenizers_version  # noqa: E402
 
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
                 r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_REGEX = LLAMA3_REGEX.replace(r"\p{N}{1,3}", r"\p{N}")
+# the fixtures: (style, tokenizer file, cases file); llama3 is the one the
+# tiny models use, gpt2 (SmolLM's ByteLevel with its own regex) and qwen2
+# (single digits) cover the other supported pre-tokenizers
+STYLES = [("llama3", "tokenizer.json", "tokenizer_cases.json"),
+          ("gpt2", "tokenizer_gpt2.json", "tokenizer_gpt2_cases.json"),
+          ("qwen2", "tokenizer_qwen2.json", "tokenizer_qwen2_cases.json")]
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>"]
 
 TEXTS = [
@@ -52,12 +63,16 @@ TEXTS = [
 ]
 
 
-def train(path_text, path_out):
-    tok = Tokenizer(models.BPE(ignore_merges=True))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(LLAMA3_REGEX), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
-    ])
+def train(path_text, path_out, style="llama3"):
+    tok = Tokenizer(models.BPE(ignore_merges=style != "gpt2"))
+    if style == "gpt2":
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(LLAMA3_REGEX if style == "llama3" else QWEN2_REGEX), behavior="isolated",
+                                 invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+        ])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=1024, special_tokens=SPECIALS, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
@@ -80,19 +95,23 @@ def cases(path_tokenizer):
 
 
 def main():
-    tokenizer = os.path.join(HERE, "tokenizer.json")
     if len(sys.argv) >= 3 and sys.argv[1] == "--check":
-        if len(sys.argv) >= 5 and sys.argv[3] == "--tokenizer":
-            tokenizer = sys.argv[4]
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "cases.json")
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(cases(tokenizer), f, ensure_ascii=False)
-            return subprocess.call([sys.argv[2], "--tokenizer", tokenizer, "--cases", path])
-    train(os.path.join(ROOT, "data", "tinyshakespeare.txt"), tokenizer)
-    with open(os.path.join(HERE, "tokenizer_cases.json"), "w", encoding="utf-8") as f:
-        json.dump(cases(tokenizer), f, ensure_ascii=False, indent=0)
-    print("wrote", tokenizer, "and tokenizer_cases.json")
+        rc = 0
+        for style, name, _ in STYLES:
+            tokenizer = os.path.join(HERE, name)
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "cases.json")
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(cases(tokenizer), f, ensure_ascii=False)
+                print(f"{style}: {name} against tokenizers {tokenizers_version}", flush=True)
+                rc |= subprocess.call([sys.argv[2], "--tokenizer", tokenizer, "--cases", path])
+        return rc
+    for style, name, cases_name in STYLES:
+        tokenizer = os.path.join(HERE, name)
+        train(os.path.join(ROOT, "data", "tinyshakespeare.txt"), tokenizer, style)
+        with open(os.path.join(HERE, cases_name), "w", encoding="utf-8") as f:
+            json.dump(cases(tokenizer), f, ensure_ascii=False, indent=0)
+        print("wrote", name, "and", cases_name)
     return 0
 
 
