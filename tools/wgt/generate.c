@@ -117,11 +117,38 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Samplers of a generation: over the whole vocabulary, or over the top_k
+ * candidates the device picked (then only 2 k numbers cross to the host, not
+ * V logits: the same distribution, since top-k comes first either way). */
+typedef struct pickers {
+    sampler *full, *topk;
+    float *values;
+    int32_t *indices;
+} pickers;
+
+/* The top-k candidates of the last row on the device; sampled on the host. */
+static int32_t pick_topk(wgt_tensor *logits, pickers *p, int k)
+{
+    const int64_t N = wgt_tensor_dim(logits, 0);
+    wgt_context *ctx = wgt_tensor_context(logits);
+    wgt_scope_push(ctx);
+    wgt_tensor *values = NULL, *indices = NULL;
+    wgt_status st = wgt_topk(wgt_slice(logits, 0, N - 1, N, 1), k, true, &values, &indices);
+    if (st == WGT_OK) st = wgt_tensor_read(values, p->values, (size_t)k * sizeof(float));
+    if (st == WGT_OK) st = wgt_tensor_read(indices, p->indices, (size_t)k * sizeof(int32_t));
+    wgt_scope_pop(ctx);
+    if (st != WGT_OK) return -1;
+    const int j = sampler_pick(p->topk, p->values);
+    return j < 0 ? -1 : p->indices[j];
+}
+
 /* The next token from logits [N, V] (last row): on the device when greedy. */
-static int32_t pick(wgt_tensor *logits, sampler *s, float *host, int V, const gen_args *a, const int32_t *history,
+static int32_t pick(wgt_tensor *logits, pickers *p, float *host, int V, const gen_args *a, const int32_t *history,
                     size_t n_history)
 {
     if (a->sampling.temperature == 0 && a->repetition_penalty == 1.0) return llama_argmax(logits);
+    if (p->topk && a->repetition_penalty == 1.0) return pick_topk(logits, p, a->sampling.top_k);
+    sampler *s = p->full;
     const int64_t N = wgt_tensor_dim(logits, 0);
     wgt_context *ctx = wgt_tensor_context(logits);
     wgt_scope_push(ctx);
@@ -156,7 +183,7 @@ static int run_generate(wgt_context *ctx, const gen_args *a)
     size_t n = 0;
     int rc = 1;
     llama_cache *cache = NULL;
-    sampler *s = NULL;
+    pickers pk = {0};
     float *host = malloc((size_t)cfg->vocab_size * sizeof(float));
     if (!llm_tokenizer_encode(tok, a->prompt, strlen(a->prompt), !a->no_bos, &ids, &n, msg, sizeof(msg))) {
         fprintf(stderr, "wgt generate: the prompt: %s\n", msg);
@@ -171,8 +198,15 @@ static int run_generate(wgt_context *ctx, const gen_args *a)
     if (!grown || !host) goto done;
     ids = grown;
     cache = llama_cache_create(m, context, msg, sizeof(msg));
-    s = sampler_create(&a->sampling, cfg->vocab_size);
-    if (!cache || !s) {
+    pk.full = sampler_create(&a->sampling, cfg->vocab_size);
+    if (a->sampling.top_k > 0 && a->sampling.top_k < cfg->vocab_size && a->sampling.temperature > 0) {
+        sampler_config kc = a->sampling;
+        kc.top_k = 0; /* the device already kept the top k */
+        pk.topk = sampler_create(&kc, a->sampling.top_k);
+        pk.values = malloc((size_t)a->sampling.top_k * sizeof(float));
+        pk.indices = malloc((size_t)a->sampling.top_k * sizeof(int32_t));
+    }
+    if (!cache || !pk.full || (pk.topk && (!pk.values || !pk.indices))) {
         fprintf(stderr, "wgt generate: %s\n", cache ? "cannot create the sampler" : msg);
         goto done;
     }
@@ -183,7 +217,7 @@ static int run_generate(wgt_context *ctx, const gen_args *a)
     fflush(stdout);
     const double t0 = now_s();
     wgt_tensor *logits = llama_forward(cache, ids, (int64_t)n, false, msg, sizeof(msg));
-    int32_t next = logits ? pick(logits, s, host, cfg->vocab_size, a, ids, n) : -1;
+    int32_t next = logits ? pick(logits, &pk, host, cfg->vocab_size, a, ids, n) : -1;
     wgt_tensor_release(logits);
     const double t_prompt = now_s() - t0;
     int64_t produced = 0;
@@ -197,7 +231,7 @@ static int run_generate(wgt_context *ctx, const gen_args *a)
         produced++;
         if (produced == a->max_tokens || llama_cache_length(cache) >= context) break;
         logits = llama_forward(cache, &next, 1, false, msg, sizeof(msg));
-        next = logits ? pick(logits, s, host, cfg->vocab_size, a, ids, n) : -1;
+        next = logits ? pick(logits, &pk, host, cfg->vocab_size, a, ids, n) : -1;
         wgt_tensor_release(logits);
     }
     const double t_gen = now_s() - t1;
@@ -211,7 +245,9 @@ static int run_generate(wgt_context *ctx, const gen_args *a)
             t_gen, (double)produced / fmax(t_gen, 1e-9));
     rc = 0;
 done:
-    sampler_destroy(s);
+    sampler_destroy(pk.full);
+    sampler_destroy(pk.topk);
+    free(pk.values), free(pk.indices);
     llama_cache_destroy(cache);
     free(host);
     free(ids);
