@@ -88,6 +88,7 @@ static void check_malformed(void)
     check_refused("{" PRE ",\"model\":{\"type\":\"Unigram\"}}", "BPE", "Unigram model");
     check_refused("{" PRE "," MODEL("{\"a\":-1}", "[]") "}", "vocab id", "negative id");
     check_refused("{" PRE "," MODEL("{\"a\":0.5}", "[]") "}", "vocab id", "fractional id");
+    check_refused("{" PRE "," MODEL("{\"a\":16000000}", "[]") "}", "sparse", "a huge id in a tiny file");
     check_refused("{" PRE "," MODEL("{\"a\":0,\"b\":0}", "[]") "}", "names two tokens", "one id, two tokens");
     check_refused("{" PRE "," MODEL("{\"a\":0,\"b\":1}", "[\"a b\"]") "}", "not in the vocab", "merge result missing");
     check_refused("{" PRE "," MODEL("{\"a\":0,\"b\":1,\"ab\":2}", "[\"ab\"]") "}", "left right", "merge without space");

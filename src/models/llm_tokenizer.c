@@ -237,6 +237,11 @@ static bool read_model(llm_tokenizer *t, const llm_json *root, char *msg, size_t
         if (id->number > max_id) max_id = id->number;
     }
     t->vocab_size = (int)max_id + 1;
+    /* ids are dense in real files; a few huge ids must not make us allocate
+     * tables of 2^24 entries for a tiny hostile file */
+    const size_t entries = vocab->length + (added ? added->length : 0);
+    if ((size_t)t->vocab_size > 2 * entries + 1024)
+        return bad(msg, msg_size, "token ids are sparse (the largest id is far above the number of tokens)");
     t->text = calloc((size_t)t->vocab_size, sizeof(char *));
     t->bytes = calloc((size_t)t->vocab_size, sizeof(char *));
     t->nbytes = calloc((size_t)t->vocab_size, sizeof(size_t));
