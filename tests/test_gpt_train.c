@@ -283,6 +283,37 @@ typedef struct bad_case {
     int exit_code;
 } bad_case;
 
+/* Hostile checkpoints that are valid safetensors: written with the library. */
+static void write_fake_checkpoints(wgt_context *ctx)
+{
+    char path[1024];
+    float w[4] = {1, 2, 3, 4};
+    wgt_tensor *t = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){4}, w);
+    wgt_named_tensor named = {"model.transformer.wte.weight", t};
+    /* no "format": some other safetensors file */
+    snprintf(path, sizeof(path), "%s/foreign.safetensors", WORK);
+    wgt_safetensors_save(ctx, path, &named, 1, NULL, 0);
+    /* the format, but hyper-parameters missing */
+    wgt_metadata_entry meta[2] = {{"format", "wgtensor.gpt.v1"}, {"n_layer", "2"}};
+    snprintf(path, sizeof(path), "%s/partial.safetensors", WORK);
+    wgt_safetensors_save(ctx, path, &named, 1, meta, 2);
+    /* every field of a real checkpoint, but n_layer -3 */
+    snprintf(path, sizeof(path), "%s/fall_cpu/ckpt.safetensors", WORK);
+    wgt_safetensors *real = wgt_safetensors_open(ctx, path);
+    int n = real ? wgt_safetensors_metadata_count(real) : 0;
+    wgt_metadata_entry bad[64];
+    for (int i = 0; i < n && i < 64; i++) {
+        wgt_safetensors_metadata_get(real, i, &bad[i].key, &bad[i].value);
+        if (strcmp(bad[i].key, "n_layer") == 0) bad[i].value = "-3";
+    }
+    CHECK(n > 20 && n <= 64, "%s: %d metadata entries", path, n);
+    snprintf(path, sizeof(path), "%s/negative.safetensors", WORK);
+    wgt_safetensors_save(ctx, path, &named, 1, bad, n < 64 ? n : 64);
+    wgt_safetensors_close(real);
+    wgt_tensor_release(t);
+    CHECK(wgt_context_status(ctx) == WGT_OK, "writing fake checkpoints: %s", wgt_context_error_message(ctx));
+}
+
 static void check_bad_inputs(void)
 {
     char path[1024];
@@ -316,6 +347,9 @@ static void check_bad_inputs(void)
     const bad_case more[] = {
         {"sample: bad top-p", "sample --backend cpu --checkpoint %C --top-p 1.5", "not a valid value", 2},
         {"sample: no checkpoint", "sample --backend cpu", "--checkpoint is required", 2},
+        {"foreign safetensors file", "sample --backend cpu --checkpoint %W/foreign.safetensors", "not a wgt train checkpoint", 1},
+        {"checkpoint missing its config", "train --backend cpu --data %D --resume %W/partial.safetensors", "is missing", 1},
+        {"checkpoint with a bad value", "sample --backend cpu --checkpoint %W/negative.safetensors", "n_layer must be", 1},
         {"unknown flag", "train --backend cpu --layers 3", "unknown option", 2},
         {"bad dropout", "train --backend cpu --data %D --dropout 1.5", "dropout", 1},
         {"heads do not divide", "train --backend cpu --data %D --n-embd 30 --n-head 4", "multiple of n_head", 1},
@@ -371,6 +405,7 @@ int main(void)
     TIMED("cpu sampling", check_sampling("cpu"));
     TIMED("webgpu sampling", check_sampling("webgpu"));
     TIMED("sigint", check_sigint());
+    write_fake_checkpoints(cpu);
     TIMED("bad inputs", check_bad_inputs());
     TIMED("plot", check_plot());
     wgt_context_destroy(cpu);
