@@ -19,13 +19,13 @@ wgt="$root/build/bin/wgt"
 mkdir -p "$out"
 if [ "$full" = "--full" ]; then
   # whole runs with evaluation: both loss logs (CSV) for the plot
-  "$wgt" train --preset shakespeare --max-iters "$iters" --out "$out/wgt" | tee "$out/wgt_full.txt"
+  "$wgt" train --preset shakespeare --data "$root/data/tinyshakespeare.txt" --max-iters "$iters" --out "$out/wgt" | tee "$out/wgt_full.txt"
   python3 "$root/bench/train_torch_ref.py" --max-iters "$iters" --csv "$out/torch_log.csv" | tee "$out/torch_full.txt"
   "$wgt" plot "$out/loss_both.png" wgt="$out/wgt/log.csv" pytorch="$out/torch_log.csv" \
     --title "shakespeare preset, $iters steps: wgt train vs PyTorch eager f32"
   exit 0
 fi
-"$wgt" train --preset shakespeare --max-iters "$iters" --bench --out "$out/wgt" | tee "$out/wgt.txt"
+"$wgt" train --preset shakespeare --data "$root/data/tinyshakespeare.txt" --max-iters "$iters" --bench --out "$out/wgt" | tee "$out/wgt.txt"
 "$wgt" sample --checkpoint "$out/wgt/ckpt.safetensors" --tokens 500 > /dev/null 2> "$out/wgt_sample.txt"
 cat "$out/wgt_sample.txt"
 ref="$root/bench/train_torch_ref.py"
