@@ -294,8 +294,8 @@ static int train_loop(trainer *t)
             double n = st.steps ? (double)st.steps : 1;
             snprintf(line, sizeof(line),
                      "ddp (rank 0 of %d): %d buckets, %.2f MB all-reduced per step; per step: gradient copies "
-                     "%.2f ms, grad hook %.2f ms, exposed all-reduce wait %.2f ms%s\n",
-                     t->world, st.buckets, (double)st.bytes / n / 1e6, 1e3 * st.copy_s / n, 1e3 * st.hook_s / n,
+                     "%.2f ms, MPI inside the grad hook %.2f ms, wait after backward %.2f ms%s\n",
+                     t->world, st.buckets, (double)st.bytes / n / 1e6, 1e3 * st.copy_s / n, 1e3 * st.hook_mpi_s / n,
                      1e3 * st.wait_s / n, t->opt.ddp_no_overlap ? " (--ddp-no-overlap)" : "");
             print_line(t, line);
         }
@@ -416,7 +416,11 @@ static int run(trainer *t, int argc, char **argv)
         t->opt = keep;
     }
     char msg[1400];
-    if (!train_data_load(&t->data, t->opt.data_path, msg, sizeof(msg))) return fail(t, "%s", msg);
+    if (!train_data_load(&t->data, t->opt.data_path, msg, sizeof(msg))) {
+        if (!train_flag_seen(&seen, "--data"))
+            snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), " (the default; run from the repository root or pass --data FILE)");
+        return fail(t, "%s", msg);
+    }
     wgt_safetensors *file = NULL;
     if (t->opt.resume_path && (rc = setup_from_checkpoint(t, &seen, &file)) != 0) {
         wgt_safetensors_close(file);
