@@ -4,8 +4,9 @@
  * wrote (tests/llm/make_tokenizer.py; --cases FILE takes a fresh set, which
  * the CTest tokenizer_vs_library makes with the library at test time). Then
  * malformed and unsupported tokenizer files, each refused with a message.
- * Three fixtures, one per supported pre-tokenizer: Llama 3's regex, GPT-2's
- * ByteLevel regex (SmolLM), Qwen2's single-digit regex. */
+ * Four fixtures, one per supported style: Llama 3's regex, GPT-2's ByteLevel
+ * regex (SmolLM), Qwen2's single-digit regex, and Llama 2 / TinyLlama's
+ * SentencePiece-style BPE (U+2581 for spaces, byte fallback). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,9 @@ static void check_malformed(void)
     check_refused("[1]", "not an object", "top level array");
     check_refused("{" PRE "," MODEL("{\"a\":0}", "[]") ",\"normalizer\":{\"type\":\"NFC\"}}", "normalizer \"NFC\"",
                   "normalizer");
+    check_refused("{" PRE "," MODEL("{\"a\":0}", "[]") ",\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":["
+                  "{\"type\":\"Prepend\",\"prepend\":\"\xE2\x96\x81\"},{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},"
+                  "\"content\":\"\xE2\x96\x81\"}]}}", "with a pre_tokenizer", "SentencePiece normalizer plus a pre-tokenizer");
     check_refused("{\"pre_tokenizer\":{\"type\":\"Metaspace\"}," MODEL("{\"a\":0}", "[]") "}", "Metaspace",
                   "SentencePiece pre-tokenizer");
     check_refused("{" PRE ",\"model\":{\"type\":\"Unigram\"}}", "BPE", "Unigram model");
@@ -128,8 +132,9 @@ static void check_tokenizer(const char *tokenizer_path, const char *cases_path)
     CHECK(t != NULL, "loading %s: %s", tokenizer_path, msg);
     if (t) {
         CHECK(llm_tokenizer_vocab_size(t) == 1024, "the fixture has 1024 tokens, got %d", llm_tokenizer_vocab_size(t));
-        CHECK(llm_tokenizer_bos(t) == llm_tokenizer_find(t, "<|begin_of_text|>") && llm_tokenizer_bos(t) >= 0,
-              "the post-processor's first token is <|begin_of_text|>");
+        const int32_t bos = llm_tokenizer_bos(t);
+        CHECK(bos >= 0 && (bos == llm_tokenizer_find(t, "<|begin_of_text|>") || bos == llm_tokenizer_find(t, "<s>")),
+              "%s: the post-processor's first token is <|begin_of_text|> or <s>", tokenizer_path);
         check_cases(t, cases_path);
     }
     llm_tokenizer_free(t);
@@ -147,10 +152,11 @@ int main(int argc, char **argv)
     if (tokenizer_path && cases_path) {
         check_tokenizer(tokenizer_path, cases_path);
     } else {
-        static const char *const styles[3][2] = {{"tokenizer.json", "tokenizer_cases.json"},
+        static const char *const styles[4][2] = {{"tokenizer.json", "tokenizer_cases.json"},
                                                  {"tokenizer_gpt2.json", "tokenizer_gpt2_cases.json"},
-                                                 {"tokenizer_qwen2.json", "tokenizer_qwen2_cases.json"}};
-        for (int s = 0; s < 3; s++) {
+                                                 {"tokenizer_qwen2.json", "tokenizer_qwen2_cases.json"},
+                                                 {"tokenizer_llama2.json", "tokenizer_llama2_cases.json"}};
+        for (int s = 0; s < 4; s++) {
             char tp[1024], cp[1024];
             snprintf(tp, sizeof(tp), "%s/tests/llm/%s", WGT_SOURCE_DIR, styles[s][0]);
             snprintf(cp, sizeof(cp), "%s/tests/llm/%s", WGT_SOURCE_DIR, styles[s][1]);

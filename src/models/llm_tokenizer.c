@@ -44,6 +44,7 @@ struct llm_tokenizer {
     uint32_t byte_char[256];
     int32_t unk_id, bos_id;
     bool byte_fallback, ignore_merges, add_prefix_space, regex_in_sequence;
+    bool spm; /* SentencePiece-style BPE (Llama 2, TinyLlama): "▁" for spaces, no pre-tokenizer */
     llm_pretok_kind pretok;
 };
 
@@ -166,6 +167,20 @@ static bool read_pretokenizer(llm_tokenizer *t, const llm_json *pre, char *msg, 
     return true;
 }
 
+/* Llama 2's normalizer: Sequence [Prepend "▁", Replace " " -> "▁"]. */
+static bool is_spm_normalizer(const llm_json *norm)
+{
+    const char *type = str_of(norm, "type");
+    const llm_json *list = llm_json_get(norm, "normalizers");
+    if (!type || strcmp(type, "Sequence") != 0 || !list || list->type != LLM_JSON_ARRAY || list->length != 2) return false;
+    const llm_json *a = &list->items[0], *b = &list->items[1];
+    const char *at = str_of(a, "type"), *bt = str_of(b, "type"), *prepend = str_of(a, "prepend");
+    const char *pattern = str_of(llm_json_get(b, "pattern"), "String"), *content = str_of(b, "content");
+    return at && strcmp(at, "Prepend") == 0 && prepend && strcmp(prepend, "\xE2\x96\x81") == 0 && bt &&
+           strcmp(bt, "Replace") == 0 && pattern && strcmp(pattern, " ") == 0 && content &&
+           strcmp(content, "\xE2\x96\x81") == 0;
+}
+
 /* Decoded bytes of a vocabulary token: byte-level characters back to bytes,
  * <0xXX> to its byte. */
 static bool token_to_bytes(const llm_tokenizer *t, const char *s, char **out, size_t *len)
@@ -180,6 +195,14 @@ static bool token_to_bytes(const llm_tokenizer *t, const char *s, char **out, si
         return true;
     }
     size_t k = 0;
+    if (t->spm) { /* "▁" (U+2581, E2 96 81) is a space; everything else as written */
+        for (size_t i = 0; i < n;) {
+            if (i + 3 <= n && memcmp(s + i, "\xE2\x96\x81", 3) == 0) b[k++] = ' ', i += 3;
+            else b[k++] = s[i++];
+        }
+        *out = b, *len = k;
+        return true;
+    }
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         int l = llm_utf8_decode((const unsigned char *)s + i, n - i, &cp);
@@ -320,11 +343,17 @@ llm_tokenizer *llm_tokenizer_parse(const char *text, size_t size, char *msg, siz
     const llm_json *norm = llm_json_get(&root, "normalizer");
     if (ok && root.type != LLM_JSON_OBJECT) ok = bad(msg, msg_size, "the top level is not an object");
     if (ok && norm && norm->type != LLM_JSON_NULL) {
-        snprintf(msg, msg_size, "tokenizer.json: normalizer \"%s\" is not supported (only none)",
-                 str_of(norm, "type") ? str_of(norm, "type") : "?");
-        ok = false;
+        t->spm = is_spm_normalizer(norm);
+        if (!t->spm) {
+            snprintf(msg, msg_size, "tokenizer.json: normalizer \"%s\" is not supported (none, or Llama 2's "
+                     "Prepend + Replace of spaces by U+2581)", str_of(norm, "type") ? str_of(norm, "type") : "?");
+            ok = false;
+        }
+        const llm_json *pre = llm_json_get(&root, "pre_tokenizer");
+        if (ok && pre && pre->type != LLM_JSON_NULL)
+            ok = bad(msg, msg_size, "a SentencePiece-style normalizer with a pre_tokenizer is not supported");
     }
-    if (ok) {
+    if (ok && !t->spm) {
         const llm_json *pre = llm_json_get(&root, "pre_tokenizer");
         ok = pre && pre->type == LLM_JSON_OBJECT ? read_pretokenizer(t, pre, msg, msg_size)
                                                  : bad(msg, msg_size, "no pre_tokenizer (byte-level BPE needs one)");
@@ -341,6 +370,10 @@ llm_tokenizer *llm_tokenizer_parse(const char *text, size_t size, char *msg, siz
             ok = bad(msg, msg_size, "out of memory");
     }
     for (int i = 0; ok && i < t->n_added; i++) { /* added tokens decode to their content as written */
+        unsigned hex;
+        const char *c = t->added[i].content;
+        if (t->byte_fallback && t->added[i].len == 6 && sscanf(c, "<0x%2X>", &hex) == 1 && c[5] == '>')
+            continue; /* a byte token added as special still decodes to its byte (HF's ByteFallback decoder) */
         free(t->bytes[t->added[i].id]);
         t->bytes[t->added[i].id] = strdup(t->added[i].content);
         t->nbytes[t->added[i].id] = t->added[i].len;
@@ -410,6 +443,8 @@ static bool push_id(id_list *l, int32_t id)
 }
 
 /* BPE over one pre-tokenized piece (raw bytes). */
+static size_t merge_symbols(const llm_tokenizer *t, int32_t *sym, size_t m);
+
 static bool bpe_piece(const llm_tokenizer *t, const unsigned char *s, size_t n, id_list *out, char *msg, size_t msg_size)
 {
     if (t->ignore_merges) { /* the whole piece as one token when the vocabulary has it */
@@ -439,8 +474,17 @@ static bool bpe_piece(const llm_tokenizer *t, const unsigned char *s, size_t n, 
         }
         sym[m++] = id;
     }
-    /* merge the lowest-ranked pair, leftmost first, until none applies */
-    while (ok && m > 1) {
+    if (ok) m = merge_symbols(t, sym, m);
+    for (size_t i = 0; i < m && ok; i++) ok = push_id(out, sym[i]) || bad(msg, msg_size, "out of memory");
+    free(sym);
+    return ok;
+}
+
+/* Merges the lowest-ranked pair, leftmost first, until none applies; returns
+ * the new symbol count. */
+static size_t merge_symbols(const llm_tokenizer *t, int32_t *sym, size_t m)
+{
+    while (m > 1) {
         int32_t best = -1, merged = -1;
         size_t at = 0;
         for (size_t i = 0; i + 1 < m; i++) {
@@ -452,6 +496,52 @@ static bool bpe_piece(const llm_tokenizer *t, const unsigned char *s, size_t n, 
         memmove(sym + at + 1, sym + at + 2, (m - at - 2) * sizeof(int32_t));
         m--;
     }
+    return m;
+}
+
+/* SentencePiece-style BPE over a whole segment: "▁" prepended, spaces as
+ * "▁", one symbol per character, unknown characters as <0xXX> bytes. */
+static bool spm_segment(const llm_tokenizer *t, const char *text, size_t len, id_list *out, char *msg, size_t msg_size)
+{
+    int32_t *sym = malloc((len + 2) * 4 * sizeof(int32_t));
+    if (!sym) return bad(msg, msg_size, "out of memory");
+    size_t m = 0;
+    bool ok = true;
+    for (size_t i = 0; ok && i <= len;) {
+        uint32_t cp = 0x2581;
+        int l = 0;
+        if (i > 0 || m > 0) { /* position 0 first gives the prepended "▁" */
+            if (i == len) break;
+            l = llm_utf8_decode((const unsigned char *)text + i, len - i, &cp);
+            if (!l) {
+                snprintf(msg, msg_size, "tokenizer: invalid UTF-8 at byte %zu of the text", i);
+                ok = false;
+                break;
+            }
+            if (cp == ' ') cp = 0x2581;
+        }
+        char s[8];
+        const int sl = llm_utf8_encode(cp, s);
+        int32_t id = vocab_find_n(t, s, (size_t)sl);
+        if (id >= 0) sym[m++] = id;
+        else if (t->byte_fallback) {
+            for (int k = 0; ok && k < sl; k++) {
+                char hex[8];
+                snprintf(hex, sizeof(hex), "<0x%02X>", (unsigned char)s[k]);
+                id = vocab_find_n(t, hex, 6);
+                if (id < 0) id = t->unk_id;
+                if (id < 0) ok = bad(msg, msg_size, "a byte-fallback token <0xXX> is missing from the vocab");
+                sym[m++] = id;
+            }
+        } else if (t->unk_id >= 0) {
+            sym[m++] = t->unk_id;
+        } else {
+            snprintf(msg, msg_size, "tokenizer: character U+%04X has no token (no byte fallback, no unk token)", cp);
+            ok = false;
+        }
+        i += (size_t)l;
+    }
+    if (ok) m = merge_symbols(t, sym, m);
     for (size_t i = 0; i < m && ok; i++) ok = push_id(out, sym[i]) || bad(msg, msg_size, "out of memory");
     free(sym);
     return ok;
@@ -461,6 +551,7 @@ static bool bpe_piece(const llm_tokenizer *t, const unsigned char *s, size_t n, 
 static bool encode_segment(const llm_tokenizer *t, const char *text, size_t len, id_list *out, char *msg,
                            size_t msg_size)
 {
+    if (t->spm) return spm_segment(t, text, len, out, msg, msg_size);
     const bool prefix = t->add_prefix_space && len > 0 && text[0] != ' ';
     const size_t total = len + (prefix ? 1 : 0);
     uint32_t *cp = malloc((total + 1) * sizeof(uint32_t));
@@ -545,6 +636,7 @@ bool llm_tokenizer_decode(const llm_tokenizer *t, const int32_t *ids, size_t n, 
         k += l;
     }
     out[k] = 0;
+    if (t->spm && k > 0 && out[0] == ' ') memmove(out, out + 1, k--); /* the decoder's Strip of the prepended space */
     *text = out;
     *len = k;
     return true;

@@ -10,9 +10,14 @@
  *   A byte whose character is not in the vocabulary becomes <0xXX> when the
  *   model has byte_fallback, else the unk token, else an error.
  *
- * Anything else (a normalizer, a Metaspace / SentencePiece model, an unknown
- * regex) is refused at load with a message that names it: no silent
- * approximation. decode() gives the raw bytes (a token may end inside a UTF-8
+ * SentencePiece-style BPE as Llama 2 / TinyLlama's tokenizer.json has it
+ * (normalizer Prepend "▁" + Replace " " -> "▁", no pre-tokenizer, byte
+ * fallback) is encoded over the whole segment, one symbol per character, and
+ * decoded with "▁" -> " " and the first space stripped.
+ *
+ * Anything else (another normalizer such as NFC, a Metaspace pre-tokenizer,
+ * an unknown regex) is refused at load with a message that names it: no
+ * silent approximation. decode() gives the raw bytes (a token may end inside a UTF-8
  * sequence; streaming callers print bytes as they come). */
 #ifndef WGT_MODELS_LLM_TOKENIZER_H
 #define WGT_MODELS_LLM_TOKENIZER_H

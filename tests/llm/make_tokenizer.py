@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, ".deps", "python-tokenizers"))
 
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
 from tokenizers import __version__ as tokenizers_version  # noqa: E402
 
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
@@ -36,7 +36,8 @@ QWEN2_REGEX = LLAMA3_REGEX.replace(r"\p{N}{1,3}", r"\p{N}")
 # (single digits) cover the other supported pre-tokenizers
 STYLES = [("llama3", "tokenizer.json", "tokenizer_cases.json"),
           ("gpt2", "tokenizer_gpt2.json", "tokenizer_gpt2_cases.json"),
-          ("qwen2", "tokenizer_qwen2.json", "tokenizer_qwen2_cases.json")]
+          ("qwen2", "tokenizer_qwen2.json", "tokenizer_qwen2_cases.json"),
+          ("llama2", "tokenizer_llama2.json", "tokenizer_llama2_cases.json")]
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>"]
 
 TEXTS = [
@@ -63,7 +64,25 @@ TEXTS = [
 ]
 
 
+def train_llama2(path_text, path_out):
+    """SentencePiece-style BPE as Llama 2 / TinyLlama's tokenizer.json: no
+    pre-tokenizer, spaces as U+2581 with one prepended, byte fallback to
+    <0xXX> tokens, decoder Replace + ByteFallback + Fuse + Strip."""
+    tok = Tokenizer(models.BPE(byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    specials = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
+    trainer = trainers.BpeTrainer(vocab_size=1024, special_tokens=specials, show_progress=False, limit_alphabet=100)
+    tok.train([path_text], trainer)
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                                       special_tokens=[("<s>", tok.token_to_id("<s>"))])
+    tok.save(path_out, pretty=False)
+
+
 def train(path_text, path_out, style="llama3"):
+    if style == "llama2":
+        return train_llama2(path_text, path_out)
     tok = Tokenizer(models.BPE(ignore_merges=style != "gpt2"))
     if style == "gpt2":
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)
