@@ -218,7 +218,11 @@ static int train_loop(trainer *t)
             print_line(t, line);
             return interrupted ? 130 : 0;
         }
-        bool eval_now = !t->opt.bench && (step == c->max_iters || (c->eval_interval > 0 && step % c->eval_interval == 0));
+        /* a run resumed from its final checkpoint with a larger --max-iters has evaluated this step already */
+        bool evaluated = t->history.n > 0 && t->history.rows[t->history.n - 1].step == (float)step &&
+                         !isnan(t->history.rows[t->history.n - 1].val_eval);
+        bool eval_now = !t->opt.bench && !evaluated &&
+                        (step == c->max_iters || (c->eval_interval > 0 && step % c->eval_interval == 0));
         if (eval_now) {
             train_record r = {(float)step, NAN, evaluate(t, 0, step), evaluate(t, 1, step), (float)wgt_lr_at(&schedule, step)};
             if (wgt_context_status(t->ctx) != WGT_OK) return fail(t, "evaluation failed: %s", wgt_context_error_message(t->ctx));
@@ -486,6 +490,11 @@ static int run(trainer *t, int argc, char **argv)
         ok = ok && train_checkpoint_load_history(file, &t->history, msg, sizeof(msg));
         wgt_safetensors_close(file);
         if (!ok) return fail(t, "--resume %s", msg);
+        if (t->state.step == t->cfg.max_iters) {
+            printf("wgt train: %s finished its %" PRId64 " steps already (--max-iters N continues it)\n",
+                   t->opt.resume_path, t->state.step);
+            return 0;
+        }
     } else {
         t->state = (train_state){.step = 0, .data_rng = t->cfg.seed, .text_hash = t->data.text_hash, .best_val = NAN};
     }
