@@ -204,7 +204,7 @@ static int train_loop(trainer *t)
     const train_config *c = &t->cfg;
     const wgt_lr_schedule schedule = {WGT_LR_WARMUP_COSINE, c->lr, c->min_lr, c->warmup_iters, c->lr_decay_iters};
     const double tokens_per_step = (double)c->batch_size * c->model.block_size;
-    double t_log = now_s(), t_bench = 0;
+    double t_log = now_s(), t_bench = 0, t_start = t_log;
     int64_t steps_since_log = 0, bench_from = -1;
     char line[2600];
     for (;;) {
@@ -307,8 +307,8 @@ static int train_loop(trainer *t)
         return save_all(t) ? 0 : 1;
     }
     if (!save_all(t)) return 1;
-    snprintf(line, sizeof(line), "done: best val loss %.4f\n  checkpoint %s\n  loss log   %s\n  loss plot  %s\n",
-             t->state.best_val, t->ckpt_path, t->csv_path, t->png_path);
+    snprintf(line, sizeof(line), "done in %.0f s: best val loss %.4f\n  checkpoint %s\n  loss log   %s\n  loss plot  %s\n",
+             now_s() - t_start, t->state.best_val, t->ckpt_path, t->csv_path, t->png_path);
     print_line(t, line);
     return 0;
 }
