@@ -152,11 +152,12 @@ int main(int argc, char **argv)
     if (tokenizer_path && cases_path) {
         check_tokenizer(tokenizer_path, cases_path);
     } else {
-        static const char *const styles[4][2] = {{"tokenizer.json", "tokenizer_cases.json"},
+        static const char *const styles[5][2] = {{"tokenizer.json", "tokenizer_cases.json"},
                                                  {"tokenizer_gpt2.json", "tokenizer_gpt2_cases.json"},
                                                  {"tokenizer_qwen2.json", "tokenizer_qwen2_cases.json"},
-                                                 {"tokenizer_llama2.json", "tokenizer_llama2_cases.json"}};
-        for (int s = 0; s < 4; s++) {
+                                                 {"tokenizer_llama2.json", "tokenizer_llama2_cases.json"},
+                                                 {"tokenizer_metaspace.json", "tokenizer_metaspace_cases.json"}};
+        for (int s = 0; s < 5; s++) {
             char tp[1024], cp[1024];
             snprintf(tp, sizeof(tp), "%s/tests/llm/%s", WGT_SOURCE_DIR, styles[s][0]);
             snprintf(cp, sizeof(cp), "%s/tests/llm/%s", WGT_SOURCE_DIR, styles[s][1]);

@@ -45,6 +45,11 @@ struct llm_tokenizer {
     int32_t unk_id, bos_id;
     bool byte_fallback, ignore_merges, add_prefix_space, regex_in_sequence;
     bool spm; /* SentencePiece-style BPE (Llama 2, TinyLlama): "▁" for spaces, no pre-tokenizer */
+    /* when a segment gets a leading "▁": the Prepend normalizer always; a
+     * Metaspace pre-tokenizer unless it starts with a space ("always"), only
+     * for the text's first segment ("first"), or never */
+    enum { SPM_PREPEND_ALWAYS, SPM_PREPEND_UNLESS_SPACE, SPM_PREPEND_FIRST, SPM_PREPEND_NEVER } spm_prepend;
+    bool spm_metaspace; /* the Metaspace form (its decoder's rules) rather than the normalizer form */
     llm_pretok_kind pretok;
 };
 
@@ -139,6 +144,18 @@ static bool read_pretokenizer(llm_tokenizer *t, const llm_json *pre, char *msg, 
 {
     const char *type = str_of(pre, "type");
     if (!type) return bad(msg, msg_size, "pre_tokenizer has no type (only byte-level BPE is supported)");
+    if (strcmp(type, "Metaspace") == 0) { /* newer Llama 2 conversions: SentencePiece-style, unsplit */
+        const char *rep = str_of(pre, "replacement"), *scheme = str_of(pre, "prepend_scheme");
+        if (!rep || strcmp(rep, "\xE2\x96\x81") != 0 || flag_of(pre, "split", true))
+            return bad(msg, msg_size, "a Metaspace pre_tokenizer must use U+2581 and split: false");
+        t->spm = t->spm_metaspace = true;
+        if (!scheme) t->spm_prepend = flag_of(pre, "add_prefix_space", true) ? SPM_PREPEND_UNLESS_SPACE : SPM_PREPEND_NEVER;
+        else if (strcmp(scheme, "always") == 0) t->spm_prepend = SPM_PREPEND_UNLESS_SPACE;
+        else if (strcmp(scheme, "first") == 0) t->spm_prepend = SPM_PREPEND_FIRST;
+        else if (strcmp(scheme, "never") == 0) t->spm_prepend = SPM_PREPEND_NEVER;
+        else return bad(msg, msg_size, "Metaspace prepend_scheme must be always, first or never");
+        return true;
+    }
     if (strcmp(type, "ByteLevel") == 0) {
         if (!flag_of(pre, "use_regex", true))
             return bad(msg, msg_size, "a ByteLevel pre_tokenizer without its regex is not supported");
@@ -501,16 +518,22 @@ static size_t merge_symbols(const llm_tokenizer *t, int32_t *sym, size_t m)
 
 /* SentencePiece-style BPE over a whole segment: "▁" prepended, spaces as
  * "▁", one symbol per character, unknown characters as <0xXX> bytes. */
-static bool spm_segment(const llm_tokenizer *t, const char *text, size_t len, id_list *out, char *msg, size_t msg_size)
+static bool spm_segment(const llm_tokenizer *t, const char *text, size_t len, bool first, id_list *out, char *msg,
+                        size_t msg_size)
 {
     int32_t *sym = malloc((len + 2) * 4 * sizeof(int32_t));
     if (!sym) return bad(msg, msg_size, "out of memory");
     size_t m = 0;
     bool ok = true;
+    bool prepend = t->spm_prepend == SPM_PREPEND_ALWAYS ||
+                   (t->spm_prepend == SPM_PREPEND_UNLESS_SPACE && text[0] != ' ') ||
+                   (t->spm_prepend == SPM_PREPEND_FIRST && first && text[0] != ' ');
     for (size_t i = 0; ok && i <= len;) {
         uint32_t cp = 0x2581;
         int l = 0;
-        if (i > 0 || m > 0) { /* position 0 first gives the prepended "▁" */
+        if (prepend) {
+            prepend = false; /* the "▁" before the text, then the text itself */
+        } else {
             if (i == len) break;
             l = llm_utf8_decode((const unsigned char *)text + i, len - i, &cp);
             if (!l) {
@@ -548,10 +571,10 @@ static bool spm_segment(const llm_tokenizer *t, const char *text, size_t len, id
 }
 
 /* Pre-tokenizes and encodes a segment without added tokens. */
-static bool encode_segment(const llm_tokenizer *t, const char *text, size_t len, id_list *out, char *msg,
+static bool encode_segment(const llm_tokenizer *t, const char *text, size_t len, bool first, id_list *out, char *msg,
                            size_t msg_size)
 {
-    if (t->spm) return spm_segment(t, text, len, out, msg, msg_size);
+    if (t->spm) return spm_segment(t, text, len, first, out, msg, msg_size);
     const bool prefix = t->add_prefix_space && len > 0 && text[0] != ' ';
     const size_t total = len + (prefix ? 1 : 0);
     uint32_t *cp = malloc((total + 1) * sizeof(uint32_t));
@@ -604,7 +627,7 @@ bool llm_tokenizer_encode(const llm_tokenizer *t, const char *text, size_t len, 
             i++;
             continue;
         }
-        if (i > seg) ok = encode_segment(t, text + seg, i - seg, &out, msg, msg_size);
+        if (i > seg) ok = encode_segment(t, text + seg, i - seg, seg == 0, &out, msg, msg_size);
         if (!hit) break;
         if (ok) ok = push_id(&out, hit->id);
         i += hit->len;
@@ -620,6 +643,13 @@ bool llm_tokenizer_encode(const llm_tokenizer *t, const char *text, size_t len, 
     return true;
 }
 
+static bool is_added(const llm_tokenizer *t, int32_t id)
+{
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].id == id) return true;
+    return false;
+}
+
 bool llm_tokenizer_decode(const llm_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len)
 {
     size_t total = 0, l;
@@ -632,11 +662,16 @@ bool llm_tokenizer_decode(const llm_tokenizer *t, const int32_t *ids, size_t n, 
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const char *b = llm_tokenizer_token_bytes(t, ids[i], &l);
-        memcpy(out + k, b, l);
-        k += l;
+        /* HF's Metaspace decoder drops every "▁" of the first token (not only
+         * a leading one): its bytes are its spaces removed */
+        for (size_t j = 0; j < l; j++)
+            if (!(i == 0 && t->spm_metaspace && t->spm_prepend != SPM_PREPEND_NEVER && b[j] == ' ' &&
+                  !is_added(t, ids[i])))
+                out[k++] = b[j];
     }
     out[k] = 0;
-    if (t->spm && k > 0 && out[0] == ' ') memmove(out, out + 1, k--); /* the decoder's Strip of the prepended space */
+    /* the Strip decoder of the normalizer form: one leading space */
+    if (t->spm && !t->spm_metaspace && k > 0 && out[0] == ' ') memmove(out, out + 1, k--);
     *text = out;
     *len = k;
     return true;

@@ -11,9 +11,10 @@
  *   model has byte_fallback, else the unk token, else an error.
  *
  * SentencePiece-style BPE as Llama 2 / TinyLlama's tokenizer.json has it
- * (normalizer Prepend "▁" + Replace " " -> "▁", no pre-tokenizer, byte
- * fallback) is encoded over the whole segment, one symbol per character, and
- * decoded with "▁" -> " " and the first space stripped.
+ * (normalizer Prepend "▁" + Replace " " -> "▁", or the newer Metaspace
+ * pre-tokenizer with split false; no regex; byte fallback) is encoded over
+ * the whole segment, one symbol per character, and decoded with "▁" -> " "
+ * and the leading space stripped as each form's decoder does.
  *
  * Anything else (another normalizer such as NFC, a Metaspace pre-tokenizer,
  * an unknown regex) is refused at load with a message that names it: no

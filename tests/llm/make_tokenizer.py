@@ -37,7 +37,8 @@ QWEN2_REGEX = LLAMA3_REGEX.replace(r"\p{N}{1,3}", r"\p{N}")
 STYLES = [("llama3", "tokenizer.json", "tokenizer_cases.json"),
           ("gpt2", "tokenizer_gpt2.json", "tokenizer_gpt2_cases.json"),
           ("qwen2", "tokenizer_qwen2.json", "tokenizer_qwen2_cases.json"),
-          ("llama2", "tokenizer_llama2.json", "tokenizer_llama2_cases.json")]
+          ("llama2", "tokenizer_llama2.json", "tokenizer_llama2_cases.json"),
+          ("llama2-metaspace", "tokenizer_metaspace.json", "tokenizer_metaspace_cases.json")]
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>"]
 
 TEXTS = [
@@ -64,14 +65,21 @@ TEXTS = [
 ]
 
 
-def train_llama2(path_text, path_out):
+def train_llama2(path_text, path_out, metaspace=False):
     """SentencePiece-style BPE as Llama 2 / TinyLlama's tokenizer.json: no
     pre-tokenizer, spaces as U+2581 with one prepended, byte fallback to
-    <0xXX> tokens, decoder Replace + ByteFallback + Fuse + Strip."""
+    <0xXX> tokens, decoder Replace + ByteFallback + Fuse + Strip. metaspace:
+    the newer conversion, a Metaspace pre-tokenizer (prepend_scheme first,
+    split false) instead of the normalizer."""
     tok = Tokenizer(models.BPE(byte_fallback=True, fuse_unk=True))
-    tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
-    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
-                                     decoders.Strip(" ", 1, 0)])
+    if metaspace:
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
+        tok.decoder = decoders.Sequence([decoders.Metaspace(replacement="\u2581", prepend_scheme="first", split=False),
+                                         decoders.ByteFallback(), decoders.Fuse()])
+    else:
+        tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+        tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                         decoders.Strip(" ", 1, 0)])
     specials = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
     trainer = trainers.BpeTrainer(vocab_size=1024, special_tokens=specials, show_progress=False, limit_alphabet=100)
     tok.train([path_text], trainer)
@@ -81,8 +89,8 @@ def train_llama2(path_text, path_out):
 
 
 def train(path_text, path_out, style="llama3"):
-    if style == "llama2":
-        return train_llama2(path_text, path_out)
+    if style.startswith("llama2"):
+        return train_llama2(path_text, path_out, metaspace=style == "llama2-metaspace")
     tok = Tokenizer(models.BPE(ignore_merges=style != "gpt2"))
     if style == "gpt2":
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)
