@@ -1,7 +1,8 @@
 #define _POSIX_C_SOURCE 200809L /* strdup */
-/* Byte-level BPE from tokenizer.json (llm_tokenizer.h): loading, validation,
- * encode and decode. The pre-tokenizer regexes are in llm_pretokenize.c. */
-#include "llm_tokenizer.h"
+/* tokenizer.json -> llm_tokenizer (llm_tokenizer.h): loading and validation.
+ * Encoding and decoding are in llm_tokenizer_encode.c, the pre-tokenizer
+ * regexes in llm_pretokenize.c. */
+#include "llm_tokenizer_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,47 +13,6 @@
 
 #define MAX_TOKENIZER_BYTES ((size_t)64 << 20)
 
-/* Open-addressing hash tables: token text -> id, and merge pair -> rank. */
-typedef struct str_slot {
-    const char *key; /* NULL: empty */
-    int32_t id;
-} str_slot;
-
-typedef struct pair_slot {
-    uint64_t key; /* (left id << 32 | right id) + 1; 0: empty */
-    int32_t rank, merged;
-} pair_slot;
-
-typedef struct added_token {
-    char *content;
-    size_t len;
-    int32_t id;
-} added_token;
-
-struct llm_tokenizer {
-    int vocab_size;
-    char **text;      /* [vocab_size]: the token's text as stored (byte-level characters), NULL for holes */
-    char **bytes;     /* [vocab_size]: the decoded bytes */
-    size_t *nbytes;
-    str_slot *vocab;  /* model vocabulary (not the added tokens) */
-    size_t vocab_cap;
-    pair_slot *merges;
-    size_t merges_cap;
-    added_token *added;
-    int n_added;
-    int32_t byte_id[256]; /* token of each byte's byte-level character, or -1 */
-    uint32_t byte_char[256];
-    int32_t unk_id, bos_id;
-    bool byte_fallback, ignore_merges, add_prefix_space, regex_in_sequence;
-    bool spm; /* SentencePiece-style BPE (Llama 2, TinyLlama): "▁" for spaces, no pre-tokenizer */
-    /* when a segment gets a leading "▁": the Prepend normalizer always; a
-     * Metaspace pre-tokenizer unless it starts with a space ("always"), only
-     * for the text's first segment ("first"), or never */
-    enum { SPM_PREPEND_ALWAYS, SPM_PREPEND_UNLESS_SPACE, SPM_PREPEND_FIRST, SPM_PREPEND_NEVER } spm_prepend;
-    bool spm_metaspace; /* the Metaspace form (its decoder's rules) rather than the normalizer form */
-    llm_pretok_kind pretok;
-};
-
 static uint64_t fnv1a(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ull;
@@ -60,7 +20,7 @@ static uint64_t fnv1a(const char *s, size_t n)
     return h;
 }
 
-static int32_t vocab_find_n(const llm_tokenizer *t, const char *s, size_t n)
+int32_t llm_tok_vocab_find(const llm_tokenizer *t, const char *s, size_t n)
 {
     for (size_t i = fnv1a(s, n) & (t->vocab_cap - 1);; i = (i + 1) & (t->vocab_cap - 1)) {
         const str_slot *e = &t->vocab[i];
@@ -79,7 +39,7 @@ static bool vocab_insert(llm_tokenizer *t, const char *key, int32_t id)
     }
 }
 
-static pair_slot *merge_slot(const llm_tokenizer *t, int32_t a, int32_t b)
+pair_slot *llm_tok_merge_slot(const llm_tokenizer *t, int32_t a, int32_t b)
 {
     const uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
     for (size_t i = (key * 0x9E3779B97F4A7C15ull >> 20) & (t->merges_cap - 1);; i = (i + 1) & (t->merges_cap - 1)) {
@@ -115,7 +75,7 @@ void llm_tokenizer_free(llm_tokenizer *t)
     free(t);
 }
 
-static bool bad(char *msg, size_t msg_size, const char *what)
+bool llm_tok_bad(char *msg, size_t msg_size, const char *what)
 {
     snprintf(msg, msg_size, "tokenizer.json: %s", what);
     return false;
@@ -143,22 +103,22 @@ static const char REGEX_QWEN2[] =
 static bool read_pretokenizer(llm_tokenizer *t, const llm_json *pre, char *msg, size_t msg_size)
 {
     const char *type = str_of(pre, "type");
-    if (!type) return bad(msg, msg_size, "pre_tokenizer has no type (only byte-level BPE is supported)");
+    if (!type) return llm_tok_bad(msg, msg_size, "pre_tokenizer has no type (only byte-level BPE is supported)");
     if (strcmp(type, "Metaspace") == 0) { /* newer Llama 2 conversions: SentencePiece-style, unsplit */
         const char *rep = str_of(pre, "replacement"), *scheme = str_of(pre, "prepend_scheme");
         if (!rep || strcmp(rep, "\xE2\x96\x81") != 0 || flag_of(pre, "split", true))
-            return bad(msg, msg_size, "a Metaspace pre_tokenizer must use U+2581 and split: false");
+            return llm_tok_bad(msg, msg_size, "a Metaspace pre_tokenizer must use U+2581 and split: false");
         t->spm = t->spm_metaspace = true;
         if (!scheme) t->spm_prepend = flag_of(pre, "add_prefix_space", true) ? SPM_PREPEND_UNLESS_SPACE : SPM_PREPEND_NEVER;
         else if (strcmp(scheme, "always") == 0) t->spm_prepend = SPM_PREPEND_UNLESS_SPACE;
         else if (strcmp(scheme, "first") == 0) t->spm_prepend = SPM_PREPEND_FIRST;
         else if (strcmp(scheme, "never") == 0) t->spm_prepend = SPM_PREPEND_NEVER;
-        else return bad(msg, msg_size, "Metaspace prepend_scheme must be always, first or never");
+        else return llm_tok_bad(msg, msg_size, "Metaspace prepend_scheme must be always, first or never");
         return true;
     }
     if (strcmp(type, "ByteLevel") == 0) {
         if (!flag_of(pre, "use_regex", true))
-            return bad(msg, msg_size, "a ByteLevel pre_tokenizer without its regex is not supported");
+            return llm_tok_bad(msg, msg_size, "a ByteLevel pre_tokenizer without its regex is not supported");
         t->pretok = LLM_PRETOK_GPT2;
         t->add_prefix_space = flag_of(pre, "add_prefix_space", false);
         return true;
@@ -173,12 +133,12 @@ static bool read_pretokenizer(llm_tokenizer *t, const llm_json *pre, char *msg, 
     const char *st = str_of(split, "type"), *bt = str_of(bl, "type"), *behavior = str_of(split, "behavior");
     const char *regex = str_of(llm_json_get(split, "pattern"), "Regex");
     if (!st || strcmp(st, "Split") != 0 || !bt || strcmp(bt, "ByteLevel") != 0 || flag_of(bl, "use_regex", true))
-        return bad(msg, msg_size, "pre_tokenizer Sequence must be [Split, ByteLevel(use_regex: false)]");
+        return llm_tok_bad(msg, msg_size, "pre_tokenizer Sequence must be [Split, ByteLevel(use_regex: false)]");
     if (!behavior || strcmp(behavior, "Isolated") != 0 || flag_of(split, "invert", false))
-        return bad(msg, msg_size, "the Split pre_tokenizer must be Isolated and not inverted");
+        return llm_tok_bad(msg, msg_size, "the Split pre_tokenizer must be Isolated and not inverted");
     if (regex && strcmp(regex, REGEX_LLAMA3) == 0) t->pretok = LLM_PRETOK_LLAMA3;
     else if (regex && strcmp(regex, REGEX_QWEN2) == 0) t->pretok = LLM_PRETOK_QWEN2;
-    else return bad(msg, msg_size, "the Split regex is not one of the supported ones (Llama 3, Qwen2)");
+    else return llm_tok_bad(msg, msg_size, "the Split regex is not one of the supported ones (Llama 3, Qwen2)");
     t->regex_in_sequence = true;
     t->add_prefix_space = flag_of(bl, "add_prefix_space", false);
     return true;
@@ -240,32 +200,32 @@ static bool token_to_bytes(const llm_tokenizer *t, const char *s, char **out, si
 
 static bool set_token(llm_tokenizer *t, int32_t id, const char *text, char *msg, size_t msg_size)
 {
-    if (id < 0 || id >= t->vocab_size) return bad(msg, msg_size, "token id out of range");
+    if (id < 0 || id >= t->vocab_size) return llm_tok_bad(msg, msg_size, "token id out of range");
     if (t->text[id] && strcmp(t->text[id], text) != 0) {
         snprintf(msg, msg_size, "tokenizer.json: id %d names two tokens", (int)id);
         return false;
     }
     if (t->text[id]) return true;
     t->text[id] = strdup(text);
-    return t->text[id] != NULL || bad(msg, msg_size, "out of memory");
+    return t->text[id] != NULL || llm_tok_bad(msg, msg_size, "out of memory");
 }
 
 static bool read_model(llm_tokenizer *t, const llm_json *root, char *msg, size_t msg_size)
 {
     const llm_json *model = llm_json_get(root, "model"), *added = llm_json_get(root, "added_tokens");
     const char *type = str_of(model, "type");
-    if (!type || strcmp(type, "BPE") != 0) return bad(msg, msg_size, "model.type must be \"BPE\"");
+    if (!type || strcmp(type, "BPE") != 0) return llm_tok_bad(msg, msg_size, "model.type must be \"BPE\"");
     const llm_json *vocab = llm_json_get(model, "vocab"), *merges = llm_json_get(model, "merges");
     if (!vocab || vocab->type != LLM_JSON_OBJECT || vocab->length == 0)
-        return bad(msg, msg_size, "model.vocab must be a non-empty object");
-    if (!merges || merges->type != LLM_JSON_ARRAY) return bad(msg, msg_size, "model.merges must be an array");
-    if (added && added->type != LLM_JSON_ARRAY) return bad(msg, msg_size, "added_tokens must be an array");
+        return llm_tok_bad(msg, msg_size, "model.vocab must be a non-empty object");
+    if (!merges || merges->type != LLM_JSON_ARRAY) return llm_tok_bad(msg, msg_size, "model.merges must be an array");
+    if (added && added->type != LLM_JSON_ARRAY) return llm_tok_bad(msg, msg_size, "added_tokens must be an array");
     /* ids: vocabulary values and added tokens, each in [0, 2^24) */
     double max_id = -1;
     for (size_t i = 0; i < vocab->length; i++) {
         const llm_json *v = &vocab->items[i];
         if (v->type != LLM_JSON_NUMBER || v->number < 0 || v->number >= (1 << 24) || v->number != (int32_t)v->number)
-            return bad(msg, msg_size, "a vocab id is not an integer in [0, 2^24)");
+            return llm_tok_bad(msg, msg_size, "a vocab id is not an integer in [0, 2^24)");
         if (v->number > max_id) max_id = v->number;
     }
     for (size_t i = 0; added && i < added->length; i++) {
@@ -273,7 +233,7 @@ static bool read_model(llm_tokenizer *t, const llm_json *root, char *msg, size_t
         if (!id || id->type != LLM_JSON_NUMBER || id->number < 0 || id->number >= (1 << 24) ||
             id->number != (int32_t)id->number || !str_of(&added->items[i], "content") ||
             !*str_of(&added->items[i], "content"))
-            return bad(msg, msg_size, "an added token lacks an integer id in [0, 2^24) or a non-empty content");
+            return llm_tok_bad(msg, msg_size, "an added token lacks an integer id in [0, 2^24) or a non-empty content");
         if (id->number > max_id) max_id = id->number;
     }
     t->vocab_size = (int)max_id + 1;
@@ -281,7 +241,7 @@ static bool read_model(llm_tokenizer *t, const llm_json *root, char *msg, size_t
      * tables of 2^24 entries for a tiny hostile file */
     const size_t entries = vocab->length + (added ? added->length : 0);
     if ((size_t)t->vocab_size > 2 * entries + 1024)
-        return bad(msg, msg_size, "token ids are sparse (the largest id is far above the number of tokens)");
+        return llm_tok_bad(msg, msg_size, "token ids are sparse (the largest id is far above the number of tokens)");
     t->text = calloc((size_t)t->vocab_size, sizeof(char *));
     t->bytes = calloc((size_t)t->vocab_size, sizeof(char *));
     t->nbytes = calloc((size_t)t->vocab_size, sizeof(size_t));
@@ -291,11 +251,11 @@ static bool read_model(llm_tokenizer *t, const llm_json *root, char *msg, size_t
     t->merges = calloc(t->merges_cap, sizeof(pair_slot));
     t->added = calloc(added ? added->length + 1 : 1, sizeof(added_token));
     if (!t->text || !t->bytes || !t->nbytes || !t->vocab || !t->merges || !t->added)
-        return bad(msg, msg_size, "out of memory");
+        return llm_tok_bad(msg, msg_size, "out of memory");
     for (size_t i = 0; i < vocab->length; i++) {
         const int32_t id = (int32_t)vocab->items[i].number;
         if (!set_token(t, id, vocab->keys[i], msg, msg_size)) return false;
-        if (!vocab_insert(t, t->text[id], id)) return bad(msg, msg_size, "duplicate vocab entry");
+        if (!vocab_insert(t, t->text[id], id)) return llm_tok_bad(msg, msg_size, "duplicate vocab entry");
     }
     for (size_t i = 0; added && i < added->length; i++) {
         const int32_t id = (int32_t)llm_json_get(&added->items[i], "id")->number;
@@ -303,7 +263,7 @@ static bool read_model(llm_tokenizer *t, const llm_json *root, char *msg, size_t
         if (!set_token(t, id, content, msg, msg_size)) return false;
         added_token *a = &t->added[t->n_added++];
         a->id = id, a->len = strlen(content), a->content = strdup(content);
-        if (!a->content) return bad(msg, msg_size, "out of memory");
+        if (!a->content) return llm_tok_bad(msg, msg_size, "out of memory");
     }
     /* merges: "a b" strings or ["a", "b"] pairs; rank = position */
     for (size_t r = 0; r < merges->length; r++) {
@@ -312,7 +272,7 @@ static bool read_model(llm_tokenizer *t, const llm_json *root, char *msg, size_t
         if (m->type == LLM_JSON_STRING) {
             const char *sp = strchr(m->string, ' ');
             if (!sp || strchr(sp + 1, ' ') || (size_t)(sp - m->string) >= sizeof(left) || strlen(sp + 1) >= sizeof(right))
-                return bad(msg, msg_size, "a merge string is not \"left right\"");
+                return llm_tok_bad(msg, msg_size, "a merge string is not \"left right\"");
             memcpy(left, m->string, (size_t)(sp - m->string));
             left[sp - m->string] = 0;
             strcpy(right, sp + 1);
@@ -322,18 +282,18 @@ static bool read_model(llm_tokenizer *t, const llm_json *root, char *msg, size_t
             strcpy(left, m->items[0].string);
             strcpy(right, m->items[1].string);
         } else {
-            return bad(msg, msg_size, "a merge is neither \"left right\" nor [left, right]");
+            return llm_tok_bad(msg, msg_size, "a merge is neither \"left right\" nor [left, right]");
         }
         char joined[1024];
         snprintf(joined, sizeof(joined), "%s%s", left, right);
-        const int32_t a = vocab_find_n(t, left, strlen(left)), b = vocab_find_n(t, right, strlen(right));
-        const int32_t ab = vocab_find_n(t, joined, strlen(joined));
+        const int32_t a = llm_tok_vocab_find(t, left, strlen(left)), b = llm_tok_vocab_find(t, right, strlen(right));
+        const int32_t ab = llm_tok_vocab_find(t, joined, strlen(joined));
         if (a < 0 || b < 0 || ab < 0) {
             snprintf(msg, msg_size, "tokenizer.json: merge %zu (\"%s\" \"%s\") uses or makes a token not in the vocab", r,
                      left, right);
             return false;
         }
-        pair_slot *slot = merge_slot(t, a, b);
+        pair_slot *slot = llm_tok_merge_slot(t, a, b);
         if (slot->key) continue; /* a repeated merge keeps its first rank */
         slot->key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
         slot->rank = (int32_t)r;
@@ -342,7 +302,7 @@ static bool read_model(llm_tokenizer *t, const llm_json *root, char *msg, size_t
     t->byte_fallback = flag_of(model, "byte_fallback", false);
     t->ignore_merges = flag_of(model, "ignore_merges", false);
     const char *unk = str_of(model, "unk_token");
-    t->unk_id = unk ? vocab_find_n(t, unk, strlen(unk)) : -1;
+    t->unk_id = unk ? llm_tok_vocab_find(t, unk, strlen(unk)) : -1;
     return true;
 }
 
@@ -358,7 +318,7 @@ llm_tokenizer *llm_tokenizer_parse(const char *text, size_t size, char *msg, siz
     bool ok = t != NULL;
     if (!ok) snprintf(msg, msg_size, "tokenizer.json: out of memory");
     const llm_json *norm = llm_json_get(&root, "normalizer");
-    if (ok && root.type != LLM_JSON_OBJECT) ok = bad(msg, msg_size, "the top level is not an object");
+    if (ok && root.type != LLM_JSON_OBJECT) ok = llm_tok_bad(msg, msg_size, "the top level is not an object");
     if (ok && norm && norm->type != LLM_JSON_NULL) {
         t->spm = is_spm_normalizer(norm);
         if (!t->spm) {
@@ -368,23 +328,23 @@ llm_tokenizer *llm_tokenizer_parse(const char *text, size_t size, char *msg, siz
         }
         const llm_json *pre = llm_json_get(&root, "pre_tokenizer");
         if (ok && pre && pre->type != LLM_JSON_NULL)
-            ok = bad(msg, msg_size, "a SentencePiece-style normalizer with a pre_tokenizer is not supported");
+            ok = llm_tok_bad(msg, msg_size, "a SentencePiece-style normalizer with a pre_tokenizer is not supported");
     }
     if (ok && !t->spm) {
         const llm_json *pre = llm_json_get(&root, "pre_tokenizer");
         ok = pre && pre->type == LLM_JSON_OBJECT ? read_pretokenizer(t, pre, msg, msg_size)
-                                                 : bad(msg, msg_size, "no pre_tokenizer (byte-level BPE needs one)");
+                                                 : llm_tok_bad(msg, msg_size, "no pre_tokenizer (byte-level BPE needs one)");
     }
     if (ok) byte_level_alphabet(t->byte_char);
     if (ok) ok = read_model(t, &root, msg, msg_size);
     for (int b = 0; ok && b < 256; b++) {
         char s[8];
         int l = llm_utf8_encode(t->byte_char[b], s);
-        t->byte_id[b] = vocab_find_n(t, s, (size_t)l);
+        t->byte_id[b] = llm_tok_vocab_find(t, s, (size_t)l);
     }
     for (int i = 0; ok && i < t->vocab_size; i++) {
         if (t->text[i] && !token_to_bytes(t, t->text[i], &t->bytes[i], &t->nbytes[i]))
-            ok = bad(msg, msg_size, "out of memory");
+            ok = llm_tok_bad(msg, msg_size, "out of memory");
     }
     for (int i = 0; ok && i < t->n_added; i++) { /* added tokens decode to their content as written */
         unsigned hex;
@@ -394,7 +354,7 @@ llm_tokenizer *llm_tokenizer_parse(const char *text, size_t size, char *msg, siz
         free(t->bytes[t->added[i].id]);
         t->bytes[t->added[i].id] = strdup(t->added[i].content);
         t->nbytes[t->added[i].id] = t->added[i].len;
-        if (!t->bytes[t->added[i].id]) ok = bad(msg, msg_size, "out of memory");
+        if (!t->bytes[t->added[i].id]) ok = llm_tok_bad(msg, msg_size, "out of memory");
     }
     /* post_processor TemplateProcessing: the special token that leads "single" */
     t = ok ? t : (llm_tokenizer_free(t), NULL);
@@ -431,7 +391,7 @@ int32_t llm_tokenizer_find(const llm_tokenizer *t, const char *token)
     if (!t || !token) return -1;
     for (int i = 0; i < t->n_added; i++)
         if (strcmp(t->added[i].content, token) == 0) return t->added[i].id;
-    return vocab_find_n(t, token, strlen(token));
+    return llm_tok_vocab_find(t, token, strlen(token));
 }
 
 const char *llm_tokenizer_token_bytes(const llm_tokenizer *t, int32_t id, size_t *len)
@@ -439,240 +399,4 @@ const char *llm_tokenizer_token_bytes(const llm_tokenizer *t, int32_t id, size_t
     if (!t || id < 0 || id >= t->vocab_size || !t->bytes[id]) return NULL;
     *len = t->nbytes[id];
     return t->bytes[id];
-}
-
-/* A growable id list. */
-typedef struct id_list {
-    int32_t *v;
-    size_t n, cap;
-} id_list;
-
-static bool push_id(id_list *l, int32_t id)
-{
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 64;
-        int32_t *nv = realloc(l->v, nc * sizeof(int32_t));
-        if (!nv) return false;
-        l->v = nv, l->cap = nc;
-    }
-    l->v[l->n++] = id;
-    return true;
-}
-
-/* BPE over one pre-tokenized piece (raw bytes). */
-static size_t merge_symbols(const llm_tokenizer *t, int32_t *sym, size_t m);
-
-static bool bpe_piece(const llm_tokenizer *t, const unsigned char *s, size_t n, id_list *out, char *msg, size_t msg_size)
-{
-    if (t->ignore_merges) { /* the whole piece as one token when the vocabulary has it */
-        char *chars = malloc(n * 4 + 1);
-        if (!chars) return bad(msg, msg_size, "out of memory");
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++) k += (size_t)llm_utf8_encode(t->byte_char[s[i]], chars + k);
-        int32_t id = vocab_find_n(t, chars, k);
-        free(chars);
-        if (id >= 0) return push_id(out, id) || bad(msg, msg_size, "out of memory");
-    }
-    int32_t *sym = malloc((n + 1) * sizeof(int32_t));
-    if (!sym) return bad(msg, msg_size, "out of memory");
-    size_t m = 0;
-    bool ok = true;
-    for (size_t i = 0; i < n && ok; i++) {
-        int32_t id = t->byte_id[s[i]];
-        if (id < 0 && t->byte_fallback) {
-            char hex[8];
-            snprintf(hex, sizeof(hex), "<0x%02X>", s[i]);
-            id = vocab_find_n(t, hex, 6);
-        }
-        if (id < 0) id = t->unk_id;
-        if (id < 0) {
-            snprintf(msg, msg_size, "tokenizer: byte 0x%02X has no token (no byte fallback, no unk token)", s[i]);
-            ok = false;
-        }
-        sym[m++] = id;
-    }
-    if (ok) m = merge_symbols(t, sym, m);
-    for (size_t i = 0; i < m && ok; i++) ok = push_id(out, sym[i]) || bad(msg, msg_size, "out of memory");
-    free(sym);
-    return ok;
-}
-
-/* Merges the lowest-ranked pair, leftmost first, until none applies; returns
- * the new symbol count. */
-static size_t merge_symbols(const llm_tokenizer *t, int32_t *sym, size_t m)
-{
-    while (m > 1) {
-        int32_t best = -1, merged = -1;
-        size_t at = 0;
-        for (size_t i = 0; i + 1 < m; i++) {
-            const pair_slot *e = merge_slot(t, sym[i], sym[i + 1]);
-            if (e->key && (best < 0 || e->rank < best)) best = e->rank, merged = e->merged, at = i;
-        }
-        if (best < 0) break;
-        sym[at] = merged;
-        memmove(sym + at + 1, sym + at + 2, (m - at - 2) * sizeof(int32_t));
-        m--;
-    }
-    return m;
-}
-
-/* SentencePiece-style BPE over a whole segment: "▁" prepended, spaces as
- * "▁", one symbol per character, unknown characters as <0xXX> bytes. */
-static bool spm_segment(const llm_tokenizer *t, const char *text, size_t len, bool first, id_list *out, char *msg,
-                        size_t msg_size)
-{
-    int32_t *sym = malloc((len + 2) * 4 * sizeof(int32_t));
-    if (!sym) return bad(msg, msg_size, "out of memory");
-    size_t m = 0;
-    bool ok = true;
-    bool prepend = t->spm_prepend == SPM_PREPEND_ALWAYS ||
-                   (t->spm_prepend == SPM_PREPEND_UNLESS_SPACE && text[0] != ' ') ||
-                   (t->spm_prepend == SPM_PREPEND_FIRST && first && text[0] != ' ');
-    for (size_t i = 0; ok && i <= len;) {
-        uint32_t cp = 0x2581;
-        int l = 0;
-        if (prepend) {
-            prepend = false; /* the "▁" before the text, then the text itself */
-        } else {
-            if (i == len) break;
-            l = llm_utf8_decode((const unsigned char *)text + i, len - i, &cp);
-            if (!l) {
-                snprintf(msg, msg_size, "tokenizer: invalid UTF-8 at byte %zu of the text", i);
-                ok = false;
-                break;
-            }
-            if (cp == ' ') cp = 0x2581;
-        }
-        char s[8];
-        const int sl = llm_utf8_encode(cp, s);
-        int32_t id = vocab_find_n(t, s, (size_t)sl);
-        if (id >= 0) sym[m++] = id;
-        else if (t->byte_fallback) {
-            for (int k = 0; ok && k < sl; k++) {
-                char hex[8];
-                snprintf(hex, sizeof(hex), "<0x%02X>", (unsigned char)s[k]);
-                id = vocab_find_n(t, hex, 6);
-                if (id < 0) id = t->unk_id;
-                if (id < 0) ok = bad(msg, msg_size, "a byte-fallback token <0xXX> is missing from the vocab");
-                sym[m++] = id;
-            }
-        } else if (t->unk_id >= 0) {
-            sym[m++] = t->unk_id;
-        } else {
-            snprintf(msg, msg_size, "tokenizer: character U+%04X has no token (no byte fallback, no unk token)", cp);
-            ok = false;
-        }
-        i += (size_t)l;
-    }
-    if (ok) m = merge_symbols(t, sym, m);
-    for (size_t i = 0; i < m && ok; i++) ok = push_id(out, sym[i]) || bad(msg, msg_size, "out of memory");
-    free(sym);
-    return ok;
-}
-
-/* Pre-tokenizes and encodes a segment without added tokens. */
-static bool encode_segment(const llm_tokenizer *t, const char *text, size_t len, bool first, id_list *out, char *msg,
-                           size_t msg_size)
-{
-    if (t->spm) return spm_segment(t, text, len, first, out, msg, msg_size);
-    const bool prefix = t->add_prefix_space && len > 0 && text[0] != ' ';
-    const size_t total = len + (prefix ? 1 : 0);
-    uint32_t *cp = malloc((total + 1) * sizeof(uint32_t));
-    size_t *off = malloc((total + 2) * sizeof(size_t)); /* byte offset of each code point */
-    char *buf = malloc(total + 1);
-    bool ok = cp && off && buf;
-    if (!ok) bad(msg, msg_size, "out of memory");
-    size_t n = 0;
-    if (ok) {
-        if (prefix) buf[0] = ' ';
-        memcpy(buf + (prefix ? 1 : 0), text, len);
-        for (size_t i = 0; i < total && ok;) {
-            int l = llm_utf8_decode((const unsigned char *)buf + i, total - i, &cp[n]);
-            if (!l) {
-                snprintf(msg, msg_size, "tokenizer: invalid UTF-8 at byte %zu of the text", i);
-                ok = false;
-                break;
-            }
-            off[n++] = i;
-            i += (size_t)l;
-        }
-        off[n] = total;
-    }
-    for (size_t i = 0; ok && i < n;) {
-        size_t m = llm_pretok_match(t->pretok, cp, n, i);
-        if (m == 0) m = 1; /* cannot happen: every character matches some branch */
-        ok = bpe_piece(t, (const unsigned char *)buf + off[i], off[i + m] - off[i], out, msg, msg_size);
-        i += m;
-    }
-    free(cp), free(off), free(buf);
-    return ok;
-}
-
-bool llm_tokenizer_encode(const llm_tokenizer *t, const char *text, size_t len, bool add_special, int32_t **ids,
-                          size_t *n, char *msg, size_t msg_size)
-{
-    id_list out = {0};
-    bool ok = true;
-    if (msg_size) msg[0] = 0;
-    if (add_special && t->bos_id >= 0) ok = push_id(&out, t->bos_id);
-    size_t seg = 0;
-    for (size_t i = 0; ok && i <= len;) {
-        /* the longest added token at i (HF: leftmost-longest) */
-        const added_token *hit = NULL;
-        for (int k = 0; i < len && k < t->n_added; k++) {
-            const added_token *a = &t->added[k];
-            if (a->len <= len - i && memcmp(text + i, a->content, a->len) == 0 && (!hit || a->len > hit->len)) hit = a;
-        }
-        if (!hit && i < len) {
-            i++;
-            continue;
-        }
-        if (i > seg) ok = encode_segment(t, text + seg, i - seg, seg == 0, &out, msg, msg_size);
-        if (!hit) break;
-        if (ok) ok = push_id(&out, hit->id);
-        i += hit->len;
-        seg = i;
-    }
-    if (!ok) {
-        if (!msg[0]) bad(msg, msg_size, "out of memory");
-        free(out.v);
-        return false;
-    }
-    *ids = out.v;
-    *n = out.n;
-    return true;
-}
-
-static bool is_added(const llm_tokenizer *t, int32_t id)
-{
-    for (int i = 0; i < t->n_added; i++)
-        if (t->added[i].id == id) return true;
-    return false;
-}
-
-bool llm_tokenizer_decode(const llm_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len)
-{
-    size_t total = 0, l;
-    for (size_t i = 0; i < n; i++) {
-        if (!llm_tokenizer_token_bytes(t, ids[i], &l)) return false;
-        total += l;
-    }
-    char *out = malloc(total + 1);
-    if (!out) return false;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *b = llm_tokenizer_token_bytes(t, ids[i], &l);
-        /* HF's Metaspace decoder drops every "▁" of the first token (not only
-         * a leading one): its bytes are its spaces removed */
-        for (size_t j = 0; j < l; j++)
-            if (!(i == 0 && t->spm_metaspace && t->spm_prepend != SPM_PREPEND_NEVER && b[j] == ' ' &&
-                  !is_added(t, ids[i])))
-                out[k++] = b[j];
-    }
-    out[k] = 0;
-    /* the Strip decoder of the normalizer form: one leading space */
-    if (t->spm && !t->spm_metaspace && k > 0 && out[0] == ' ') memmove(out, out + 1, k--);
-    *text = out;
-    *len = k;
-    return true;
 }
