@@ -23,6 +23,7 @@ typedef struct ddp_options {
     size_t bucket_bytes;  /* gradient bytes per all-reduce; 0: 25 MiB */
     double timeout_s;     /* longest wait on a peer before the job is stopped; 0: 120 s */
     bool no_overlap;      /* all-reduce only after backward (to measure what overlap hides) */
+    bool measure_skew;    /* a barrier after backward, so wait_s excludes waiting for a slower rank */
 } ddp_options;
 
 /* Time and traffic since the last ddp_stats_reset (this rank). */
@@ -32,6 +33,9 @@ typedef struct ddp_stats {
     int buckets;          /* per step */
     double copy_s;        /* device -> host reads of gradients and host -> device writes back */
     double hook_s;        /* inside the gradient-ready hook (reads, starting all-reduces) */
+    double hook_mpi_s;    /* of hook_s, inside MPI (starting and testing all-reduces): without a progress
+                           * thread the start of a shared-memory all-reduce does much of its copying */
+    double skew_s;        /* measure_skew: in the barrier after backward (waiting for the slowest rank) */
     double wait_s;        /* blocked in ddp_finish_step waiting for all-reduces: the exposed communication */
 } ddp_stats;
 

@@ -260,9 +260,12 @@ static void on_grad_ready(wgt_tensor *leaf, wgt_tensor *grad, void *user)
     ddp *d = user;
     double t0 = now_s();
     int i = param_index(d, leaf);
+    double copy0 = d->stats.copy_s;
     if (i >= 0) take_gradient(d, i, grad);
     progress(d);
-    d->stats.hook_s += now_s() - t0;
+    double spent = now_s() - t0;
+    d->stats.hook_s += spent;
+    d->stats.hook_mpi_s += spent - (d->stats.copy_s - copy0); /* less the gradient read */
 }
 
 bool ddp_attach(ddp *d, wgt_context *ctx, wgt_tensor *const *params, int n, char *msg, size_t msg_size)
@@ -320,6 +323,15 @@ bool ddp_finish_step(ddp *d, char *msg, size_t msg_size)
 {
     for (int i = 0; i < d->n_params; i++) /* no hook (--ddp-no-overlap), or a parameter backward did not reach */
         if (!d->ready[i]) take_gradient(d, i, wgt_tensor_grad(d->params[i]));
+    if (d->opt.measure_skew) { /* before the remaining starts: what is in flight may progress meanwhile */
+        double t0 = now_s();
+        MPI_Request barrier;
+        int rc = MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+        if (mpi_failed(rc, "the barrier after backward", msg, msg_size, d) ||
+            !wait_all(d, &barrier, 1, "the barrier after backward", msg, msg_size))
+            return false;
+        d->stats.skew_s += now_s() - t0;
+    }
     for (int b = 0; b < d->n_buckets; b++)
         if (!d->buckets[b].started && !start_bucket(d, b)) break;
     if (d->hook_error[0]) {

@@ -298,9 +298,10 @@ static int train_loop(trainer *t)
             double n = st.steps ? (double)st.steps : 1;
             snprintf(line, sizeof(line),
                      "ddp (rank 0 of %d): %d buckets, %.2f MB all-reduced per step; per step: gradient copies "
-                     "%.2f ms, MPI inside the grad hook %.2f ms, wait after backward %.2f ms%s\n",
+                     "%.2f ms, MPI inside the grad hook %.2f ms, waiting for the slowest rank %.2f ms, all-reduce "
+                     "wait after that %.2f ms%s\n",
                      t->world, st.buckets, (double)st.bytes / n / 1e6, 1e3 * st.copy_s / n, 1e3 * st.hook_mpi_s / n,
-                     1e3 * st.wait_s / n, t->opt.ddp_no_overlap ? " (--ddp-no-overlap)" : "");
+                     1e3 * st.skew_s / n, 1e3 * st.wait_s / n, t->opt.ddp_no_overlap ? " (--ddp-no-overlap)" : "");
             print_line(t, line);
         }
         /* the weights are still worth keeping: `wgt sample` times generation on them */
@@ -395,7 +396,7 @@ static int run(trainer *t, int argc, char **argv)
     char ddp_msg[1400], adapter_buf[256];
     const char *adapter = t->opt.adapter;
     if (t->opt.distributed || ddp_launched_by_mpi()) {
-        ddp_options o = {t->opt.bucket_bytes, t->opt.ddp_timeout, t->opt.ddp_no_overlap};
+        ddp_options o = {t->opt.bucket_bytes, t->opt.ddp_timeout, t->opt.ddp_no_overlap, t->opt.bench};
         if (!(t->ddp = ddp_init(&o, ddp_msg, sizeof(ddp_msg)))) return fail(t, "%s", ddp_msg);
         t->rank = ddp_rank(t->ddp);
         t->world = ddp_size(t->ddp);
