@@ -168,13 +168,15 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
         }
         inv[i] = (float)g;
     }
+    /* one column per frequency: both halves of a head turn by the same angles */
+    const int half = D / 2;
     for (int p = 0; p < P; p++)
-        for (int i = 0; i < D; i++) {
-            const float angle = (float)p * inv[i % (D / 2)];
-            cs[(size_t)p * D + i] = (float)cos(angle);
-            sn[(size_t)p * D + i] = (float)sin(angle);
+        for (int i = 0; i < half; i++) {
+            const float angle = (float)p * inv[i];
+            cs[(size_t)p * half + i] = (float)cos(angle);
+            sn[(size_t)p * half + i] = (float)sin(angle);
         }
-    const int64_t shape[2] = {P, D};
+    const int64_t shape[2] = {P, half};
     m->rope_cos = wgt_tensor_from_host(m->ctx, WGT_F32, 2, shape, cs);
     m->rope_sin = wgt_tensor_from_host(m->ctx, WGT_F32, 2, shape, sn);
     free(inv), free(cs), free(sn);

@@ -81,9 +81,13 @@ static wgt_tensor *rotate(const llama_model *m, wgt_tensor *x, int64_t pos0, int
 {
     if (!m->rope_cos) return wgt_rope(x, pos0, m->cfg.rope_theta, false);
     const int64_t D = m->cfg.head_dim;
-    wgt_tensor *cs = wgt_slice(m->rope_cos, 0, pos0, pos0 + T, 1), *sn = wgt_slice(m->rope_sin, 0, pos0, pos0 + T, 1);
-    wgt_tensor *halves[2] = {wgt_neg(wgt_slice(x, 3, D / 2, D, 1)), wgt_slice(x, 3, 0, D / 2, 1)};
-    return wgt_add(wgt_mul(x, cs), wgt_mul(wgt_concat(halves, 2, 3), sn));
+    /* llama3-scaled frequencies: the tables' rows for these positions, [T, D/2]
+     * broadcast over heads; each half in one fused kernel:
+     *   out[:D/2] = x1 cos - x2 sin,  out[D/2:] = x2 cos + x1 sin */
+    wgt_tensor *in[4] = {wgt_slice(x, 3, 0, D / 2, 1), wgt_slice(x, 3, D / 2, D, 1),
+                         wgt_slice(m->rope_cos, 0, pos0, pos0 + T, 1), wgt_slice(m->rope_sin, 0, pos0, pos0 + T, 1)};
+    wgt_tensor *halves[2] = {wgt_fused(m->ctx, "a * c - b * d", in, 4), wgt_fused(m->ctx, "b * c + a * d", in, 4)};
+    return wgt_concat(halves, 2, 3);
 }
 
 /* [T, heads * D] -> [1, heads, T, D] (a view) */
@@ -101,16 +105,19 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
     const double eps = m->cfg.rms_eps;
     /* one projection for q, k, v: columns [0, H D), [H D, (H + Hkv) D), the rest */
     wgt_tensor *qkv = project(m, h, L->w_qkv, L->s_qkv, L->b_qkv);
-    wgt_tensor *q = wgt_reshape(wgt_slice(qkv, 1, 0, H * D, 1), 3, (int64_t[]){T, H, D});
-    wgt_tensor *k = wgt_reshape(wgt_slice(qkv, 1, H * D, (H + Hkv) * D, 1), 3, (int64_t[]){T, Hkv, D});
-    wgt_tensor *v = wgt_slice(qkv, 1, (H + Hkv) * D, (H + 2 * Hkv) * D, 1);
-    if (L->q_norm) { /* Qwen3: RMSNorm over each head before the rotation */
-        q = wgt_rms_norm(q, L->q_norm, eps);
-        k = wgt_rms_norm(k, L->k_norm, eps);
+    wgt_tensor *q, *k, *v = wgt_slice(qkv, 1, (H + Hkv) * D, (H + 2 * Hkv) * D, 1);
+    if (L->q_norm) { /* Qwen3: RMSNorm over each head (own weights for q and k) before the rotation */
+        q = wgt_rms_norm(wgt_reshape(wgt_slice(qkv, 1, 0, H * D, 1), 3, (int64_t[]){T, H, D}), L->q_norm, eps);
+        k = wgt_rms_norm(wgt_reshape(wgt_slice(qkv, 1, H * D, (H + Hkv) * D, 1), 3, (int64_t[]){T, Hkv, D}), L->k_norm,
+                         eps);
+        q = rotate(m, heads(wgt_reshape(q, 2, (int64_t[]){T, H * D}), T, H, D), pos0, T);
+        k = rotate(m, heads(wgt_reshape(k, 2, (int64_t[]){T, Hkv * D}), T, Hkv, D), pos0, T);
+    } else { /* q and k rotated together as H + Hkv heads: one rope for both */
+        wgt_tensor *qk = rotate(m, heads(wgt_slice(qkv, 1, 0, (H + Hkv) * D, 1), T, H + Hkv, D), pos0, T);
+        q = wgt_slice(qk, 1, 0, H, 1);
+        k = wgt_slice(qk, 1, H, H + Hkv, 1);
     }
-    q = rotate(m, heads(wgt_reshape(q, 2, (int64_t[]){T, H * D}), T, H, D), pos0, T);
-    k = rotate(m, heads(wgt_reshape(k, 2, (int64_t[]){T, Hkv * D}), T, Hkv, D), pos0, T);
-    v = heads(wgt_reshape(v, 2, (int64_t[]){T, Hkv * D}), T, Hkv, D);
+    v = heads(v, T, Hkv, D);
     /* append to the cache (cast to its dtype), attend over the prefix; causal is
      * bottom-right aligned, so prompt token i sees cache rows <= pos0 + i */
     wgt_assign(wgt_slice(c->k[l], 2, pos0, end, 1), k);

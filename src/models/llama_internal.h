@@ -33,7 +33,7 @@ struct llama_model {
     int bits;                                 /* 8 / 4: quantized projections, 0: float */
     wgt_tensor *embed, *norm, *head;          /* head == embed when tied and not quantized */
     wgt_tensor *head_scales;                  /* quantized head (a quantized copy of embed when tied) */
-    wgt_tensor *rope_cos, *rope_sin;          /* [max_position, D] f32 (llama3 scaling), else NULL */
+    wgt_tensor *rope_cos, *rope_sin;          /* [positions, D/2] f32 (llama3 scaling), else NULL */
     uint64_t weight_bytes;
 };
 
