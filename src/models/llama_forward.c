@@ -72,7 +72,9 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
         return bias ? wgt_add(y, bias) : y;
     }
     if (m->wdtype == WGT_F32) return wgt_linear(x, w, bias);
-    wgt_tensor *y = wgt_matmul_ex(wgt_cast(x, WGT_F16), wgt_transpose(w, 0, 1), WGT_F32);
+    /* x may already be f16 (the attention output of an f16 cache) */
+    if (x && wgt_tensor_dtype(x) != WGT_F16) x = wgt_cast(x, WGT_F16);
+    wgt_tensor *y = wgt_matmul_ex(x, wgt_transpose(w, 0, 1), WGT_F32);
     return bias ? wgt_add(y, bias) : y;
 }
 
@@ -126,7 +128,7 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
     if (m->wdtype != WGT_F32) q = wgt_cast(q, m->wdtype);
     wgt_tensor *y = wgt_scaled_dot_product_attention(q, kc, vc, true, 0.0, 0); /* [1, H, T, D] */
     y = wgt_reshape(wgt_permute(y, (int[]){0, 2, 1, 3}), 2, (int64_t[]){T, H * D});
-    if (m->wdtype != WGT_F32) y = wgt_cast(y, WGT_F32);
+    if (m->bits) y = wgt_cast(y, WGT_F32); /* the quantized kernel reads f32; f16 weights take y as it is */
     return project(m, y, L->wo, L->so, NULL);
 }
 
