@@ -149,6 +149,24 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen)
             wgt_tensor_release(l);
         }
         CHECK(worst <= (w ? 2e-3 : 1e-5), "%s weights %d: cached decode vs full forward rel L2 %.3g", backend, w, worst);
+        /* a greedy decode step reads back one int and nothing else (WebGPU) */
+        wgt_execution_stats s0, s1;
+        if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU && wgt_execution_stats_get(ctx, &s0) == WGT_OK) {
+            llama_cache_reset(full);
+            wgt_tensor_release(llama_forward(full, toks, 3, false, msg, sizeof(msg)));
+            wgt_synchronize(ctx);
+            wgt_execution_stats_get(ctx, &s0);
+            wgt_tensor *l = llama_forward(full, &toks[3], 1, false, msg, sizeof(msg));
+            const int32_t next = llama_argmax(l);
+            wgt_tensor_release(l);
+            wgt_execution_stats_get(ctx, &s1);
+            CHECK(next >= 0 && s1.downloads - s0.downloads == 1, "%s weights %d: a decode step made %llu downloads "
+                  "(one expected: the sampled token)", backend, w, (unsigned long long)(s1.downloads - s0.downloads));
+            if (w == 1 && !qwen)
+                printf("decode step, tiny model, f16 weights: %llu dispatches, %llu submits, %llu uploads, %llu downloads\n",
+                       (unsigned long long)(s1.dispatches - s0.dispatches), (unsigned long long)(s1.submits - s0.submits),
+                       (unsigned long long)(s1.uploads - s0.uploads), (unsigned long long)(s1.downloads - s0.downloads));
+        }
         CHECK(llama_cache_length(inc) == 9, "cache length 9 after 5 + 4 tokens");
         /* past the context: refused with a message, nothing recorded */
         int32_t many[8] = {0};

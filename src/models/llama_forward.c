@@ -1,6 +1,7 @@
 /* The KV cache and the forward pass of llama.h. Each call records the work of
  * all T tokens without reading anything back; only the caller's read of the
- * logits (or llama_argmax's one int) waits for the device. */
+ * logits (or llama_argmax's one int) waits for the device. A decode step
+ * (T = 1) uploads nothing: its token's embedding row is a view. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,8 +162,12 @@ wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool
         }
     wgt_no_grad_push(ctx);
     wgt_scope_push(ctx);
-    wgt_tensor *ids = wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){T}, tokens);
-    wgt_tensor *x = wgt_embedding(m->embed, ids); /* [T, C] */
+    /* decode: the token's row as a view of the table (no indexing kernel, so
+     * no out-of-range flag for the device to report back: the step's only
+     * read is the caller's); prefill: one embedding lookup. The ids were
+     * range-checked above. */
+    wgt_tensor *x = T == 1 ? wgt_slice(m->embed, 0, tokens[0], tokens[0] + 1, 1)
+                           : wgt_embedding(m->embed, wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){T}, tokens));
     if (x && wgt_tensor_dtype(x) != WGT_F32) x = wgt_cast(x, WGT_F32);
     const double eps = m->cfg.rms_eps;
     for (int l = 0; l < m->cfg.n_layers; l++) {

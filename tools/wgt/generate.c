@@ -305,6 +305,8 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
     tok = llama_argmax(l); /* waits for the prefill */
     wgt_tensor_release(l);
     const double t_prefill = now_s() - t0;
+    wgt_execution_stats before = {0}, after = {0};
+    const bool stats = wgt_execution_stats_get(ctx, &before) == WGT_OK;
     t0 = now_s();
     for (int64_t i = 0; i < N && tok >= 0; i++) {
         l = llama_forward(cache, &tok, 1, false, msg, sizeof(msg));
@@ -312,6 +314,12 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
         wgt_tensor_release(l);
     }
     const double t_decode = now_s() - t0;
+    if (stats) wgt_execution_stats_get(ctx, &after);
+    if (stats && after.dispatches > before.dispatches)
+        printf("llm %s %s: per decode token %.1f dispatches, %.2f submits, %.2f uploads, %.2f downloads\n", a->shape,
+               weights_name(a->weights), (double)(after.dispatches - before.dispatches) / (double)N,
+               (double)(after.submits - before.submits) / (double)N, (double)(after.uploads - before.uploads) / (double)N,
+               (double)(after.downloads - before.downloads) / (double)N);
     if (tok < 0) {
         fprintf(stderr, "wgt generate --bench: %s %s\n", msg, wgt_context_error_message(ctx));
         goto done;
