@@ -19,6 +19,7 @@
  * largest magnitude (1e-4 for gradients, 5e-3 for f16); finite differences
  * (eps 1e-2, f32) within 2e-2 absolute + 2e-2 relative.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv: the WebGPU kernel variants */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -700,6 +701,34 @@ static void check_matmul_ex(wgt_context *ctx, const char *name)
     wgt_scope_pop(ctx);
 }
 
+/* The WebGPU backend's other attention kernels (chosen by environment
+ * variables read on every call) against the same double-precision reference,
+ * forward and backward: the default ones run in run_backend. */
+static void check_kernel_variants(wgt_context *ctx)
+{
+    static const char *const variants[][2] = {
+        {"WGT_ATTENTION_FORWARD", "tiled"}, {"WGT_ATTENTION_FORWARD", "rows"},
+        {"WGT_ATTENTION_BACKWARD", "kv_rows"}, {"WGT_ATTENTION_BACKWARD", "q_rows"},
+        {"WGT_ATTENTION_TILES", "16,8,64,16,8"},   /* small flash tiles: several per row block */
+    };
+    static const config configs[] = {
+        {2, 2, 1, 65, 65, 64, true},   /* causal, GQA, T past one tile */
+        {1, 3, 1, 9, 13, 80, true},    /* Tq < Tk, D not a power of two */
+        {1, 2, 2, 33, 20, 32, false},  /* Tq > Tk, not causal */
+    };
+    char label[200];
+    for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+        setenv(variants[v][0], variants[v][1], 1);
+        for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
+            const config *c = &configs[i];
+            snprintf(label, sizeof(label), "webgpu %s=%s attention Tq%lld Tk%lld D%lld%s", variants[v][0],
+                     variants[v][1], (long long)c->Tq, (long long)c->Tk, (long long)c->D, c->causal ? " causal" : "");
+            check_attention(ctx, label, *c, false, 0.0);
+        }
+        unsetenv(variants[v][0]);
+    }
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void run_backend(wgt_context *ctx, wgt_context *other, const char *name)
@@ -739,6 +768,7 @@ static void run_backend(wgt_context *ctx, wgt_context *other, const char *name)
     snprintf(label, sizeof(label), "%s attention dropout", name);
     check_dropout(ctx, other, label);
     check_attention_bad_input(ctx);
+    if (strcmp(name, "webgpu") == 0) check_kernel_variants(ctx);
     check_rope(ctx, name);
     check_rope_grad(ctx, name);
     check_linear(ctx, name);

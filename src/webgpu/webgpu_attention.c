@@ -6,10 +6,15 @@
  *   rope: x [B, H, T, D] -> out [B, H, T, D]
  *
  * Kernels (src/webgpu/kernels/, after attention_common.wgsl):
- *   attention_forward_tiled     flash attention: K/V tiles in shared memory,
- *                               online softmax, scores and outputs computed in
- *                               4 x 4 register blocks (the default where its
+ *   attention_forward_flash     flash attention, FlashAttention-2 order: 4 x 4
+ *                               register blocks of scores and outputs, online
+ *                               softmax in registers (the default where its
  *                               tiles fit the workgroup memory)
+ *   attention_forward_tiled     the same with the softmax on one invocation
+ *                               per row (WGT_ATTENTION_FORWARD=tiled):
+ *                               K/V tiles in shared memory,
+ *                               online softmax, scores and outputs computed in
+ *                               4 x 4 register blocks
  *   attention_forward           the same with one query row per invocation
  *                               (any device; WGT_ATTENTION_FORWARD=rows)
  *   attention_backward_prepare  delta = rowsum(dout * out)
@@ -224,12 +229,42 @@ static uint64_t tiled_forward_shared(uint32_t bq, uint32_t bk, uint32_t d4)
     return 16ull * ((uint64_t)bq * (d4 + 1) + 2ull * bk * (d4 + 1) + (uint64_t)bk * (bq / 4 + 1)) + 12ull * bq;
 }
 
+/* Bytes of workgroup memory attention_forward_flash needs (see its tiles). */
+static uint64_t flash_forward_shared(uint32_t bq, uint32_t bk, uint32_t d4)
+{
+    return 16ull * ((uint64_t)bq * (d4 + 1) + 2ull * bk * (d4 + 1) + (uint64_t)bk * (bq / 4 + 1) + 2ull * bq);
+}
+
+/* Which forward kernel runs: WGT_ATTENTION_FORWARD=rows or =tiled picks the
+ * older ones; by default attention_forward_flash. */
+typedef enum { FORWARD_FLASH, FORWARD_TILED, FORWARD_ROWS } forward_kernel;
+
+static forward_kernel forward_choice(void)
+{
+    const char *env = getenv("WGT_ATTENTION_FORWARD");
+    if (env && strcmp(env, "rows") == 0) return FORWARD_ROWS;
+    if (env && strcmp(env, "tiled") == 0) return FORWARD_TILED;
+    return FORWARD_FLASH;
+}
+
+/* Rows per workgroup of attention_forward_flash (0: does not fit), keys per
+ * tile in *bk (t->keys, a multiple of 8). */
+static uint32_t flash_forward_rows(const webgpu_backend *wg, const attention_tiles *t, uint32_t d4, uint32_t *bk)
+{
+    *bk = t->keys >= 8 ? t->keys : 8;
+    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
+    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
+    for (; *bk >= 8; *bk /= 2)
+        for (uint32_t bq = t->rows; bq >= 16; bq /= 2)
+            if (2 * bq <= threads && flash_forward_shared(bq, *bk, d4) <= wg->limits.maxComputeWorkgroupStorageSize)
+                return bq;
+    return 0;
+}
+
 /* Rows per workgroup of the tiled forward (0: use attention_forward). Its key
  * tile is 32 or 64 (4 keys of each 8-key stripe per invocation). */
 static uint32_t tiled_forward_rows(const webgpu_backend *wg, const attention_tiles *t, uint32_t d4, uint32_t *bk)
 {
-    const char *env = getenv("WGT_ATTENTION_FORWARD");
-    if (env && strcmp(env, "rows") == 0) return 0;
     *bk = t->keys >= 64 ? 64 : 32;
     uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
     if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
@@ -247,11 +282,15 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     fill_params(call, in, 3, &p);
     uint32_t d4 = (p.D + 3) / 4;
     attention_tiles t = choose_tiles(wg, d4);
-    uint32_t tiled_bk = 32, tiled_bq = tiled_forward_rows(wg, &t, d4, &tiled_bk);
-    uint32_t rows = tiled_bq ? tiled_bq : t.rows;
+    forward_kernel kernel = forward_choice();
+    uint32_t bk = 32, bq = 0;
+    if (kernel == FORWARD_FLASH && !(bq = flash_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_TILED;
+    if (kernel == FORWARD_TILED && !(bq = tiled_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_ROWS;
+    uint32_t rows = kernel == FORWARD_ROWS ? t.rows : bq;
     webgpu_pipeline *pipe;
-    wgt_status s = tiled_bq ? get_pipeline(wg, "attention_forward_tiled", d4, tiled_bq, tiled_bk, 0, 3, 2, op, &pipe)
-                            : get_pipeline(wg, "attention_forward", d4, t.rows, t.keys, 0, 3, 2, op, &pipe);
+    wgt_status s = kernel == FORWARD_FLASH   ? get_pipeline(wg, "attention_forward_flash", d4, bq, bk, 0, 3, 2, op, &pipe)
+                   : kernel == FORWARD_TILED ? get_pipeline(wg, "attention_forward_tiled", d4, bq, bk, 0, 3, 2, op, &pipe)
+                                             : get_pipeline(wg, "attention_forward", d4, t.rows, t.keys, 0, 3, 2, op, &pipe);
     if (s != WGT_OK) return s;
     wgt_tensor_view target = *out;
     bool temp = out->dtype != WGT_F32;
@@ -316,17 +355,22 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     attention_tiles t = choose_tiles(wg, d4);
     uint32_t kv_rows = 0, q_rows = 0;
     bool tiled = tiled_backward(wg, &t, d4, &kv_rows, &q_rows);
-    uint32_t kv_keys = tiled ? 32 : t.kv_keys, dq_rows = tiled ? q_rows : t.rows;
-    bool split = !tiled && d4 > t.joint_d4;
+    /* WGT_ATTENTION_BACKWARD=kv_rows or =q_rows: that one kernel one-per-invocation */
+    const char *env = getenv("WGT_ATTENTION_BACKWARD");
+    bool tiled_kv = tiled && !(env && strcmp(env, "kv_rows") == 0);
+    bool tiled_q = tiled && !(env && strcmp(env, "q_rows") == 0);
+    uint32_t kv_keys = tiled_kv ? 32 : t.kv_keys, dq_rows = tiled_q ? q_rows : t.rows;
+    bool split = !tiled_kv && d4 > t.joint_d4;
     webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;
     wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, t.rows, t.keys, 0, 2, 1, op, &prepare);
-    if (s == WGT_OK && tiled) s = get_pipeline(wg, "attention_backward_kv_tiled", d4, kv_rows, 32, 3, 6, 2, op, &kv[0]);
+    if (s == WGT_OK && tiled_kv)
+        s = get_pipeline(wg, "attention_backward_kv_tiled", d4, kv_rows, 32, 3, 6, 2, op, &kv[0]);
     else if (s == WGT_OK)
         s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, split ? 1 : 3, 6, 2, op, &kv[0]);
     if (s == WGT_OK && split) s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, 2, 6, 2, op, &kv[1]);
     if (s == WGT_OK)
-        s = get_pipeline(wg, tiled ? "attention_backward_q_tiled" : "attention_backward_q", d4, dq_rows, t.keys, 0, 6,
-                         1, op, &dq);
+        s = get_pipeline(wg, tiled_q ? "attention_backward_q_tiled" : "attention_backward_q", d4, dq_rows, t.keys, 0,
+                         6, 1, op, &dq);
     if (s != WGT_OK) return s;
     wgt_tensor_view delta;
     s = webgpu_temp_alloc(wg, WGT_F32, 3, in[0].shape, &delta);
