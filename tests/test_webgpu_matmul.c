@@ -283,7 +283,13 @@ static void test_large_grid(void)
 static void test_configs(void)
 {
     static const char *const tiled[] = {"tile128x128k8", "tile128x128k16", "tile128x64k8", "tile64x128k8",
-                                        "tile64x64k8",   "tile64x64k16",   "tile32x32k8"};
+                                        "tile64x64k8",   "tile64x64k16",   "tile32x32k8",
+                                        /* warp layouts (WARP_TX) and 8x16 / 16x8 outputs per invocation */
+                                        "tile128x128k8w8", "tile128x128k8w4", "tile128x256k8w8", "tile256x128k8w8",
+                                        "tile128x64k8w8",
+                                        /* 4x4 block fetches of operands read along k (A_BLOCK, B_BLOCK) */
+                                        "tile128x128k8b", "tile128x128k8w8b", "tile128x128k16b", "tile128x64k8b",
+                                        "tile64x64k16b"};
     for (size_t i = 0; i < sizeof(tiled) / sizeof(tiled[0]); i++) {
         setenv("WGT_MATMUL_CONFIG", tiled[i], 1);
         check_mnk(WGT_F32, 128, 128, 64, 0, 0);
@@ -292,6 +298,7 @@ static void test_configs(void)
         check_mnk(WGT_F32, 64, 128, 48, TRANSPOSED, STEP2);
         check_mnk(WGT_F16, 100, 60, 40, 0, TRANSPOSED);
         check_mnk(WGT_I32, 70, 90, 24, TRANSPOSED, 0);
+        check_mnk(WGT_F32, 100, 70, 36, 0, TRANSPOSED); /* both read along k, aligned, partial tiles */
     }
     static const char *const gemv[] = {"gemv_rows32",   "gemv_rows64",    "gemv_rows128",  "gemv_rows256",
                                        "gemv_cols8x32", "gemv_cols4x64",  "gemv_cols16x16", "gemv_cols32x8",

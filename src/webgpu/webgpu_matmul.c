@@ -49,6 +49,9 @@ typedef struct matmul_config {
     int bm, bn, bk, tm, tn; /* TILED: block tile and outputs per invocation */
     int group_m;            /* TILED: tile rows walked together (L2 reuse) */
     int threads, k_split;   /* GEMV_ROWS: invocations per row; GEMV_COLS: invocations along i and along k */
+    int blocks;             /* TILED: fetch operands whose aligned quads run along k in 4x4 blocks (A_BLOCK) */
+    int warp_tx;            /* TILED: 0, or a warp's invocations cover warp_tx tile columns x 32 / warp_tx
+                               rows (fewer distinct shared vec4s per load than 16 x 2) */
 } matmul_config;
 
 /* Every candidate, by name (WGT_MATMUL_CONFIG). Measured on an H200 (Vulkan,
@@ -58,22 +61,32 @@ typedef struct matmul_config {
  * (register pressure). For W [11008, 4096] @ x, gemv_rows64 moves 3.8 TB/s
  * (faster than PyTorch); for x @ W, gemv_cols8x32 moves 3.5 TB/s (0.92). */
 static const matmul_config matmul_configs[] = {
-    {"tile128x128k8", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0},
-    {"tile128x128k16", KERNEL_TILED, 128, 128, 16, 8, 8, 8, 0, 0},
-    {"tile128x64k8", KERNEL_TILED, 128, 64, 8, 8, 4, 8, 0, 0},
-    {"tile64x128k8", KERNEL_TILED, 64, 128, 8, 4, 8, 8, 0, 0},
-    {"tile64x64k8", KERNEL_TILED, 64, 64, 8, 4, 4, 8, 0, 0},
-    {"tile64x64k16", KERNEL_TILED, 64, 64, 16, 4, 4, 8, 0, 0},
-    {"tile32x32k8", KERNEL_TILED, 32, 32, 8, 4, 4, 8, 0, 0},
-    {"gemv_rows32", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 32, 0},
-    {"gemv_rows64", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 64, 0},
-    {"gemv_rows128", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 128, 0},
-    {"gemv_rows256", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 256, 0},
-    {"gemv_cols8x32", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 8, 32},
-    {"gemv_cols4x64", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 4, 64},
-    {"gemv_cols16x16", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 16, 16},
-    {"gemv_cols32x8", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 32, 8},
-    {"gemv_cols8x16", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 8, 16},
+    {"tile128x128k8", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 0, 0},
+    {"tile128x128k16", KERNEL_TILED, 128, 128, 16, 8, 8, 8, 0, 0, 0, 0},
+    {"tile128x64k8", KERNEL_TILED, 128, 64, 8, 8, 4, 8, 0, 0, 0, 0},
+    {"tile64x128k8", KERNEL_TILED, 64, 128, 8, 4, 8, 8, 0, 0, 0, 0},
+    {"tile64x64k8", KERNEL_TILED, 64, 64, 8, 4, 4, 8, 0, 0, 0, 0},
+    {"tile64x64k16", KERNEL_TILED, 64, 64, 16, 4, 4, 8, 0, 0, 0, 0},
+    {"tile32x32k8", KERNEL_TILED, 32, 32, 8, 4, 4, 8, 0, 0, 0, 0},
+    {"tile128x128k8w8", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 0, 8},
+    {"tile128x128k8w4", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 0, 4},
+    {"tile128x256k8w8", KERNEL_TILED, 128, 256, 8, 8, 16, 8, 0, 0, 0, 8},
+    {"tile256x128k8w8", KERNEL_TILED, 256, 128, 8, 16, 8, 8, 0, 0, 0, 8},
+    {"tile128x64k8w8", KERNEL_TILED, 128, 64, 8, 8, 4, 8, 0, 0, 0, 8},
+    {"tile128x128k8b", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 1, 0},
+    {"tile128x128k8w8b", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 1, 8},
+    {"tile128x128k16b", KERNEL_TILED, 128, 128, 16, 8, 8, 8, 0, 0, 1, 0},
+    {"tile128x64k8b", KERNEL_TILED, 128, 64, 8, 8, 4, 8, 0, 0, 1, 0},
+    {"tile64x64k16b", KERNEL_TILED, 64, 64, 16, 4, 4, 8, 0, 0, 1, 0},
+    {"gemv_rows32", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 32, 0, 0, 0},
+    {"gemv_rows64", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 64, 0, 0, 0},
+    {"gemv_rows128", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 128, 0, 0, 0},
+    {"gemv_rows256", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 256, 0, 0, 0},
+    {"gemv_cols8x32", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 8, 32, 0, 0},
+    {"gemv_cols4x64", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 4, 64, 0, 0},
+    {"gemv_cols16x16", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 16, 16, 0, 0},
+    {"gemv_cols32x8", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 32, 8, 0, 0},
+    {"gemv_cols8x16", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 8, 16, 0, 0},
 };
 #define MATMUL_N_CONFIGS (int)(sizeof(matmul_configs) / sizeof(matmul_configs[0]))
 
@@ -139,6 +152,9 @@ static bool config_fits(const webgpu_backend *wg, const matmul_config *c)
         int rg_m = lanes_rows < c->bm / 4 ? lanes_rows : c->bm / 4, rg_n = lanes_rows < c->bn / 4 ? lanes_rows : c->bn / 4;
         if (c->tm % 4 || c->tn % 4 || c->bk % 4 || c->bk > 128 || c->bm % c->tm || c->bn % c->tn || rg_m <= 0 ||
             rg_n <= 0 || (c->bm / 4) % rg_m || (c->bn / 4) % rg_n || c->group_m < 1)
+            return false;
+        /* warp layout: whole warps of warp_tx columns x 32 / warp_tx rows of invocations */
+        if (c->warp_tx && (32 % c->warp_tx || (c->bn / c->tn) % c->warp_tx || (c->bm / c->tm) % (32 / c->warp_tx)))
             return false;
     }
     int64_t threads = config_threads(c);
@@ -333,16 +349,23 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     choose_layout(p, &oa, &a_quad_k, &a_vec);
     choose_layout(p, &ob, &b_quad_k, &b_vec);
     bool check = p->M % c->bm != 0 || p->N % c->bn != 0 || p->K % c->bk != 0;
+    bool a_block = c->blocks && a_quad_k && a_vec, b_block = c->blocks && b_quad_k && b_vec;
+    int64_t threads = config_threads(c);
+    /* registers per invocation for one fetched slice: quads, or 4 per 4x4 block */
+    int64_t a_regs = a_block ? 4 * ceil_div((int64_t)c->bm * c->bk / 16, threads) : ceil_div((int64_t)c->bm * c->bk / 4, threads);
+    int64_t b_regs = b_block ? 4 * ceil_div((int64_t)c->bn * c->bk / 16, threads) : ceil_div((int64_t)c->bn * c->bk / 4, threads);
 
-    char key[160], consts[320];
+    char key[160], consts[480];
     snprintf(key, sizeof(key), "matmul_tiled:%s:%s:c%d:a%d%d:b%d%d", dtype_key(a->dtype), c->name, check, a_quad_k,
              a_vec, b_quad_k, b_vec);
     snprintf(consts, sizeof(consts),
              "const BM: u32 = %du;\nconst BN: u32 = %du;\nconst BK: u32 = %du;\nconst TM: u32 = %du;\n"
              "const TN: u32 = %du;\nconst CHECK: bool = %s;\nconst A_QUAD_K: bool = %s;\nconst A_VEC: bool = %s;\n"
-             "const B_QUAD_K: bool = %s;\nconst B_VEC: bool = %s;\n",
+             "const B_QUAD_K: bool = %s;\nconst B_VEC: bool = %s;\nconst WARP_TX: u32 = %du;\n"
+             "const A_BLOCK: bool = %s;\nconst B_BLOCK: bool = %s;\nconst A_REGS: u32 = %du;\nconst B_REGS: u32 = %du;\n",
              c->bm, c->bn, c->bk, c->tm, c->tn, check ? "true" : "false", a_quad_k ? "true" : "false",
-             a_vec ? "true" : "false", b_quad_k ? "true" : "false", b_vec ? "true" : "false");
+             a_vec ? "true" : "false", b_quad_k ? "true" : "false", b_vec ? "true" : "false", c->warp_tx,
+             a_block ? "true" : "false", b_block ? "true" : "false", (int)a_regs, (int)b_regs);
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, p, key, "matmul_tiled", a->dtype, consts, op, &pipe);
     if (s != WGT_OK) return s;

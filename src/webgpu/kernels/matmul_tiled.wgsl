@@ -8,6 +8,15 @@
 //   A_VEC        a quad is one aligned vec4 load (its elements are contiguous)
 //   B_QUAD_K     likewise for b: along k, else along n
 //   B_VEC
+//   A_BLOCK      a is fetched in 4x4 blocks (A_QUAD_K and A_VEC only): 4 vec4s along k
+//                from 4 neighbouring rows, transposed in registers and stored as 4
+//                whole vec4s of the natural layout (no permutation, no component stores)
+//   B_BLOCK      likewise for b (B_QUAD_K and B_VEC)
+//   A_REGS       vec4 registers that hold one fetched a slice per invocation
+//   B_REGS
+//   WARP_TX      0: invocation lid is tile column lid % (BN / TN), row lid / (BN / TN);
+//                else each warp of 32 covers WARP_TX columns x 32 / WARP_TX rows, so
+//                a shared-tile load touches fewer distinct vec4s (8 + 4 instead of 16 + 2)
 //
 // Invocation (tx, ty) owns TM/4 groups of 4 rows, 4*BM/TM rows apart, and TN/4
 // groups of 4 columns, 4*BN/TN columns apart: neighbouring invocations read
@@ -29,6 +38,10 @@
 // epilogue maps (slot, component) back to rows with a_row_of / b_col_of.
 // (A warp of another width only makes the switch diverge; results are the same.)
 //
+// Block fetching (A_BLOCK, B_BLOCK) replaces the component stores of quads
+// along k: the first (a) or last (b) BM * BK / 16 invocations each fetch one
+// 4x4 block and store it with 4 conflict-free vec4 stores.
+//
 // Workgroups are numbered linearly (x + y * num_workgroups.x, folded by the
 // host) and walk the tiles in groups of group_m tile rows for L2 reuse.
 
@@ -42,17 +55,21 @@ const B_ROW: u32 = BN / 4u + 1u;
 const LANES: u32 = 32u;                         // invocations that run in lockstep (NVIDIA warp)
 const A_RG: u32 = min(LANES / (BK / 4u), BM / 4u);   // rows of one permuted group
 const B_RG: u32 = min(LANES / (BK / 4u), BN / 4u);
+const A_BLOCKS: u32 = BM * BK / 16u;            // 4x4 blocks in one a slice (A_BLOCK)
+const B_BLOCKS: u32 = BN * BK / 16u;
+const A_BLOCK_LOADS: u32 = (A_BLOCKS + WG - 1u) / WG;
+const B_BLOCK_LOADS: u32 = (B_BLOCKS + WG - 1u) / WG;
 
 var<workgroup> a_tile: array<vec4<T>, 2u * BK * A_ROW>;   // [buffer][k][row slot]
 var<workgroup> b_tile: array<vec4<T>, 2u * BK * B_ROW>;   // [buffer][k][column slot]
 
 // Tile row (column) held by component c of slot s.
 fn a_row_of(s: u32, c: u32) -> u32 {
-    if (A_QUAD_K) { return (s / A_RG) * 4u * A_RG + c * A_RG + s % A_RG; }
+    if (A_QUAD_K && !A_BLOCK) { return (s / A_RG) * 4u * A_RG + c * A_RG + s % A_RG; }
     return 4u * s + c;
 }
 fn b_col_of(s: u32, c: u32) -> u32 {
-    if (B_QUAD_K) { return (s / B_RG) * 4u * B_RG + c * B_RG + s % B_RG; }
+    if (B_QUAD_K && !B_BLOCK) { return (s / B_RG) * 4u * B_RG + c * B_RG + s % B_RG; }
     return 4u * s + c;
 }
 
@@ -152,6 +169,80 @@ fn store_b(buffer: u32, q: u32, v: vec4<T>) {
     }
 }
 
+// Row i of 4x4 block p of the a slice at rows row0.., k0.. (A_BLOCK): 4 elements
+// along k of tile row 4 * (p / (BK / 4)) + i, from k 4 * (p % (BK / 4)).
+fn load_a_block_row(base: u32, row0: u32, k0: u32, p: u32, i: u32) -> vec4<T> {
+    let m = row0 + 4u * (p / (BK / 4u)) + i;
+    let kk = k0 + 4u * (p % (BK / 4u));
+    if (CHECK && (m >= params.M || kk >= params.K)) { return vec4<T>(); }
+    return vec4<T>(a[(base + m * params.a_row + kk) >> 2u]);
+}
+
+// Column i of 4x4 block p of the b slice at rows k0.., columns col0.. (B_BLOCK).
+fn load_b_block_row(base: u32, col0: u32, k0: u32, p: u32, i: u32) -> vec4<T> {
+    let n = col0 + 4u * (p / (BK / 4u)) + i;
+    let kk = k0 + 4u * (p % (BK / 4u));
+    if (CHECK && (n >= params.N || kk >= params.K)) { return vec4<T>(); }
+    return vec4<T>(b[(base + n * params.b_col + kk) >> 2u]);
+}
+
+// The a slice at k0 into this invocation's registers r.
+fn fetch_a(base: u32, row0: u32, k0: u32, lid: u32, r: ptr<function, array<vec4<T>, A_REGS>>) {
+    if (A_BLOCK) {
+        for (var j = 0u; j < A_BLOCK_LOADS; j++) {
+            let p = lid + j * WG;
+            if (p >= A_BLOCKS) { break; }
+            for (var i = 0u; i < 4u; i++) { (*r)[4u * j + i] = load_a_block_row(base, row0, k0, p, i); }
+        }
+        return;
+    }
+    for (var j = 0u; j < A_LOADS; j++) { (*r)[j] = load_a(base, row0, k0, lid + j * WG); }
+}
+
+fn fetch_b(base: u32, col0: u32, k0: u32, lid: u32, r: ptr<function, array<vec4<T>, B_REGS>>) {
+    if (B_BLOCK) {
+        for (var j = 0u; j < B_BLOCK_LOADS; j++) {
+            let p = (WG - 1u - lid) + j * WG;   // the last invocations: a's blocks take the first
+            if (p >= B_BLOCKS) { break; }
+            for (var i = 0u; i < 4u; i++) { (*r)[4u * j + i] = load_b_block_row(base, col0, k0, p, i); }
+        }
+        return;
+    }
+    for (var j = 0u; j < B_LOADS; j++) { (*r)[j] = load_b(base, col0, k0, lid + j * WG); }
+}
+
+// Registers r (fetch_a) into shared buffer `buffer`; a block is transposed so
+// that each k row gets one vec4 of 4 tile rows.
+fn put_a(buffer: u32, lid: u32, r: ptr<function, array<vec4<T>, A_REGS>>) {
+    if (A_BLOCK) {
+        for (var j = 0u; j < A_BLOCK_LOADS; j++) {
+            let p = lid + j * WG;
+            if (p >= A_BLOCKS) { break; }
+            let at = buffer * BK * A_ROW + 4u * (p % (BK / 4u)) * A_ROW + p / (BK / 4u);
+            for (var c = 0u; c < 4u; c++) {
+                a_tile[at + c * A_ROW] = vec4<T>((*r)[4u * j][c], (*r)[4u * j + 1u][c], (*r)[4u * j + 2u][c], (*r)[4u * j + 3u][c]);
+            }
+        }
+        return;
+    }
+    for (var j = 0u; j < A_LOADS; j++) { store_a(buffer, lid + j * WG, (*r)[j]); }
+}
+
+fn put_b(buffer: u32, lid: u32, r: ptr<function, array<vec4<T>, B_REGS>>) {
+    if (B_BLOCK) {
+        for (var j = 0u; j < B_BLOCK_LOADS; j++) {
+            let p = (WG - 1u - lid) + j * WG;
+            if (p >= B_BLOCKS) { break; }
+            let at = buffer * BK * B_ROW + 4u * (p % (BK / 4u)) * B_ROW + p / (BK / 4u);
+            for (var c = 0u; c < 4u; c++) {
+                b_tile[at + c * B_ROW] = vec4<T>((*r)[4u * j][c], (*r)[4u * j + 1u][c], (*r)[4u * j + 2u][c], (*r)[4u * j + 3u][c]);
+            }
+        }
+        return;
+    }
+    for (var j = 0u; j < B_LOADS; j++) { store_b(buffer, lid + j * WG, (*r)[j]); }
+}
+
 // (tile_m, tile_n) of tile t of a batch: group_m tile rows at a time, column by column.
 fn tile_coords(t: u32) -> vec2<u32> {
     let per_group = params.group_m * params.tiles_n;
@@ -173,16 +264,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let base = batch_offsets(batch);
     let row0 = tile.x * BM;
     let col0 = tile.y * BN;
-    let tx = lid % (BN / TN);
-    let ty = lid / (BN / TN);
+    var tx = lid % (BN / TN);
+    var ty = lid / (BN / TN);
+    if (WARP_TX > 0u) {
+        let warp = lid / 32u;
+        let lane = lid % 32u;
+        let wx = max(WARP_TX, 1u);   // WGSL folds the constant branch's divisions too
+        let warps_x = (BN / TN) / wx;
+        tx = (warp % warps_x) * wx + lane % wx;
+        ty = (warp / warps_x) * (32u / wx) + lane / wx;
+    }
 
     var acc: array<vec4<T>, TM * TN / 4u>;   // [row TM][column group TN / 4]
-    var ra: array<vec4<T>, A_LOADS>;
-    var rb: array<vec4<T>, B_LOADS>;
-    for (var j = 0u; j < A_LOADS; j++) { ra[j] = load_a(base.x, row0, 0u, lid + j * WG); }
-    for (var j = 0u; j < B_LOADS; j++) { rb[j] = load_b(base.y, col0, 0u, lid + j * WG); }
-    for (var j = 0u; j < A_LOADS; j++) { store_a(0u, lid + j * WG, ra[j]); }
-    for (var j = 0u; j < B_LOADS; j++) { store_b(0u, lid + j * WG, rb[j]); }
+    var ra: array<vec4<T>, A_REGS>;
+    var rb: array<vec4<T>, B_REGS>;
+    fetch_a(base.x, row0, 0u, lid, &ra);
+    fetch_b(base.y, col0, 0u, lid, &rb);
+    put_a(0u, lid, &ra);
+    put_b(0u, lid, &rb);
     workgroupBarrier();
 
     let slices = (params.K + BK - 1u) / BK;
@@ -191,8 +290,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let more = s + 1u < slices;
         if (more) {
             let k0 = (s + 1u) * BK;
-            for (var j = 0u; j < A_LOADS; j++) { ra[j] = load_a(base.x, row0, k0, lid + j * WG); }
-            for (var j = 0u; j < B_LOADS; j++) { rb[j] = load_b(base.y, col0, k0, lid + j * WG); }
+            fetch_a(base.x, row0, k0, lid, &ra);
+            fetch_b(base.y, col0, k0, lid, &rb);
         }
         let a_start = cur * BK * A_ROW + ty;
         let b_start = cur * BK * B_ROW + tx;
@@ -212,8 +311,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         if (more) {
-            for (var j = 0u; j < A_LOADS; j++) { store_a(cur ^ 1u, lid + j * WG, ra[j]); }
-            for (var j = 0u; j < B_LOADS; j++) { store_b(cur ^ 1u, lid + j * WG, rb[j]); }
+            put_a(cur ^ 1u, lid, &ra);
+            put_b(cur ^ 1u, lid, &rb);
         }
         workgroupBarrier();
     }
@@ -225,7 +324,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             for (var h = 0u; h < TN / 4u; h++) {
                 let v = acc[(g * 4u + i) * (TN / 4u) + h];
                 let slot = h * (BN / TN) + tx;
-                if (!B_QUAD_K) {
+                if (!B_QUAD_K || B_BLOCK) {
                     let n = col0 + 4u * slot;
                     let o = base.z + m * params.N + n;
                     if (!CHECK || n + 3u < params.N) {
