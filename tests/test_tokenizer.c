@@ -82,7 +82,7 @@ static void check_malformed(void)
     check_refused("{\"model\":1,}", "invalid JSON", "trailing comma");
     check_refused("{\"a\":\"\\ud800\"}", "surrogate", "lone surrogate");
     check_refused("[1]", "not an object", "top level array");
-    check_refused("{" PRE "," MODEL("{\"a\":0}", "[]") ",\"normalizer\":{\"type\":\"NFC\"}}", "normalizer \"NFC\"",
+    check_refused("{" PRE "," MODEL("{\"a\":0}", "[]") ",\"normalizer\":{\"type\":\"NFKC\"}}", "normalizer \"NFKC\"",
                   "normalizer");
     check_refused("{" PRE "," MODEL("{\"a\":0}", "[]") ",\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":["
                   "{\"type\":\"Prepend\",\"prepend\":\"\xE2\x96\x81\"},{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},"
@@ -165,5 +165,18 @@ int main(int argc, char **argv)
         }
     }
     check_malformed();
+    /* NFC (the Qwen2 fixture): decomposed text is refused, not encoded differently */
+    char msg[256] = "";
+    llm_tokenizer *q = llm_tokenizer_load(WGT_SOURCE_DIR "/tests/llm/tokenizer_qwen2.json", msg, sizeof(msg));
+    int32_t *ids = NULL;
+    size_t n = 0;
+    CHECK(q && !llm_tokenizer_encode(q, "cafe\xCC\x81", 6, false, &ids, &n, msg, sizeof(msg)) && strstr(msg, "NFC") &&
+              strstr(msg, "byte 4"), "a combining accent after e is refused naming NFC and byte 4: %s", msg);
+    CHECK(q && !llm_tokenizer_encode(q, "\xE2\x84\xA6", 3, false, &ids, &n, msg, sizeof(msg)) && strstr(msg, "NFC"),
+          "U+2126 OHM SIGN (NFC: U+03A9) is refused: %s", msg);
+    CHECK(q && llm_tokenizer_encode(q, "caf\xC3\xA9 \xD7\xA9\xD7\x81", 10, false, &ids, &n, msg, sizeof(msg)),
+          "precomposed text passes the quick check: %s", msg);
+    free(ids);
+    llm_tokenizer_free(q);
     return test_summary();
 }

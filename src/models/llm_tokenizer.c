@@ -319,11 +319,14 @@ llm_tokenizer *llm_tokenizer_parse(const char *text, size_t size, char *msg, siz
     if (!ok) snprintf(msg, msg_size, "tokenizer.json: out of memory");
     const llm_json *norm = llm_json_get(&root, "normalizer");
     if (ok && root.type != LLM_JSON_OBJECT) ok = llm_tok_bad(msg, msg_size, "the top level is not an object");
-    if (ok && norm && norm->type != LLM_JSON_NULL) {
+    const char *norm_type = str_of(norm, "type");
+    if (ok && norm_type && strcmp(norm_type, "NFC") == 0) {
+        t->nfc = true; /* Qwen2: the identity on NFC text; other text is refused at encode */
+    } else if (ok && norm && norm->type != LLM_JSON_NULL) {
         t->spm = is_spm_normalizer(norm);
         if (!t->spm) {
             snprintf(msg, msg_size, "tokenizer.json: normalizer \"%s\" is not supported (none, or Llama 2's "
-                     "Prepend + Replace of spaces by U+2581)", str_of(norm, "type") ? str_of(norm, "type") : "?");
+                     "Prepend + Replace of spaces by U+2581, or NFC)", str_of(norm, "type") ? str_of(norm, "type") : "?");
             ok = false;
         }
         const llm_json *pre = llm_json_get(&root, "pre_tokenizer");

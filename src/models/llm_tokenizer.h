@@ -16,9 +16,12 @@
  * the whole segment, one symbol per character, and decoded with "▁" -> " "
  * and the leading space stripped as each form's decoder does.
  *
- * Anything else (another normalizer such as NFC, a Metaspace pre-tokenizer,
- * an unknown regex) is refused at load with a message that names it: no
- * silent approximation. decode() gives the raw bytes (a token may end inside a UTF-8
+ * Qwen2's NFC normalizer is honoured by the NFC quick check: a text that
+ * passes it is already NFC and is encoded as it is; one that may not be NFC
+ * (decomposed accents, compatibility characters) is refused at encode with a
+ * message (no NFC composition here). Anything else (another normalizer, an
+ * unknown regex) is refused at load with a message that names it: no silent
+ * approximation. decode() gives the raw bytes (a token may end inside a UTF-8
  * sequence; streaming callers print bytes as they come). */
 #ifndef WGT_MODELS_LLM_TOKENIZER_H
 #define WGT_MODELS_LLM_TOKENIZER_H

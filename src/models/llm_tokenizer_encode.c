@@ -182,6 +182,14 @@ bool llm_tokenizer_encode(const llm_tokenizer *t, const char *text, size_t len, 
     id_list out = {0};
     bool ok = true;
     if (msg_size) msg[0] = 0;
+    size_t at;
+    if (t->nfc && !llm_nfc_quick_check((const unsigned char *)text, len, &at)) {
+        /* an NFC composition is not implemented: refusing beats encoding differently from the model's tokenizer */
+        snprintf(msg, msg_size, "tokenizer: this tokenizer normalizes to NFC and the text may not be NFC (byte %zu: a "
+                 "combining or decomposable character, or invalid UTF-8); NFC normalization is not implemented: "
+                 "normalize the text first", at);
+        return false;
+    }
     if (add_special && t->bos_id >= 0) ok = push_id(&out, t->bos_id);
     size_t seg = 0;
     for (size_t i = 0; ok && i <= len;) {

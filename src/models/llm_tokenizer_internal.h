@@ -42,7 +42,8 @@ struct llm_tokenizer {
      * Metaspace pre-tokenizer unless it starts with a space ("always"), only
      * for the text's first segment ("first"), or never */
     enum { SPM_PREPEND_ALWAYS, SPM_PREPEND_UNLESS_SPACE, SPM_PREPEND_FIRST, SPM_PREPEND_NEVER } spm_prepend;
-    bool spm_metaspace; /* the Metaspace form (its decoder's rules) rather than the normalizer form */
+    bool spm_metaspace;
+    bool nfc; /* normalizer NFC (Qwen2): texts that pass the NFC quick check are encoded as they are */ /* the Metaspace form (its decoder's rules) rather than the normalizer form */
     llm_pretok_kind pretok;
 };
 

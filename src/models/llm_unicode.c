@@ -31,6 +31,35 @@ bool llm_is_space(uint32_t cp)
     return in_ranges(llm_space_ranges, llm_space_ranges_count, cp);
 }
 
+static int ccc_of(uint32_t cp)
+{
+    int lo = 0, hi = llm_ccc_ranges_count - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (cp < llm_ccc_ranges[mid].lo) hi = mid - 1;
+        else if (cp > llm_ccc_ranges[mid].hi) lo = mid + 1;
+        else return llm_ccc_ranges[mid].value;
+    }
+    return 0;
+}
+
+bool llm_nfc_quick_check(const unsigned char *text, size_t n, size_t *bad_offset)
+{
+    int last_ccc = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int l = llm_utf8_decode(text + i, n - i, &cp);
+        if (!l) return *bad_offset = i, false;
+        const int ccc = cp < 0x300 ? 0 : ccc_of(cp);
+        if ((cp >= 0x300 && in_ranges(llm_nfc_unsafe_ranges, llm_nfc_unsafe_ranges_count, cp)) ||
+            (ccc != 0 && last_ccc > ccc))
+            return *bad_offset = i, false;
+        last_ccc = ccc;
+        i += (size_t)l;
+    }
+    return true;
+}
+
 int llm_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 {
     if (n == 0) return 0;

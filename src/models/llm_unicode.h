@@ -18,6 +18,20 @@ extern const llm_cp_range llm_number_ranges[];
 extern const int llm_number_ranges_count;
 extern const llm_cp_range llm_space_ranges[];
 extern const int llm_space_ranges_count;
+extern const llm_cp_range llm_nfc_unsafe_ranges[];
+extern const int llm_nfc_unsafe_ranges_count;
+
+typedef struct llm_cp_value {
+    uint32_t lo, hi;
+    int value;
+} llm_cp_value;
+extern const llm_cp_value llm_ccc_ranges[];
+extern const int llm_ccc_ranges_count;
+
+/* Whether text[0..n) (valid UTF-8) is certainly in NFC by the quick check:
+ * no code point with NFC_QC No or Maybe, combining marks in canonical order.
+ * false: it may need normalizing (*bad_offset: the byte that decided). */
+bool llm_nfc_quick_check(const unsigned char *text, size_t n, size_t *bad_offset);
 
 bool llm_is_letter(uint32_t cp);
 bool llm_is_number(uint32_t cp);

@@ -92,6 +92,8 @@ def train(path_text, path_out, style="llama3"):
     if style.startswith("llama2"):
         return train_llama2(path_text, path_out, metaspace=style == "llama2-metaspace")
     tok = Tokenizer(models.BPE(ignore_merges=style != "gpt2"))
+    if style == "qwen2":
+        tok.normalizer = normalizers.NFC()  # as Qwen2's tokenizer.json
     if style == "gpt2":
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)
     else:
