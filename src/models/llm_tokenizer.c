@@ -183,9 +183,8 @@ static bool token_to_bytes(const llm_tokenizer *t, const char *s, char **out, si
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         int l = llm_utf8_decode((const unsigned char *)s + i, n - i, &cp);
-        int byte = -1;
-        for (int v = 0; l && v < 256; v++)
-            if (t->byte_char[v] == cp) byte = v;
+        /* the alphabet's code points are below 512 (256 + 68 remapped bytes) */
+        const int byte = l && cp < 512 ? t->char_byte[cp] : -1;
         if (byte < 0) { /* not a byte-level character: keep the text as it is */
             memcpy(b, s, n);
             *out = b, *len = n;
@@ -338,7 +337,11 @@ llm_tokenizer *llm_tokenizer_parse(const char *text, size_t size, char *msg, siz
         ok = pre && pre->type == LLM_JSON_OBJECT ? read_pretokenizer(t, pre, msg, msg_size)
                                                  : llm_tok_bad(msg, msg_size, "no pre_tokenizer (byte-level BPE needs one)");
     }
-    if (ok) byte_level_alphabet(t->byte_char);
+    if (ok) {
+        byte_level_alphabet(t->byte_char);
+        for (int c = 0; c < 512; c++) t->char_byte[c] = -1;
+        for (int b = 0; b < 256; b++) t->char_byte[t->byte_char[b]] = (int16_t)b;
+    }
     if (ok) ok = read_model(t, &root, msg, msg_size);
     for (int b = 0; ok && b < 256; b++) {
         char s[8];

@@ -35,6 +35,7 @@ struct llm_tokenizer {
     int n_added;
     int32_t byte_id[256]; /* token of each byte's byte-level character, or -1 */
     uint32_t byte_char[256];
+    int16_t char_byte[512]; /* the inverse: byte of a byte-level character, or -1 */
     int32_t unk_id, bos_id;
     bool byte_fallback, ignore_merges, add_prefix_space, regex_in_sequence;
     bool spm; /* SentencePiece-style BPE (Llama 2, TinyLlama): "▁" for spaces, no pre-tokenizer */
