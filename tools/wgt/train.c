@@ -421,6 +421,11 @@ static int run(trainer *t, int argc, char **argv)
         t->opt = keep;
     }
     char msg[1400];
+#ifdef WGT_SHIPPED_TEXT
+    /* run from outside the repository: the source tree's copy of the shipped text */
+    if (!train_flag_seen(&seen, "--data") && access(t->opt.data_path, R_OK) != 0 && access(WGT_SHIPPED_TEXT, R_OK) == 0)
+        t->opt.data_path = WGT_SHIPPED_TEXT;
+#endif
     if (!train_data_load(&t->data, t->opt.data_path, msg, sizeof(msg))) {
         if (!train_flag_seen(&seen, "--data"))
             snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), " (the default; run from the repository root or pass --data FILE)");
