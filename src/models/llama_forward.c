@@ -171,9 +171,13 @@ wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool
     if (x && wgt_tensor_dtype(x) != WGT_F32) x = wgt_cast(x, WGT_F32);
     const double eps = m->cfg.rms_eps;
     for (int l = 0; l < m->cfg.n_layers; l++) {
+        /* a scope per layer: only the residual stream outlives it, so a long
+         * prefill holds one layer's activations at a time, not all of them */
         const llama_layer *L = &m->layers[l];
+        wgt_scope_push(ctx);
         x = wgt_add(x, attention_block(c, l, wgt_rms_norm(x, L->attn_norm, eps), T));
-        x = wgt_add(x, mlp_block(m, L, wgt_rms_norm(x, L->mlp_norm, eps)));
+        x = wgt_scope_keep(wgt_add(x, mlp_block(m, L, wgt_rms_norm(x, L->mlp_norm, eps))));
+        wgt_scope_pop(ctx);
     }
     if (!all_logits) x = wgt_slice(x, 0, T - 1, T, 1);
     wgt_tensor *logits = wgt_scope_keep(project(m, wgt_rms_norm(x, m->norm, eps), m->head, m->head_scales, NULL));
