@@ -279,6 +279,22 @@ static void test_large_grid(void)
     check_product("280000-row matrix-vector", WGT_F32, 2, va, 0, 1, vb, 0);
 }
 
+/* Configs that copy operands read along k transposed first do so only when the
+ * other side of the product is >= 1024: products that large, in every layout. */
+static void test_transposed_copies(void)
+{
+    static const char *const names[] = {"tile128x128k8t"}; /* tile128x128k8w8t differs in its warp layout only */
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        setenv("WGT_MATMUL_CONFIG", names[i], 1);
+        check_mnk(WGT_F32, 1028, 1032, 20, 0, TRANSPOSED);   /* a and b copied, partial tiles */
+        check_mnk(WGT_F32, 1024, 1024, 16, 0, 0);            /* a copied */
+        check_mnk(WGT_F16, 1024, 1024, 12, TRANSPOSED, TRANSPOSED); /* b copied */
+        check_mnk(WGT_F32, 1024, 1026, 8, 0, 0);             /* N not a multiple of 4: a copied, b not vec4 */
+        check_mnk(WGT_I32, 1024, 1024, 6, 0, TRANSPOSED);    /* K not a multiple of 4: nothing copied */
+    }
+    unsetenv("WGT_MATMUL_CONFIG");
+}
+
 /* Every config in the table, forced, on shapes that reach edges and full tiles. */
 static void test_configs(void)
 {
@@ -289,7 +305,9 @@ static void test_configs(void)
                                         "tile128x64k8w8",
                                         /* 4x4 block fetches of operands read along k (A_BLOCK, B_BLOCK) */
                                         "tile128x128k8b", "tile128x128k8w8b", "tile128x128k16b", "tile128x64k8b",
-                                        "tile64x64k16b"};
+                                        "tile64x64k16b",
+                                        /* operands read along k copied transposed first (here too small to copy) */
+                                        "tile128x128k8t", "tile128x128k8w8t"};
     for (size_t i = 0; i < sizeof(tiled) / sizeof(tiled[0]); i++) {
         setenv("WGT_MATMUL_CONFIG", tiled[i], 1);
         check_mnk(WGT_F32, 128, 128, 64, 0, 0);
@@ -390,6 +408,7 @@ int main(void)
     run_group("i32_wrap", test_i32_wrap);
     run_group("large_grid", test_large_grid);
     run_group("configs", test_configs);
+    run_group("transposed_copies", test_transposed_copies);
     run_group("f16_emulated", test_f16_emulated);
     run_group("errors", test_errors);
     wgt_context_destroy(gpu);

@@ -1,10 +1,13 @@
 /* GEMM autotuning: every tiled config that fits the device is timed on square
- * f32 products of a few sizes; the fastest per size bucket is written to a
+ * f32 products of a few sizes, in the three layouts of a linear layer (A B,
+ * A B^T, A^T B: operands read along k, or not, take different fetch paths);
+ * the fastest in total per size bucket is written to a
  * tuning cache keyed by adapter and driver, which later contexts on the same
  * adapter+driver load at creation. Without a cache the matmul heuristic
  * (webgpu_matmul.c) applies. File: WGT_TUNE_CACHE, else
  * $XDG_CACHE_HOME/wgtensor/matmul-tune.tsv, else ~/.cache/wgtensor/matmul-tune.tsv.
- * Lines: "v1 <TAB> adapter <TAB> driver <TAB> bucket <TAB> config <TAB> ms". */
+ * Lines: "v1 <TAB> adapter <TAB> driver <TAB> bucket <TAB> config <TAB> ms" (ms: the
+ * three layouts together). */
 #define _POSIX_C_SOURCE 200809L /* mkdir */
 #include <errno.h>
 #include <math.h>
@@ -99,6 +102,27 @@ static wgt_status time_config(webgpu_backend *wg, const wgt_kernel_call *call, i
     return WGT_OK;
 }
 
+/* A linear layer's three products, timed one after another: the sum of their ms. */
+static wgt_status time_layouts(webgpu_backend *wg, wgt_kernel_call *call, int reps, double ms[3])
+{
+    wgt_tensor_view a = call->inputs[0], b = call->inputs[1];
+    wgt_status s = WGT_OK;
+    for (int layout = 0; s == WGT_OK && layout < 3; layout++) {
+        call->inputs[0] = a;
+        call->inputs[1] = b;
+        /* transposed views of the square operands: A B^T, then A^T B */
+        wgt_tensor_view *t = layout == 1 ? &call->inputs[1] : layout == 2 ? &call->inputs[0] : NULL;
+        if (t) {
+            t->strides[0] = 1;
+            t->strides[1] = t->shape[0];
+        }
+        s = time_config(wg, call, reps, &ms[layout]);
+    }
+    call->inputs[0] = a;
+    call->inputs[1] = b;
+    return s;
+}
+
 static wgt_tensor_view square_view(wgt_storage *s, int64_t n)
 {
     wgt_tensor_view v;
@@ -146,17 +170,20 @@ wgt_status webgpu_tune(wgt_backend *b, bool quick, const char *cache_path, FILE 
             call.outputs[0] = square_view(st[2], n);
         }
         double flops = 2.0 * (double)n * n * n;
-        int reps = flops > 1e11 ? 3 : flops > 1e10 ? 10 : 20;
+        int reps = quick ? 2 : flops > 1e11 ? 3 : flops > 1e10 ? 10 : 20; /* quick: tests, on slow adapters */
         for (int c = 0; s == WGT_OK; c++) {
             const char *name = webgpu_matmul_tiled_config_name(wg, c);
             if (!name) break;
             if (!*name) continue; /* does not fit this device */
             wg->matmul_force = name;
-            double ms = 0;
-            s = time_config(wg, &call, reps, &ms);
+            double each[3] = {0};
+            s = time_layouts(wg, &call, reps, each);
             wg->matmul_force = NULL;
             if (s != WGT_OK) break;
-            if (log) fprintf(log, "tune %5lld^3 %-16s %10.4f ms %8.1f GFLOP/s\n", (long long)n, name, ms, flops / ms / 1e6);
+            double ms = each[0] + each[1] + each[2];
+            if (log)
+                fprintf(log, "tune %5lld^3 %-18s AB %8.4f  ABt %8.4f  AtB %8.4f ms  %8.1f GFLOP/s\n", (long long)n,
+                        name, each[0], each[1], each[2], 3 * flops / ms / 1e6);
             if (!chosen[bucket][0] || ms < chosen_ms[bucket]) {
                 snprintf(chosen[bucket], sizeof(chosen[bucket]), "%s", name);
                 chosen_ms[bucket] = ms;
