@@ -706,10 +706,12 @@ static void check_matmul_ex(wgt_context *ctx, const char *name)
  * forward and backward: the default ones run in run_backend. */
 static void check_kernel_variants(wgt_context *ctx)
 {
-    static const char *const variants[][2] = {
-        {"WGT_ATTENTION_FORWARD", "tiled"}, {"WGT_ATTENTION_FORWARD", "rows"},
-        {"WGT_ATTENTION_BACKWARD", "kv_rows"}, {"WGT_ATTENTION_BACKWARD", "q_rows"},
-        {"WGT_ATTENTION_TILES", "16,8,64,16,8"},   /* small flash tiles: several per row block */
+    static const char *const variants[][4] = {
+        {"WGT_ATTENTION_FORWARD", "flash", "WGT_ATTENTION_BACKWARD", "tiled"},
+        {"WGT_ATTENTION_FORWARD", "tiled", "WGT_ATTENTION_BACKWARD", "kv_tiled"},
+        {"WGT_ATTENTION_BACKWARD", "q_tiled", NULL, NULL},
+        {"WGT_ATTENTION_FORWARD", "flash", "WGT_ATTENTION_TILES", "16,8,64,16,8"},   /* small tiles: several per block */
+        {"WGT_ATTENTION_TILES", "16,8,16,8,16", NULL, NULL},   /* rows kernels, small tiles, dk and dv in one pass */
     };
     static const config configs[] = {
         {2, 2, 1, 65, 65, 64, true},   /* causal, GQA, T past one tile */
@@ -719,13 +721,16 @@ static void check_kernel_variants(wgt_context *ctx)
     char label[200];
     for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
         setenv(variants[v][0], variants[v][1], 1);
+        if (variants[v][2]) setenv(variants[v][2], variants[v][3], 1);
         for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
             const config *c = &configs[i];
-            snprintf(label, sizeof(label), "webgpu %s=%s attention Tq%lld Tk%lld D%lld%s", variants[v][0],
-                     variants[v][1], (long long)c->Tq, (long long)c->Tk, (long long)c->D, c->causal ? " causal" : "");
+            snprintf(label, sizeof(label), "webgpu %s=%s %s=%s attention Tq%lld Tk%lld D%lld%s", variants[v][0],
+                     variants[v][1], variants[v][2] ? variants[v][2] : "", variants[v][3] ? variants[v][3] : "",
+                     (long long)c->Tq, (long long)c->Tk, (long long)c->D, c->causal ? " causal" : "");
             check_attention(ctx, label, *c, false, 0.0);
         }
         unsetenv(variants[v][0]);
+        if (variants[v][2]) unsetenv(variants[v][2]);
     }
 }
 
