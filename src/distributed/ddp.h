@@ -36,7 +36,7 @@ typedef struct ddp_stats {
     double hook_mpi_s;    /* of hook_s, inside MPI (starting and testing all-reduces): without a progress
                            * thread the start of a shared-memory all-reduce does much of its copying */
     double skew_s;        /* measure_skew: in the barrier after backward (waiting for the slowest rank) */
-    double wait_s;        /* blocked in ddp_finish_step waiting for all-reduces: the exposed communication */
+    double wait_s;        /* in ddp_finish_step starting the remaining all-reduces and waiting for all */
 } ddp_stats;
 
 /* true when this binary was built with MPI. */
