@@ -20,6 +20,7 @@ generate(do_sample=False, max_new_tokens=64) after the prompt, no EOS stop).
 tests/test_llama.c loads each folder on the CPU and WebGPU backends and
 compares (f32 weights: rel L2 <= 1e-4 and the same 64 tokens; f16: <= 1e-2).
 """
+import copy
 import os
 import shutil
 import sys
@@ -67,8 +68,9 @@ def build(name, seed, dtype, **extra):
                 p.copy_(p.to(torch.bfloat16).to(torch.float32))
     out = os.path.join(HERE, name)
     shutil.rmtree(out, ignore_errors=True)
-    model.to(dtype).save_pretrained(out, safe_serialization=True)
-    model.to(torch.float32)
+    # save a converted copy: model.to(bf16) would also round the rotary
+    # inv_freq buffer, and the reference below must keep it in f32
+    copy.deepcopy(model).to(dtype).save_pretrained(out, safe_serialization=True)
     shutil.copy(os.path.join(HERE, "tokenizer.json"), os.path.join(out, "tokenizer.json"))
     ids = [tok.token_to_id("<|begin_of_text|>")] + tok.encode(PROMPT, add_special_tokens=False).ids
     x = torch.tensor([ids])
