@@ -60,7 +60,14 @@ typedef struct matmul_config {
  * row-major operands (48 with a transposed a), 0.83-0.85 of cuBLAS without
  * TF32; at 1024 tile128x64k8 gives 28 (0.73); BK = 16 was slower everywhere
  * (register pressure). For W [11008, 4096] @ x, gemv_rows64 moves 3.8 TB/s
- * (faster than PyTorch); for x @ W, gemv_cols8x32 moves 3.5 TB/s (0.92). */
+ * (faster than PyTorch); for x @ W, gemv_cols8x32 moves 3.5 TB/s (0.92).
+ * On an H100 (Vulkan, driver 580.159.04, `wgt tune` rows, ms for A B / A B^T /
+ * A^T B at 4096^3): tile128x128k8 3.27 / 3.43 / 2.88; tile128x128k8t (operands
+ * read along k copied transposed first) 2.94 / 3.02 / 2.88, at 8192^3 22.7 /
+ * 23.0 / 22.4 against 25.5 / 26.5 / 22.5. Warp layouts (w8, w4) changed
+ * nothing (+-1%); 8x16 and 16x8 outputs per invocation (tile128x256,
+ * tile256x128) and 4x4 block fetches (b) were 20-45% slower on A B (register
+ * pressure: fewer workgroups per SM). They stay candidates for other GPUs. */
 static const matmul_config matmul_configs[] = {
     {"tile128x128k8", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 0, 0, 0},
     {"tile128x128k16", KERNEL_TILED, 128, 128, 16, 8, 8, 8, 0, 0, 0, 0, 0},
@@ -100,7 +107,7 @@ static const matmul_config matmul_configs[] = {
 static const struct {
     const char *name;
     int64_t min_workgroups;
-} tiled_ladder[] = {{"tile128x128k8", 192}, {"tile128x64k8", 96}, {"tile64x64k16", 32}, {"tile32x32k8", 0}};
+} tiled_ladder[] = {{"tile128x128k8t", 192}, {"tile128x64k8", 96}, {"tile64x64k16", 32}, {"tile32x32k8", 0}};
 
 /* Mirrors struct Params of matmul_common.wgsl. */
 typedef struct matmul_params {
