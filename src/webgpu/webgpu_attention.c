@@ -8,19 +8,22 @@
  * Kernels (src/webgpu/kernels/, after attention_common.wgsl):
  *   attention_forward           flash attention, one query row per invocation,
  *                               K/V tiles in shared memory read as broadcasts
- *                               (the default: fastest measured, see below)
+ *                               (the default on a GPU: fastest measured there)
  *   attention_forward_flash     FlashAttention-2 order: 4 x 4 register blocks of
  *                               scores and outputs, online softmax in registers
- *                               (WGT_ATTENTION_FORWARD=flash)
+ *                               (WGT_ATTENTION_FORWARD=flash; the default on a
+ *                               software adapter, where it is the fast one)
  *   attention_forward_tiled     4 x 4 register blocks, softmax on one invocation
  *                               per row (WGT_ATTENTION_FORWARD=tiled)
  *   attention_backward_prepare  delta = rowsum(dout * out)
  *   attention_backward_kv, _q   dk, dv with one key per invocation (query tiles
  *                               in shared memory, no atomics); dq with one row
- *                               per invocation (the defaults)
+ *                               per invocation (WGT_ATTENTION_BACKWARD=rows;
+ *                               the defaults on a GPU)
  *   attention_backward_kv_tiled dk, dv: 4 keys x 4 rows register blocks per
  *                               invocation; _q_tiled: dq, 4 rows x 4 keys
- *                               (WGT_ATTENTION_BACKWARD=tiled, =kv_tiled, =q_tiled)
+ *                               (WGT_ATTENTION_BACKWARD=tiled, =kv_tiled, =q_tiled;
+ *                               the defaults on a software adapter)
  *   rope                        one pair per invocation
  * Measured on an H100 (B 8, H 12, T 1024, D 64, causal, f32, forward +
  * backward, `wgt bench --only attn_fb`): one-per-invocation kernels with tiles
@@ -136,13 +139,18 @@ typedef struct attention_tiles {
                           dk, dv rows in registers together); beyond, one pass each */
 } attention_tiles;
 
+/* A software adapter (lavapipe): there the register-blocked kernels are the
+ * fast ones (test_attention: 4 s of CPU against 61 s with the GPU defaults). */
+static bool software(const webgpu_backend *wg) { return wg->info.type == WGT_ADAPTER_CPU; }
+
 static bool tile_ok(unsigned v) { return v >= 4 && v <= 1024 && (v & (v - 1)) == 0; }
 
 static attention_tiles choose_tiles(const webgpu_backend *wg, uint32_t d4)
 {
-    /* the fastest of the one-per-invocation kernels on an H100 (B 8, H 12,
-     * T 1024, D 64 causal): 128 rows, 16 keys, 128 kv keys, 16 kv rows */
-    attention_tiles t = {128, 16, 128, 16, 8};
+    /* GPUs: the fastest tiles of the one-per-invocation kernels on an H100
+     * (B 8, H 12, T 1024, D 64 causal): 128 rows, 16 keys, 128 kv keys, 16 kv
+     * rows. Software adapters: those of the register-blocked kernels. */
+    attention_tiles t = software(wg) ? (attention_tiles){64, 32, 64, 32, 8} : (attention_tiles){128, 16, 128, 16, 8};
     const char *env = getenv("WGT_ATTENTION_TILES");
     unsigned v[5];
     if (env && sscanf(env, "%u,%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5 && tile_ok(v[0]) &&
@@ -239,19 +247,21 @@ static uint64_t flash_forward_shared(uint32_t bq, uint32_t bk, uint32_t d4)
     return 16ull * ((uint64_t)bq * (d4 + 1) + 2ull * bk * (d4 + 1) + (uint64_t)bk * (bq / 4 + 1) + 2ull * bq);
 }
 
-/* Which forward kernel runs: WGT_ATTENTION_FORWARD=flash or =tiled picks a
- * register-blocked one; by default attention_forward (one row per invocation:
+/* Which forward kernel runs: WGT_ATTENTION_FORWARD=rows, =flash or =tiled; by
+ * default attention_forward_flash on a software adapter, else
+ * attention_forward (one row per invocation:
  * on an H100 at B 8, H 12, T 1024, D 64 causal it took 0.87 ms with 128-row
  * blocks and 16-key tiles, flash 1.23-1.34 ms, tiled 1.18 ms; see
  * docs/performance.md). */
 typedef enum { FORWARD_FLASH, FORWARD_TILED, FORWARD_ROWS } forward_kernel;
 
-static forward_kernel forward_choice(void)
+static forward_kernel forward_choice(const webgpu_backend *wg)
 {
     const char *env = getenv("WGT_ATTENTION_FORWARD");
+    if (env && strcmp(env, "rows") == 0) return FORWARD_ROWS;
     if (env && strcmp(env, "flash") == 0) return FORWARD_FLASH;
     if (env && strcmp(env, "tiled") == 0) return FORWARD_TILED;
-    return FORWARD_ROWS;
+    return software(wg) ? FORWARD_FLASH : FORWARD_ROWS;
 }
 
 /* Rows per workgroup of attention_forward_flash (0: does not fit), keys per
@@ -289,7 +299,7 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     fill_params(call, in, 3, &p);
     uint32_t d4 = (p.D + 3) / 4;
     attention_tiles t = choose_tiles(wg, d4);
-    forward_kernel kernel = forward_choice();
+    forward_kernel kernel = forward_choice(wg);
     uint32_t bk = 32, bq = 0;
     if (kernel == FORWARD_FLASH && !(bq = flash_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_TILED;
     if (kernel == FORWARD_TILED && !(bq = tiled_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_ROWS;
@@ -360,13 +370,14 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     attention_tiles t = choose_tiles(wg, d4);
     uint32_t kv_rows = 0, q_rows = 0;
     bool tiled = tiled_backward(wg, &t, d4, &kv_rows, &q_rows);
-    /* By default the one-per-invocation kernels (on an H100, B 8, H 12, T 1024,
-     * D 64 causal: dk/dv 2.07 ms, dq 1.18 ms; the tiled ones 4.5 and 4.4 ms).
-     * WGT_ATTENTION_BACKWARD=tiled, =kv_tiled or =q_tiled picks the
-     * register-blocked ones for both or one of the two. */
+    /* By default the one-per-invocation kernels on a GPU (on an H100, B 8, H 12,
+     * T 1024, D 64 causal: dk/dv 2.07 ms, dq 1.18 ms; the tiled ones 4.5 and
+     * 4.4 ms), the register-blocked ones on a software adapter.
+     * WGT_ATTENTION_BACKWARD=rows, =tiled, =kv_tiled or =q_tiled picks. */
     const char *env = getenv("WGT_ATTENTION_BACKWARD");
-    bool tiled_kv = tiled && env && (strcmp(env, "tiled") == 0 || strcmp(env, "kv_tiled") == 0);
-    bool tiled_q = tiled && env && (strcmp(env, "tiled") == 0 || strcmp(env, "q_tiled") == 0);
+    bool both = env ? strcmp(env, "tiled") == 0 : software(wg);
+    bool tiled_kv = tiled && (both || (env && strcmp(env, "kv_tiled") == 0));
+    bool tiled_q = tiled && (both || (env && strcmp(env, "q_tiled") == 0));
     uint32_t kv_keys = tiled_kv ? 32 : t.kv_keys, dq_rows = tiled_q ? q_rows : t.rows;
     bool split = !tiled_kv && d4 > t.joint_d4;
     webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;
