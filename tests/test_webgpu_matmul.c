@@ -307,7 +307,7 @@ static void test_configs(void)
                                         "tile128x128k8b", "tile128x128k8w8b", "tile128x128k16b", "tile128x64k8b",
                                         "tile64x64k16b",
                                         /* operands read along k copied transposed first (here too small to copy) */
-                                        "tile128x128k8t", "tile128x128k8w8t"};
+                                        "tile128x128k8t", "tile128x128k8w8t", "tile64x64k16t", "tile64x128k8t"};
     for (size_t i = 0; i < sizeof(tiled) / sizeof(tiled[0]); i++) {
         setenv("WGT_MATMUL_CONFIG", tiled[i], 1);
         check_mnk(WGT_F32, 128, 128, 64, 0, 0);

@@ -88,6 +88,8 @@ static const matmul_config matmul_configs[] = {
     {"tile64x64k16b", KERNEL_TILED, 64, 64, 16, 4, 4, 8, 0, 0, 1, 0, 0},
     {"tile128x128k8t", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 0, 1, 0},
     {"tile128x128k8w8t", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 0, 1, 8},
+    {"tile64x64k16t", KERNEL_TILED, 64, 64, 16, 4, 4, 8, 0, 0, 0, 1, 0},
+    {"tile64x128k8t", KERNEL_TILED, 64, 128, 8, 4, 8, 8, 0, 0, 0, 1, 0},
     {"gemv_rows32", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 32, 0, 0, 0, 0},
     {"gemv_rows64", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 64, 0, 0, 0, 0},
     {"gemv_rows128", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 128, 0, 0, 0, 0},
