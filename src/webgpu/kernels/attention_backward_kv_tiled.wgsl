@@ -1,9 +1,10 @@
 // attention_backward_kv_tiled: dk and dv with register blocks, one workgroup
 // per BK keys of one (b, kv head), iterating over the query rows of every query
 // head of the group in tiles of BQ rows. Same inputs and outputs as
-// attention_backward_kv (see there); webgpu_attention.c picks this kernel when
-// its tiles fit the workgroup memory (WGT_ATTENTION_BACKWARD=rows forces the
-// other).
+// attention_backward_kv (see there); webgpu_attention.c picks this kernel on
+// a software adapter or with WGT_ATTENTION_BACKWARD=tiled or =kv_tiled, when
+// its tiles fit the workgroup memory (on an H100 it took 4.5 ms where
+// attention_backward_kv's two passes take 2.07 ms: B 8, H 12, T 1024, D 64).
 //
 // Invocation (tk, tc) of (BK / 4) x 8 owns keys 4 tk .. 4 tk + 3. Per query
 // tile it computes, for its keys x the rows tc, tc + 8, .. (NQ of them), the

