@@ -171,7 +171,7 @@ wgt_status webgpu_tune(wgt_backend *b, bool quick, const char *cache_path, FILE 
         }
         double flops = 2.0 * (double)n * n * n;
         int reps = quick ? 2 : flops > 1e11 ? 3 : flops > 1e10 ? 10 : 20; /* quick: tests, on slow adapters */
-        /* untimed: the first config timed ran up to 5x slow at 1024^3 on an H100 (clocks ramping up) */
+        /* untimed, so that the first config is not the one timed on a cold GPU */
         double warm[3];
         if (s == WGT_OK) s = time_layouts(wg, &call, reps, warm);
         for (int c = 0; s == WGT_OK; c++) {
