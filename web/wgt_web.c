@@ -101,7 +101,11 @@ EMSCRIPTEN_KEEPALIVE int web_train_begin(const char *text_path, int max_iters)
     if (!train_data_load(&web.data, text_path, msg, sizeof msg)) return say(1, "%s", msg);
     web.have_data = true;
     train_preset(&web.cfg, "tiny");
-    if (max_iters > 0) web.cfg.max_iters = web.cfg.lr_decay_iters = max_iters;
+    if (max_iters > 0) {
+        /* a shorter run: the cosine decays over it, the warmup shrinks to fit */
+        web.cfg.max_iters = web.cfg.lr_decay_iters = max_iters;
+        if (web.cfg.warmup_iters >= max_iters) web.cfg.warmup_iters = max_iters / 10;
+    }
     web.cfg.model.vocab_size = web.data.vocab_size;
     if (!train_config_check(&web.cfg, msg, sizeof msg)) return say(1, "%s", msg);
     if (!make_model()) return say(1, "cannot create the model: %s", wgt_context_error_message(web.ctx));

@@ -14,6 +14,10 @@
 // then runs the kernel twice, dv only (k and dv rows) and dk only (k, v, dk),
 // recomputing the scores once more instead.
 
+// Browsers' WGSL compiler (Tint) rejects a constant expression whose value is
+// inf or NaN, so these bit patterns are private variables, bitcast at run time.
+var<private> attn_bkv_bits_7f800000: u32 = 0x7f800000u;
+
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
@@ -85,7 +89,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let i = i0 + r;
                 let row = (b * params.H + h) * params.Tq + i;
                 let ok = i < params.Tq;
-                lse_tile[r] = select(bitcast<f32>(0x7f800000u), lse[select(0u, params.offsets[2].x + row, ok)] * LOG2E, ok);
+                lse_tile[r] = select(bitcast<f32>(attn_bkv_bits_7f800000), lse[select(0u, params.offsets[2].x + row, ok)] * LOG2E, ok);
                 delta_tile[r] = select(0.0, delta[select(0u, params.offsets[2].y + row, ok)], ok);
             }
             workgroupBarrier();

@@ -10,6 +10,10 @@
 // only when the max grows), four weighted rows of V. Causal tiles past the
 // block's last visible key are never loaded. No [Tq, Tk] matrix exists.
 
+// Browsers' WGSL compiler (Tint) rejects a constant expression whose value is
+// inf or NaN, so these bit patterns are private variables, bitcast at run time.
+var<private> attn_fwd_bits_ff800000: u32 = 0xff800000u;
+
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
@@ -112,5 +116,5 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (d < params.D) { out[base + d] = o[d4][c] * inv; }
         }
     }
-    lse[params.offsets[1].z + row] = select(bitcast<f32>(0xff800000u), (m + log2(l)) * LN2, l > 0.0);
+    lse[params.offsets[1].z + row] = select(bitcast<f32>(attn_fwd_bits_ff800000), (m + log2(l)) * LN2, l > 0.0);
 }

@@ -24,6 +24,10 @@
 // different rows, 68 words apart, on distinct banks), p transposed [BK][BQ]
 // (written and read as a vec4 of 4 rows).
 
+// Browsers' WGSL compiler (Tint) rejects a constant expression whose value is
+// inf or NaN, so these bit patterns are private variables, bitcast at run time.
+var<private> attn_flash_bits_ff800000: u32 = 0xff800000u;
+
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
@@ -188,7 +192,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         if (tc == 0u) {
-            lse[params.offsets[1].z + bh * params.Tq + i] = select(bitcast<f32>(0xff800000u), (m[a] + log2(lt[a])) * LN2, lt[a] > 0.0);
+            lse[params.offsets[1].z + bh * params.Tq + i] = select(bitcast<f32>(attn_flash_bits_ff800000), (m[a] + log2(lt[a])) * LN2, lt[a] > 0.0);
         }
     }
 }

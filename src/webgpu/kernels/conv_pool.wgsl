@@ -3,6 +3,10 @@
 // shader compiler may assume v != v is false), ties keep the first element in
 // row-major window order, as PyTorch. After conv_pool_common.wgsl.
 
+// Browsers' WGSL compiler (Tint) rejects a constant expression whose value is
+// inf or NaN, so these bit patterns are private variables, bitcast at run time.
+var<private> pool_bits_ff800000: u32 = 0xff800000u;
+
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<storage, read_write> arg: array<i32>;
@@ -20,7 +24,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let win = window_of(i, j);
     let base = params.x_offset + p * params.h * params.w;
     if (params.mode == MODE_MAX) {
-        var best = bitcast<f32>(0xff800000u);
+        var best = bitcast<f32>(pool_bits_ff800000);
         var where_ = win.h0 * i32(params.w) + win.w0;
         for (var ih = win.h0; ih < win.h1; ih += i32(params.dil_h)) {
             for (var iw = win.w0; iw < win.w1; iw += i32(params.dil_w)) {

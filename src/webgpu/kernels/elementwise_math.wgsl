@@ -8,10 +8,15 @@
 // inexact float math, e.g. (1 + x) - 1 -> x, which would undo log1p's
 // correction, the Cody-Waite reductions and pow's error-free transformations.
 
+// Browsers' WGSL compiler (Tint) rejects a constant expression whose value is
+// inf or NaN, so these bit patterns are private variables, bitcast at run time.
+var<private> ew_bits_7f800000: u32 = 0x7f800000u;
+var<private> ew_bits_7fc00000: u32 = 0x7fc00000u;
+
 const EW_LN2_HI: f32 = 0.693115234375;          // 0x3f317000: n * EW_LN2_HI is exact
 const EW_LN2_LO: f32 = 3.19461833e-05;          // 0x3805fdf4
 const EW_LOG2E: f32 = 1.44269502;               // 0x3fb8aa3b
-fn ew_inf() -> f32 { return bitcast<f32>(0x7f800000u); }
+fn ew_inf() -> f32 { return bitcast<f32>(ew_bits_7f800000); }
 
 fn ew_pow2(n: i32) -> f32 { return bitcast<f32>(u32(n + 127) << 23u); }
 
@@ -79,7 +84,7 @@ fn ew_log(x: f32) -> f32 {
     let b = bitcast<u32>(x);
     if (ew_isnan(x)) { return x; }
     if ((b & 0x7fffffffu) == 0u) { return -ew_inf(); }
-    if ((b >> 31u) == 1u) { return bitcast<f32>(0x7fc00000u); }
+    if ((b >> 31u) == 1u) { return bitcast<f32>(ew_bits_7fc00000); }
     if (b == 0x7f800000u) { return x; }
     let lp = ew_log_parts(x);
     let f = lp.f;
@@ -200,7 +205,8 @@ fn ew_sincos_large(x: f32, offset: u32) -> f32 {
 // of pi/2 given in three parts, the first two short enough that k * part is
 // exact (Cody-Waite); above, exactly (Payne-Hanek).
 fn ew_sincos(x: f32, offset: u32) -> f32 {
-    if (!(abs(x) <= 3.4028235e38)) { return bitcast<f32>(0x7fc00000u); }
+    // FLT_MAX exactly: Tint rejects the decimal 3.4028235e38 (above FLT_MAX before rounding)
+    if (!(abs(x) <= 0x1.fffffep+127f)) { return bitcast<f32>(ew_bits_7fc00000); }
     if (abs(x) < 0.000244140625) { return select(x, 1.0, offset == 1u); }
     if (abs(x) >= 256.0) { return ew_sincos_large(x, offset); }
     let k = round(x * 0.636619747);
@@ -275,7 +281,7 @@ fn ew_pow(x: f32, y: f32) -> f32 {
     }
     if (ax == 0.0) { return sgn * select(0.0, ew_inf(), y < 0.0); }
     if (ax == ew_inf()) { return sgn * select(ew_inf(), 0.0, y < 0.0); }
-    if (xneg && !yint) { return bitcast<f32>(0x7fc00000u); }
+    if (xneg && !yint) { return bitcast<f32>(ew_bits_7fc00000); }
     if (y == 1.0) { return x; }
     if (y == 2.0) { return x * x; }
     let lp = ew_log_parts(ax);
