@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWGT_WERROR=ON
 
-.PHONY: run test deps build test-asan clean
+.PHONY: run test deps build test-asan clean web test-web
 
 # The main job (issue 11): train a character-level GPT on data/tinyshakespeare.txt
 # with the preset that fits the adapter (nanoGPT's `shakespeare` on a GPU, `tiny`
@@ -42,6 +42,24 @@ test-asan:
 	cd build-asan && LD_PRELOAD="$(MESA_DRIVERS)" ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:allocator_may_return_null=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j2 --timeout 1800
+
+# The WebAssembly build (issue 16, docs/web.md): the library, its CPU backend
+# (plain C GEMM, one thread) and the WebGPU backend on the browser's
+# navigator.gpu, with Debian's emscripten, into build-web/ (serve that folder).
+# setup-deps.sh --web installs emscripten, chromium, chromium-driver and
+# python3-selenium. NODE_PATH: emcc -O2 finds Debian's acorn there.
+WEB_BUILD ?= build-web
+web:
+	bash scripts/setup-deps.sh --web
+	NODE_PATH=/usr/share/nodejs emcmake cmake -S web -B $(WEB_BUILD) -DCMAKE_BUILD_TYPE=Release
+	NODE_PATH=/usr/share/nodejs cmake --build $(WEB_BUILD) -j$(JOBS)
+
+# The web build in headless Chromium (tests/web/web_test.py): a parity subset
+# on SwiftShader and a short training run; screenshot in build-web/web-test.png.
+# Not part of `make test`: SwiftShader in a browser trains at ~17 s/step on this
+# 2-core machine, too slow for CI's budget.
+test-web: web
+	/usr/bin/python3 tests/web/web_test.py $(WEB_BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan

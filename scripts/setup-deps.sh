@@ -10,6 +10,9 @@ source "$root/deps/versions.env"
 # The libFuzzer targets (tests/fuzz, cmake -DWGT_FUZZ=ON with CC=clang) need
 # clang and its fuzzer runtime; installed only when asked: setup-deps.sh --fuzz
 if [ "${1:-}" = "--fuzz" ]; then DEBIAN_PACKAGES="$DEBIAN_PACKAGES clang libclang-rt-14-dev"; fi
+# The web build (make web, docs/web.md) needs emscripten; its browser test
+# (make test-web) Chromium, its driver and Selenium: setup-deps.sh --web
+if [ "${1:-}" = "--web" ]; then DEBIAN_PACKAGES="$DEBIAN_PACKAGES $WEB_DEBIAN_PACKAGES"; fi
 
 missing=()
 for p in $DEBIAN_PACKAGES; do
