@@ -120,7 +120,9 @@ async function loadCheckpoint(url) {
 async function bench() {
   if (!(await ensureOpen())) throw new Error(message());
   const us = await call('web_bench_dispatch', 'number', ['number'], [200]);
+  if (!Number.isFinite(us)) throw new Error(message());
   const gflops = await call('web_bench_matmul', 'number', ['number', 'number'], [256, 10]);
+  if (!Number.isFinite(gflops)) throw new Error(message());
   return { dispatch_us: us, matmul256_gflops: gflops };
 }
 

@@ -274,17 +274,23 @@ EMSCRIPTEN_KEEPALIVE double web_bench_dispatch(int n)
     int64_t len = 4096;
     wgt_scope_push(web.ctx);
     wgt_tensor *x = wgt_full(web.ctx, WGT_F32, 1, &len, 1.0);
-    float v;
-    wgt_tensor_read(x, &v, sizeof v);
+    static float all[4096];
+    wgt_tensor_read(x, all, sizeof all);
     double t0 = now_ms();
     for (int i = 0; i < n; i++) {
         wgt_tensor *y = wgt_binary_scalar(WGT_OP_ADD, x, 1.0);
         x = y;
     }
-    wgt_tensor_read(x, &v, sizeof v);
+    wgt_tensor_read(x, all, sizeof all);
+    float v = all[4095];
     double t1 = now_ms();
     wgt_scope_pop(web.ctx);
-    if (v != 1.0f + (float)n) return NAN; /* a wrong answer is no timing */
+    if (v != 1.0f + (float)n) { /* a wrong answer is no timing */
+        snprintf(web.message, sizeof web.message, "web_bench_dispatch: got %g, expected %d (%s)", (double)v, 1 + n,
+                 wgt_context_error_message(web.ctx));
+        wgt_context_clear_error(web.ctx);
+        return NAN;
+    }
     return (t1 - t0) * 1000.0 / n;
 }
 
@@ -297,13 +303,21 @@ EMSCRIPTEN_KEEPALIVE double web_bench_matmul(int n, int reps)
     wgt_tensor *a = wgt_full(web.ctx, WGT_F32, 2, shape, 1.0);
     wgt_tensor *b = wgt_full(web.ctx, WGT_F32, 2, shape, 0.5);
     wgt_tensor *c = wgt_matmul(a, b);
-    float v;
-    wgt_tensor_read(c, &v, sizeof v); /* warm: pipelines compiled */
+    float *all = malloc((size_t)n * (size_t)n * sizeof(float));
+    if (!all) return NAN;
+    wgt_tensor_read(c, all, (size_t)n * (size_t)n * sizeof(float)); /* warm: pipelines compiled */
     double t0 = now_ms();
     for (int i = 0; i < reps; i++) c = wgt_matmul(a, b);
-    wgt_tensor_read(c, &v, sizeof v);
+    wgt_tensor_read(c, all, (size_t)n * (size_t)n * sizeof(float));
+    float v = all[(size_t)n * (size_t)n - 1];
+    free(all);
     double t1 = now_ms();
     wgt_scope_pop(web.ctx);
-    if (v != 0.5f * (float)n) return NAN;
+    if (v != 0.5f * (float)n) {
+        snprintf(web.message, sizeof web.message, "web_bench_matmul: got %g, expected %g (%s)", (double)v, 0.5 * n,
+                 wgt_context_error_message(web.ctx));
+        wgt_context_clear_error(web.ctx);
+        return NAN;
+    }
     return 2.0 * n * n * (double)n * reps / ((t1 - t0) / 1000.0) / 1e9;
 }

@@ -14,13 +14,17 @@ Waits are on page state with a deadline, never fixed sleeps. Saves a
 screenshot of the training page (build-web/web-test.png). Prints
 "N passed, M failed" and exits non-zero on any failure, as the C tests do.
 
-usage: web_test.py BUILD_WEB_DIR [--steps N] [--parity-ops op,op,...] [--timeout S]
+  --checkpoint  a checkpoint of native `wgt train` is copied next to the page,
+               loaded by it (index.html?ckpt=...) and sampled
+
+usage: web_test.py BUILD_WEB_DIR [--steps N] [--parity-ops op,op,...] [--timeout S] [--checkpoint FILE]
 """
 import argparse
 import functools
 import http.server
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -84,6 +88,7 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--parity-ops", default="add,exp,sum,matmul")
     ap.add_argument("--timeout", type=float, default=240)
+    ap.add_argument("--checkpoint", help="a ckpt.safetensors of native wgt train: loaded by the page and sampled")
     a = ap.parse_args()
     root = os.path.abspath(a.build)
     for f in ("index.html", "wgtensor.js", "wgtensor.wasm", "parity.html", "parity.js", "parity.wasm"):
@@ -127,6 +132,16 @@ def main():
                 first, last = sum(losses[:3]) / 3, sum(losses[-3:]) / 3
                 check(last < first - 0.1, f"loss did not fall: first 3 mean {first:.3f}, last 3 mean {last:.3f}")
             check(len(r.get("sample", "")) >= 20, "no sample streamed")
+        # -- a checkpoint of native wgt train, fetched from the same origin
+        if a.checkpoint:
+            shutil.copyfile(a.checkpoint, os.path.join(root, "ckpt.safetensors"))
+            driver.get(f"{base}/index.html?auto=0&ckpt=ckpt.safetensors")
+            result = wait_for(driver, "return document.body.dataset.result", a.timeout, "checkpoint")
+            r = json.loads(result) if result else {}
+            print(f"checkpoint: {r.get('checkpoint')!r}, sample {r.get('ckpt_sample', '')[:60]!r}, "
+                  f"error {r.get('error')!r}", flush=True)
+            check(r.get("error") is None and "step" in (r.get("checkpoint") or ""), f"checkpoint not loaded: {r}")
+            check(len(r.get("ckpt_sample", "")) >= 40, "no sample from the checkpoint")
     finally:
         driver.quit()
         server.shutdown()
