@@ -58,8 +58,13 @@ web:
 # on SwiftShader and a short training run; screenshot in build-web/web-test.png.
 # Not part of `make test`: SwiftShader in a browser trains at ~17 s/step on this
 # 2-core machine, too slow for CI's budget.
+# With a native build (make build), a checkpoint of native `wgt train` (20 CPU
+# steps) is loaded by the page and sampled as well.
 test-web: web
-	/usr/bin/python3 tests/web/web_test.py $(WEB_BUILD)
+	@ck=; if [ -x $(BUILD)/bin/wgt ]; then \
+	  OMP_WAIT_POLICY=passive $(BUILD)/bin/wgt train --preset tiny --max-iters 20 --backend cpu --out $(WEB_BUILD)/native-ckpt >/dev/null && \
+	  ck="--checkpoint $(WEB_BUILD)/native-ckpt/ckpt.safetensors"; fi; \
+	/usr/bin/python3 tests/web/web_test.py $(WEB_BUILD) $$ck
 
 clean:
 	rm -rf $(BUILD) build-asan
