@@ -101,7 +101,7 @@ wgt_tensor *wgt_grad_sum_to_shape(wgt_tensor *g, int ndim, const int64_t *shape)
     for (int i = 0; i < gd; i++)
         if (i < lead || (shape[i - lead] == 1 && g->view.shape[i] != 1)) axes[n++] = i;
     if (n == 0 && lead == 0) return g; /* already the shape: no new reference */
-    wgt_tensor *summed = n > 0 ? wgt_sum(g, axes, n, true) : wgt_tensor_retain(g);
+    wgt_tensor *summed = wgt_sum(g, axes, n, true);
     if (!summed) return NULL;
     wgt_tensor *out = wgt_reshape(summed, ndim, shape);
     wgt_tensor_release(summed);
