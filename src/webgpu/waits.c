@@ -119,7 +119,10 @@ static wgt_status timed_out(webgpu_backend *wg, const char *what, bool injected)
 wgt_status webgpu_wait(webgpu_backend *wg, volatile bool *done, const char *what)
 {
     if (wgt_fault_hit(&wg->base.fault, WGT_FAULT_TIMEOUT)) return timed_out(wg, what, true);
-    if (wgt_fault_hit(&wg->base.fault, WGT_FAULT_LOST_WAIT)) webgpu_lose_device(wg, "injected fault during a wait");
+    if (wgt_fault_hit(&wg->base.fault, WGT_FAULT_LOST_WAIT)) {
+        webgpu_lose_device(wg, "injected fault during a wait");
+        return WGT_ERR_DEVICE_LOST;
+    }
     /* The deadline moves whenever a submission completes: it catches a device
      * that stopped, not one that is slow on a long queue. */
     double deadline = webgpu_now_ms() + wg->timeout_ms;
@@ -141,7 +144,9 @@ wgt_status webgpu_wait(webgpu_backend *wg, volatile bool *done, const char *what
             nanosleep(&ts, NULL);
         }
     }
-    return WGT_OK;
+    /* Destroying a lost device fires pending callbacks too: "done" then means
+     * cancelled, not finished. */
+    return wg->device_lost ? WGT_ERR_DEVICE_LOST : WGT_OK;
 }
 
 /* ------------------------------------------------------------ error scopes */
