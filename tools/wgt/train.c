@@ -210,7 +210,7 @@ static int train_loop(trainer *t)
     for (;;) {
         int64_t step = t->state.step;
         if (t->world > 1 && ddp_any(t->ddp, interrupted)) interrupted = 1; /* every rank stops at the same step */
-        if (interrupted || (t->opt.stop_after > 0 && step == t->opt.stop_after && step < c->max_iters)) {
+        if (interrupted || (t->opt.stop_after >= 0 && step == t->opt.stop_after && step < c->max_iters)) {
             if (t->opt.bench) return interrupted ? 130 : 0;
             if (!save_all(t)) return 1;
             snprintf(line, sizeof(line), "%s at step %" PRId64 ": checkpoint saved to %s; continue with: wgt train --resume %s\n",
@@ -352,6 +352,23 @@ static int setup_from_checkpoint(trainer *t, const train_flags_seen *seen, wgt_s
     return 0;
 }
 
+/* --init FILE: the seeded init's weights replaced by FILE's (a checkpoint, or
+ * weights written by bench/train_step_check.py), every name and shape checked;
+ * the optimizer state stays fresh, so the run is a run from scratch. */
+static int load_init(trainer *t)
+{
+    char msg[1400];
+    wgt_safetensors *f = wgt_safetensors_open(t->ctx, t->opt.init_path);
+    if (!f) {
+        snprintf(msg, sizeof(msg), "--init %s: %s", t->opt.init_path, wgt_context_error_message(t->ctx));
+        wgt_context_clear_error(t->ctx);
+        return fail(t, "%s", msg);
+    }
+    bool ok = train_checkpoint_load_model(f, t->model, msg, sizeof(msg));
+    wgt_safetensors_close(f);
+    return ok ? 0 : fail(t, "--init %s", msg);
+}
+
 /* Refuses a config whose memory estimate exceeds what the adapter offers. */
 static int check_memory(trainer *t)
 {
@@ -387,9 +404,11 @@ static int run(trainer *t, int argc, char **argv)
     train_flags_seen seen;
     bool preset_given;
     train_preset(&t->cfg, "tiny");
-    t->opt = (train_options){.data_path = "data/tinyshakespeare.txt", .bench_warmup = 10};
+    t->opt = (train_options){.data_path = "data/tinyshakespeare.txt", .bench_warmup = 10, .stop_after = -1};
     int rc = train_parse_flags(argc, argv, &t->cfg, &t->opt, &seen, &preset_given);
     if (rc) return rc == 1 ? 0 : rc;
+    if (t->opt.init_path && t->opt.resume_path)
+        return fail(t, "%s", "--init and --resume exclude each other (a resumed run has its checkpoint's weights)");
     if (t->opt.backend && strcmp(t->opt.backend, "cpu") != 0 && strcmp(t->opt.backend, "webgpu") != 0)
         return fail(t, "--backend must be cpu or webgpu, not \"%s\"", t->opt.backend);
     t->world = 1;
@@ -503,6 +522,7 @@ static int run(trainer *t, int argc, char **argv)
         }
     } else {
         t->state = (train_state){.step = 0, .data_rng = t->cfg.seed, .text_hash = t->data.text_hash, .best_val = NAN};
+        if (t->opt.init_path && (rc = load_init(t)) != 0) return rc;
     }
     if (t->ddp) { /* same run everywhere, rank 0's weights, then the gradient buckets */
         wgt_tensor *const *params = gpt_params(t->model);

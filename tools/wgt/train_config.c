@@ -61,6 +61,9 @@ void train_usage(FILE *f)
             "  --data FILE                text to learn (default data/tinyshakespeare.txt)\n"
             "  --out DIR                  checkpoint, log and plot folder (default out/<preset>)\n"
             "  --resume CKPT              continue from a checkpoint (same config; --max-iters may grow)\n"
+            "  --init FILE                start from the weights in FILE (safetensors, tensors named\n"
+            "                             model.<nanoGPT name> as in a checkpoint) instead of the seeded\n"
+            "                             init; fresh optimizer state (bench/train_step_check.py)\n"
             "  --n-layer N --n-head N --n-embd N --block-size N --dropout P --bias 0|1 --tied 0|1\n"
             "  --batch-size N --max-iters N --lr X --min-lr X --warmup-iters N --lr-decay-iters N\n"
             "  --weight-decay X --beta1 X --beta2 X --grad-clip X (0: none) --seed N\n"
@@ -69,7 +72,8 @@ void train_usage(FILE *f)
             "  --sample N                 characters sampled from the model at the end (default 300)\n"
             "  --bench                    time training steps: tokens/s after warm-up, peak memory\n"
             "  --bench-warmup N           steps before timing starts (default 10)\n"
-            "  --stop-after N             save and stop after step N, as Ctrl-C would (tests)\n"
+            "  --stop-after N             save and stop after step N, as Ctrl-C would (tests; 0 saves\n"
+            "                             the initial weights)\n"
             "  --quiet                    no progress lines\n"
             "data parallel (mpirun -np N wgt train ...; docs/distributed.md): --batch-size is the global\n"
             "batch, split over the ranks; rank 0 writes checkpoints, logs and plots\n"
@@ -144,6 +148,7 @@ static const flag_def FLAGS[] = {
     CFG("--eval-interval", F_INT, eval_interval), CFG("--eval-iters", F_INT, eval_iters),
     CFG("--log-interval", F_INT, log_interval), CFG("--checkpoint-interval", F_INT, checkpoint_interval),
     OPT("--data", F_STRING, data_path), OPT("--out", F_STRING, out_dir), OPT("--resume", F_STRING, resume_path),
+    OPT("--init", F_STRING, init_path),
     OPT("--backend", F_STRING, backend), OPT("--adapter", F_STRING, adapter),
     OPT("--memory-limit", F_BYTES, memory_limit), OPT("--stop-after", F_INT, stop_after),
     OPT("--bench", F_FLAG, bench), OPT("--bench-warmup", F_INT, bench_warmup),

@@ -31,10 +31,12 @@ typedef struct train_options {
     const char *data_path;
     const char *out_dir;
     const char *resume_path;
+    const char *init_path;     /* initial weights (model.<name> tensors), or NULL: the seeded init */
     const char *backend;       /* "cpu", "webgpu" or NULL (auto) */
     const char *adapter;       /* index or name substring, or NULL */
     uint64_t memory_limit;     /* bytes, 0: the adapter's */
-    int64_t stop_after;        /* stop (save, exit 0) after this step, as Ctrl-C would; 0: no */
+    int64_t stop_after;        /* stop (save, exit 0) after this step, as Ctrl-C would; -1: no
+                                * (0 saves the initial weights) */
     bool bench;                /* time steps, no eval/checkpoints */
     int64_t bench_warmup;      /* steps not timed in --bench */
     int sample_chars;          /* characters sampled at the end (0: none) */
