@@ -400,7 +400,7 @@ def check_init(wgt, c, tmp):
 
 
 def main():
-    global DATA
+    global DATA, SNAPSHOTS
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--wgt", default=os.path.join(ROOT, "build", "bin", "wgt"))
     p.add_argument("--data", default=os.path.join(ROOT, "data", "tinyshakespeare.txt"))
@@ -410,10 +410,18 @@ def main():
                    "make lavapipe run a GPU's attention kernels)")
     p.add_argument("--write-fixture", metavar="DIR")
     p.add_argument("--no-variants", action="store_true", help="skip the sensitivity runs")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="change the config, e.g. --set block_size=256 --set n_embd=128 (not with --write-fixture)")
     a = p.parse_args()
     DATA = a.data
     torch.set_num_threads(1)
     c = dict(CFG)
+    for kv in a.set:
+        key, value = kv.split("=", 1)
+        if key not in c or a.write_fixture:
+            sys.exit(f"--set {kv}: unknown key, or combined with --write-fixture (keys: {', '.join(c)})")
+        c[key] = type(c[key])(float(value)) if isinstance(c[key], int) else float(value)
+    SNAPSHOTS = tuple(s for s in SNAPSHOTS if s < a.steps) + (a.steps,)
     data = ref.Data(a.data, torch.device("cpu"))
     names = param_names(c["n_layer"])
     tmp = tempfile.mkdtemp(prefix="train_step_check_")
