@@ -312,6 +312,11 @@ static void test_transposed_copies(void)
         check_mnk(WGT_F16, 1024, 1024, 12, TRANSPOSED, TRANSPOSED); /* b copied */
         check_mnk(WGT_F32, 1024, 1026, 8, 0, 0);             /* N not a multiple of 4: a copied, b not vec4 */
         check_mnk(WGT_I32, 1024, 1024, 6, 0, TRANSPOSED);    /* K not a multiple of 4: nothing copied */
+        /* a batch along which b is broadcast is folded into M (one 2-D product):
+         * the copies are of the 2-D operands, b copied once */
+        int64_t a1[3] = {2, 512, 12}, b1[2] = {12, 1030}, a2[3] = {2, 520, 16}, b2[2] = {16, 1028};
+        check_product("folded [2,512,K] x [K,1030], a copied", WGT_F32, 3, a1, 0, 2, b1, 0);
+        check_product("folded [2,520,K] x [K,1028] transposed, b copied", WGT_F32, 3, a2, OFFSET, 2, b2, TRANSPOSED);
     }
     unsetenv("WGT_MATMUL_CONFIG");
 }
@@ -465,6 +470,13 @@ static void test_split_k(void)
     check_product("split [3,1,M,K] x [1,4,K,N]", WGT_F32, 4, a1, TRANSPOSED, 4, b1, 0);
     CHECK(last_dispatches == 2, "batched split-K: %llu dispatches", (unsigned long long)last_dispatches);
     check_product("split [5,M,K] x [K,N]", WGT_I32, 3, a2, 0, 2, b2, TRANSPOSED);
+    /* a broadcast batch folded into M (autograd's dx = dy W), automatic split */
+    unsetenv("WGT_SPLITK");
+    int64_t a3[3] = {4, 6, 2200}, b3[2] = {2200, 10}, a4[3] = {3, 7, 2100};
+    check_product("folded [4,6,K] x [K,10]", WGT_F32, 3, a3, STEP2, 2, b3, 0);
+    CHECK(last_dispatches == 2, "folded split-K: %llu dispatches", (unsigned long long)last_dispatches);
+    check_linear("[3, 7, 2100] -> 9", WGT_F32, 3, a4, OFFSET, 9, true);
+    setenv("WGT_SPLITK", "3", 1);
     /* more parts than BK slices: capped (K = 20: 3 slices of 8) */
     setenv("WGT_SPLITK", "1000", 1);
     check_split(WGT_F32, 30, 30, 20, 0, 0, true);

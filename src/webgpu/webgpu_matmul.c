@@ -138,6 +138,7 @@ typedef struct matmul_problem {
     int64_t M, N, K, batches;
     int batch_ndim;
     int64_t batch_shape[MATMUL_MAX_BATCH_DIMS], a_batch[MATMUL_MAX_BATCH_DIMS], b_batch[MATMUL_MAX_BATCH_DIMS];
+    wgt_tensor_view folded[3];     /* 2-D a, b, out when a broadcast batch was folded into M (make_problem) */
 } matmul_problem;
 
 /* One operand as a tile loader sees it: an outer dim (m for a, n for b) and k. */
@@ -706,6 +707,32 @@ static wgt_status make_problem(webgpu_backend *wg, const wgt_tensor_view *a, con
         p->a_batch[n] = a->strides[d];
         p->b_batch[n] = b->strides[d];
         p->batch_ndim++;
+    }
+    /* One batch dim along which b is broadcast (x [B, T, C] @ W, as autograd's
+     * dx = dy W runs) and a's rows run on from one batch to the next: one
+     * product of B M rows, whose tiles, split-K and transposed copies are
+     * chosen for the whole (out [B, M, N] is contiguous, so it is [B M, N]).
+     * Not for M == 1 or N == 1, which stay matrix-vector products. */
+    if (p->batch_ndim == 1 && p->b_batch[0] == 0 && p->M > 1 && p->N > 1 &&
+        p->a_batch[0] == p->M * a->strides[nd - 2]) {
+        p->M *= p->batch_shape[0];
+        p->batches = 1;
+        p->batch_ndim = 0;
+        /* the kernels and the transposed copies see the 2-D views */
+        const wgt_tensor_view *views[3] = {a, b, out};
+        int64_t rows[3] = {p->M, p->K, p->M}, cols[3] = {p->K, p->N, p->N};
+        for (int i = 0; i < 3; i++) {
+            wgt_tensor_view *f = &p->folded[i];
+            *f = *views[i];
+            f->ndim = 2;
+            f->shape[0] = rows[i];
+            f->shape[1] = cols[i];
+            f->strides[0] = views[i]->strides[nd - 2];
+            f->strides[1] = views[i]->strides[nd - 1];
+        }
+        p->a = &p->folded[0];
+        p->b = &p->folded[1];
+        p->out = &p->folded[2];
     }
     const int64_t limit = (int64_t)UINT32_MAX;
     int64_t out_end = out->offset + p->batches * p->M * p->N;
