@@ -265,8 +265,9 @@ static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, c
     if (parts > slices) parts = slices;
     /* the temporary must fit one storage binding (and stay a modest allocation) */
     int64_t max_bytes = SPLITK_MAX_TEMP_BYTES;
-    if ((int64_t)wg->limits.maxStorageBufferBindingSize < max_bytes) max_bytes = (int64_t)wg->limits.maxStorageBufferBindingSize;
-    if ((int64_t)wg->limits.maxBufferSize < max_bytes) max_bytes = (int64_t)wg->limits.maxBufferSize;
+    int64_t binding = (int64_t)wg->limits.maxStorageBufferBindingSize, buffer = (int64_t)wg->limits.maxBufferSize;
+    if (binding < max_bytes) max_bytes = binding;
+    if (buffer < max_bytes) max_bytes = buffer;
     int64_t fit = max_bytes / (splitk_stride(p) * 4);
     if (parts > fit) parts = fit;
     if (parts < 2) return 1;
@@ -279,7 +280,8 @@ static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, c
 /* Order: WGT_MATMUL_CONFIG, the tuner's candidate, the tuning cache's choice for
  * this size, then the heuristic: the largest tile that gives enough workgroups,
  * counting the split-K parts it would run with (so a long-K product with a
- * small output keeps large tiles and splits K instead of taking small tiles). */
+ * small output keeps large tiles and splits K instead of taking small tiles).
+ * Whichever config wins, run_tiled splits K on top when choose_split says so. */
 static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_problem *p)
 {
     const matmul_config *c = forced_config(wg, KERNEL_TILED);
@@ -295,7 +297,10 @@ static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_
         fallback = c;
         int64_t tiles = ceil_div(p->M, c->bm) * ceil_div(p->N, c->bn) * p->batches;
         if (tiles >= tiled_ladder[i].min_workgroups) return c;
-        if (tiles * choose_split(wg, p, c, NULL) >= tiled_ladder[i].min_workgroups) return c;
+        /* with split-K, but not a tile larger than the output along m or n (x [16, K] @ W:
+         * mostly empty tile rows would multiply zeros; smaller tiles split instead) */
+        if (c->bm <= p->M && c->bn <= p->N && tiles * choose_split(wg, p, c, NULL) >= tiled_ladder[i].min_workgroups)
+            return c;
     }
     return fallback;
 }
@@ -530,7 +535,8 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     int nd = a->ndim;
     if (env_count("WGT_SPLITK", 0) < 0 || env_count("WGT_SPLITK_TARGET", 0) < 0)
         return wgt_error(wg->base.ctx, WGT_ERR_INVALID_ARGUMENT,
-                         "%s: WGT_SPLITK=\"%s\", WGT_SPLITK_TARGET=\"%s\": each must be a count (WGT_SPLITK=0: no split-K)",
+                         "%s: WGT_SPLITK=\"%s\", WGT_SPLITK_TARGET=\"%s\": each must be a count "
+                         "(WGT_SPLITK=0: no split-K)",
                          op, getenv("WGT_SPLITK") ? getenv("WGT_SPLITK") : "",
                          getenv("WGT_SPLITK_TARGET") ? getenv("WGT_SPLITK_TARGET") : "");
     const matmul_config *c = choose_tiled(wg, p);
