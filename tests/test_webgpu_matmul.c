@@ -478,6 +478,20 @@ static void test_split_k(void)
     CHECK(last_dispatches == 2, "folded split-K: %llu dispatches", (unsigned long long)last_dispatches);
     check_linear("[3, 7, 2100] -> 9", WGT_F32, 3, a4, OFFSET, 9, true);
     setenv("WGT_SPLITK", "3", 1);
+    /* f16 operands with an f32 result (wgt_matmul_ex, as autograd's f16 matmul rule runs) */
+    {
+        int64_t sa[2] = {21, 260}, sb[2] = {260, 18};
+        void *da = random_data(WGT_F16, 21 * 260, false), *db = random_data(WGT_F16, 260 * 18, false);
+        wgt_tensor *ga = make_operand(gpu, WGT_F16, 2, sa, TRANSPOSED, da), *gb = make_operand(gpu, WGT_F16, 2, sb, 0, db);
+        wgt_tensor *ca = make_operand(cpu, WGT_F16, 2, sa, TRANSPOSED, da), *cb = make_operand(cpu, WGT_F16, 2, sb, 0, db);
+        free(da);
+        free(db);
+        wgt_tensor *g = ga && gb ? wgt_matmul_ex(ga, gb, WGT_F32) : NULL, *c = ca && cb ? wgt_matmul_ex(ca, cb, WGT_F32) : NULL;
+        double err = result_error("split f16 -> f32", WGT_F32, g, c);
+        CHECK(err <= tolerance(WGT_F32), "split f16 -> f32: normalized error %.3g", err);
+        wgt_tensor *all[6] = {g, c, ga, gb, ca, cb};
+        for (int i = 0; i < 6; i++) wgt_tensor_release(all[i]);
+    }
     /* more parts than BK slices: capped (K = 20: 3 slices of 8) */
     setenv("WGT_SPLITK", "1000", 1);
     check_split(WGT_F32, 30, 30, 20, 0, 0, true);
