@@ -3,8 +3,9 @@
  * wgt_matmul: odd and tile-multiple shapes, K = 1, matrix-vector, vector-matrix
  * and vector-vector products (1-D operands), broadcast batch dims, transposed
  * and sliced operands (read in place through strides), a grid of more than
- * 65535 workgroups, f32, f16 and i32, and every tile config forced through
- * WGT_MATMUL_CONFIG. The WebGPU context runs with debug guards, so every result
+ * 65535 workgroups, f32, f16 and i32, every tile config forced through
+ * WGT_MATMUL_CONFIG, and split-K (automatic and forced through WGT_SPLITK,
+ * with linear's bias). The WebGPU context runs with debug guards, so every result
  * is also checked for writes outside its elements.
  *
  * Tolerances, as the normalized error ||gpu - cpu|| / ||cpu||:
@@ -101,26 +102,29 @@ static wgt_tensor *make_operand(wgt_context *ctx, wgt_dtype dtype, int nd, const
     return t;
 }
 
-/* The product of a (shape sa, layout fa) and b on both backends; returns the
- * normalized error (0 for an exact integer match, INFINITY for a mismatch or a
- * failure). */
-static double compare(const char *name, wgt_dtype dtype, int nda, const int64_t *sa, int fa, int ndb,
-                      const int64_t *sb, int fb, bool wrap)
+/* Compute dispatches the last GPU product of compare / compare_linear recorded
+ * (a split-K product takes two: the parts, then their reduction). */
+static uint64_t last_dispatches;
+
+static uint64_t dispatches_now(void)
 {
-    int64_t na = stored_numel(nda, sa, fa), nb = stored_numel(ndb, sb, fb);
-    void *da = random_data(dtype, na, wrap), *db = random_data(dtype, nb, wrap);
-    wgt_tensor *ga = make_operand(gpu, dtype, nda, sa, fa, da), *gb = make_operand(gpu, dtype, ndb, sb, fb, db);
-    wgt_tensor *ca = make_operand(cpu, dtype, nda, sa, fa, da), *cb = make_operand(cpu, dtype, ndb, sb, fb, db);
-    free(da);
-    free(db);
-    wgt_tensor *g = ga && gb ? wgt_matmul(ga, gb) : NULL, *c = ca && cb ? wgt_matmul(ca, cb) : NULL;
+    wgt_execution_stats st;
+    memset(&st, 0, sizeof(st));
+    wgt_execution_stats_get(gpu, &st);
+    return st.dispatches;
+}
+
+/* The normalized error of g against c (0 for an exact integer match, INFINITY
+ * for a mismatch or a failure); releases neither. */
+static double result_error(const char *name, wgt_dtype dtype, wgt_tensor *g, wgt_tensor *c)
+{
     double err = INFINITY;
     if (!g || !c) {
-        CHECK(false, "%s: matmul failed: gpu: %s; cpu: %s", name, wgt_context_error_message(gpu),
+        CHECK(false, "%s: product failed: gpu: %s; cpu: %s", name, wgt_context_error_message(gpu),
               wgt_context_error_message(cpu));
         wgt_context_clear_error(gpu);
         wgt_context_clear_error(cpu);
-        goto done;
+        return err;
     }
     int64_t n = wgt_tensor_numel(c);
     CHECK(wgt_tensor_numel(g) == n && wgt_tensor_ndim(g) == wgt_tensor_ndim(c), "%s: result shapes differ", name);
@@ -152,7 +156,24 @@ static double compare(const char *name, wgt_dtype dtype, int nda, const int64_t 
     }
     free(hg);
     free(hc);
-done:
+    return err;
+}
+
+/* The product of a (shape sa, layout fa) and b on both backends; returns the
+ * normalized error (result_error). */
+static double compare(const char *name, wgt_dtype dtype, int nda, const int64_t *sa, int fa, int ndb,
+                      const int64_t *sb, int fb, bool wrap)
+{
+    int64_t na = stored_numel(nda, sa, fa), nb = stored_numel(ndb, sb, fb);
+    void *da = random_data(dtype, na, wrap), *db = random_data(dtype, nb, wrap);
+    wgt_tensor *ga = make_operand(gpu, dtype, nda, sa, fa, da), *gb = make_operand(gpu, dtype, ndb, sb, fb, db);
+    wgt_tensor *ca = make_operand(cpu, dtype, nda, sa, fa, da), *cb = make_operand(cpu, dtype, ndb, sb, fb, db);
+    free(da);
+    free(db);
+    uint64_t before = dispatches_now();
+    wgt_tensor *g = ga && gb ? wgt_matmul(ga, gb) : NULL, *c = ca && cb ? wgt_matmul(ca, cb) : NULL;
+    last_dispatches = dispatches_now() - before;
+    double err = result_error(name, dtype, g, c);
     wgt_tensor_release(g);
     wgt_tensor_release(c);
     wgt_tensor_release(ga);
@@ -291,6 +312,11 @@ static void test_transposed_copies(void)
         check_mnk(WGT_F16, 1024, 1024, 12, TRANSPOSED, TRANSPOSED); /* b copied */
         check_mnk(WGT_F32, 1024, 1026, 8, 0, 0);             /* N not a multiple of 4: a copied, b not vec4 */
         check_mnk(WGT_I32, 1024, 1024, 6, 0, TRANSPOSED);    /* K not a multiple of 4: nothing copied */
+        /* a batch along which b is broadcast is folded into M (one 2-D product):
+         * the copies are of the 2-D operands, b copied once */
+        int64_t a1[3] = {2, 512, 12}, b1[2] = {12, 1030}, a2[3] = {2, 520, 16}, b2[2] = {16, 1028};
+        check_product("folded [2,512,K] x [K,1030], a copied", WGT_F32, 3, a1, 0, 2, b1, 0);
+        check_product("folded [2,520,K] x [K,1028] transposed, b copied", WGT_F32, 3, a2, OFFSET, 2, b2, TRANSPOSED);
     }
     unsetenv("WGT_MATMUL_CONFIG");
 }
@@ -358,6 +384,159 @@ static void test_f16_emulated(void)
     unsetenv("WGT_MATMUL_F16_EMULATE");
 }
 
+/* ------------------------------------------------------------------ split-K */
+
+/* wgt_linear(x [.., K] (layout fx), weight [N, K], bias [N] (layout fb)) on
+ * both backends: the product with weight read transposed and the bias in the
+ * epilogue (in split-K, in the reduction). Returns the normalized error. */
+static double compare_linear(const char *name, wgt_dtype dtype, int ndx, const int64_t *sx, int fx, int64_t N, int fb)
+{
+    int64_t K = sx[ndx - 1], sw[2] = {N, K};
+    int64_t nx = stored_numel(ndx, sx, fx), nb = stored_numel(1, &N, fb);
+    void *dx = random_data(dtype, nx, false), *dw = random_data(dtype, N * K, false), *db = random_data(dtype, nb, false);
+    wgt_tensor *gx = make_operand(gpu, dtype, ndx, sx, fx, dx), *cx = make_operand(cpu, dtype, ndx, sx, fx, dx);
+    wgt_tensor *gw = make_operand(gpu, dtype, 2, sw, 0, dw), *cw = make_operand(cpu, dtype, 2, sw, 0, dw);
+    wgt_tensor *gb = make_operand(gpu, dtype, 1, &N, fb, db), *cb = make_operand(cpu, dtype, 1, &N, fb, db);
+    free(dx);
+    free(dw);
+    free(db);
+    uint64_t before = dispatches_now();
+    wgt_tensor *g = gx && gw && gb ? wgt_linear(gx, gw, gb) : NULL, *c = cx && cw && cb ? wgt_linear(cx, cw, cb) : NULL;
+    last_dispatches = dispatches_now() - before;
+    double err = result_error(name, dtype, g, c);
+    wgt_tensor *all[8] = {g, c, gx, cx, gw, cw, gb, cb};
+    for (int i = 0; i < 8; i++) wgt_tensor_release(all[i]);
+    return err;
+}
+
+/* check_mnk that also checks the product's dispatch count: 2 when it must
+ * split K, 1 when it must not (f32 / i32 only: f16 may run through converting
+ * temporaries on devices without shader-f16). */
+static void check_split(wgt_dtype dtype, int64_t M, int64_t N, int64_t K, int fa, int fb, bool split)
+{
+    check_mnk(dtype, M, N, K, fa, fb);
+    if (dtype != WGT_F16)
+        CHECK(last_dispatches == (split ? 2u : 1u), "%lldx%lldx%lld %s: %llu dispatches, expected %s",
+              (long long)M, (long long)N, (long long)K, wgt_dtype_name(dtype), (unsigned long long)last_dispatches,
+              split ? "2 (split-K)" : "1 (no split)");
+}
+
+static void check_linear(const char *what, wgt_dtype dtype, int ndx, const int64_t *sx, int fx, int64_t N, bool split)
+{
+    char name[160];
+    snprintf(name, sizeof(name), "linear %s %s", what, wgt_dtype_name(dtype));
+    /* a strided bias (offset 1, stride 2) when x is sliced too */
+    double err = compare_linear(name, dtype, ndx, sx, fx, N, fx & STEP2 ? STEP2 | OFFSET : 0);
+    CHECK(err <= tolerance(dtype), "%s: normalized error %.3g > %.3g", name, err, tolerance(dtype));
+    if (dtype != WGT_F16)
+        CHECK(last_dispatches == (split ? 2u : 1u), "%s: %llu dispatches, expected %u", name,
+              (unsigned long long)last_dispatches, split ? 2u : 1u);
+}
+
+/* Split-K (webgpu_matmul.c): the automatic choice (small M x N, K >= 2048),
+ * forced part counts (WGT_SPLITK) on odd sizes, every dtype, batches with
+ * broadcast, operands read in place transposed (the weight gradient dy^T x),
+ * linear's bias added by the reduction, determinism, and bad settings. */
+static void test_split_k(void)
+{
+    unsetenv("WGT_SPLITK");
+    /* automatic: a few tiles and a long K split; a short K does not */
+    check_split(WGT_F32, 40, 36, 2500, 0, 0, true);
+    check_split(WGT_F32, 40, 36, 1000, 0, 0, false);
+    check_split(WGT_F32, 24, 20, 2600, TRANSPOSED, 0, true);  /* dW = dy^T x: a read along m */
+    check_split(WGT_I32, 17, 9, 2051, TRANSPOSED, TRANSPOSED, true);
+    int64_t x1[2] = {20, 2304};
+    check_linear("auto [20, 2304] -> 28", WGT_F32, 2, x1, 0, 28, true);
+    /* WGT_SPLITK=0 turns it off */
+    setenv("WGT_SPLITK", "0", 1);
+    check_split(WGT_F32, 40, 36, 2500, 0, 0, false);
+    check_linear("off [20, 2304] -> 28", WGT_F32, 2, x1, 0, 28, false);
+
+    /* forced parts on odd sizes, partial tiles, K not a multiple of BK or of the parts */
+    setenv("WGT_SPLITK", "3", 1);
+    for (int t = 0; t < 3; t++) {
+        check_split(dtypes[t], 37, 29, 301, 0, 0, true);
+        check_split(dtypes[t], 33, 70, 130, TRANSPOSED, TRANSPOSED, true);
+        check_split(dtypes[t], 64, 64, 96, STEP2, OFFSET, true);
+    }
+    double werr = compare("i32 wrapping split", WGT_I32, 2, (int64_t[]){21, 300}, 0, 2, (int64_t[]){300, 19},
+                          TRANSPOSED, true);
+    CHECK(werr == 0.0, "i32 wrapping sums differ under split-K");
+    int64_t x2[3] = {2, 5, 211}, x3[2] = {13, 200};
+    check_linear("[2, 5, 211] -> 7", WGT_F32, 3, x2, 0, 7, true);
+    check_linear("[13, 200] sliced -> 30", WGT_F32, 2, x3, STEP2 | OFFSET, 30, true);
+    check_linear("[13, 200] -> 30", WGT_F16, 2, x3, 0, 30, true);
+    /* batches: the parts cover every batch's outputs */
+    int64_t a1[4] = {3, 1, 33, 120}, b1[4] = {1, 4, 120, 17}, a2[3] = {5, 24, 160}, b2[2] = {160, 12};
+    check_product("split [3,1,M,K] x [1,4,K,N]", WGT_F32, 4, a1, TRANSPOSED, 4, b1, 0);
+    CHECK(last_dispatches == 2, "batched split-K: %llu dispatches", (unsigned long long)last_dispatches);
+    check_product("split [5,M,K] x [K,N]", WGT_I32, 3, a2, 0, 2, b2, TRANSPOSED);
+    /* a broadcast batch folded into M (autograd's dx = dy W), automatic split */
+    unsetenv("WGT_SPLITK");
+    int64_t a3[3] = {4, 6, 2200}, b3[2] = {2200, 10}, a4[3] = {3, 7, 2100};
+    check_product("folded [4,6,K] x [K,10]", WGT_F32, 3, a3, STEP2, 2, b3, 0);
+    CHECK(last_dispatches == 2, "folded split-K: %llu dispatches", (unsigned long long)last_dispatches);
+    check_linear("[3, 7, 2100] -> 9", WGT_F32, 3, a4, OFFSET, 9, true);
+    setenv("WGT_SPLITK", "3", 1);
+    /* f16 operands with an f32 result (wgt_matmul_ex, as autograd's f16 matmul rule runs) */
+    {
+        int64_t sa[2] = {21, 260}, sb[2] = {260, 18};
+        void *da = random_data(WGT_F16, 21 * 260, false), *db = random_data(WGT_F16, 260 * 18, false);
+        wgt_tensor *ga = make_operand(gpu, WGT_F16, 2, sa, TRANSPOSED, da), *gb = make_operand(gpu, WGT_F16, 2, sb, 0, db);
+        wgt_tensor *ca = make_operand(cpu, WGT_F16, 2, sa, TRANSPOSED, da), *cb = make_operand(cpu, WGT_F16, 2, sb, 0, db);
+        free(da);
+        free(db);
+        wgt_tensor *g = ga && gb ? wgt_matmul_ex(ga, gb, WGT_F32) : NULL, *c = ca && cb ? wgt_matmul_ex(ca, cb, WGT_F32) : NULL;
+        double err = result_error("split f16 -> f32", WGT_F32, g, c);
+        CHECK(err <= tolerance(WGT_F32), "split f16 -> f32: normalized error %.3g", err);
+        wgt_tensor *all[6] = {g, c, ga, gb, ca, cb};
+        for (int i = 0; i < 6; i++) wgt_tensor_release(all[i]);
+    }
+    /* more parts than BK slices: capped (K = 20: 3 slices of 8) */
+    setenv("WGT_SPLITK", "1000", 1);
+    check_split(WGT_F32, 30, 30, 20, 0, 0, true);
+    check_split(WGT_F32, 30, 30, 5, 0, 0, false); /* one slice: nothing to split */
+    /* with a forced tile config, large tiles */
+    setenv("WGT_SPLITK", "5", 1);
+    setenv("WGT_MATMUL_CONFIG", "tile128x128k8", 1);
+    check_split(WGT_F32, 130, 129, 333, TRANSPOSED, 0, true);
+    setenv("WGT_MATMUL_CONFIG", "tile64x64k16b", 1);
+    check_split(WGT_F32, 70, 68, 400, 0, TRANSPOSED, true);
+    unsetenv("WGT_MATMUL_CONFIG");
+
+    /* deterministic: the parts are added in a fixed order, so two runs agree bit for bit */
+    setenv("WGT_SPLITK", "7", 1);
+    int64_t sa[2] = {45, 900}, sb[2] = {900, 38};
+    void *da = random_data(WGT_F32, 45 * 900, false), *db = random_data(WGT_F32, 900 * 38, false);
+    wgt_tensor *ga = wgt_tensor_from_host(gpu, WGT_F32, 2, sa, da), *gb = wgt_tensor_from_host(gpu, WGT_F32, 2, sb, db);
+    free(da);
+    free(db);
+    wgt_tensor *r1 = ga && gb ? wgt_matmul(ga, gb) : NULL, *r2 = ga && gb ? wgt_matmul(ga, gb) : NULL;
+    float *h1 = calloc(45 * 38, 4), *h2 = calloc(45 * 38, 4);
+    bool read = r1 && r2 && wgt_tensor_read(r1, h1, 45 * 38 * 4) == WGT_OK && wgt_tensor_read(r2, h2, 45 * 38 * 4) == WGT_OK;
+    CHECK(read && memcmp(h1, h2, 45 * 38 * 4) == 0, "split-K results differ between two runs: %s",
+          wgt_context_error_message(gpu));
+    free(h1);
+    free(h2);
+    wgt_tensor_release(r1);
+    wgt_tensor_release(r2);
+
+    /* a malformed setting is an error with a message, and the context stays usable */
+    setenv("WGT_SPLITK", "four", 1);
+    wgt_tensor *bad = ga && gb ? wgt_matmul(ga, gb) : NULL;
+    CHECK(bad == NULL && wgt_context_status(gpu) == WGT_ERR_INVALID_ARGUMENT &&
+              strstr(wgt_context_error_message(gpu), "WGT_SPLITK") != NULL,
+          "WGT_SPLITK=four accepted: %s", wgt_context_error_message(gpu));
+    wgt_tensor_release(bad);
+    wgt_context_clear_error(gpu);
+    unsetenv("WGT_SPLITK");
+    wgt_tensor *ok = ga && gb ? wgt_matmul(ga, gb) : NULL;
+    CHECK(ok != NULL, "matmul after a bad WGT_SPLITK: %s", wgt_context_error_message(gpu));
+    wgt_tensor_release(ok);
+    wgt_tensor_release(ga);
+    wgt_tensor_release(gb);
+}
+
 /* Wrong shapes and dtypes give errors and leave the context usable. */
 static void test_errors(void)
 {
@@ -401,6 +580,9 @@ int main(void)
     if (!cpu) return test_summary();
     unsetenv("WGT_MATMUL_CONFIG");
     unsetenv("WGT_MATMUL_F16_EMULATE");
+    unsetenv("WGT_SPLITK");
+    unsetenv("WGT_SPLITK_TARGET");
+    run_group("split_k", test_split_k);
     run_group("shapes", test_shapes);
     run_group("layouts", test_layouts);
     run_group("vectors", test_vectors);

@@ -5,9 +5,11 @@
  *   (batch dims already broadcast: equal shapes, stride 0 where broadcast;
  *   the last two dims of a and b may have any strides and are read in place)
  *
- * Three kernels (src/webgpu/kernels/matmul_*.wgsl, after matmul_common.wgsl):
+ * Kernels (src/webgpu/kernels/matmul_*.wgsl, after matmul_common.wgsl):
  *   matmul_tiled      register-blocked GEMM: BM x BN tiles per workgroup, TM x TN
- *                     outputs per invocation, double-buffered shared tiles
+ *                     outputs per invocation, double-buffered shared tiles; with
+ *                     split-K (few tiles, long K) each workgroup sums one K part
+ *                     into a temporary that matmul_splitk_reduce adds up
  *   matmul_gemv_rows  M == 1 or N == 1 when the matrix's k stride is 1 (W @ x):
  *                     ROW_THREADS invocations reduce each output
  *   matmul_gemv_cols  M == 1 or N == 1 when the outputs are contiguous in the
@@ -116,12 +118,18 @@ typedef struct matmul_params {
     uint32_t M, N, K, batches;
     uint32_t a_offset, a_row, a_col, tiles_m;
     uint32_t b_offset, b_row, b_col, tiles_n;
-    uint32_t out_offset, batch_ndim, group_m, pad;
+    uint32_t out_offset, batch_ndim, group_m, split_k;
     uint32_t batch_shape[MATMUL_MAX_BATCH_DIMS];
     uint32_t a_batch[MATMUL_MAX_BATCH_DIMS];
     uint32_t b_batch[MATMUL_MAX_BATCH_DIMS];
-    uint32_t bias_offset, bias_row, bias_col, pad2;
+    uint32_t bias_offset, bias_row, bias_col, split_stride;
 } matmul_params;
+
+/* Mirrors struct ReduceParams of matmul_splitk_reduce.wgsl. */
+typedef struct splitk_reduce_params {
+    uint32_t total, N, parts, part_stride;
+    uint32_t out_offset, bias_offset, bias_col, pad;
+} splitk_reduce_params;
 
 /* One product as the kernels see it: batch dims collapsed, sizes checked to fit u32. */
 typedef struct matmul_problem {
@@ -130,6 +138,7 @@ typedef struct matmul_problem {
     int64_t M, N, K, batches;
     int batch_ndim;
     int64_t batch_shape[MATMUL_MAX_BATCH_DIMS], a_batch[MATMUL_MAX_BATCH_DIMS], b_batch[MATMUL_MAX_BATCH_DIMS];
+    wgt_tensor_view folded[3];     /* 2-D a, b, out when a broadcast batch was folded into M (make_problem) */
 } matmul_problem;
 
 /* One operand as a tile loader sees it: an outer dim (m for a, n for b) and k. */
@@ -198,8 +207,81 @@ const char *webgpu_matmul_tiled_config_name(const webgpu_backend *wg, int i)
     return c->kernel == KERNEL_TILED && config_fits(wg, c) ? c->name : "";
 }
 
+/* ------------------------------------------------------------ split-K
+ *
+ * A product with few output tiles and a long K (the weight gradients of
+ * training: dW [out, in] = dy^T x sums over K = B T rows, e.g. 384 x 384 outputs
+ * over 16384 rows) leaves most of a large GPU idle: 9 tiles of 128 x 128, each
+ * looping over all of K. Split-K cuts K into `parts` ranges of part_k (a
+ * multiple of BK): matmul_tiled computes every (part, tile) in its own
+ * workgroup into an f32 (i32) temporary [parts, B.. M N], and
+ * matmul_splitk_reduce adds the parts in a fixed order (deterministic) and
+ * applies the bias. The cost is the temporary's traffic, 8 (parts + 1) bytes
+ * per output against 2 K flops: with part_k >= 512 about 10% of the product's
+ * time at an H100's flops / bandwidth ratio, far less than the idle SMs cost.
+ *
+ * WebGPU does not say how many compute units there are, so the automatic
+ * choice aims at SPLITK_TARGET workgroups, 2 per SM of an H100 / H200 (132
+ * SMs), never more (floor): a partial last wave would cost a whole part's
+ * time. It applies only with fewer tiles than half the target and K >=
+ * SPLITK_MIN_K: square products of the tuner's sizes never split, so the tuned
+ * configs keep timing what runs. WGT_SPLITK=<parts> forces a count (0 or 1:
+ * off; capped so every part has at least one BK slice), WGT_SPLITK_TARGET
+ * replaces the target (both for measuring on a real GPU). */
+#define SPLITK_TARGET 264
+#define SPLITK_MIN_K 2048
+#define SPLITK_MIN_PART_K 512
+#define SPLITK_MAX_TEMP_BYTES ((int64_t)256 << 20)
+
+/* A non-negative integer from the environment: fallback when unset, -1 when malformed. */
+static int64_t env_count(const char *name, int64_t fallback)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return fallback;
+    char *end = NULL;
+    long long n = strtoll(v, &end, 10);
+    return (*end || n < 0 || n > 1000000) ? -1 : (int64_t)n;
+}
+
+/* Elements of one part's partial sums: the output, padded to whole vec4s. */
+static int64_t splitk_stride(const matmul_problem *p) { return ceil_div(p->batches * p->M * p->N, 4) * 4; }
+
+/* The number of K parts for p with config c (1: no split) and each part's k
+ * length (*part_k, a multiple of BK; NULL when not wanted). A malformed
+ * WGT_SPLITK / WGT_SPLITK_TARGET counts as unset here (run_tiled reports it). */
+static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, const matmul_config *c, int64_t *part_k)
+{
+    if (part_k) *part_k = p->K > 0 ? p->K : 1;
+    int64_t tiles = ceil_div(p->M, c->bm) * ceil_div(p->N, c->bn) * p->batches;
+    int64_t parts = env_count("WGT_SPLITK", -1);
+    if (parts < 0) { /* automatic */
+        int64_t target = env_count("WGT_SPLITK_TARGET", SPLITK_TARGET);
+        if (target <= 0) target = SPLITK_TARGET;
+        if (p->K < SPLITK_MIN_K || 2 * tiles >= target) return 1;
+        parts = target / tiles;
+        if (parts > p->K / SPLITK_MIN_PART_K) parts = p->K / SPLITK_MIN_PART_K;
+    }
+    int64_t slices = ceil_div(p->K, c->bk);
+    if (parts > slices) parts = slices;
+    /* the temporary must fit one storage binding (and stay a modest allocation) */
+    int64_t max_bytes = SPLITK_MAX_TEMP_BYTES;
+    int64_t binding = (int64_t)wg->limits.maxStorageBufferBindingSize, buffer = (int64_t)wg->limits.maxBufferSize;
+    if (binding < max_bytes) max_bytes = binding;
+    if (buffer < max_bytes) max_bytes = buffer;
+    int64_t fit = max_bytes / (splitk_stride(p) * 4);
+    if (parts > fit) parts = fit;
+    if (parts < 2) return 1;
+    /* whole BK slices per part; rounding up can leave fewer parts */
+    int64_t len = ceil_div(ceil_div(p->K, parts), c->bk) * c->bk;
+    if (part_k) *part_k = len;
+    return ceil_div(p->K, len);
+}
+
 /* Order: WGT_MATMUL_CONFIG, the tuner's candidate, the tuning cache's choice for
- * this size, then the heuristic. */
+ * this size, then the heuristic: the largest tile that gives enough workgroups,
+ * counting the split-K parts it would run with (so a long-K product with a
+ * small output keeps large tiles and splits K instead of taking small tiles).
+ * Whichever config wins, run_tiled splits K on top when choose_split says so. */
 static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_problem *p)
 {
     const matmul_config *c = forced_config(wg, KERNEL_TILED);
@@ -213,7 +295,12 @@ static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_
         c = find_config(tiled_ladder[i].name);
         if (!config_fits(wg, c)) continue;
         fallback = c;
-        if (ceil_div(p->M, c->bm) * ceil_div(p->N, c->bn) * p->batches >= tiled_ladder[i].min_workgroups) return c;
+        int64_t tiles = ceil_div(p->M, c->bm) * ceil_div(p->N, c->bn) * p->batches;
+        if (tiles >= tiled_ladder[i].min_workgroups) return c;
+        /* with split-K, but not a tile larger than the output along m or n (x [16, K] @ W:
+         * mostly empty tile rows would multiply zeros; smaller tiles split instead) */
+        if (c->bm <= p->M && c->bn <= p->N && tiles * choose_split(wg, p, c, NULL) >= tiled_ladder[i].min_workgroups)
+            return c;
     }
     return fallback;
 }
@@ -283,37 +370,45 @@ static const char *dtype_prelude(wgt_dtype dtype)
 }
 
 /* The output type O and the bias specialization (see matmul_common.wgsl). */
-static void epilogue_prelude(const matmul_problem *p, char *buf, size_t size)
+static void epilogue_prelude(const matmul_problem *p, int bias_binding, char *buf, size_t size)
 {
-    snprintf(buf, size, "alias O = %s;\nconst BIAS: bool = %s;\n%s", p->out->dtype == WGT_F32 ? "f32" : "S",
-             p->bias ? "true" : "false",
-             p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<S>;\n"
-                       "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
-                     : "fn bias_load(i: u32) -> T { return T(); }\n");
+    if (p->bias)
+        snprintf(buf, size,
+                 "alias O = %s;\nconst BIAS: bool = true;\n@group(0) @binding(%d) var<storage, read> bias: array<S>;\n"
+                 "fn bias_load(i: u32) -> T { return T(bias[i]); }\n",
+                 p->out->dtype == WGT_F32 ? "f32" : "S", bias_binding);
+    else
+        snprintf(buf, size, "alias O = %s;\nconst BIAS: bool = false;\nfn bias_load(i: u32) -> T { return T(); }\n",
+                 p->out->dtype == WGT_F32 ? "f32" : "S");
 }
 
 /* The cached pipeline under key + the epilogue's specialization, or a new one
- * from prelude + matmul_common + kernel file. */
+ * from prelude + matmul_common + kernel file (bindings a, b, out, bias), or for
+ * the split-K reduction (no matmul_common) prelude + kernel file (bindings
+ * partial, out, bias). */
 static wgt_status get_pipeline(webgpu_backend *wg, const matmul_problem *p, const char *base_key, const char *file,
                                wgt_dtype dtype, const char *consts, const char *op, webgpu_pipeline **out)
 {
+    bool reduce = strcmp(file, "matmul_splitk_reduce") == 0;
     char key[200];
     snprintf(key, sizeof(key), "%s:o%s:bias%d", base_key, wgt_dtype_name(p->out->dtype), p->bias != NULL);
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
-    const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source(file);
+    const char *common = reduce ? "" : webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source(file);
     if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
     const char *prelude = dtype_prelude(dtype);
     char epilogue[256];
-    epilogue_prelude(p, epilogue, sizeof(epilogue));
+    epilogue_prelude(p, reduce ? 3 : 4, epilogue, sizeof(epilogue));
     size_t n = strlen(prelude) + strlen(epilogue) + strlen(consts) + strlen(common) + strlen(body) + 1;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
     snprintf(source, n, "%s%s%s%s%s", prelude, epilogue, consts, common, body);
     /* unchecked: every kernel bounds its own reads and writes (CHECK, row < M, ...) */
-    static const bool read_only[4] = {true, true, false, true}; /* a, b, out, bias */
-    wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, p->bias ? 4 : 3, read_only, true, false, false,
-                                             op, out);
+    static const bool read_only[4] = {true, true, false, true};   /* a, b, out, bias */
+    static const bool reduce_read_only[3] = {true, false, true};  /* partial, out, bias */
+    int n_storage = (reduce ? 2 : 3) + (p->bias != NULL);
+    wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, n_storage, reduce ? reduce_read_only : read_only,
+                                             true, false, false, op, out);
     free(source);
     return s;
 }
@@ -404,10 +499,46 @@ static wgt_status run_transposed(webgpu_backend *wg, const matmul_problem *p, bo
     return s;
 }
 
+/* The split-K reduction: out (p->out, + p->bias) = the sum of the parts of
+ * partial [parts, stride] (see matmul_splitk_reduce.wgsl). */
+static wgt_status run_splitk_reduce(webgpu_backend *wg, const matmul_problem *p, const wgt_tensor_view *partial,
+                                    int64_t parts, const char *op)
+{
+    char key[96];
+    snprintf(key, sizeof(key), "matmul_splitk_reduce:%s", dtype_key(p->a->dtype));
+    webgpu_pipeline *pipe;
+    wgt_status s = get_pipeline(wg, p, key, "matmul_splitk_reduce", p->a->dtype, "", op, &pipe);
+    if (s != WGT_OK) return s;
+    int64_t total = p->batches * p->M * p->N;
+    splitk_reduce_params q;
+    memset(&q, 0, sizeof(q));
+    q.total = (uint32_t)total;
+    q.N = (uint32_t)p->N;
+    q.parts = (uint32_t)parts;
+    q.part_stride = (uint32_t)(splitk_stride(p) / 4);
+    q.out_offset = (uint32_t)p->out->offset;
+    if (p->bias) {
+        q.bias_offset = (uint32_t)p->bias->offset;
+        q.bias_col = (uint32_t)p->bias->strides[0];
+    }
+    uint32_t x, y;
+    s = webgpu_grid(wg, (uint64_t)ceil_div(ceil_div(total, 4), 256), &x, &y, op);
+    if (s != WGT_OK) return s;
+    WGPUBuffer buffers[3] = {webgpu_view_buffer(partial), webgpu_view_buffer(p->out),
+                             p->bias ? webgpu_view_buffer(p->bias) : NULL};
+    return webgpu_dispatch(wg, pipe, buffers, p->bias ? 3 : 2, &q, sizeof(q), x, y, 1, op);
+}
+
 static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const char *op)
 {
     const wgt_tensor_view *a = p->a, *b = p->b;
     int nd = a->ndim;
+    if (env_count("WGT_SPLITK", 0) < 0 || env_count("WGT_SPLITK_TARGET", 0) < 0)
+        return wgt_error(wg->base.ctx, WGT_ERR_INVALID_ARGUMENT,
+                         "%s: WGT_SPLITK=\"%s\", WGT_SPLITK_TARGET=\"%s\": each must be a count "
+                         "(WGT_SPLITK=0: no split-K)",
+                         op, getenv("WGT_SPLITK") ? getenv("WGT_SPLITK") : "",
+                         getenv("WGT_SPLITK_TARGET") ? getenv("WGT_SPLITK_TARGET") : "");
     const matmul_config *c = choose_tiled(wg, p);
     if (!c) return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matmul tile config fits this device", op);
     matmul_operand oa = {a->offset, p->M, a->strides[nd - 2], p->K, a->strides[nd - 1], p->a_batch};
@@ -437,9 +568,27 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
              c->bm, c->bn, c->bk, c->tm, c->tn, check ? "true" : "false", a_quad_k ? "true" : "false",
              a_vec ? "true" : "false", b_quad_k ? "true" : "false", b_vec ? "true" : "false", c->warp_tx,
              a_block ? "true" : "false", b_block ? "true" : "false", (int)a_regs, (int)b_regs);
+    /* split-K: the tiled pass writes its parts' sums (no bias) into a temporary
+     * of the accumulator's dtype, the reduction writes out */
+    int64_t part_k, parts = choose_split(wg, p, c, &part_k);
+    matmul_problem split = *p;
+    wgt_tensor_view partial;
+    memset(&partial, 0, sizeof(partial));
+    if (parts > 1) {
+        int64_t shape[2] = {parts, splitk_stride(p)};
+        wgt_status s = webgpu_temp_alloc(wg, a->dtype == WGT_I32 ? WGT_I32 : WGT_F32, 2, shape, &partial);
+        if (s != WGT_OK) return s;
+        split.out = &partial;
+        split.bias = NULL;
+    }
+    const matmul_problem *pp = parts > 1 ? &split : p;
+
     webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, p, key, "matmul_tiled", a->dtype, consts, op, &pipe);
-    if (s != WGT_OK) return s;
+    wgt_status s = get_pipeline(wg, pp, key, "matmul_tiled", a->dtype, consts, op, &pipe);
+    if (s != WGT_OK) {
+        webgpu_temp_release(wg, &partial);
+        return s;
+    }
 
     matmul_params q;
     memset(&q, 0, sizeof(q));
@@ -455,12 +604,18 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     q.tiles_m = (uint32_t)ceil_div(p->M, c->bm);
     q.tiles_n = (uint32_t)ceil_div(p->N, c->bn);
     q.group_m = (uint32_t)c->group_m;
-    if (p->bias) { /* bias (m, n) = bias[n] */
+    q.split_k = (uint32_t)part_k;
+    q.split_stride = parts > 1 ? (uint32_t)splitk_stride(p) : 0u;
+    if (pp->bias) { /* bias (m, n) = bias[n] */
         q.bias_offset = (uint32_t)p->bias->offset;
         q.bias_col = (uint32_t)p->bias->strides[0];
     }
-    fill_batches(p, p->a_batch, p->b_batch, &q);
-    return dispatch(wg, pipe, a, b, p, &q, (int64_t)q.tiles_m * q.tiles_n * p->batches, op);
+    fill_batches(pp, p->a_batch, p->b_batch, &q);
+    s = dispatch(wg, pipe, a, b, pp, &q, (int64_t)q.tiles_m * q.tiles_n * p->batches * parts, op);
+    if (s == WGT_OK && parts > 1) s = run_splitk_reduce(wg, p, &partial, parts, op);
+    /* released right after recording: queue order keeps the block's reuse safe */
+    webgpu_temp_release(wg, &partial);
+    return s;
 }
 
 /* M == 1 or N == 1: y[i] = sum_k mat[i, k] * x[k] with mat = a (N == 1) or b
@@ -558,6 +713,32 @@ static wgt_status make_problem(webgpu_backend *wg, const wgt_tensor_view *a, con
         p->a_batch[n] = a->strides[d];
         p->b_batch[n] = b->strides[d];
         p->batch_ndim++;
+    }
+    /* One batch dim along which b is broadcast (x [B, T, C] @ W, as autograd's
+     * dx = dy W runs) and a's rows run on from one batch to the next: one
+     * product of B M rows, whose tiles, split-K and transposed copies are
+     * chosen for the whole (out [B, M, N] is contiguous, so it is [B M, N]).
+     * Not for M == 1 or N == 1, which stay matrix-vector products. */
+    if (p->batch_ndim == 1 && p->b_batch[0] == 0 && p->M > 1 && p->N > 1 &&
+        p->a_batch[0] == p->M * a->strides[nd - 2]) {
+        p->M *= p->batch_shape[0];
+        p->batches = 1;
+        p->batch_ndim = 0;
+        /* the kernels and the transposed copies see the 2-D views */
+        const wgt_tensor_view *views[3] = {a, b, out};
+        int64_t rows[3] = {p->M, p->K, p->M}, cols[3] = {p->K, p->N, p->N};
+        for (int i = 0; i < 3; i++) {
+            wgt_tensor_view *f = &p->folded[i];
+            *f = *views[i];
+            f->ndim = 2;
+            f->shape[0] = rows[i];
+            f->shape[1] = cols[i];
+            f->strides[0] = views[i]->strides[nd - 2];
+            f->strides[1] = views[i]->strides[nd - 1];
+        }
+        p->a = &p->folded[0];
+        p->b = &p->folded[1];
+        p->out = &p->folded[2];
     }
     const int64_t limit = (int64_t)UINT32_MAX;
     int64_t out_end = out->offset + p->batches * p->M * p->N;

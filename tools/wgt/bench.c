@@ -230,6 +230,33 @@ static wgt_tensor *step_gemm_tn(bench_state *s)
     return r;
 }
 
+/* ---- the backward GEMMs of a GPT training step (shakespeare preset: B T =
+ * 16384 rows, C = 384, MLP 1536, qkv 1152, vocab 65), as the linear rule issues
+ * them: dW [n, m] = dy^T x with dy [k, n] read transposed in place and x [k, m]
+ * (few output tiles, long K: the split-K case), dx = dy W as one 2-D product
+ * [n, k] x [k, m], and as the batched product autograd runs on dy [64, T, k]
+ * with W broadcast. WGT_SPLITK=0 turns split-K off for a comparison. */
+static bool setup_bwd_dw(bench_state *s)
+{
+    int64_t dy[2] = {s->k, s->n}, x[2] = {s->k, s->m};
+    s->a = randn(s, 2, dy, 20);
+    s->b = randn(s, 2, x, 21);
+    return s->a && s->b;
+}
+static wgt_tensor *step_bwd_dw(bench_state *s)
+{
+    wgt_tensor *dyt = wgt_transpose(s->a, 0, 1), *r = dyt ? wgt_matmul(dyt, s->b) : NULL; /* [n, k] x [k, m] */
+    wgt_tensor_release(dyt);
+    return r;
+}
+static wgt_tensor *step_bwd_dx_batched(bench_state *s)
+{
+    int64_t shape[3] = {64, s->n / 64 > 0 ? s->n / 64 : 1, s->k};
+    wgt_tensor *dy = wgt_reshape(s->a, 3, shape), *r = dy ? wgt_matmul(dy, s->b) : NULL;
+    wgt_tensor_release(dy);
+    return r;
+}
+
 /* ---- work counts */
 static double bytes_3n(const bench_state *s) { return 3.0 * 4 * (double)s->n; }
 static double bytes_2n(const bench_state *s) { return 2.0 * 4 * (double)s->n; }
@@ -296,6 +323,15 @@ static const bench_case cases[] = {
     {"linear_f32_4096", "4096^3 x W^T + bias", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_linear, 5},
     {"gemm_nt_f32_4096", "4096^3 A B^T", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_gemm_nt, 5},
     {"gemm_tn_f32_4096", "4096^3 A^T B", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_gemm_tn, 5},
+    /* GPT backward GEMMs (shakespeare preset, B T = 16384): dW = dy^T x, dx = dy W */
+    {"gemm_bwd_dw_384x384", "dy^T x 384x384 K=16384", 384, 384, 16384, 16, 0, NULL, flops_gemm, setup_bwd_dw, step_bwd_dw, 20},
+    {"gemm_bwd_dw_1152x384", "dy^T x 1152x384 K=16384", 1152, 384, 16384, 16, 0, NULL, flops_gemm, setup_bwd_dw, step_bwd_dw, 20},
+    {"gemm_bwd_dw_1536x384", "dy^T x 1536x384 K=16384", 1536, 384, 16384, 16, 0, NULL, flops_gemm, setup_bwd_dw, step_bwd_dw, 20},
+    {"gemm_bwd_dw_384x1536", "dy^T x 384x1536 K=16384", 384, 1536, 16384, 16, 0, NULL, flops_gemm, setup_bwd_dw, step_bwd_dw, 20},
+    {"gemm_bwd_dw_65x384", "dy^T x 65x384 K=16384", 65, 384, 16384, 16, 0, NULL, flops_gemm, setup_bwd_dw, step_bwd_dw, 20},
+    {"gemm_bwd_dx_1536to384", "16384x1536 x 1536x384", 16384, 384, 1536, 16, 0, NULL, flops_gemm, setup_gemm, step_matmul, 20},
+    {"gemm_bwd_dx_384to1536", "16384x384 x 384x1536", 16384, 1536, 384, 16, 0, NULL, flops_gemm, setup_gemm, step_matmul, 20},
+    {"gemm_bwd_dx_b64_1536to384", "[64,256,1536] x 1536x384", 16384, 384, 1536, 16, 0, NULL, flops_gemm, setup_gemm, step_bwd_dx_batched, 20},
     /* n = 8 / (the divisor of the model's sizes): 8 is GPT-2 small (124M parameters; B=8, T=1024) */
     {"adamw_124m", "GPT-2 small params, fused", 8, 0, 0, 8, 0, bytes_adamw, NULL, setup_adamw, step_adamw, 10},
     {"gpt2_fwd", "GPT-2 small B=8 T=1024 fwd", 8, 0, 0, 8, 0, NULL, NULL, setup_gpt2, step_gpt2, 3},

@@ -25,12 +25,15 @@ struct Params {
     M: u32, N: u32, K: u32, batches: u32,
     a_offset: u32, a_row: u32, a_col: u32, tiles_m: u32,   // tiles_m: workgroups along m per batch
     b_offset: u32, b_row: u32, b_col: u32, tiles_n: u32,   // tiles_n: workgroups along n per batch
-    out_offset: u32, batch_ndim: u32, group_m: u32, _pad: u32,
+    out_offset: u32, batch_ndim: u32, group_m: u32,
+    split_k: u32,                    // matmul_tiled: k elements per split-K part (K when not split)
     batch_shape: array<vec4<u32>, 2>,   // up to 8 (collapsed) batch dims, outermost first
     a_batch: array<vec4<u32>, 2>,       // a's stride per batch dim (0 where broadcast)
     b_batch: array<vec4<u32>, 2>,
-    bias_offset: u32, bias_row: u32, bias_col: u32, _pad2: u32,   // bias of output (m, n):
-}                                    // element bias_offset + m * bias_row + n * bias_col
+    bias_offset: u32, bias_row: u32, bias_col: u32,   // bias of output (m, n):
+                                     // element bias_offset + m * bias_row + n * bias_col
+    split_stride: u32,               // matmul_tiled: out elements between split-K parts' partial sums
+}
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> a: array<vec4<S>>;

@@ -44,6 +44,16 @@
 //
 // Workgroups are numbered linearly (x + y * num_workgroups.x, folded by the
 // host) and walk the tiles in groups of group_m tile rows for L2 reuse.
+//
+// Split-K (webgpu_matmul.c, run_split_k): when a product has few tiles and a
+// long K, part p of the K range [p * split_k, min(K, (p + 1) * split_k)) is
+// computed by its own workgroups, which store their partial sums at
+// out + p * split_stride (an f32 / i32 temporary [parts, B.., M, N], BIAS off);
+// matmul_splitk_reduce adds the parts. The part is the slowest-varying index
+// of the workgroup id, so workgroups in flight together read the same k rows
+// of a and b (L2 reuse). split_k is a multiple of BK, so only the last part can
+// end inside a K slice, and CHECK already covers that (K % BK != 0). Without
+// split-K, split_k = K (at least 1) and there is one part.
 
 const WG: u32 = (BM / TM) * (BN / TN);
 const A_QUADS: u32 = BM * BK / 4u;              // quads in one a slice
@@ -256,12 +266,19 @@ fn tile_coords(t: u32) -> vec2<u32> {
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let id = wid.x + wid.y * nwg.x;
+    let wg_id = wid.x + wid.y * nwg.x;
     let tiles = params.tiles_m * params.tiles_n;
-    if (id >= tiles * params.batches) { return; }
+    let per_part = tiles * params.batches;
+    let parts = max((params.K + params.split_k - 1u) / params.split_k, 1u);
+    if (wg_id >= per_part * parts) { return; }
+    let part = wg_id / per_part;
+    let id = wg_id - part * per_part;
     let batch = id / tiles;
     let tile = tile_coords(id - batch * tiles);
-    let base = batch_offsets(batch);
+    var base = batch_offsets(batch);
+    base.z += part * params.split_stride;
+    let k_first = part * params.split_k;                       // this part's k range
+    let k_count = min(params.K - min(k_first, params.K), params.split_k);
     let row0 = tile.x * BM;
     let col0 = tile.y * BN;
     var tx = lid % (BN / TN);
@@ -278,18 +295,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var acc: array<vec4<T>, TM * TN / 4u>;   // [row TM][column group TN / 4]
     var ra: array<vec4<T>, A_REGS>;
     var rb: array<vec4<T>, B_REGS>;
-    fetch_a(base.x, row0, 0u, lid, &ra);
-    fetch_b(base.y, col0, 0u, lid, &rb);
+    fetch_a(base.x, row0, k_first, lid, &ra);
+    fetch_b(base.y, col0, k_first, lid, &rb);
     put_a(0u, lid, &ra);
     put_b(0u, lid, &rb);
     workgroupBarrier();
 
-    let slices = (params.K + BK - 1u) / BK;
+    let slices = (k_count + BK - 1u) / BK;
     for (var s = 0u; s < slices; s++) {
         let cur = s & 1u;
         let more = s + 1u < slices;
         if (more) {
-            let k0 = (s + 1u) * BK;
+            let k0 = k_first + (s + 1u) * BK;
             fetch_a(base.x, row0, k0, lid, &ra);
             fetch_b(base.y, col0, k0, lid, &rb);
         }
