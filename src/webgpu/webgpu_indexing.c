@@ -84,7 +84,7 @@ typedef struct scatter_sorted_params {
     int32_t out_strides[WGT_MAX_DIMS];
     uint32_t ndim, n, cols, axis_len;
     int32_t index_offset, index_stride, src_offset, src_stride, out_offset, out_stride;
-    uint32_t check_id, tiles, shift, first, in_keys, out_keys, chunks, segs, by_rows, sorted;
+    uint32_t check_id, tiles, shift, first, in_keys, out_keys, chunks, segs, pad, sorted;
 } scatter_sorted_params;
 
 typedef struct topk_params {
@@ -300,13 +300,14 @@ static bool scatter_sorted_applies(webgpu_backend *wg, const wgt_tensor_view *in
     uint64_t n = (uint64_t)index->shape[axis], cols = (uint64_t)wgt_shape_numel(index->ndim, index->shape) / n;
     uint64_t tiles = (n + SCATTER_SORT_THREADS - 1) / SCATTER_SORT_THREADS;
     uint64_t limit = wg->limits.maxStorageBufferBindingSize;
-    return 16 * n <= limit && 4 * SCATTER_SORT_THREADS * tiles <= limit && 4 * (n / SCATTER_SEG) * cols <= limit &&
+    uint64_t segs = (n + SCATTER_SEG - 1) / SCATTER_SEG;
+    return 16 * n <= limit && 4 * SCATTER_SORT_THREADS * tiles <= limit && 8 * segs * cols <= limit &&
            n <= UINT32_MAX / 4 && (uint64_t)out->shape[axis] < UINT32_MAX;
 }
 
 /* index [.., N, ..] (constant off the axis), src [index's shape], out
  * contiguous [.., V, ..]: the sort passes and the two sums of
- * indexing_scatter_{sort,sum}.wgsl (pairs, hist and seg are temporaries). */
+ * indexing_scatter_{sort,sum}.wgsl (pairs, hist and part are temporaries). */
 static wgt_status run_scatter_add_sorted(webgpu_backend *wg, const wgt_tensor_view *index, const wgt_tensor_view *src,
                                          const wgt_tensor_view *out, int axis, const char *op)
 {
@@ -331,8 +332,7 @@ static wgt_status run_scatter_add_sorted(webgpu_backend *wg, const wgt_tensor_vi
     params.out_stride = (int32_t)out->strides[axis];
     params.tiles = (n + SCATTER_SORT_THREADS - 1) / SCATTER_SORT_THREADS;
     params.chunks = (cols + SCATTER_SUM_THREADS - 1) / SCATTER_SUM_THREADS;
-    params.segs = n / SCATTER_SEG;
-    params.by_rows = V <= n;
+    params.segs = (n + SCATTER_SEG - 1) / SCATTER_SEG;
 
     webgpu_pipeline *hist_p = NULL, *scan_p = NULL, *scatter_p = NULL, *seg_p = NULL, *rows_p = NULL;
     wgt_status s = get_pipeline(wg, "indexing_scatter_sort_histogram", "indexing_scatter_common",
@@ -354,13 +354,13 @@ static wgt_status run_scatter_add_sorted(webgpu_backend *wg, const wgt_tensor_vi
     if (!flag) return wgt_context_status(wg->base.ctx);
 
     int64_t pair_words = 4 * (int64_t)n, hist_words = (int64_t)SCATTER_SORT_THREADS * params.tiles;
-    int64_t seg_words = (int64_t)params.segs * cols > 0 ? (int64_t)params.segs * cols : 1;
-    wgt_tensor_view pairs, hist, seg;
+    int64_t part_words = 2 * (int64_t)params.segs * cols; /* a head and a tail piece per segment and column */
+    wgt_tensor_view pairs, hist, part;
     memset(&hist, 0, sizeof(hist));
-    memset(&seg, 0, sizeof(seg));
+    memset(&part, 0, sizeof(part));
     s = webgpu_temp_alloc(wg, WGT_I32, 1, &pair_words, &pairs);
     if (s == WGT_OK) s = webgpu_temp_alloc(wg, WGT_I32, 1, &hist_words, &hist);
-    if (s == WGT_OK) s = webgpu_temp_alloc(wg, WGT_F32, 1, &seg_words, &seg);
+    if (s == WGT_OK) s = webgpu_temp_alloc(wg, WGT_F32, 1, &part_words, &part);
 
     /* LSD passes over 8-bit digits of keys in [0, V] (V: out of range) */
     int passes = 1;
@@ -382,20 +382,16 @@ static wgt_status run_scatter_add_sorted(webgpu_backend *wg, const wgt_tensor_vi
             s = dispatch_linear(wg, scatter_p, sort_buffers, 4, &params, sizeof(params), params.tiles, op);
     }
     params.sorted = params.out_keys;
-    if (s == WGT_OK && params.segs > 0) {
-        WGPUBuffer sum_buffers[4] = {webgpu_view_buffer(src), webgpu_view_buffer(&pairs), webgpu_view_buffer(&seg),
-                                     webgpu_view_buffer(out)};
-        s = dispatch_linear(wg, seg_p, sum_buffers, 4, &params, sizeof(params),
-                            (uint64_t)params.segs * params.chunks, op);
-    }
+    WGPUBuffer sum_buffers[4] = {webgpu_view_buffer(src), NULL, NULL, webgpu_view_buffer(out)};
     if (s == WGT_OK) {
-        WGPUBuffer sum_buffers[4] = {webgpu_view_buffer(src), webgpu_view_buffer(&pairs), webgpu_view_buffer(&seg),
-                                     webgpu_view_buffer(out)};
-        uint64_t units = params.by_rows ? V : n;
-        s = dispatch_linear(wg, rows_p, sum_buffers, 4, &params, sizeof(params), units * params.chunks, op);
+        sum_buffers[1] = webgpu_view_buffer(&pairs);
+        sum_buffers[2] = webgpu_view_buffer(&part);
     }
+    uint64_t sum_groups = (uint64_t)params.segs * params.chunks;
+    if (s == WGT_OK) s = dispatch_linear(wg, seg_p, sum_buffers, 4, &params, sizeof(params), sum_groups, op);
+    if (s == WGT_OK) s = dispatch_linear(wg, rows_p, sum_buffers, 4, &params, sizeof(params), sum_groups, op);
     /* safe right after recording: only later-recorded work can reuse the blocks */
-    webgpu_temp_release(wg, &seg);
+    webgpu_temp_release(wg, &part);
     webgpu_temp_release(wg, &hist);
     webgpu_temp_release(wg, &pairs);
     return s;

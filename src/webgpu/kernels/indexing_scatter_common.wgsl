@@ -19,9 +19,10 @@
 //         one exclusive scan of them in (digit, tile) order, and a stable
 //         scatter (an entry's rank among equal digits of its tile counted).
 //   sum   (indexing_scatter_sum.wgsl): the sorted list is cut into segments
-//         of SEG positions; a segment inside one row gets its column sums
-//         (sum_segments); then each row adds its head and tail entries one
-//         by one and the whole segments between them (sum_rows).
+//         of SEG positions; each segment sums its runs of equal rows, adding
+//         the rows that end inside it to out (sum_segments); the pieces of
+//         rows that cross segment boundaries are added in order by the
+//         segment where the row begins (sum_rows).
 //
 // pairs (one temporary of 4 N words): keys at [0, N), ids at [N, 2N) for
 // the even passes' output, keys at [2N, 3N), ids at [3N, 4N) for the odd.
@@ -51,8 +52,8 @@ struct Params {
     in_keys: u32,                        // sort: word offset in pairs of the input keys (ids N later)
     out_keys: u32,                       // sort: word offset of the output keys
     chunks: u32,                         // sum: ceil(M / SUM_THREADS)
-    segs: u32,                           // sum: full segments, floor(N / SEG)
-    by_rows: u32,                        // sum_rows: 1: one unit per output row; 0: per sorted position
+    segs: u32,                           // sum: segments, ceil(N / SEG)
+    pad: u32,
     sorted: u32,                         // sum: word offset in pairs of the sorted keys
 }
 

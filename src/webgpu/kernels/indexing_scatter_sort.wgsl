@@ -77,14 +77,25 @@ fn sort_histogram(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
 
 // hist has 256 * tiles words: invocation t owns digit t's run of tiles words,
 // sums it, the 256 sums are scanned in workgroup memory, and the run is
-// rewritten as exclusive prefix sums from its digit's start.
+// rewritten as exclusive prefix sums from its digit's start. The runs are
+// read LOADS words at a time, all issued before their adds: one invocation
+// walks tiles words, so its loads must overlap.
+const LOADS: u32 = 8u;
+
 @compute @workgroup_size(256)
 fn sort_scan(@builtin(local_invocation_index) lid: u32) {
     let per = params.tiles;
     let first = lid * per;
     var sum = 0u;
-    for (var k = 0u; k < per; k++) {
-        sum += hist[first + k];
+    for (var b = 0u; b < per; b += LOADS) {
+        var v: array<u32, LOADS>;
+        for (var k = 0u; k < LOADS; k++) {
+            // set on every path: naga declares v once per function, not zeroed per iteration
+            v[k] = select(0u, hist[min(first + b + k, first + per - 1u)], b + k < per);
+        }
+        for (var k = 0u; k < LOADS; k++) {
+            sum += v[k];
+        }
     }
     partial[lid] = sum;
     workgroupBarrier();
@@ -98,12 +109,25 @@ fn sort_scan(@builtin(local_invocation_index) lid: u32) {
         workgroupBarrier();
     }
     var at = partial[lid] - sum;
-    for (var k = 0u; k < per; k++) {
-        let c = hist[first + k];
-        hist[first + k] = at;
-        at += c;
+    for (var b = 0u; b < per; b += LOADS) {
+        var v: array<u32, LOADS>;
+        for (var k = 0u; k < LOADS; k++) {
+            // set on every path: naga declares v once per function, not zeroed per iteration
+            v[k] = select(0u, hist[min(first + b + k, first + per - 1u)], b + k < per);
+        }
+        for (var k = 0u; k < LOADS && b + k < per; k++) {
+            hist[first + b + k] = at;
+            at += v[k];
+        }
     }
 }
+
+// An entry's rank among the tile's entries with its digit that come before
+// it: the counts of its digit in the earlier groups of 32 entries (group_counts,
+// counted with atomics: a count does not depend on their order) plus the
+// equal digits before it in its own group (at most 31 compares, not 255).
+const GROUP: u32 = 32u;
+var<workgroup> group_counts: array<atomic<u32>, 2048>;   // [256 / GROUP groups][256 digits]
 
 @compute @workgroup_size(256)
 fn sort_scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
@@ -111,6 +135,9 @@ fn sort_scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     let tile = linear_group(wid, groups);
     if (tile >= params.tiles) {
         return;
+    }
+    for (var k = lid; k < 2048u; k += SORT_THREADS) {
+        atomicStore(&group_counts[k], 0u);
     }
     let e = tile * SORT_THREADS + lid;
     var key = 0u;
@@ -120,12 +147,20 @@ fn sort_scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         digit = (key >> params.shift) & 255u;
     }
     digits[lid] = digit;
+    let group = lid / GROUP;
+    workgroupBarrier();
+    if (e < params.n) {
+        atomicAdd(&group_counts[group * 256u + digit], 1u);
+    }
     workgroupBarrier();
     if (e >= params.n) {
         return;
     }
     var rank = 0u;
-    for (var k = 0u; k < lid; k++) {
+    for (var g = 0u; g < group; g++) {
+        rank += atomicLoad(&group_counts[g * 256u + digit]);
+    }
+    for (var k = group * GROUP; k < lid; k++) {
         rank += select(0u, 1u, digits[k] == digit);
     }
     let at = hist[digit * params.tiles + tile] + rank;

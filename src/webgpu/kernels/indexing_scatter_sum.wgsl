@@ -1,32 +1,35 @@
 // SCATTER_ADD by sorted rows: the sums (see indexing_scatter_common.wgsl,
 // prepended). The pairs are sorted by key (the output row), equal keys by id
-// (the entry's position along the axis); a row's entries are one run of
-// sorted positions [start, end).
+// (the entry's position along the axis), so a row's entries are one run of
+// sorted positions. The sorted list is cut into segments of SEG positions.
 //
-//   sum_segments  one workgroup per (segment of SEG sorted positions, chunk
-//                 of 64 columns): if the segment is full and lies inside one
-//                 row, seg[s * M + c] = the sum of its entries' src values in
-//                 sorted order. Other segments write nothing (never read).
-//   sum_rows      one workgroup per (unit, chunk of 64 columns); a unit is an
-//                 output row (by_rows = 1, used when V <= N) or a sorted
-//                 position that starts a run (by_rows = 0, when N < V, so the
-//                 dispatch never grows with the vocabulary). The invocation
-//                 of column c adds, in this order: its row's entries up to
-//                 the first segment boundary, the seg sums of the whole
-//                 segments inside the row, the entries after the last
-//                 boundary; then out[row, c] += that. One invocation owns
-//                 each output element: no atomics, and a fixed order.
+//   sum_segments  one workgroup per (segment s, chunk of 64 columns) walks the
+//                 segment's entries in order, summing src per run. A run that
+//                 begins and ends inside the segment is a whole row: the
+//                 invocation of column c adds it to out[row, c] at once. A run
+//                 cut by the segment's start is stored as part[2s] (its head
+//                 piece), one cut by its end (and not by its start) as
+//                 part[2s + 1] (the first piece of a row that goes on).
+//   sum_rows      one workgroup per (segment, chunk) again; the segment whose
+//                 last run goes on into the next owns that row: it adds its
+//                 piece and the head pieces of the following segments up to
+//                 the row's end (found by binary search), in order, to out.
 //
-// A long run (a character vocabulary: thousands of entries per row) thus
-// costs one invocation at most 2 SEG + run / SEG loads, while the bulk of
-// the reading is spread over N / SEG x M invocations by sum_segments.
-// Dispatch: segs x chunks and units x chunks workgroups (folded into (x, y)).
+// So every output element is written by one invocation (no atomics), each
+// row's sum has a fixed order (the same bits every run), and the longest
+// chain of dependent work is SEG entries or run / SEG pieces: a character
+// vocabulary's space (thousands of entries) costs one invocation a few dozen
+// loads, not thousands. Dispatch: both ceil(N / SEG) x chunks workgroups
+// (folded into (x, y)).
 
 @group(0) @binding(1) var<storage, read> src: array<f32>;
 @group(0) @binding(2) var<storage, read> pairs: array<u32>;
-@group(0) @binding(3) var<storage, read_write> seg: array<f32>;
+@group(0) @binding(3) var<storage, read_write> part: array<f32>;  // [segs, 2, M]
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
+const UNROLL: u32 = 8u;                  // loads issued before their adds (latency hiding)
+
+var<workgroup> seg_keys: array<u32, 64>;
 var<workgroup> seg_ids: array<u32, 64>;
 
 fn key_at(p: u32) -> u32 {
@@ -65,13 +68,25 @@ fn column(c: u32) -> vec2<i32> {
     return at;
 }
 
-// src summed over the entries at sorted positions [a, b), in order.
-fn sum_direct(a: u32, b: u32, src_at: i32) -> f32 {
-    var acc = 0.0;
-    for (var p = a; p < b; p++) {
-        acc += src[src_at + i32(id_at(p)) * params.src_stride];
-    }
-    return acc;
+struct Segment {
+    first: u32,                          // its first sorted position
+    count: u32,                          // SEG, or fewer in the last segment
+    open_start: bool,                    // its first run began in the previous segment
+    open_end: bool,                      // its last run goes on into the next segment
+}
+
+fn segment(s: u32) -> Segment {
+    let first = s * SEG;
+    let count = min(SEG, params.n - first);
+    let last = first + count - 1u;
+    let open_start = s > 0u && key_at(first - 1u) == key_at(first);
+    let open_end = last + 1u < params.n && key_at(last + 1u) == key_at(last);
+    return Segment(first, count, open_start, open_end);
+}
+
+fn out_add(row: u32, out_at: i32, value: f32) {
+    let o = out_at + i32(row) * params.out_stride;
+    out[o] = out[o] + value;
 }
 
 @compute @workgroup_size(64)
@@ -82,68 +97,87 @@ fn sum_segments(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     if (s >= params.segs) {
         return;
     }
-    let first = s * SEG;
-    let key = key_at(first);
-    if (key != key_at(first + SEG - 1u) || key >= params.axis_len) {
-        return;                          // spans rows (or is the out-of-range tail): not used
+    let g = segment(s);
+    if (lid < g.count) {
+        seg_keys[lid] = key_at(g.first + lid);
+        seg_ids[lid] = id_at(g.first + lid);
     }
-    seg_ids[lid] = id_at(first + lid);   // the segment's ids, loaded once for the 64 columns
     workgroupBarrier();
     let c = (w % params.chunks) * SUM_THREADS + lid;
     if (c >= params.cols) {
         return;
     }
-    let src_at = column(c).x;
+    let at = column(c);
     var acc = 0.0;
-    for (var k = 0u; k < SEG; k++) {
-        acc += src[src_at + i32(seg_ids[k]) * params.src_stride];
+    var run_first = 0u;
+    for (var b = 0u; b < g.count; b += UNROLL) {
+        var v: array<f32, UNROLL>;
+        for (var k = 0u; k < UNROLL; k++) {
+            v[k] = 0.0;                  // (set on every path: v is not re-zeroed per iteration)
+            if (b + k < g.count) {
+                v[k] = src[at.x + i32(seg_ids[b + k]) * params.src_stride];
+            }
+        }
+        for (var k = 0u; k < UNROLL; k++) {
+            let p = b + k;
+            if (p >= g.count) {
+                break;
+            }
+            acc += v[k];
+            let row = seg_keys[p];
+            if (p + 1u < g.count && seg_keys[p + 1u] == row) {
+                continue;
+            }
+            // the run [run_first, p] of row ends here (rows >= V: out of range, dropped)
+            if (row < params.axis_len) {
+                if (run_first == 0u && g.open_start) {
+                    part[(2u * s) * params.cols + c] = acc;
+                } else if (p + 1u == g.count && g.open_end) {
+                    part[(2u * s + 1u) * params.cols + c] = acc;
+                } else {
+                    out_add(row, at.y, acc);
+                }
+            }
+            acc = 0.0;
+            run_first = p + 1u;
+        }
     }
-    seg[s * params.cols + c] = acc;
 }
 
 @compute @workgroup_size(64)
 fn sum_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
     let w = linear_group(wid, groups);
-    let u = w / params.chunks;
-    var row: u32;
-    var start: u32;
-    var end: u32;
-    if (params.by_rows != 0u) {
-        if (u >= params.axis_len) {
-            return;
-        }
-        row = u;
-        start = lower_bound(row, 0u, params.n);
-        end = lower_bound(row + 1u, start, params.n);
-    } else {
-        if (u >= params.n) {
-            return;
-        }
-        row = key_at(u);
-        if (row >= params.axis_len || (u > 0u && key_at(u - 1u) == row)) {
-            return;                      // out of range, or not the first entry of its row
-        }
-        start = u;
-        end = lower_bound(row + 1u, u, params.n);
-    }
-    let c = (w % params.chunks) * SUM_THREADS + lid;
-    if (start == end || c >= params.cols) {
+    let s = w / params.chunks;
+    if (s >= params.segs) {
         return;
     }
-    let at = column(c);
-    let s0 = start / SEG;
-    let s1 = (end - 1u) / SEG;
-    var acc: f32;
-    if (s0 == s1) {
-        acc = sum_direct(start, end, at.x);
-    } else {
-        acc = sum_direct(start, (s0 + 1u) * SEG, at.x);
-        for (var s = s0 + 1u; s < s1; s++) {
-            acc += seg[s * params.cols + c];
-        }
-        acc += sum_direct(s1 * SEG, end, at.x);
+    let g = segment(s);
+    let last = g.first + g.count - 1u;
+    let row = key_at(last);
+    // owner: the last run goes on, and began in this segment
+    if (!g.open_end || row >= params.axis_len || (g.open_start && key_at(g.first) == row)) {
+        return;
     }
-    let o = at.y + i32(row) * params.out_stride;
-    out[o] = out[o] + acc;
+    let c = (w % params.chunks) * SUM_THREADS + lid;
+    if (c >= params.cols) {
+        return;
+    }
+    let end_seg = (lower_bound(row + 1u, last + 1u, params.n) - 1u) / SEG;
+    var acc = part[(2u * s + 1u) * params.cols + c];
+    var t = s + 1u;
+    for (; t + 4u <= end_seg + 1u; t += 4u) {
+        let a0 = part[(2u * t) * params.cols + c];
+        let a1 = part[(2u * t + 2u) * params.cols + c];
+        let a2 = part[(2u * t + 4u) * params.cols + c];
+        let a3 = part[(2u * t + 6u) * params.cols + c];
+        acc += a0;
+        acc += a1;
+        acc += a2;
+        acc += a3;
+    }
+    for (; t <= end_seg; t++) {
+        acc += part[(2u * t) * params.cols + c];
+    }
+    out_add(row, column(c).y, acc);
 }
