@@ -302,6 +302,7 @@ static bool scatter_sorted_applies(webgpu_backend *wg, const wgt_tensor_view *in
     uint64_t limit = wg->limits.maxStorageBufferBindingSize;
     uint64_t segs = (n + SCATTER_SEG - 1) / SCATTER_SEG;
     return 16 * n <= limit && 4 * SCATTER_SORT_THREADS * tiles <= limit && 8 * segs * cols <= limit &&
+           2 * segs * cols <= INT32_MAX &&
            n <= UINT32_MAX / 4 && (uint64_t)out->shape[axis] < UINT32_MAX;
 }
 

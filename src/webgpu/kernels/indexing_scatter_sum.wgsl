@@ -89,6 +89,30 @@ fn out_add(row: u32, out_at: i32, value: f32) {
     out[o] = out[o] + value;
 }
 
+// What the segment's entry p closes (seg_keys loaded).
+const RUN_GOES_ON: u32 = 0u;             // the next entry has the same row
+const RUN_DROPPED: u32 = 1u;             // row >= V: the out-of-range entries
+const RUN_HEAD: u32 = 2u;                // a run begun in the previous segment: part[2s]
+const RUN_TAIL: u32 = 3u;                // a run going on into the next segment: part[2s + 1]
+const RUN_WHOLE: u32 = 4u;               // a whole row: added to out here
+
+fn run_end(g: Segment, p: u32) -> u32 {
+    let row = seg_keys[p];
+    if (p + 1u < g.count && seg_keys[p + 1u] == row) {
+        return RUN_GOES_ON;
+    }
+    if (row >= params.axis_len) {
+        return RUN_DROPPED;
+    }
+    if (g.open_start && row == seg_keys[0]) {
+        return RUN_HEAD;
+    }
+    if (p + 1u == g.count && g.open_end) {
+        return RUN_TAIL;
+    }
+    return RUN_WHOLE;
+}
+
 @compute @workgroup_size(64)
 fn sum_segments(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
                 @builtin(local_invocation_index) lid: u32) {
@@ -109,13 +133,21 @@ fn sum_segments(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     }
     let at = column(c);
     var acc = 0.0;
-    var run_first = 0u;
     for (var b = 0u; b < g.count; b += UNROLL) {
+        // UNROLL src values, and the out values of the whole rows ending among
+        // them (each row ends once: no other read or write of those elements),
+        // loaded before any is used, so their latencies overlap
         var v: array<f32, UNROLL>;
+        var old: array<f32, UNROLL>;
         for (var k = 0u; k < UNROLL; k++) {
-            v[k] = 0.0;                  // (set on every path: v is not re-zeroed per iteration)
-            if (b + k < g.count) {
-                v[k] = src[at.x + i32(seg_ids[b + k]) * params.src_stride];
+            v[k] = 0.0;                  // (set on every path: naga does not re-zero v per iteration)
+            old[k] = 0.0;
+            let p = b + k;
+            if (p < g.count) {
+                v[k] = src[at.x + i32(seg_ids[p]) * params.src_stride];
+                if (run_end(g, p) == RUN_WHOLE) {
+                    old[k] = out[at.y + i32(seg_keys[p]) * params.out_stride];
+                }
             }
         }
         for (var k = 0u; k < UNROLL; k++) {
@@ -124,22 +156,18 @@ fn sum_segments(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
                 break;
             }
             acc += v[k];
-            let row = seg_keys[p];
-            if (p + 1u < g.count && seg_keys[p + 1u] == row) {
+            let end = run_end(g, p);
+            if (end == RUN_GOES_ON) {
                 continue;
             }
-            // the run [run_first, p] of row ends here (rows >= V: out of range, dropped)
-            if (row < params.axis_len) {
-                if (run_first == 0u && g.open_start) {
-                    part[(2u * s) * params.cols + c] = acc;
-                } else if (p + 1u == g.count && g.open_end) {
-                    part[(2u * s + 1u) * params.cols + c] = acc;
-                } else {
-                    out_add(row, at.y, acc);
-                }
+            if (end == RUN_HEAD) {
+                part[(2u * s) * params.cols + c] = acc;
+            } else if (end == RUN_TAIL) {
+                part[(2u * s + 1u) * params.cols + c] = acc;
+            } else if (end == RUN_WHOLE) {
+                out[at.y + i32(seg_keys[p]) * params.out_stride] = old[k] + acc;
             }
             acc = 0.0;
-            run_first = p + 1u;
         }
     }
 }
