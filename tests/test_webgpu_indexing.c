@@ -708,6 +708,8 @@ static void test_scatter_rows(void)
         /* a character vocabulary: 65 rows, over half the entries on one (runs over many segments) */
         {"[1000, 37] into [65, 37], skewed", 1, 65, 1000, 37, 60, 0, false, false},
         {"[3000, 40] into [65, 40], 80% on one row", 1, 65, 3000, 40, 80, 0, true, false},
+        /* a row over more than 64 segments of 64 (its end found by binary search) */
+        {"[5000, 3] into [8, 3], 95% on one row", 1, 8, 5000, 3, 95, 0, false, false},
         /* every entry on one row, N a multiple of 256 and of the segment */
         {"[2048, 9] into [10, 9], one row", 1, 10, 2048, 9, 100, 0, true, false},
         /* two radix passes (V > 255), several column chunks, V <= N: one unit per row */

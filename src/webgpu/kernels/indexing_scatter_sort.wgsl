@@ -79,8 +79,8 @@ fn sort_histogram(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
 // sums it, the 256 sums are scanned in workgroup memory, and the run is
 // rewritten as exclusive prefix sums from its digit's start. The runs are
 // read LOADS words at a time, all issued before their adds: one invocation
-// walks tiles words, so its loads must overlap.
-const LOADS: u32 = 8u;
+// walks tiles words (64 for N = 16384), so its loads must overlap.
+const LOADS: u32 = 32u;
 
 @compute @workgroup_size(256)
 fn sort_scan(@builtin(local_invocation_index) lid: u32) {

@@ -13,7 +13,7 @@
 //   sum_rows      one workgroup per (segment, chunk) again; the segment whose
 //                 last run goes on into the next owns that row: it adds its
 //                 piece and the head pieces of the following segments up to
-//                 the row's end (found by binary search), in order, to out.
+//                 the row's end, in order, to out.
 //
 // So every output element is written by one invocation (no atomics), each
 // row's sum has a fixed order (the same bits every run), and the longest
@@ -172,6 +172,8 @@ fn sum_segments(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     }
 }
 
+var<workgroup> end_found: atomic<u32>;
+
 @compute @workgroup_size(64)
 fn sum_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
@@ -187,25 +189,45 @@ fn sum_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) grou
     if (!g.open_end || row >= params.axis_len || (g.open_start && key_at(g.first) == row)) {
         return;
     }
+    // The segment where the row ends: the first one after s whose last entry
+    // is another row's or is followed by one. Invocation i tests segment
+    // s + 1 + i, so rows of up to 64 segments take one round of loads; a
+    // longer one falls back to a binary search over the keys.
+    if (lid == 0u) {
+        atomicStore(&end_found, 0xffffffffu);
+    }
+    workgroupBarrier();
+    let t = s + 1u + lid;
+    if (t < params.segs) {
+        let t_last = min((t + 1u) * SEG, params.n) - 1u;
+        if (key_at(t_last) != row || t_last + 1u == params.n || key_at(t_last + 1u) != row) {
+            atomicMin(&end_found, t);
+        }
+    }
+    workgroupBarrier();
+    var end_seg = atomicLoad(&end_found);
+    if (end_seg == 0xffffffffu) {
+        end_seg = (lower_bound(row + 1u, last + 1u, params.n) - 1u) / SEG;
+    }
     let c = (w % params.chunks) * SUM_THREADS + lid;
     if (c >= params.cols) {
         return;
     }
-    let end_seg = (lower_bound(row + 1u, last + 1u, params.n) - 1u) / SEG;
+    // its first piece, then the head pieces of the segments up to end_seg, in order
     var acc = part[(2u * s + 1u) * params.cols + c];
-    var t = s + 1u;
-    for (; t + 4u <= end_seg + 1u; t += 4u) {
-        let a0 = part[(2u * t) * params.cols + c];
-        let a1 = part[(2u * t + 2u) * params.cols + c];
-        let a2 = part[(2u * t + 4u) * params.cols + c];
-        let a3 = part[(2u * t + 6u) * params.cols + c];
+    var u = s + 1u;
+    for (; u + 4u <= end_seg + 1u; u += 4u) {
+        let a0 = part[(2u * u) * params.cols + c];
+        let a1 = part[(2u * u + 2u) * params.cols + c];
+        let a2 = part[(2u * u + 4u) * params.cols + c];
+        let a3 = part[(2u * u + 6u) * params.cols + c];
         acc += a0;
         acc += a1;
         acc += a2;
         acc += a3;
     }
-    for (; t <= end_seg; t++) {
-        acc += part[(2u * t) * params.cols + c];
+    for (; u <= end_seg; u++) {
+        acc += part[(2u * u) * params.cols + c];
     }
     out_add(row, column(c).y, acc);
 }
