@@ -728,6 +728,23 @@ static void test_scatter_rows(void)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_scatter_rows_case(&cases[i]);
     test_scatter_rows_out_of_range();
     test_embedding_backward();
+
+    /* signed zeros: -0 terms into a -0 out stay -0 (bit-exact with the CPU) */
+    const int64_t zs[2] = {4, 2}, zn = 3, zsrc[2] = {3, 2}, zcol[2] = {3, 1};
+    float neg[8];
+    for (int i = 0; i < 8; i++) neg[i] = -0.0f;
+    both zdst = upload(WGT_F32, 2, zs, neg), zsrc_t = upload(WGT_F32, 2, zsrc, neg);
+    both zidx = upload(WGT_I32, 1, &zn, (int32_t[]){1, 1, 2});
+    both zv = {wgt_view(zidx.g, 2, zcol), wgt_view(zidx.c, 2, zcol)};
+    both zspread = {wgt_expand(zv.g, 2, zsrc), wgt_expand(zv.c, 2, zsrc)};
+    both zout = {wgt_scatter_add(zdst.g, 0, zspread.g, zsrc_t.g), wgt_scatter_add(zdst.c, 0, zspread.c, zsrc_t.c)};
+    check_exact("scatter_add rows of -0 into -0", zout);
+    drop(zout);
+    drop(zspread);
+    drop(zv);
+    drop(zidx);
+    drop(zsrc_t);
+    drop(zdst);
 }
 
 /* -------------------------------------------------------------------- topk */

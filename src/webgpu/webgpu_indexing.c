@@ -301,9 +301,9 @@ static bool scatter_sorted_applies(webgpu_backend *wg, const wgt_tensor_view *in
     uint64_t tiles = (n + SCATTER_SORT_THREADS - 1) / SCATTER_SORT_THREADS;
     uint64_t limit = wg->limits.maxStorageBufferBindingSize;
     uint64_t segs = (n + SCATTER_SEG - 1) / SCATTER_SEG;
+    /* pairs 4 N words, hist 256 tiles, part 2 segs M (indexed in i32) */
     return 16 * n <= limit && 4 * SCATTER_SORT_THREADS * tiles <= limit && 8 * segs * cols <= limit &&
-           2 * segs * cols <= INT32_MAX &&
-           n <= UINT32_MAX / 4 && (uint64_t)out->shape[axis] < UINT32_MAX;
+           2 * segs * cols <= INT32_MAX && n <= UINT32_MAX / 4 && (uint64_t)out->shape[axis] < UINT32_MAX;
 }
 
 /* index [.., N, ..] (constant off the axis), src [index's shape], out

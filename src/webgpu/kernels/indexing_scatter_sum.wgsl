@@ -84,6 +84,12 @@ fn segment(s: u32) -> Segment {
     return Segment(first, count, open_start, open_end);
 }
 
+// The start of every sum: -0 + x is x for every x, -0 included (a sum of
+// -0 terms into a -0 out stays -0, as the CPU's serial adds give).
+fn neg_zero() -> f32 {
+    return bitcast<f32>(0x80000000u);
+}
+
 fn out_add(row: u32, out_at: i32, value: f32) {
     let o = out_at + i32(row) * params.out_stride;
     out[o] = out[o] + value;
@@ -132,7 +138,7 @@ fn sum_segments(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     let at = column(c);
-    var acc = 0.0;
+    var acc = neg_zero();
     for (var b = 0u; b < g.count; b += UNROLL) {
         // UNROLL src values, and the out values of the whole rows ending among
         // them (each row ends once: no other read or write of those elements),
@@ -167,7 +173,7 @@ fn sum_segments(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
             } else if (end == RUN_WHOLE) {
                 out[at.y + i32(seg_keys[p]) * params.out_stride] = old[k] + acc;
             }
-            acc = 0.0;
+            acc = neg_zero();
         }
     }
 }
