@@ -6,14 +6,17 @@
  *
  * Tolerances: gather, index_select, embedding and topk (values and indices)
  * must match bit for bit; scatter_add must match exactly for i32. For f32
- * scatter_add the GPU adds colliding elements in atomic order, not the CPU's
- * serial order, so each output element may differ by rounding:
+ * scatter_add the GPU adds colliding elements in atomic order (or, by sorted
+ * rows, in segments of 64), not the CPU's serial order, so each output
+ * element may differ by rounding:
  *     |gpu - cpu| <= 1e-6 * n * S
  * where n is the number of terms summed into that element (dst included) and
- * S the sum of their magnitudes.
+ * S the sum of their magnitudes. The sorted-rows path must also give the same
+ * bits run to run.
  *
  * Sizes are small: CI runs this on lavapipe (Vulkan on the CPU).
  */
+#define _POSIX_C_SOURCE 200809L /* setenv: WGT_SCATTER_SORTED */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,6 +400,353 @@ static void test_scatter_add(void)
     drop(dst);
 }
 
+/* ------------------------------------------------ scatter_add by sorted rows */
+/* index_select's backward (and so embedding's): out [P, V, Q] += src [P, N, Q]
+ * at rows index [N] along axis 1, the index broadcast off the axis (stride 0)
+ * as wgt_backward_index_select passes it; P = 1 gives the embedding's 2-D
+ * [V, C] += [N, C] along axis 0. The WebGPU backend sums these by sorted
+ * rows (WGT_SCATTER_SORTED=0: the atomic kernel). */
+
+typedef struct rows_case {
+    const char *what;
+    int64_t P, V, N, Q;
+    int skew;            /* percent of the entries on row 3 (half of them written as 3 - V) */
+    int bad;             /* entries out of range (alternately V + k and -V - 1 - k) */
+    bool dst_random;     /* accumulate into a non-zero out */
+    bool transposed_src; /* P = 1 only: src read through strides (1, N) */
+} rows_case;
+
+typedef struct rows_data {
+    int64_t dst_shape[3], src_shape[3];
+    int ndim, axis;
+    int32_t *idx;
+    float *dst, *src;    /* host copies, contiguous [P, V, Q] and [P, N, Q] */
+    both idx_t, dst_t, src_t, spread, src_view;
+} rows_data;
+
+static int64_t dispatches(void)
+{
+    wgt_execution_stats st;
+    memset(&st, 0, sizeof(st));
+    wgt_execution_stats_get(gpu, &st);
+    return (int64_t)st.dispatches;
+}
+
+static void rows_make(const rows_case *rc, rows_data *d)
+{
+    memset(d, 0, sizeof(*d));
+    int64_t P = rc->P, V = rc->V, N = rc->N, Q = rc->Q;
+    d->ndim = P == 1 ? 2 : 3;
+    d->axis = P == 1 ? 0 : 1;
+    int64_t ds[3] = {P, V, Q}, ss[3] = {P, N, Q};
+    memcpy(d->dst_shape, P == 1 ? ds + 1 : ds, sizeof(int64_t) * (size_t)d->ndim);
+    memcpy(d->src_shape, P == 1 ? ss + 1 : ss, sizeof(int64_t) * (size_t)d->ndim);
+    d->idx = malloc((size_t)N * 4);
+    for (int64_t j = 0; j < N; j++) {
+        int32_t r = rnd_range(-(int32_t)V, (int32_t)V); /* negative values wrap */
+        if (rnd_range(0, 100) < rc->skew) r = rnd_range(0, 2) ? 3 : 3 - (int32_t)V;
+        d->idx[j] = r;
+    }
+    for (int k = 0; k < rc->bad; k++) /* spread over the list, not only at its end */
+        d->idx[(k * 7919 + 11) % N] = k % 2 ? -(int32_t)V - 1 - k : (int32_t)V + k;
+    d->dst = malloc((size_t)(P * V * Q) * 4);
+    d->src = malloc((size_t)(P * N * Q) * 4);
+    for (int64_t e = 0; e < P * V * Q; e++) d->dst[e] = rc->dst_random ? (float)rnd_range(-64, 64) / 8.0f : 0.0f;
+    /* many significant bits, so the summation order shows in the rounding */
+    for (int64_t e = 0; e < P * N * Q; e++) d->src[e] = (float)((double)(int32_t)test_xorshift(&rng_state) / 3e8);
+    d->idx_t = upload(WGT_I32, 1, &N, d->idx);
+    d->dst_t = upload(WGT_F32, d->ndim, d->dst_shape, d->dst);
+    if (rc->transposed_src) {
+        /* the same [N, Q] values stored as [Q, N] */
+        float *t = malloc((size_t)(N * Q) * 4);
+        for (int64_t j = 0; j < N; j++)
+            for (int64_t q = 0; q < Q; q++) t[q * N + j] = d->src[j * Q + q];
+        const int64_t ts[2] = {Q, N};
+        d->src_t = upload(WGT_F32, 2, ts, t);
+        free(t);
+        d->src_view = transposed(d->src_t, 0, 1);
+    } else {
+        d->src_t = upload(WGT_F32, d->ndim, d->src_shape, d->src);
+        d->src_view = (both){wgt_tensor_retain(d->src_t.g), wgt_tensor_retain(d->src_t.c)};
+    }
+    int64_t column[3] = {1, 1, 1};
+    column[d->axis] = N;
+    both col = {wgt_view(d->idx_t.g, d->ndim, column), wgt_view(d->idx_t.c, d->ndim, column)};
+    d->spread = (both){wgt_expand(col.g, d->ndim, d->src_shape), wgt_expand(col.c, d->ndim, d->src_shape)};
+    drop(col);
+}
+
+static void rows_free(rows_data *d)
+{
+    drop(d->spread);
+    drop(d->src_view);
+    drop(d->src_t);
+    drop(d->dst_t);
+    drop(d->idx_t);
+    free(d->idx);
+    free(d->dst);
+    free(d->src);
+}
+
+static wgt_tensor *rows_scatter(rows_data *d, bool on_gpu)
+{
+    return on_gpu ? wgt_scatter_add(d->dst_t.g, d->axis, d->spread.g, d->src_view.g)
+                  : wgt_scatter_add(d->dst_t.c, d->axis, d->spread.c, d->src_view.c);
+}
+
+/* out against the CPU, within 1e-6 * n * S per element (top of the file),
+ * the terms counted from the host copies. */
+static void rows_check(const char *what, const rows_case *rc, const rows_data *d, both out)
+{
+    void *g, *c;
+    int64_t n;
+    if (!read_both(what, out, &g, &c, &n)) return;
+    int64_t P = rc->P, V = rc->V, N = rc->N, Q = rc->Q;
+    double *mag = malloc((size_t)n * sizeof(double));
+    int64_t *count = malloc((size_t)n * sizeof(int64_t));
+    for (int64_t e = 0; e < n; e++) {
+        mag[e] = fabs(d->dst[e]);
+        count[e] = 1;
+    }
+    for (int64_t j = 0; j < N; j++) {
+        int64_t r = d->idx[j] < 0 ? d->idx[j] + V : d->idx[j];
+        if (r < 0 || r >= V) continue;
+        for (int64_t p = 0; p < P; p++)
+            for (int64_t q = 0; q < Q; q++) {
+                int64_t o = (p * V + r) * Q + q;
+                mag[o] += fabs(d->src[(p * N + j) * Q + q]);
+                count[o]++;
+            }
+    }
+    int64_t bad = -1;
+    for (int64_t e = 0; e < n && bad < 0; e++) {
+        double gv = ((float *)g)[e], cv = ((float *)c)[e];
+        if (!(fabs(gv - cv) <= 1e-6 * (double)count[e] * mag[e])) bad = e;
+    }
+    CHECK(bad < 0, "%s: element %lld: webgpu %.9g, cpu %.9g (%lld terms)", what, (long long)bad,
+          bad >= 0 ? ((float *)g)[bad] : 0.0, bad >= 0 ? ((float *)c)[bad] : 0.0,
+          bad >= 0 ? (long long)count[bad] : 0LL);
+    free(mag);
+    free(count);
+    free(g);
+    free(c);
+}
+
+/* The GPU result's bits (NULL after a CHECK on failure). */
+static float *gpu_bits(const char *what, wgt_tensor *t)
+{
+    CHECK(t != NULL, "%s: no output: %s", what, wgt_context_error_message(gpu));
+    if (!t) {
+        wgt_context_clear_error(gpu);
+        return NULL;
+    }
+    size_t bytes = (size_t)wgt_tensor_numel(t) * 4;
+    float *v = malloc(bytes + 4);
+    wgt_status s = wgt_tensor_read(t, v, bytes);
+    CHECK(s == WGT_OK, "%s: read: %s", what, wgt_context_error_message(gpu));
+    if (s != WGT_OK) {
+        wgt_context_clear_error(gpu);
+        free(v);
+        return NULL;
+    }
+    return v;
+}
+
+static void test_scatter_rows_case(const rows_case *rc)
+{
+    char what[200];
+    rows_data d;
+    rows_make(rc, &d);
+    int64_t before = dispatches();
+    both out = {rows_scatter(&d, true), rows_scatter(&d, false)};
+    int64_t sorted_dispatches = dispatches() - before;
+    snprintf(what, sizeof(what), "scatter_add rows %s (sorted)", rc->what);
+    rows_check(what, rc, &d, out);
+
+    /* run to run: the same bits */
+    wgt_tensor *again = rows_scatter(&d, true);
+    float *a = gpu_bits(what, out.g), *b = gpu_bits(what, again);
+    if (a && b) {
+        int64_t n = wgt_tensor_numel(out.g), diff = -1;
+        for (int64_t e = 0; e < n && diff < 0; e++)
+            if (memcmp(&a[e], &b[e], 4) != 0) diff = e;
+        CHECK(diff < 0, "%s: not deterministic: element %lld is %.9g, then %.9g", what, (long long)diff,
+              diff >= 0 ? a[diff] : 0.0, diff >= 0 ? b[diff] : 0.0);
+    }
+    free(a);
+    free(b);
+    wgt_tensor_release(again);
+
+    /* the atomic kernel still gives the same answer within rounding, in one
+     * dispatch (the sorted path: at least the three sort kernels and the row sum) */
+    setenv("WGT_SCATTER_SORTED", "0", 1);
+    before = dispatches();
+    wgt_tensor *atomic = rows_scatter(&d, true);
+    int64_t atomic_dispatches = dispatches() - before;
+    unsetenv("WGT_SCATTER_SORTED");
+    snprintf(what, sizeof(what), "scatter_add rows %s (atomic)", rc->what);
+    both out_atomic = {atomic, wgt_tensor_retain(out.c)};
+    rows_check(what, rc, &d, out_atomic);
+    CHECK(sorted_dispatches >= atomic_dispatches + 3, "%s: the sorted path was not taken (%lld vs %lld dispatches)",
+          rc->what, (long long)sorted_dispatches, (long long)atomic_dispatches);
+    drop(out_atomic);
+    drop(out);
+    rows_free(&d);
+}
+
+/* Out-of-range entries are skipped and reported at the next read-back, naming
+ * the op, one of the bad values and the axis, on both paths. */
+static void test_scatter_rows_out_of_range(void)
+{
+    const rows_case rc = {"[50, 7] into [9, 7], 3 out of range", 1, 9, 50, 7, 30, 3, true, false};
+    rows_data d;
+    rows_make(&rc, &d);
+    char messages[2][512];
+    for (int path = 0; path < 2; path++) {
+        if (path) setenv("WGT_SCATTER_SORTED", "0", 1);
+        wgt_tensor *out = rows_scatter(&d, true);
+        if (path) unsetenv("WGT_SCATTER_SORTED");
+        float v[9 * 7];
+        wgt_status s = out ? wgt_tensor_read(out, v, sizeof(v)) : wgt_context_status(gpu);
+        snprintf(messages[path], sizeof(messages[path]), "%s", wgt_context_error_message(gpu));
+        CHECK(s == WGT_ERR_INVALID_ARGUMENT && strstr(messages[path], "wgt_scatter_add") &&
+                  strstr(messages[path], "out of range") && strstr(messages[path], "axis 0 of size 9"),
+              "scatter_add rows %s path: status %s, message \"%s\"", path ? "atomic" : "sorted",
+              wgt_status_string(s), messages[path]);
+        wgt_context_clear_error(gpu);
+        wgt_tensor_release(out);
+    }
+    /* which of the bad values is named depends on which invocation wrote last */
+    for (int path = 0; path < 2; path++) {
+        bool named = false;
+        for (int k = 0; k < rc.bad; k++) {
+            char want[48];
+            snprintf(want, sizeof(want), "index %d is", k % 2 ? -9 - 1 - k : 9 + k);
+            named = named || strstr(messages[path], want) != NULL;
+        }
+        CHECK(named, "out-of-range report names none of the bad values: \"%s\"", messages[path]);
+    }
+    wgt_tensor *c = rows_scatter(&d, false);
+    CHECK(!c && wgt_context_status(cpu) == WGT_ERR_INVALID_ARGUMENT, "cpu: out-of-range scatter_add accepted");
+    wgt_context_clear_error(cpu);
+    wgt_tensor_release(c);
+    /* the in-range entries of a fixed list: after the report the next call is fine */
+    rows_free(&d);
+    const rows_case ok = {"[50, 7] into [9, 7] after a report", 1, 9, 50, 7, 30, 0, true, false};
+    test_scatter_rows_case(&ok);
+}
+
+/* The training path: wgt_embedding's backward reaches the sorted kernels. */
+static void test_embedding_backward(void)
+{
+    const int64_t V = 65, C = 24, ids_shape[2] = {4, 50}, ws[2] = {V, C}, ys[3] = {4, 50, C};
+    int32_t ids[200];
+    for (int i = 0; i < 200; i++) ids[i] = rnd_range(0, 100) < 50 ? 7 : rnd_range(0, (int32_t)V);
+    both weight = upload_random(WGT_F32, 2, ws);
+    both id = upload(WGT_I32, 2, ids_shape, ids);
+    float *dy = malloc(200 * C * 4);
+    for (int64_t e = 0; e < 200 * C; e++) dy[e] = (float)((double)(int32_t)test_xorshift(&rng_state) / 3e8);
+    both d = upload(WGT_F32, 3, ys, dy);
+    wgt_tensor_set_requires_grad(weight.g, true);
+    wgt_tensor_set_requires_grad(weight.c, true);
+    int64_t counted[2] = {0, 0};
+    float *grads[2] = {NULL, NULL};
+    for (int path = 0; path < 2; path++) {
+        if (path) setenv("WGT_SCATTER_SORTED", "0", 1);
+        wgt_zero_grad(&weight.g, 1);
+        int64_t before = dispatches();
+        wgt_tensor *y = wgt_embedding(weight.g, id.g);
+        wgt_status s = y ? wgt_backward_ex(y, d.g, false) : WGT_ERR_INVALID_ARGUMENT;
+        counted[path] = dispatches() - before;
+        if (path) unsetenv("WGT_SCATTER_SORTED");
+        CHECK(s == WGT_OK, "embedding backward: %s", wgt_context_error_message(gpu));
+        grads[path] = s == WGT_OK ? gpu_bits("embedding backward", wgt_tensor_grad(weight.g)) : NULL;
+        wgt_tensor_release(y);
+    }
+    CHECK(counted[0] >= counted[1] + 3, "embedding backward did not take the sorted path (%lld vs %lld dispatches)",
+          (long long)counted[0], (long long)counted[1]);
+    wgt_tensor *yc = wgt_embedding(weight.c, id.c);
+    CHECK(yc && wgt_backward_ex(yc, d.c, false) == WGT_OK, "cpu embedding backward: %s",
+          wgt_context_error_message(cpu));
+    float gc[65 * 24];
+    wgt_tensor *grad_c = wgt_tensor_grad(weight.c);
+    if (grads[0] && grads[1] && grad_c && wgt_tensor_read(grad_c, gc, sizeof(gc)) == WGT_OK) {
+        /* grad[r, q] = the sum of dy[i, q] over ids[i] == r: within 1e-6 n S */
+        int64_t bad = -1, bad_path = 0;
+        for (int64_t e = 0; e < V * C && bad < 0; e++) {
+            double mag = 0;
+            int terms = 0;
+            for (int i = 0; i < 200; i++)
+                if (ids[i] == e / C) {
+                    mag += fabs(dy[i * C + e % C]);
+                    terms++;
+                }
+            for (int path = 0; path < 2 && bad < 0; path++)
+                if (!(fabs((double)grads[path][e] - gc[e]) <= 1e-6 * terms * mag)) {
+                    bad = e;
+                    bad_path = path;
+                }
+        }
+        CHECK(bad < 0, "embedding backward (%s) grad element %lld: webgpu %.9g, cpu %.9g",
+              bad_path ? "atomic" : "sorted", (long long)bad, bad >= 0 ? grads[bad_path][bad] : 0.0,
+              bad >= 0 ? gc[bad] : 0.0);
+    } else {
+        CHECK(false, "embedding backward: no gradient to compare (%s)", wgt_context_error_message(cpu));
+    }
+    wgt_tensor_release(yc);
+    free(grads[0]);
+    free(grads[1]);
+    free(dy);
+    drop(d);
+    drop(id);
+    drop(weight);
+}
+
+static void test_scatter_rows(void)
+{
+    const rows_case cases[] = {
+        /* a character vocabulary: 65 rows, over half the entries on one (runs over many segments) */
+        {"[1000, 37] into [65, 37], skewed", 1, 65, 1000, 37, 60, 0, false, false},
+        {"[3000, 40] into [65, 40], 80% on one row", 1, 65, 3000, 40, 80, 0, true, false},
+        /* a row over more than 64 segments of 64 (its end found by binary search) */
+        {"[5000, 3] into [8, 3], 95% on one row", 1, 8, 5000, 3, 95, 0, false, false},
+        /* every entry on one row, N a multiple of 256 and of the segment */
+        {"[2048, 9] into [10, 9], one row", 1, 10, 2048, 9, 100, 0, true, false},
+        /* two radix passes (V > 255), several column chunks, V <= N: one unit per row */
+        {"[700, 70] into [300, 70]", 1, 300, 700, 70, 10, 0, true, false},
+        /* V > N: one unit per run start; few entries per row */
+        {"[600, 5] into [5000, 5]", 1, 5000, 600, 5, 5, 0, true, false},
+        /* three passes (V > 65535), fewer entries than a segment */
+        {"[45, 3] into [70000, 3]", 1, 70000, 45, 3, 20, 0, false, false},
+        /* one entry, one column */
+        {"[1, 1] into [4, 1]", 1, 4, 1, 1, 0, 0, true, false},
+        /* src read through strides (a transposed gradient) */
+        {"[500, 6] transposed into [30, 6]", 1, 30, 500, 6, 40, 0, true, true},
+        /* index_select along the middle axis of a 3-D tensor: columns over two dims */
+        {"[3, 260, 5] into [3, 40, 5] along axis 1", 3, 40, 260, 5, 50, 0, true, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_scatter_rows_case(&cases[i]);
+    test_scatter_rows_out_of_range();
+    test_embedding_backward();
+
+    /* signed zeros: -0 terms into a -0 out stay -0 (bit-exact with the CPU) */
+    const int64_t zs[2] = {4, 2}, zn = 3, zsrc[2] = {3, 2}, zcol[2] = {3, 1};
+    float neg[8];
+    for (int i = 0; i < 8; i++) neg[i] = -0.0f;
+    both zdst = upload(WGT_F32, 2, zs, neg), zsrc_t = upload(WGT_F32, 2, zsrc, neg);
+    both zidx = upload(WGT_I32, 1, &zn, (int32_t[]){1, 1, 2});
+    both zv = {wgt_view(zidx.g, 2, zcol), wgt_view(zidx.c, 2, zcol)};
+    both zspread = {wgt_expand(zv.g, 2, zsrc), wgt_expand(zv.c, 2, zsrc)};
+    both zout = {wgt_scatter_add(zdst.g, 0, zspread.g, zsrc_t.g), wgt_scatter_add(zdst.c, 0, zspread.c, zsrc_t.c)};
+    check_exact("scatter_add rows of -0 into -0", zout);
+    drop(zout);
+    drop(zspread);
+    drop(zv);
+    drop(zidx);
+    drop(zsrc_t);
+    drop(zdst);
+}
+
 /* -------------------------------------------------------------------- topk */
 
 static void check_topk(const char *what, both x, int64_t k, bool largest)
@@ -541,6 +891,7 @@ int main(void)
         test_index_select_and_embedding();
         test_gather_folded_grid();
         test_scatter_add();
+        test_scatter_rows();
         test_topk();
     }
     wgt_context_destroy(gpu);

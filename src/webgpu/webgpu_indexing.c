@@ -1,7 +1,7 @@
 /*
  * WebGPU indexing kernels: GATHER, SCATTER_ADD, TOPK (contracts in backend.h).
- * WGSL: kernels/indexing_gather.wgsl, indexing_scatter_add.wgsl and
- * indexing_topk_{common,sort,merge}.wgsl.
+ * WGSL: kernels/indexing_gather.wgsl, indexing_scatter_add.wgsl,
+ * indexing_scatter_{common,sort,sum}.wgsl and indexing_topk_{common,sort,merge}.wgsl.
  *
  * Every view is read through its shape, strides and offset, carried in the
  * parameter block (8 dims as array<vec4<..>, 2>); buffers are bound as 32-bit
@@ -13,7 +13,15 @@
  *            one 32-bit word of the contiguous output, so it is bit exact
  *            (NaN payloads, -0) and never needs a conversion kernel.
  * SCATTER_ADD f32 and i32, atomics on the output words (f32 by a
- *            compare-exchange loop: no float-atomic feature needed).
+ *            compare-exchange loop: no float-atomic feature needed). An f32
+ *            scatter whose index is constant off the axis (index_select's and
+ *            embedding's backward) into a contiguous out is summed by sorted
+ *            rows instead (indexing_scatter_{common,sort,sum}.wgsl): a
+ *            stable radix sort of the entries by row, then one invocation
+ *            per output element adds its row's entries in a fixed order. The
+ *            atomic loop, with N = 16384 entries on V = 65 rows, spent most
+ *            of its time retrying contended words; the sorted sum is also
+ *            deterministic. WGT_SCATTER_SORTED=0 turns it off (for timing).
  * TOPK       f32, f16, i32, u8 compared natively through an order-preserving
  *            u32 key (exact for every dtype). Rows padded to P = 2^m:
  *            P <= 2048: one dispatch; a workgroup bitonic-sorts 2048 / P rows
@@ -69,6 +77,16 @@ typedef struct scatter_params {
     uint32_t check_id;
 } scatter_params;
 
+/* indexing_scatter_common.wgsl's Params (sorted scatter_add) */
+typedef struct scatter_sorted_params {
+    uint32_t col_shape[WGT_MAX_DIMS];
+    int32_t src_strides[WGT_MAX_DIMS];
+    int32_t out_strides[WGT_MAX_DIMS];
+    uint32_t ndim, n, cols, axis_len;
+    int32_t index_offset, index_stride, src_offset, src_stride, out_offset, out_stride;
+    uint32_t check_id, tiles, shift, first, in_keys, out_keys, chunks, segs, pad, sorted;
+} scatter_sorted_params;
+
 typedef struct topk_params {
     uint32_t lead_shape[WGT_MAX_DIMS];
     int32_t x_strides[WGT_MAX_DIMS];
@@ -81,6 +99,8 @@ typedef struct topk_params {
 
 _Static_assert(sizeof(gather_params) % 16 == 0 && sizeof(gather_params) <= WEBGPU_PARAMS_MAX, "gather params");
 _Static_assert(sizeof(scatter_params) % 16 == 0 && sizeof(scatter_params) <= WEBGPU_PARAMS_MAX, "scatter params");
+_Static_assert(sizeof(scatter_sorted_params) % 16 == 0 && sizeof(scatter_sorted_params) <= WEBGPU_PARAMS_MAX,
+               "scatter sorted params");
 _Static_assert(sizeof(topk_params) % 16 == 0 && sizeof(topk_params) <= WEBGPU_PARAMS_MAX, "topk params");
 
 /* Dims [first, first + n) of v into shape (1 past n) and strides (0 past n). */
@@ -260,12 +280,132 @@ static wgt_status run_gather(webgpu_backend *wg, const wgt_tensor_view *x_in, co
 /* index i32 [.., n, ..], src [index's shape], out [.., D, ..] (holds dst):
  * out[c with c[axis] = index[c]] += src[c] (kernels/indexing_scatter_add.wgsl) */
 
+#define SCATTER_SORT_THREADS 256u /* entries per sort tile = the radix (8-bit digits) */
+#define SCATTER_SUM_THREADS 64u   /* columns per sum workgroup */
+#define SCATTER_SEG 64u           /* sorted positions per segment */
+
+/* Whether the sorted path takes this call: f32 into a contiguous out (so every
+ * output element is owned by one invocation), an index constant off the axis
+ * (index_select's broadcast index: stride 0 or size 1 on every other dim), and
+ * temporaries within the binding limit. WGT_SCATTER_SORTED=0 says no (the
+ * atomic kernel, for comparison); read per call so tests can switch it. */
+static bool scatter_sorted_applies(webgpu_backend *wg, const wgt_tensor_view *index, const wgt_tensor_view *out,
+                                   int axis)
+{
+    const char *env = getenv("WGT_SCATTER_SORTED");
+    if (env && env[0] == '0') return false;
+    if (out->dtype != WGT_F32 || !wgt_view_is_contiguous(out)) return false;
+    for (int d = 0; d < index->ndim; d++)
+        if (d != axis && index->shape[d] != 1 && index->strides[d] != 0) return false;
+    uint64_t n = (uint64_t)index->shape[axis], cols = (uint64_t)wgt_shape_numel(index->ndim, index->shape) / n;
+    uint64_t tiles = (n + SCATTER_SORT_THREADS - 1) / SCATTER_SORT_THREADS;
+    uint64_t limit = wg->limits.maxStorageBufferBindingSize;
+    uint64_t segs = (n + SCATTER_SEG - 1) / SCATTER_SEG;
+    /* pairs 4 N words, hist 256 tiles, part 2 segs M (indexed in i32) */
+    return 16 * n <= limit && 4 * SCATTER_SORT_THREADS * tiles <= limit && 8 * segs * cols <= limit &&
+           2 * segs * cols <= INT32_MAX && n <= UINT32_MAX / 4 && (uint64_t)out->shape[axis] < UINT32_MAX;
+}
+
+/* index [.., N, ..] (constant off the axis), src [index's shape], out
+ * contiguous [.., V, ..]: the sort passes and the two sums of
+ * indexing_scatter_{sort,sum}.wgsl (pairs, hist and part are temporaries). */
+static wgt_status run_scatter_add_sorted(webgpu_backend *wg, const wgt_tensor_view *index, const wgt_tensor_view *src,
+                                         const wgt_tensor_view *out, int axis, const char *op)
+{
+    uint32_t n = (uint32_t)index->shape[axis], V = (uint32_t)out->shape[axis];
+    uint32_t cols = (uint32_t)(wgt_shape_numel(index->ndim, index->shape) / n);
+    scatter_sorted_params params;
+    memset(&params, 0, sizeof(params));
+    fill_dims(index, 0, index->ndim, params.col_shape, NULL);
+    fill_dims(src, 0, src->ndim, NULL, params.src_strides);
+    fill_dims(out, 0, out->ndim, NULL, params.out_strides);
+    params.col_shape[axis] = 1; /* the axis is walked by the sorted ids, the rest are columns */
+    params.src_strides[axis] = params.out_strides[axis] = 0;
+    params.ndim = (uint32_t)index->ndim;
+    params.n = n;
+    params.cols = cols;
+    params.axis_len = V;
+    params.index_offset = (int32_t)index->offset;
+    params.index_stride = (int32_t)index->strides[axis];
+    params.src_offset = (int32_t)src->offset;
+    params.src_stride = (int32_t)src->strides[axis];
+    params.out_offset = (int32_t)out->offset;
+    params.out_stride = (int32_t)out->strides[axis];
+    params.tiles = (n + SCATTER_SORT_THREADS - 1) / SCATTER_SORT_THREADS;
+    params.chunks = (cols + SCATTER_SUM_THREADS - 1) / SCATTER_SUM_THREADS;
+    params.segs = (n + SCATTER_SEG - 1) / SCATTER_SEG;
+
+    webgpu_pipeline *hist_p = NULL, *scan_p = NULL, *scatter_p = NULL, *seg_p = NULL, *rows_p = NULL;
+    wgt_status s = get_pipeline(wg, "indexing_scatter_sort_histogram", "indexing_scatter_common",
+                                "indexing_scatter_sort", "sort_histogram", 1, 3, op, &hist_p);
+    if (s == WGT_OK)
+        s = get_pipeline(wg, "indexing_scatter_sort_scan", "indexing_scatter_common", "indexing_scatter_sort",
+                         "sort_scan", 1, 3, op, &scan_p);
+    if (s == WGT_OK)
+        s = get_pipeline(wg, "indexing_scatter_sort_scatter", "indexing_scatter_common", "indexing_scatter_sort",
+                         "sort_scatter", 1, 3, op, &scatter_p);
+    if (s == WGT_OK)
+        s = get_pipeline(wg, "indexing_scatter_sum_segments", "indexing_scatter_common", "indexing_scatter_sum",
+                         "sum_segments", 2, 2, op, &seg_p);
+    if (s == WGT_OK)
+        s = get_pipeline(wg, "indexing_scatter_sum_rows", "indexing_scatter_common", "indexing_scatter_sum",
+                         "sum_rows", 2, 2, op, &rows_p);
+    if (s != WGT_OK) return s;
+    WGPUBuffer flag = index_flag(wg, op);
+    if (!flag) return wgt_context_status(wg->base.ctx);
+
+    int64_t pair_words = 4 * (int64_t)n, hist_words = (int64_t)SCATTER_SORT_THREADS * params.tiles;
+    int64_t part_words = 2 * (int64_t)params.segs * cols; /* a head and a tail piece per segment and column */
+    wgt_tensor_view pairs, hist, part;
+    memset(&hist, 0, sizeof(hist));
+    memset(&part, 0, sizeof(part));
+    s = webgpu_temp_alloc(wg, WGT_I32, 1, &pair_words, &pairs);
+    if (s == WGT_OK) s = webgpu_temp_alloc(wg, WGT_I32, 1, &hist_words, &hist);
+    if (s == WGT_OK) s = webgpu_temp_alloc(wg, WGT_F32, 1, &part_words, &part);
+
+    /* LSD passes over 8-bit digits of keys in [0, V] (V: out of range) */
+    int passes = 1;
+    while (passes < 4 && ((uint64_t)V >> (8 * passes)) != 0) passes++;
+    WGPUBuffer sort_buffers[4] = {webgpu_view_buffer(index), NULL, NULL, flag};
+    if (s == WGT_OK) {
+        sort_buffers[1] = webgpu_view_buffer(&pairs);
+        sort_buffers[2] = webgpu_view_buffer(&hist);
+        params.check_id = index_check_register(wg, op, axis, V);
+    }
+    for (int pass = 0; s == WGT_OK && pass < passes; pass++) {
+        params.shift = 8u * (uint32_t)pass;
+        params.first = pass == 0;
+        params.in_keys = pass % 2 ? 0 : 2 * n; /* pass 0 reads the index, not pairs */
+        params.out_keys = pass % 2 ? 2 * n : 0;
+        s = dispatch_linear(wg, hist_p, sort_buffers, 4, &params, sizeof(params), params.tiles, op);
+        if (s == WGT_OK) s = webgpu_dispatch(wg, scan_p, sort_buffers, 4, &params, sizeof(params), 1, 1, 1, op);
+        if (s == WGT_OK)
+            s = dispatch_linear(wg, scatter_p, sort_buffers, 4, &params, sizeof(params), params.tiles, op);
+    }
+    params.sorted = params.out_keys;
+    WGPUBuffer sum_buffers[4] = {webgpu_view_buffer(src), NULL, NULL, webgpu_view_buffer(out)};
+    if (s == WGT_OK) {
+        sum_buffers[1] = webgpu_view_buffer(&pairs);
+        sum_buffers[2] = webgpu_view_buffer(&part);
+    }
+    uint64_t sum_groups = (uint64_t)params.segs * params.chunks;
+    if (s == WGT_OK) s = dispatch_linear(wg, seg_p, sum_buffers, 4, &params, sizeof(params), sum_groups, op);
+    if (s == WGT_OK) s = dispatch_linear(wg, rows_p, sum_buffers, 4, &params, sizeof(params), sum_groups, op);
+    /* safe right after recording: only later-recorded work can reuse the blocks */
+    webgpu_temp_release(wg, &part);
+    webgpu_temp_release(wg, &hist);
+    webgpu_temp_release(wg, &pairs);
+    return s;
+}
+
 static wgt_status run_scatter_add(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     wgt_tensor_view index = as_rank_one(&call->inputs[0]), src = as_rank_one(&call->inputs[1]);
     wgt_tensor_view out = as_rank_one(&call->outputs[0]);
     int64_t numel = wgt_shape_numel(index.ndim, index.shape);
     if (numel == 0 || wgt_shape_numel(out.ndim, out.shape) == 0) return WGT_OK;
+    if (scatter_sorted_applies(wg, &index, &out, call->axis))
+        return run_scatter_add_sorted(wg, &index, &src, &out, call->axis, call->op_name);
     scatter_params params;
     memset(&params, 0, sizeof(params));
     fill_dims(&index, 0, index.ndim, params.shape, params.index_strides);

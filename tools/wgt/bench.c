@@ -257,6 +257,30 @@ static wgt_tensor *step_bwd_dx_batched(bench_state *s)
     return r;
 }
 
+/* ---- scatter_add as embedding's backward (index_select's rule): out [V, C]
+ * += src [N, C] at rows index [N], the index broadcast along C (stride 0).
+ * n = N, m = C, k = V; the rows are skewed like text (u^2 V for uniform u:
+ * row 0 takes about 1 / sqrt(V) of the entries, a character vocabulary's space). */
+static bool setup_scatter_embed(bench_state *s)
+{
+    int64_t src_shape[2] = {s->n, s->m}, dst_shape[2] = {s->k, s->m}, column[2] = {s->n, 1};
+    wgt_tensor *u = wgt_rand(s->ctx, WGT_F32, 1, &s->n, 20);
+    wgt_tensor *u2 = u ? wgt_mul(u, u) : NULL;
+    wgt_tensor *scaled = u2 ? wgt_binary_scalar(WGT_OP_MUL, u2, (double)s->k) : NULL;
+    wgt_tensor *index = scaled ? wgt_cast(scaled, WGT_I32) : NULL;
+    wgt_tensor *col = index ? wgt_view(index, 2, column) : NULL;
+    s->a = col ? wgt_expand(col, 2, src_shape) : NULL;
+    s->b = randn(s, 2, src_shape, 21);
+    s->c = wgt_zeros(s->ctx, WGT_F32, 2, dst_shape);
+    wgt_tensor_release(u);
+    wgt_tensor_release(u2);
+    wgt_tensor_release(scaled);
+    wgt_tensor_release(index);
+    wgt_tensor_release(col);
+    return s->a && s->b && s->c;
+}
+static wgt_tensor *step_scatter_embed(bench_state *s) { return wgt_scatter_add(s->c, 0, s->a, s->b); }
+
 /* ---- work counts */
 static double bytes_3n(const bench_state *s) { return 3.0 * 4 * (double)s->n; }
 static double bytes_2n(const bench_state *s) { return 2.0 * 4 * (double)s->n; }
@@ -269,6 +293,11 @@ static double bytes_gemv(const bench_state *s) { return 4.0 * ((double)s->n * s-
 static double bytes_5nm(const bench_state *s) { return 5.0 * 4 * (double)s->n * (double)s->m; }
 /* cross-entropy forward + backward at least: read logits; read logits, write dlogits */
 static double bytes_3nm(const bench_state *s) { return 3.0 * 4 * (double)s->n * (double)s->m; }
+/* scatter_add: read src and the index, copy dst into out, read and write out */
+static double bytes_scatter(const bench_state *s)
+{
+    return 4.0 * ((double)s->n * (double)s->m + (double)s->n + 4.0 * (double)s->k * (double)s->m);
+}
 static double flops_gemm(const bench_state *s) { return 2.0 * (double)s->n * (double)s->m * (double)s->k; }
 static double flops_gemv(const bench_state *s) { return 2.0 * (double)s->n * (double)s->k; }
 /* causal attention, flash-attention's count: forward 4 B H T^2 D / 2, backward 2.5x that */
@@ -344,6 +373,9 @@ static const bench_case cases[] = {
     {"conv_fb_512_512_k3_s1_7", "N32 512->512 3x3 7^2", 16, 0, 0, 16, 0, NULL, flops_conv, setup_conv_4, step_conv, 5},
     {"conv_fb_256_64_k1_s1_56", "N32 256->64 1x1 56^2", 16, 0, 0, 16, 0, NULL, flops_conv, setup_conv_5, step_conv, 5},
     {"conv_fb_1024_256_k1_s1_14", "N32 1024->256 1x1 14^2", 16, 0, 0, 16, 0, NULL, flops_conv, setup_conv_6, step_conv, 5},
+    /* embedding backward (WGT_SCATTER_SORTED=0: the atomic kernel): a character vocabulary and GPT-2's */
+    {"scatter_add_embed65", "16384x384 into 65 rows", 16384, 384, 65, 16, 0, bytes_scatter, NULL, setup_scatter_embed, step_scatter_embed, 20},
+    {"scatter_add_embed50k", "8192x768 into 50257 rows", 8192, 768, 50257, 16, 0, bytes_scatter, NULL, setup_scatter_embed, step_scatter_embed, 20},
     /* a whole training step; images/s = 64 / (ms / 1000) */
     {"resnet18_train_f32", "B64 224^2 SGD momentum", 16, 0, 0, 16, 0, NULL, NULL, setup_resnet18, step_resnet18, 3},
 };
