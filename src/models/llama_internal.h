@@ -33,7 +33,10 @@ struct llama_model {
     int bits;                                 /* 8 / 4: quantized projections, 0: float */
     wgt_tensor *embed, *norm, *head;          /* head == embed when tied and not quantized */
     wgt_tensor *head_scales;                  /* quantized head (a quantized copy of embed when tied) */
-    wgt_tensor *rope_cos, *rope_sin;          /* [positions, D/2] f32 (llama3 scaling), else NULL */
+    /* llama3 scaling: rotation factors of a head's first and second half,
+     * lo = (cos, sin), hi = (-sin, cos) [positions, 2, D/2] (llama.c's
+     * rope_tables; f16 for f16 weights, else f32); NULL otherwise */
+    wgt_tensor *rope_lo, *rope_hi;
     uint64_t weight_bytes;
 };
 
