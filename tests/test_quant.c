@@ -4,7 +4,8 @@
  *    times its group scale is within scale / 2 of the weight, and the scale is
  *    max |w| / 127 (8 bits) or / 7 (4 bits);
  *  - wgt_qlinear: x [M, K] against x W_deq^T in double (rel L2 <= 1e-5) for
- *    decode (M = 1) and prefill shapes (M = 1, 5, 33), strided and offset x;
+ *    decode (M = 1: WebGPU's quant_gemv, N not a multiple of its 16 columns)
+ *    and prefill shapes (M = 5, 33), strided and offset x;
  *  - f16 weights times a vector (decode's matvec; f32 and f16 out, bias,
  *    aligned and unaligned) against a double reference;
  *  - refusals: bits, shapes, dtypes, x requiring grad; the context stays usable. */
@@ -162,6 +163,7 @@ static void run(wgt_context *ctx, const char *backend)
     }
     for (int bits = 8; bits >= 4; bits -= 4) {
         check_bits(ctx, backend, bits, 1, 70, 256); /* decode GEMV */
+        check_bits(ctx, backend, bits, 1, 37, 4096); /* decode: 2 groups per invocation, a short last row block */
         check_bits(ctx, backend, bits, 5, 33, 96);  /* a partial 4-row block */
         check_bits(ctx, backend, bits, 33, 17, 64);
     }
