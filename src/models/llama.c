@@ -137,6 +137,7 @@ void llama_destroy(llama_model *m)
     wgt_tensor_release(m->norm);
     wgt_tensor_release(m->rope_lo);
     wgt_tensor_release(m->rope_hi);
+    wgt_tensor_release(m->rope_pass);
     free(m->layers);
     free(m);
 }
@@ -188,9 +189,18 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
     wgt_tensor *lo = wgt_tensor_from_host(m->ctx, WGT_F32, 3, shape, cs), *hi = wgt_tensor_from_host(m->ctx, WGT_F32, 3, shape, sn);
     m->rope_lo = wgt_tensor_retain(f16 && lo ? wgt_cast(lo, WGT_F16) : lo);
     m->rope_hi = wgt_tensor_retain(f16 && hi ? wgt_cast(hi, WGT_F16) : hi);
+    /* rope_pass [G + 2, 1, 1, 1, 1], G = n_heads / n_kv_heads: 1 for the v
+     * segment of q | k | v (llama_forward.c's rotate_qkv passes it through) */
+    const int64_t G = c->n_kv_heads > 0 ? c->n_heads / c->n_kv_heads : 0;
+    float *pass = calloc((size_t)G + 2, sizeof(float));
+    if (pass) {
+        pass[G + 1] = 1.0f;
+        wgt_tensor *t = wgt_tensor_from_host(m->ctx, WGT_F32, 5, (int64_t[]){G + 2, 1, 1, 1, 1}, pass);
+        m->rope_pass = wgt_tensor_retain(f16 && t ? wgt_cast(t, WGT_F16) : t);
+    }
     wgt_scope_pop(m->ctx);
-    free(inv), free(cs), free(sn);
-    return m->rope_lo && m->rope_hi;
+    free(inv), free(cs), free(sn), free(pass);
+    return m->rope_lo && m->rope_hi && m->rope_pass;
 }
 
 /* Joins a, b (and c) along rows into a new tensor held by the model and drops
