@@ -7,7 +7,8 @@
  *    groups that do not fill a workgroup's 4 rows (group 3, Tq 3);
  *  - f16 q, k, v and out (the llama f16 cache), with k and v slices of a longer
  *    cache [1, Hkv, context, D] and q a permuted view, as llama_forward passes;
- *  - rows that see no key (Tq > Tk, forced with WGT_DECODE_ATTN=1): out 0, lse -inf;
+ *  - f16 takes the path at any Tk, f32 from 128 keys; rows that see no key
+ *    (Tq > Tk, forced with WGT_DECODE_ATTN=1): out 0, lse -inf;
  *  - the path is taken (2 dispatches for f16 in and out, where the general
  *    kernels need 5) and WGT_DECODE_ATTN=0 gives the general kernels back with
  *    the same results. */
@@ -218,6 +219,7 @@ int main(void)
         {"f16_cache_view",           1, 8, 2, 1, 197, 64, true, true, true, 256},
         {"f32_cache_view_tq2",       1, 4, 1, 2, 133, 64, true, false, true, 160},
         {"d80_group8",               1, 8, 1, 1, 190, 80, true, false, false, 0},
+        {"f16_short_tk20",           1, 4, 2, 1, 20, 64, true, true, false, 0},   /* f16: taken at any Tk */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) check_case(gpu, cpu, &cases[i], true);
 

@@ -17,7 +17,7 @@
  * kv head share its K/V reads, and f16 q, k, v and out are read and written as
  * they are (unpack2x16float: no shader-f16 needed).
  *
- * Taken for Tq <= 4 and Tk >= DECODE_MIN_KEYS, no dropout, D % 8 == 0 and
+ * Taken for Tq <= 4 (f32: and Tk >= DECODE_MIN_KEYS), no dropout, D % 8 == 0 and
  * D <= 256, k and v with unit d stride and rows on 16-byte words, out (and lse)
  * contiguous. WGT_DECODE_ATTN=0 turns it off (the general kernels run),
  * =1 takes it for any Tk (tests).
@@ -29,7 +29,7 @@
 #include "webgpu/webgpu_internal.h"
 
 #define DECODE_MAX_TQ 4
-#define DECODE_MIN_KEYS 128   /* below, one workgroup per (b, h) walks few keys anyway */
+#define DECODE_MIN_KEYS 128   /* f32, below: one workgroup per (b, h) walks few keys anyway */
 #define DECODE_CHUNK 64       /* CH of attention_decode.wgsl */
 #define DECODE_ROWS 4         /* R of attention_decode.wgsl */
 
@@ -77,7 +77,10 @@ bool webgpu_attention_decode_wanted(const webgpu_backend *wg, const wgt_kernel_c
     const wgt_tensor_view *q = &call->inputs[0], *k = &call->inputs[1], *v = &call->inputs[2];
     const wgt_tensor_view *out = &call->outputs[0], *lse = &call->outputs[1];
     int64_t Tq = q->shape[2], Tk = k->shape[2], D = q->shape[3];
-    if (Tq < 1 || Tq > DECODE_MAX_TQ || (!forced && Tk < DECODE_MIN_KEYS)) return false;
+    /* f16 inputs: always (the general kernels first copy q, k, v to f32 and
+     * convert out back: 5 dispatches); f32: once the keys are many */
+    bool any_f16 = q->dtype == WGT_F16 || k->dtype == WGT_F16;
+    if (Tq < 1 || Tq > DECODE_MAX_TQ || (!forced && !any_f16 && Tk < DECODE_MIN_KEYS)) return false;
     if (call->attention.dropout_p != 0.0 || D % 8 != 0 || D > 256) return false;
     if (k->dtype != v->dtype || (k->dtype != WGT_F16 && k->dtype != WGT_F32)) return false;
     if ((q->dtype != WGT_F16 && q->dtype != WGT_F32) || (out->dtype != WGT_F16 && out->dtype != WGT_F32)) return false;
