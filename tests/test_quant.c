@@ -4,7 +4,10 @@
  *    times its group scale is within scale / 2 of the weight, and the scale is
  *    max |w| / 127 (8 bits) or / 7 (4 bits);
  *  - wgt_qlinear: x [M, K] against x W_deq^T in double (rel L2 <= 1e-5) for
- *    decode (M = 1) and prefill shapes (M = 1, 5, 33), strided and offset x;
+ *    decode (M = 1: WebGPU's quant_gemv, N not a multiple of its 16 columns)
+ *    and prefill shapes (M = 5, 33), strided and offset x;
+ *  - f16 weights times a vector (decode's matvec; f32 and f16 out, bias,
+ *    aligned and unaligned) against a double reference;
  *  - refusals: bits, shapes, dtypes, x requiring grad; the context stays usable. */
 #include <math.h>
 #include <stdlib.h>
@@ -101,6 +104,57 @@ static void check_refusals(wgt_context *ctx, const char *backend)
     wgt_scope_pop(ctx);
 }
 
+/* f16 weights in decode: y [1, N] = x [1, K] W^T (wgt_matmul_ex, f32 out, as
+ * llama's project), W @ x as [N, K] x [K, 1], and f16 linear with a bias,
+ * against a double reference of the f16 values. On WebGPU these take
+ * matmul_gemv_half (16-byte loads) when K and the offsets are multiples of 8,
+ * else matmul_gemv_rows (K = 100, x at an odd offset): both are checked.
+ * Values are multiples of 1/64 in [-1, 1]: products and sums stay exact in
+ * f32 until the sums grow past 2^18 / 64, so only the summation order differs. */
+static void check_f16_matvec(wgt_context *ctx, const char *backend, int64_t N, int64_t K, int64_t x_offset)
+{
+    uint32_t seed = (uint32_t)(N * 31 + K + x_offset);
+    uint16_t *w = malloc((size_t)(N * K) * 2), *x = malloc((size_t)(K + x_offset) * 2), *bias = malloc((size_t)N * 2);
+    double *ref = malloc((size_t)N * sizeof(double));
+    float *got = malloc((size_t)N * sizeof(float)), *got2 = malloc((size_t)N * sizeof(float));
+    float *got3 = malloc((size_t)N * sizeof(float));
+    for (int64_t i = 0; i < N * K; i++) w[i] = test_f32_to_f16((float)((int)(test_xorshift(&seed) % 129) - 64) / 64.0f);
+    for (int64_t i = 0; i < K + x_offset; i++) x[i] = test_f32_to_f16((float)((int)(test_xorshift(&seed) % 129) - 64) / 64.0f);
+    for (int64_t i = 0; i < N; i++) bias[i] = test_f32_to_f16((float)((int)(test_xorshift(&seed) % 17) - 8) / 8.0f);
+    for (int64_t n = 0; n < N; n++) {
+        ref[n] = 0;
+        for (int64_t k = 0; k < K; k++) ref[n] += (double)test_f16_to_f32(w[n * K + k]) * test_f16_to_f32(x[x_offset + k]);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *wt = wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){N, K}, w);
+    wgt_tensor *xall = wgt_tensor_from_host(ctx, WGT_F16, 1, (int64_t[]){K + x_offset}, x);
+    wgt_tensor *xs = wgt_slice(xall, 0, x_offset, x_offset + K, 1);
+    wgt_tensor *bt = wgt_tensor_from_host(ctx, WGT_F16, 1, (int64_t[]){N}, bias);
+    wgt_tensor *y = wgt_matmul_ex(wgt_reshape(xs, 2, (int64_t[]){1, K}), wgt_transpose(wt, 0, 1), WGT_F32);
+    wgt_tensor *y2 = wgt_matmul_ex(wt, wgt_reshape(xs, 2, (int64_t[]){K, 1}), WGT_F32);
+    wgt_tensor *y3 = wgt_linear(wgt_reshape(xs, 2, (int64_t[]){1, K}), wt, bt);
+    y3 = y3 ? wgt_cast(y3, WGT_F32) : NULL;
+    bool read = y && y2 && y3 && wgt_tensor_read(y, got, (size_t)N * 4) == WGT_OK &&
+                wgt_tensor_read(y2, got2, (size_t)N * 4) == WGT_OK && wgt_tensor_read(y3, got3, (size_t)N * 4) == WGT_OK;
+    CHECK(read, "%s f16 matvec N=%lld K=%lld: %s", backend, (long long)N, (long long)K, wgt_context_error_message(ctx));
+    if (read) {
+        double e1 = 0, e2 = 0, e3 = 0;
+        for (int64_t n = 0; n < N; n++) {
+            e1 = fmax(e1, fabs(got[n] - ref[n]));
+            e2 = fmax(e2, fabs(got2[n] - ref[n]));
+            /* f16 out: half an ulp of |ref + bias| <= 2^-11 relative */
+            const double r3 = ref[n] + test_f16_to_f32(bias[n]);
+            e3 = fmax(e3, fabs(got3[n] - r3) / fmax(fabs(r3), 1.0));
+        }
+        CHECK(e1 <= 1e-4 && e2 <= 1e-4 && e3 <= 1e-3,
+              "%s f16 matvec N=%lld K=%lld x offset %lld: errors x W^T %.3g, W x %.3g, linear f16 %.3g", backend,
+              (long long)N, (long long)K, (long long)x_offset, e1, e2, e3);
+    }
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+    free(w), free(x), free(bias), free(ref), free(got), free(got2), free(got3);
+}
+
 static void run(wgt_context *ctx, const char *backend)
 {
     if (!ctx) {
@@ -109,9 +163,14 @@ static void run(wgt_context *ctx, const char *backend)
     }
     for (int bits = 8; bits >= 4; bits -= 4) {
         check_bits(ctx, backend, bits, 1, 70, 256); /* decode GEMV */
+        check_bits(ctx, backend, bits, 1, 37, 4096); /* decode: 2 groups per invocation, a short last row block */
         check_bits(ctx, backend, bits, 5, 33, 96);  /* a partial 4-row block */
         check_bits(ctx, backend, bits, 33, 17, 64);
     }
+    check_f16_matvec(ctx, backend, 70, 256, 0);    /* decode shape, 16-byte loads */
+    check_f16_matvec(ctx, backend, 300, 2048, 8);  /* 8 words per invocation: the unrolled loop */
+    check_f16_matvec(ctx, backend, 33, 100, 0);    /* K % 8 != 0: vec4<f16> kernel */
+    check_f16_matvec(ctx, backend, 40, 512, 3);    /* x at an odd offset: element loads */
     check_refusals(ctx, backend);
     CHECK(wgt_context_status(ctx) == WGT_OK, "%s clean: %s", backend, wgt_context_error_message(ctx));
 }

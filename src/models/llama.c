@@ -135,14 +135,20 @@ void llama_destroy(llama_model *m)
     wgt_tensor_release(m->head_scales);
     wgt_tensor_release(m->embed);
     wgt_tensor_release(m->norm);
-    wgt_tensor_release(m->rope_cos);
-    wgt_tensor_release(m->rope_sin);
+    wgt_tensor_release(m->rope_lo);
+    wgt_tensor_release(m->rope_hi);
+    wgt_tensor_release(m->rope_pass);
     free(m->layers);
     free(m);
 }
 
 /* cos / sin tables of the llama3-scaled frequencies, as HF computes them: the
- * inverse frequencies and the angles in f32, the cosines of those angles. */
+ * inverse frequencies and the angles in f32, the cosines of those angles.
+ * Laid out for one fused kernel per rotation (llama_forward.c's rotate): a head
+ * [D] = (x1, x2) halves turns into out[s, i] = x1[i] lo[p, s, i] + x2[i] hi[p, s, i]
+ * with lo = (cos, sin), hi = (-sin, cos) [positions, 2, D/2]. In f16 for f16
+ * weights, as HF casts cos and sin to the activations' dtype: then the rotated
+ * q, k come out f16 and need no cast before the cache and attention. */
 static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
 {
     const llama_config *c = &m->cfg;
@@ -150,6 +156,7 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
     const int D = c->head_dim, P = c->max_position < LLAMA_ROPE_TABLE_ROWS ? c->max_position : LLAMA_ROPE_TABLE_ROWS;
     float *inv = malloc((size_t)D / 2 * sizeof(float));
     float *cs = malloc((size_t)P * (size_t)D * sizeof(float)), *sn = malloc((size_t)P * (size_t)D * sizeof(float));
+    const bool f16 = m->wdtype == WGT_F16 && !m->bits;
     if (!inv || !cs || !sn) {
         free(inv), free(cs), free(sn);
         return fail(msg, msg_size, "out of memory for the rope tables%s%s", "", "");
@@ -172,15 +179,28 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
     const int half = D / 2;
     for (int p = 0; p < P; p++)
         for (int i = 0; i < half; i++) {
-            const float angle = (float)p * inv[i];
-            cs[(size_t)p * half + i] = (float)cos(angle);
-            sn[(size_t)p * half + i] = (float)sin(angle);
+            const float angle = (float)p * inv[i], cv = (float)cos(angle), sv = (float)sin(angle);
+            const size_t at = (size_t)p * D + i;   /* row p of [P, 2, half] */
+            cs[at] = cv, cs[at + half] = sv;        /* lo: (cos, sin) */
+            sn[at] = -sv, sn[at + half] = cv;       /* hi: (-sin, cos) */
         }
-    const int64_t shape[2] = {P, half};
-    m->rope_cos = wgt_tensor_from_host(m->ctx, WGT_F32, 2, shape, cs);
-    m->rope_sin = wgt_tensor_from_host(m->ctx, WGT_F32, 2, shape, sn);
-    free(inv), free(cs), free(sn);
-    return m->rope_cos && m->rope_sin;
+    const int64_t shape[3] = {P, 2, half};
+    wgt_scope_push(m->ctx);
+    wgt_tensor *lo = wgt_tensor_from_host(m->ctx, WGT_F32, 3, shape, cs), *hi = wgt_tensor_from_host(m->ctx, WGT_F32, 3, shape, sn);
+    m->rope_lo = wgt_tensor_retain(f16 && lo ? wgt_cast(lo, WGT_F16) : lo);
+    m->rope_hi = wgt_tensor_retain(f16 && hi ? wgt_cast(hi, WGT_F16) : hi);
+    /* rope_pass [G + 2, 1, 1, 1, 1], G = n_heads / n_kv_heads: 1 for the v
+     * segment of q | k | v (llama_forward.c's rotate_qkv passes it through) */
+    const int64_t G = c->n_kv_heads > 0 ? c->n_heads / c->n_kv_heads : 0;
+    float *pass = calloc((size_t)G + 2, sizeof(float));
+    if (pass) {
+        pass[G + 1] = 1.0f;
+        wgt_tensor *t = wgt_tensor_from_host(m->ctx, WGT_F32, 5, (int64_t[]){G + 2, 1, 1, 1, 1}, pass);
+        m->rope_pass = wgt_tensor_retain(f16 && t ? wgt_cast(t, WGT_F16) : t);
+    }
+    wgt_scope_pop(m->ctx);
+    free(inv), free(cs), free(sn), free(pass);
+    return m->rope_lo && m->rope_hi && m->rope_pass;
 }
 
 /* Joins a, b (and c) along rows into a new tensor held by the model and drops

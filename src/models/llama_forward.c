@@ -12,18 +12,19 @@
 
 llama_cache *llama_cache_create(llama_model *m, int64_t context, char *msg, size_t msg_size)
 {
-    if (!m || context < 1 || context > m->cfg.max_position || (m->rope_cos && context > LLAMA_ROPE_TABLE_ROWS)) {
+    if (!m || context < 1 || context > m->cfg.max_position || (m->rope_lo && context > LLAMA_ROPE_TABLE_ROWS)) {
         snprintf(msg, msg_size, "llama_cache_create: context %lld outside [1, max_position_embeddings %d] (llama3 rope: at most 32768)",
                  (long long)context, m ? m->cfg.max_position : 0);
         return NULL;
     }
     llama_cache *c = calloc(1, sizeof(*c));
     if (c) {
+        c->kv = calloc((size_t)m->cfg.n_layers, sizeof(wgt_tensor *));
         c->k = calloc((size_t)m->cfg.n_layers, sizeof(wgt_tensor *));
         c->v = calloc((size_t)m->cfg.n_layers, sizeof(wgt_tensor *));
     }
-    if (!c || !c->k || !c->v) {
-        if (c) free(c->k), free(c->v);
+    if (!c || !c->kv || !c->k || !c->v) {
+        if (c) free(c->kv), free(c->k), free(c->v);
         free(c);
         snprintf(msg, msg_size, "llama_cache_create: out of memory");
         return NULL;
@@ -31,11 +32,13 @@ llama_cache *llama_cache_create(llama_model *m, int64_t context, char *msg, size
     c->model = m;
     c->context = context;
     /* f16 weights keep an f16 cache: half the bytes each decode step reads */
-    const int64_t shape[4] = {1, m->cfg.n_kv_heads, context, m->cfg.head_dim};
+    const int64_t shape[4] = {2, m->cfg.n_kv_heads, context, m->cfg.head_dim};
     wgt_scope_push(m->ctx);
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        c->k[l] = wgt_tensor_retain(wgt_zeros(m->ctx, m->wdtype, 4, shape));
-        c->v[l] = wgt_tensor_retain(wgt_zeros(m->ctx, m->wdtype, 4, shape));
+        wgt_tensor *kv = wgt_zeros(m->ctx, m->wdtype, 4, shape);
+        c->kv[l] = wgt_tensor_retain(kv);
+        c->k[l] = wgt_tensor_retain(kv ? wgt_slice(kv, 0, 0, 1, 1) : NULL);
+        c->v[l] = wgt_tensor_retain(kv ? wgt_slice(kv, 0, 1, 2, 1) : NULL);
     }
     wgt_scope_pop(m->ctx);
     if (wgt_context_status(m->ctx) != WGT_OK) {
@@ -52,8 +55,9 @@ void llama_cache_destroy(llama_cache *c)
     for (int l = 0; l < c->model->cfg.n_layers; l++) {
         wgt_tensor_release(c->k[l]);
         wgt_tensor_release(c->v[l]);
+        wgt_tensor_release(c->kv[l]);
     }
-    free(c->k), free(c->v), free(c);
+    free(c->kv), free(c->k), free(c->v), free(c);
 }
 
 int64_t llama_cache_length(const llama_cache *c) { return c ? c->length : 0; }
@@ -79,18 +83,54 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
     return bias ? wgt_add(y, bias) : y;
 }
 
+/* Whether projections feeding only elementwise work (q, k, v; gate, up) store
+ * f16 (f16 weights without biases): what follows (rotation, SwiGLU) then
+ * writes f16 that the KV cache, attention and the next projection take as it
+ * is, where f32 sums needed a cast each (3 dispatches per layer in decode).
+ * HF rounds these activations to f16 too. */
+static bool f16_activations(const llama_model *m) { return m->wdtype == WGT_F16 && !m->bits; }
+
+/* project with f16 out (f16_activations; no bias) */
+static wgt_tensor *project_f16(const llama_model *m, wgt_tensor *x, wgt_tensor *w)
+{
+    if (x && wgt_tensor_dtype(x) != WGT_F16) x = wgt_cast(x, WGT_F16);
+    return wgt_matmul_ex(x, wgt_transpose(w, 0, 1), WGT_F16);
+}
+
 /* x [1, heads, T, D] at positions pos0..: HF's half-split rotation. */
 static wgt_tensor *rotate(const llama_model *m, wgt_tensor *x, int64_t pos0, int64_t T)
 {
-    if (!m->rope_cos) return wgt_rope(x, pos0, m->cfg.rope_theta, false);
-    const int64_t D = m->cfg.head_dim;
-    /* llama3-scaled frequencies: the tables' rows for these positions, [T, D/2]
-     * broadcast over heads; each half in one fused kernel:
-     *   out[:D/2] = x1 cos - x2 sin,  out[D/2:] = x2 cos + x1 sin */
-    wgt_tensor *in[4] = {wgt_slice(x, 3, 0, D / 2, 1), wgt_slice(x, 3, D / 2, D, 1),
-                         wgt_slice(m->rope_cos, 0, pos0, pos0 + T, 1), wgt_slice(m->rope_sin, 0, pos0, pos0 + T, 1)};
-    wgt_tensor *halves[2] = {wgt_fused(m->ctx, "a * c - b * d", in, 4), wgt_fused(m->ctx, "b * c + a * d", in, 4)};
-    return wgt_concat(halves, 2, 3);
+    if (!m->rope_lo) return wgt_rope(x, pos0, m->cfg.rope_theta, false);
+    const int64_t D = m->cfg.head_dim, heads = wgt_tensor_dim(x, 1);
+    /* llama3-scaled frequencies, one fused kernel: the halves x1, x2 as
+     * [1, heads, T, 1, D/2] against the tables' rows [T, 2, D/2]:
+     *   out[.., s, i] = x1[i] lo[p, s, i] + x2[i] hi[p, s, i]
+     * i.e. out[:D/2] = x1 cos - x2 sin, out[D/2:] = x2 cos + x1 sin; the output
+     * [1, heads, T, 2, D/2] is contiguous, so [1, heads, T, D] is a view */
+    wgt_tensor *in[4] = {wgt_unsqueeze(wgt_slice(x, 3, 0, D / 2, 1), 3), wgt_unsqueeze(wgt_slice(x, 3, D / 2, D, 1), 3),
+                         wgt_slice(m->rope_lo, 0, pos0, pos0 + T, 1), wgt_slice(m->rope_hi, 0, pos0, pos0 + T, 1)};
+    wgt_tensor *y = wgt_fused(m->ctx, "a * c + b * d", in, 4);
+    return wgt_reshape(y, 4, (int64_t[]){1, heads, T, D});
+}
+
+/* qkv [T, (H + 2 Hkv) D] (llama3 tables, no per-head norm) -> one fused
+ * kernel, rotating q and k and passing v through, whose output
+ * [G + 2, Hkv, T, D] (G = H / Hkv) holds q as its first G segments (head
+ * h = s Hkv + j, the projection's order) and k | v as the last two, laid out
+ * as the cache [2, Hkv, context, D]: one assignment appends both. Segments
+ * with rope_pass set take the tables' position-0 rows, (1, 0) and (-0, 1),
+ * which reproduce x exactly. *q: [1, H, T, D], *kv: [2, Hkv, T, D] (views). */
+static void rotate_qkv(const llama_model *m, wgt_tensor *qkv, int64_t pos0, int64_t T, wgt_tensor **q, wgt_tensor **kv)
+{
+    const int64_t H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim, G = H / Hkv;
+    wgt_tensor *seg = wgt_permute(wgt_reshape(qkv, 4, (int64_t[]){T, G + 2, Hkv, D}), (int[]){1, 2, 0, 3});
+    wgt_tensor *in[7] = {wgt_unsqueeze(wgt_slice(seg, 3, 0, D / 2, 1), 3), wgt_unsqueeze(wgt_slice(seg, 3, D / 2, D, 1), 3),
+                         wgt_slice(m->rope_lo, 0, pos0, pos0 + T, 1), wgt_slice(m->rope_hi, 0, pos0, pos0 + T, 1),
+                         m->rope_pass, wgt_slice(m->rope_lo, 0, 0, 1, 1), wgt_slice(m->rope_hi, 0, 0, 1, 1)};
+    wgt_tensor *y = wgt_reshape(wgt_fused(m->ctx, "where(e, a * f + b * g, a * c + b * d)", in, 7), 4,
+                                (int64_t[]){G + 2, Hkv, T, D});
+    *q = wgt_reshape(wgt_slice(y, 0, 0, G, 1), 4, (int64_t[]){1, H, T, D});
+    *kv = wgt_slice(y, 0, G, G + 2, 1);
 }
 
 /* [T, heads * D] -> [1, heads, T, D] (a view) */
@@ -107,9 +147,18 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
     const int64_t pos0 = c->length, end = pos0 + T;
     const double eps = m->cfg.rms_eps;
     /* one projection for q, k, v: columns [0, H D), [H D, (H + Hkv) D), the rest */
-    wgt_tensor *qkv = project(m, h, L->w_qkv, L->s_qkv, L->b_qkv);
-    wgt_tensor *q, *k, *v = wgt_slice(qkv, 1, (H + Hkv) * D, (H + 2 * Hkv) * D, 1);
-    if (L->q_norm) { /* Qwen3: RMSNorm over each head (own weights for q and k) before the rotation */
+    /* f16 q, k, v only with the llama3 tables (f16 too): wgt_rope's kernel
+     * reads and writes f16 through f32 copies (two more dispatches) */
+    const bool f16 = f16_activations(m) && m->rope_lo && !L->b_qkv && !L->q_norm;
+    wgt_tensor *qkv = f16 ? project_f16(m, h, L->w_qkv) : project(m, h, L->w_qkv, L->s_qkv, L->b_qkv);
+    wgt_tensor *q, *k = NULL, *v = wgt_slice(qkv, 1, (H + Hkv) * D, (H + 2 * Hkv) * D, 1);
+    /* append to the cache (cast to its dtype), attend over the prefix; causal is
+     * bottom-right aligned, so prompt token i sees cache rows <= pos0 + i */
+    if (m->rope_lo && !L->q_norm) { /* one rotation kernel, one cache assignment */
+        wgt_tensor *kv;
+        rotate_qkv(m, qkv, pos0, T, &q, &kv);
+        wgt_assign(wgt_slice(c->kv[l], 2, pos0, end, 1), kv);
+    } else if (L->q_norm) { /* Qwen3: RMSNorm over each head (own weights for q and k) before the rotation */
         q = wgt_rms_norm(wgt_reshape(wgt_slice(qkv, 1, 0, H * D, 1), 3, (int64_t[]){T, H, D}), L->q_norm, eps);
         k = wgt_rms_norm(wgt_reshape(wgt_slice(qkv, 1, H * D, (H + Hkv) * D, 1), 3, (int64_t[]){T, Hkv, D}), L->k_norm,
                          eps);
@@ -120,13 +169,12 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
         q = wgt_slice(qk, 1, 0, H, 1);
         k = wgt_slice(qk, 1, H, H + Hkv, 1);
     }
-    v = heads(v, T, Hkv, D);
-    /* append to the cache (cast to its dtype), attend over the prefix; causal is
-     * bottom-right aligned, so prompt token i sees cache rows <= pos0 + i */
-    wgt_assign(wgt_slice(c->k[l], 2, pos0, end, 1), k);
-    wgt_assign(wgt_slice(c->v[l], 2, pos0, end, 1), v);
+    if (!m->rope_lo || L->q_norm) {
+        wgt_assign(wgt_slice(c->k[l], 2, pos0, end, 1), k);
+        wgt_assign(wgt_slice(c->v[l], 2, pos0, end, 1), heads(v, T, Hkv, D));
+    }
     wgt_tensor *kc = wgt_slice(c->k[l], 2, 0, end, 1), *vc = wgt_slice(c->v[l], 2, 0, end, 1);
-    if (m->wdtype != WGT_F32) q = wgt_cast(q, m->wdtype);
+    if (q && m->wdtype != WGT_F32 && wgt_tensor_dtype(q) != m->wdtype) q = wgt_cast(q, m->wdtype);
     wgt_tensor *y = wgt_scaled_dot_product_attention(q, kc, vc, true, 0.0, 0); /* [1, H, T, D] */
     y = wgt_reshape(wgt_permute(y, (int[]){0, 2, 1, 3}), 2, (int64_t[]){T, H * D});
     if (m->bits) y = wgt_cast(y, WGT_F32); /* the quantized kernel reads f32; f16 weights take y as it is */
@@ -136,7 +184,8 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
 static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_tensor *h)
 {
     const int64_t F = m->cfg.intermediate_size;
-    wgt_tensor *gu = project(m, h, L->w_gate_up, L->s_gate_up, NULL); /* [T, 2F]: gate | up */
+    /* [T, 2F]: gate | up; f16 with f16 weights, so is the SwiGLU below */
+    wgt_tensor *gu = f16_activations(m) ? project_f16(m, h, L->w_gate_up) : project(m, h, L->w_gate_up, L->s_gate_up, NULL);
     wgt_tensor *in[2] = {wgt_slice(gu, 1, 0, F, 1), wgt_slice(gu, 1, F, 2 * F, 1)};
     /* SwiGLU in one elementwise kernel: silu(gate) * up */
     wgt_tensor *act = in[0] && in[1] ? wgt_fused(m->ctx, "a / (1 + exp(-a)) * b", in, 2) : NULL;

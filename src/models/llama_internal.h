@@ -33,14 +33,20 @@ struct llama_model {
     int bits;                                 /* 8 / 4: quantized projections, 0: float */
     wgt_tensor *embed, *norm, *head;          /* head == embed when tied and not quantized */
     wgt_tensor *head_scales;                  /* quantized head (a quantized copy of embed when tied) */
-    wgt_tensor *rope_cos, *rope_sin;          /* [positions, D/2] f32 (llama3 scaling), else NULL */
+    /* llama3 scaling: rotation factors of a head's first and second half,
+     * lo = (cos, sin), hi = (-sin, cos) [positions, 2, D/2] (llama.c's
+     * rope_tables; f16 for f16 weights, else f32); NULL otherwise */
+    wgt_tensor *rope_lo, *rope_hi;
+    wgt_tensor *rope_pass;                    /* [G + 2, 1, 1, 1, 1] of the tables' dtype: 1 for v (llama3) */
     uint64_t weight_bytes;
 };
 
 struct llama_cache {
     llama_model *model;
     int64_t context, length;
-    wgt_tensor **k, **v;                      /* per layer [1, Hkv, context, D] */
+    wgt_tensor **kv;                          /* per layer [2, Hkv, context, D]: k | v, so one
+                                                 assignment appends a token's k and v */
+    wgt_tensor **k, **v;                      /* per layer views [1, Hkv, context, D] of kv */
 };
 
 #endif

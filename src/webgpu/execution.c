@@ -270,10 +270,25 @@ WGPUComputePassEncoder webgpu_open_pass(webgpu_backend *wg)
     return wg->pass;
 }
 
+/* Dispatches per batch: WEBGPU_BATCH_DISPATCHES, or WGT_BATCH_DISPATCHES=n in
+ * [1, that] (read once). An experiment for decoding, where a token's ~250
+ * dispatches fit one batch, so the GPU waits until the host has recorded all
+ * of them; smaller batches let it start on the first layers meanwhile. */
+static uint32_t batch_limit(void)
+{
+    static uint32_t limit;
+    if (!limit) {
+        const char *env = getenv("WGT_BATCH_DISPATCHES");
+        long n = env ? strtol(env, NULL, 10) : 0;
+        limit = n >= 1 && n <= WEBGPU_BATCH_DISPATCHES ? (uint32_t)n : WEBGPU_BATCH_DISPATCHES;
+    }
+    return limit;
+}
+
 wgt_status webgpu_dispatch_recorded(webgpu_backend *wg)
 {
     if (wg->profiler) end_pass(wg);
     wg->exec.dispatches++;
-    if (++wg->batch_dispatches >= WEBGPU_BATCH_DISPATCHES) return webgpu_flush(wg);
+    if (++wg->batch_dispatches >= batch_limit()) return webgpu_flush(wg);
     return WGT_OK;
 }

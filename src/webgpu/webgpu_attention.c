@@ -470,6 +470,8 @@ static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, cons
 wgt_status webgpu_attention_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     if (wgt_shape_numel(call->outputs[0].ndim, call->outputs[0].shape) == 0) return WGT_OK;
+    /* decoding (Tq <= 4, long K/V): split over the keys, f16 read in place */
+    if (webgpu_attention_decode_wanted(wg, call)) return webgpu_attention_decode_run(wg, call);
     wgt_tensor_view in[6];
     bool temp[6] = {false};
     wgt_status s = inputs_as_f32(wg, call, in, temp);

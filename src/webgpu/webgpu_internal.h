@@ -348,6 +348,9 @@ bool webgpu_indexing_supports(webgpu_backend *wg, const wgt_kernel_call *call); 
 wgt_status webgpu_indexing_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* ATTENTION(_BACKWARD), ROPE */
 wgt_status webgpu_attention_run(webgpu_backend *wg, const wgt_kernel_call *call);
+/* ATTENTION with a few query rows over many keys (webgpu_attention_decode.c) */
+bool webgpu_attention_decode_wanted(const webgpu_backend *wg, const wgt_kernel_call *call);
+wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_optimizer_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* OPTIMIZER */
 wgt_status webgpu_optimizer_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call);       /* NN: norms, cross-entropy */

@@ -14,6 +14,8 @@
  *                     ROW_THREADS invocations reduce each output
  *   matmul_gemv_cols  M == 1 or N == 1 when the outputs are contiguous in the
  *                     matrix (x @ W): 4 outputs per invocation, k split K_SPLIT ways
+ *   matmul_gemv_half  the rows case for f16 rows and vector on 16-byte words
+ *                     (decode's f16 weight matvecs; WGT_GEMV_HALF=0: the rows kernel)
  * Each is specialized by a prelude of WGSL consts: element types, tile sizes,
  * whether edge checks are needed (CHECK), and per operand whether a thread's
  * quads of 4 elements run along k and load as one aligned vec4. Pipelines are
@@ -618,6 +620,76 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     return s;
 }
 
+/* Whether matmul_gemv_half can read operand o (f16, unit k stride) as words
+ * of 8 halves: K, the offset, the outer and batch strides multiples of 8. */
+static bool octets_aligned(const matmul_problem *p, const matmul_operand *o)
+{
+    if (o->k_stride != 1 || o->k % 8 || o->offset % 8 || (o->outer > 1 && o->outer_stride % 8)) return false;
+    for (int d = 0; d < p->batch_ndim; d++)
+        if (o->batch_strides[d] % 8) return false;
+    return true;
+}
+
+/* f16 matrix-vector with 16-byte loads (matmul_gemv_half.wgsl): a and b bound
+ * as vec4<u32>, so its prelude is its own (S = u32; bias and out as f16 or
+ * f32). WGT_GEMV_HALF=0 keeps matmul_gemv_rows (vec4<f16> loads) instead. */
+static bool gemv_half_wanted(const matmul_problem *p, const matmul_operand *om, const matmul_operand *ov)
+{
+    const char *env = getenv("WGT_GEMV_HALF");
+    if (env && strcmp(env, "0") == 0) return false;
+    return p->a->dtype == WGT_F16 && octets_aligned(p, om) && octets_aligned(p, ov);
+}
+
+static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, const matmul_config *c,
+                                const matmul_operand *om, const matmul_operand *ov, bool mat_is_a, const char *op)
+{
+    char key[160];
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%d", c->name, wgt_dtype_name(p->out->dtype), p->bias != NULL);
+    webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
+    if (!pipe) {
+        const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
+        if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel matmul_gemv_half is not embedded", op);
+        char prelude[512];
+        snprintf(prelude, sizeof(prelude),
+                 "enable f16;\nalias S = u32;\nalias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
+                 "const ROW_THREADS: u32 = %du;\n",
+                 p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false",
+                 p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<f16>;\n"
+                           "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
+                         : "fn bias_load(i: u32) -> T { return T(); }\n",
+                 c->threads);
+        size_t n = strlen(prelude) + strlen(common) + strlen(body) + 1;
+        char *source = malloc(n);
+        if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        snprintf(source, n, "%s%s%s", prelude, common, body);
+        static const bool read_only[4] = {true, true, false, true}; /* a, b, out, bias */
+        wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, p->bias ? 4 : 3, read_only, true, false,
+                                                 false, op, &pipe);
+        free(source);
+        if (s != WGT_OK) return s;
+    }
+    matmul_params q;
+    memset(&q, 0, sizeof(q));
+    int64_t per_batch = ceil_div(om->outer, 256 / c->threads);
+    q.M = (uint32_t)om->outer;
+    q.N = 1;
+    q.K = (uint32_t)p->K;
+    q.a_offset = (uint32_t)om->offset;
+    q.a_row = (uint32_t)om->outer_stride;
+    q.a_col = 1;
+    q.b_offset = (uint32_t)ov->offset;
+    q.b_row = 1;
+    q.tiles_m = (uint32_t)per_batch;
+    q.tiles_n = 1;
+    q.group_m = 1;
+    if (p->bias) {
+        q.bias_offset = (uint32_t)p->bias->offset;
+        q.bias_row = mat_is_a ? 0u : (uint32_t)p->bias->strides[0];
+    }
+    fill_batches(p, om->batch_strides, ov->batch_strides, &q);
+    return dispatch(wg, pipe, mat_is_a ? p->a : p->b, mat_is_a ? p->b : p->a, p, &q, per_batch * p->batches, op);
+}
+
 /* M == 1 or N == 1: y[i] = sum_k mat[i, k] * x[k] with mat = a (N == 1) or b
  * transposed (M == 1, N > 1). */
 static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const char *op)
@@ -638,6 +710,8 @@ static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const ch
     const matmul_config *c = choose_gemv(wg, kernel, p->K);
     if (!c || !config_fits(wg, c))
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matrix-vector config fits this device", op);
+    if (kernel == KERNEL_GEMV_ROWS && gemv_half_wanted(p, &om, &ov))
+        return run_gemv_half(wg, p, c, &om, &ov, mat_is_a, op);
     bool vec4;
     char key[160], consts[200];
     const char *file;

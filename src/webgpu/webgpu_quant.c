@@ -2,8 +2,12 @@
  * QMATMUL on WebGPU: x [M, K] f32 times group-wise 8/4-bit weights [N, K]
  * (transposed) -> out [M, N] f32, dequantized inside the kernel
  * (kernels/quant_matmul.wgsl): one workgroup per output column and block of 4
- * rows of x, vec4<u32> weight loads, one scale per 32 weights.
+ * rows of x, vec4<u32> weight loads, one scale per 32 weights. Decode (M = 1)
+ * takes kernels/quant_gemv.wgsl instead: 16 output columns per workgroup of
+ * 256, each invocation reusing a group's x for 4 columns (WGT_QUANT_GEMV=0
+ * keeps quant_matmul for M = 1, to compare).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "webgpu/webgpu_internal.h"
@@ -15,7 +19,8 @@ typedef struct quant_params {
     uint32_t row_blocks, pad[3];
 } quant_params;
 
-#define QUANT_ROWS 4 /* ROWS of the kernel */
+#define QUANT_ROWS 4       /* ROWS of quant_matmul */
+#define QUANT_GEMV_ROWS 16 /* ROWS of quant_gemv: output columns per workgroup */
 
 static bool contiguous_aligned(const wgt_tensor_view *v)
 {
@@ -53,16 +58,22 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
     p.x_offset = (uint32_t)(x->offset / 4), p.q_offset = (uint32_t)(q->offset / 4);
     p.s_offset = (uint32_t)s->offset, p.out_offset = (uint32_t)out->offset;
     p.row_blocks = (uint32_t)((M + QUANT_ROWS - 1) / QUANT_ROWS);
-    webgpu_pipeline *pipe = webgpu_pipeline_find(wg, "quant_matmul");
+    const char *env = getenv("WGT_QUANT_GEMV");
+    const bool gemv = M == 1 && !(env && strcmp(env, "0") == 0);
+    const char *kernel = gemv ? "quant_gemv" : "quant_matmul";
+    webgpu_pipeline *pipe = webgpu_pipeline_find(wg, kernel);
     wgt_status st = WGT_OK;
     if (!pipe) {
-        const char *source = webgpu_kernel_source("quant_matmul");
-        if (!source) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: kernel quant_matmul is not embedded", op);
-        st = webgpu_pipeline_create(wg, "quant_matmul", source, NULL, 3, 1, true, false, op, &pipe);
+        const char *source = webgpu_kernel_source(kernel);
+        if (!source) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, kernel);
+        st = webgpu_pipeline_create(wg, kernel, source, NULL, 3, 1, true, false, op, &pipe);
         if (st != WGT_OK) return st;
     }
     uint32_t gx, gy;
-    st = webgpu_grid(wg, (uint64_t)N * p.row_blocks, &gx, &gy, op);
+    /* quant_gemv: QUANT_GEMV_ROWS columns per workgroup; quant_matmul: one
+     * column per workgroup and block of 4 rows */
+    st = webgpu_grid(wg, gemv ? (uint64_t)(N + QUANT_GEMV_ROWS - 1) / QUANT_GEMV_ROWS : (uint64_t)N * p.row_blocks,
+                     &gx, &gy, op);
     WGPUBuffer buffers[4] = {webgpu_view_buffer(x), webgpu_view_buffer(q), webgpu_view_buffer(s),
                              webgpu_view_buffer(out)};
     if (st == WGT_OK) st = webgpu_dispatch(wg, pipe, buffers, 4, &p, sizeof(p), gx, gy, 1, op);

@@ -1,0 +1,205 @@
+// attention_decode: the first pass of split-key ("flash decoding") attention
+// for a few query rows (Tq <= 4) against a long K/V cache.
+//   q [B, H, Tq, D] (f32 or f16, any strides), k, v [B, Hkv, Tk, D] (f32 or
+//   f16, unit d stride, rows starting on 16-byte words) ->
+//   part_o f32 [B, H, Tq, chunks, D]: unnormalized sum_j p_j v_j over a chunk,
+//   part_ml vec2<f32> [B, H, Tq, chunks]: (chunk max m in log2 units, sum_j p_j)
+// with p_j = exp2(s_j - m). attention_decode_combine.wgsl merges the chunks.
+//
+// Why: the general forward kernels give one (b, h) and a block of query rows
+// to a workgroup that then walks every key; with one query row per head that
+// is B H workgroups (32 for Llama-3.2-1B) each walking ~500 keys alone, 38 us
+// per layer on an H100. Here a workgroup owns one chunk of CH = 64 keys of one
+// kv head and the rows of up to 4 query heads x queries (the grouped-query
+// heads that share this kv head read its K/V once), so there are
+// B Hkv ceil(Tk / 64) head-blocks workgroups, each short.
+//
+// Workgroup of 64 invocations (CH == WG):
+//  1. q rows -> q_tile, pre-scaled by scale log2(e);
+//  2. scores: invocation t takes key c0 + t, reads its K row as 16-byte words
+//     (D8 of them, all independent loads) and forms up to 4 dot products;
+//  3. per row max over the chunk (tree in workgroup memory), p = exp2(s - m);
+//  4. p V: invocation (column octet c, key slice s) of D8 x SL adds p v over
+//     keys s, s + SL, .. (CH / SL loads in flight), slices summed through
+//     workgroup memory; slice lanes with c == 0 also sum p (the row sums).
+// Causal: query i sees key j when j <= i + Tk - Tq (bottom-right aligned, as
+// attention_common.wgsl). A row that sees no key of the chunk gets m = NO_MAX,
+// sum 0, o = 0, which the combine weights by 0.
+// Prelude constants (webgpu_attention.c): D8 (= D / 8), KV_F16, Q_F16.
+
+struct Params {
+    B: u32, H: u32, Hkv: u32, group: u32,
+    Tq: u32, Tk: u32, D: u32, causal: u32,
+    q_st: vec4<u32>, k_st: vec4<u32>, v_st: vec4<u32>,   // strides b, h, t, d (elements)
+    q_off: u32, k_off: u32, v_off: u32, out_off: u32,    // elements
+    o_off: u32, ml_off: u32, lse_off: u32, chunks: u32,  // part_o in vec4s, part_ml in vec2s, lse in elements
+    scale_log2: f32, hb: u32, hblocks: u32, rows: u32,   // heads per workgroup, head blocks per kv head, hb Tq
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> q: array<u32>;
+@group(0) @binding(2) var<storage, read> k: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> v: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> part_o: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> part_ml: array<vec2<f32>>;
+
+const WG: u32 = 64u;
+const CH: u32 = 64u;          // keys per workgroup
+const R: u32 = 4u;            // most query rows per workgroup
+const D4: u32 = 2u * D8;
+const SL: u32 = WG / D8;      // key slices of the p V step
+const MASKED: f32 = -3.0e38;
+const NO_MAX: f32 = -1.0e30;
+
+var<workgroup> q_tile: array<vec4<f32>, R * D4>;     // [row][d4]
+var<workgroup> red: array<vec4<f32>, WG>;            // [t] -> rows 0..3 (max tree)
+var<workgroup> p_tile: array<vec4<f32>, CH>;         // [key] -> rows 0..3
+var<workgroup> o_part: array<vec4<f32>, 2u * R * WG>; // [t][row][2]
+var<workgroup> l_part: array<vec4<f32>, SL>;         // [slice] -> rows 0..3
+
+fn q_elem(e: u32) -> f32 {
+    if (Q_F16) { return unpack2x16float(q[e >> 1u])[e & 1u]; }
+    return bitcast<f32>(q[e]);
+}
+
+// 8 elements from element e (a multiple of 8 for f16, of 4 for f32): lo, hi
+fn load8_k(e: u32) -> array<vec4<f32>, 2> {
+    if (KV_F16) {
+        let w = k[e >> 3u];
+        let a = unpack2x16float(w.x); let b = unpack2x16float(w.y);
+        let c = unpack2x16float(w.z); let d = unpack2x16float(w.w);
+        return array<vec4<f32>, 2>(vec4<f32>(a, b), vec4<f32>(c, d));
+    }
+    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(k[e >> 2u]), bitcast<vec4<f32>>(k[(e >> 2u) + 1u]));
+}
+
+fn load8_v(e: u32) -> array<vec4<f32>, 2> {
+    if (KV_F16) {
+        let w = v[e >> 3u];
+        let a = unpack2x16float(w.x); let b = unpack2x16float(w.y);
+        let c = unpack2x16float(w.z); let d = unpack2x16float(w.w);
+        return array<vec4<f32>, 2>(vec4<f32>(a, b), vec4<f32>(c, d));
+    }
+    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(v[e >> 2u]), bitcast<vec4<f32>>(v[(e >> 2u) + 1u]));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let id = wid.x + wid.y * nwg.x;
+    if (id >= params.B * params.Hkv * params.hblocks * params.chunks) { return; }   // whole workgroups
+    let chunk = id % params.chunks;
+    let rest = id / params.chunks;
+    let hblock = rest % params.hblocks;
+    let bg = rest / params.hblocks;
+    let b = bg / params.Hkv;
+    let g = bg % params.Hkv;
+    let c0 = chunk * CH;
+    let Tq = params.Tq;
+
+    // row r: head g group + hblock hb + r / Tq, query r % Tq; valid when its
+    // head is inside the group (the last block may be short)
+    var row_ok = vec4<bool>(false);
+    var last = vec4<i32>(-1);          // last visible key per row
+    for (var r = 0u; r < R; r++) {
+        let hh = hblock * params.hb + r / Tq;
+        if (r < params.rows && hh < params.group) {
+            row_ok[r] = true;
+            let i = r % Tq;
+            last[r] = select(i32(params.Tk) - 1, i32(i + params.Tk) - i32(Tq), params.causal != 0u);
+        }
+    }
+
+    // 1. q rows, scaled
+    for (var s = lid; s < R * D4; s += WG) {
+        let r = s / D4;
+        let d0 = (s % D4) * 4u;
+        var qv = vec4<f32>();
+        if (row_ok[r]) {
+            let h = g * params.group + hblock * params.hb + r / Tq;
+            let at = params.q_off + b * params.q_st.x + h * params.q_st.y + (r % Tq) * params.q_st.z;
+            for (var c = 0u; c < 4u; c++) { qv[c] = q_elem(at + (d0 + c) * params.q_st.w) * params.scale_log2; }
+        }
+        q_tile[s] = qv;
+    }
+    workgroupBarrier();
+
+    // 2. scores of key c0 + lid for the 4 rows
+    let j = c0 + lid;
+    var sc = vec4<f32>(MASKED);
+    if (j < params.Tk) {
+        let kb = params.k_off + b * params.k_st.x + g * params.k_st.y + j * params.k_st.z;
+        var acc = vec4<f32>();
+        for (var d8 = 0u; d8 < D8; d8++) {
+            let kk = load8_k(kb + d8 * 8u);
+            for (var r = 0u; r < R; r++) {
+                acc[r] += dot(q_tile[r * D4 + 2u * d8], kk[0]) + dot(q_tile[r * D4 + 2u * d8 + 1u], kk[1]);
+            }
+        }
+        for (var r = 0u; r < R; r++) {
+            if (row_ok[r] && i32(j) <= last[r]) { sc[r] = acc[r]; }
+        }
+    }
+
+    // 3. the chunk's max per row, then p
+    red[lid] = sc;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) { red[lid] = max(red[lid], red[lid + s]); }
+        workgroupBarrier();
+    }
+    let m = max(red[0], vec4<f32>(NO_MAX));   // NO_MAX when the chunk is all masked: p = 0 below
+    p_tile[lid] = exp2(sc - m);
+    workgroupBarrier();
+
+    // 4. o = sum_j p_j v_j, by column octet and key slice
+    let c = lid % D8;
+    let sl = lid / D8;
+    var o0 = array<vec4<f32>, R>();   // columns 8c .. 8c + 3 per row
+    var o1 = array<vec4<f32>, R>();   // 8c + 4 .. 8c + 7
+    var lsum = vec4<f32>();
+    if (sl < SL) {
+        let vb = params.v_off + b * params.v_st.x + g * params.v_st.y + c * 8u;
+        for (var jj = sl; jj < CH; jj += SL) {
+            let jk = c0 + jj;
+            if (jk < params.Tk) {
+                let vv = load8_v(vb + jk * params.v_st.z);
+                let p = p_tile[jj];
+                lsum += p;
+                for (var r = 0u; r < R; r++) {
+                    o0[r] = fma(vec4<f32>(p[r]), vv[0], o0[r]);
+                    o1[r] = fma(vec4<f32>(p[r]), vv[1], o1[r]);
+                }
+            }
+        }
+        for (var r = 0u; r < R; r++) {
+            o_part[(lid * R + r) * 2u] = o0[r];
+            o_part[(lid * R + r) * 2u + 1u] = o1[r];
+        }
+        if (c == 0u) { l_part[sl] = lsum; }
+    }
+    workgroupBarrier();
+
+    // slices summed: invocation (r, c) writes row r's columns 8c .. 8c + 7
+    // (R D8 is up to 128 for D = 256: two rounds)
+    for (var t = lid; t < R * D8; t += WG) {
+        let r = t / D8;
+        let cc = t % D8;
+        if (row_ok[r]) {
+            var a0 = vec4<f32>();
+            var a1 = vec4<f32>();
+            var l = 0.0;
+            for (var s = 0u; s < SL; s++) {
+                a0 += o_part[((s * D8 + cc) * R + r) * 2u];
+                a1 += o_part[((s * D8 + cc) * R + r) * 2u + 1u];
+                l += l_part[s][r];
+            }
+            let h = g * params.group + hblock * params.hb + r / Tq;
+            let row = (b * params.H + h) * Tq + r % Tq;
+            let slot = row * params.chunks + chunk;
+            part_o[params.o_off + slot * D4 + 2u * cc] = a0;
+            part_o[params.o_off + slot * D4 + 2u * cc + 1u] = a1;
+            if (cc == 0u) { part_ml[params.ml_off + slot] = vec2<f32>(m[r], l); }
+        }
+    }
+}

@@ -1,0 +1,186 @@
+/*
+ * ATTENTION forward for decoding: a few query rows against a long K/V cache,
+ * split over the keys ("flash decoding").
+ *
+ *   q [B, H, Tq, D], k, v [B, Hkv, Tk, D] -> out [B, H, Tq, D], lse f32 [B, H, Tq]
+ *
+ * Two dispatches (src/webgpu/kernels/):
+ *   attention_decode          one workgroup per (b, kv head, block of <= 4 query
+ *                             rows of its grouped heads, chunk of 64 keys):
+ *                             partial max, sum and p V of the chunk
+ *   attention_decode_combine  merges the chunks per row into out and lse
+ * Why: with Tq = 1 the general forward kernel (webgpu_attention.c) has B H
+ * workgroups that each walk all Tk keys alone, and f16 inputs first go through
+ * f32 copies of the whole cache (5 dispatches): on an H100 in `wgt generate`
+ * (Llama-3.2-1B shape, ~560 keys) that was 38 us per layer, 6.5 GB/s. Here
+ * the keys are spread over ceil(Tk / 64) chunks, the grouped-query heads of a
+ * kv head share its K/V reads, and f16 q, k, v and out are read and written as
+ * they are (unpack2x16float: no shader-f16 needed).
+ *
+ * Taken for Tq <= 4 (f32: and Tk >= DECODE_MIN_KEYS), no dropout, D % 8 == 0 and
+ * D <= 256, k and v with unit d stride and rows on 16-byte words, out (and lse)
+ * contiguous. WGT_DECODE_ATTN=0 turns it off (the general kernels run),
+ * =1 takes it for any Tk (tests).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "webgpu/webgpu_internal.h"
+
+#define DECODE_MAX_TQ 4
+#define DECODE_MIN_KEYS 128   /* f32, below: one workgroup per (b, h) walks few keys anyway */
+#define DECODE_CHUNK 64       /* CH of attention_decode.wgsl */
+#define DECODE_ROWS 4         /* R of attention_decode.wgsl */
+
+/* Mirrors struct Params of attention_decode.wgsl and attention_decode_combine.wgsl. */
+typedef struct decode_params {
+    uint32_t B, H, Hkv, group;
+    uint32_t Tq, Tk, D, causal;
+    uint32_t q_st[4], k_st[4], v_st[4];
+    uint32_t q_off, k_off, v_off, out_off;
+    uint32_t o_off, ml_off, lse_off, chunks;
+    float scale_log2;
+    uint32_t hb, hblocks, rows;
+} decode_params;
+
+/* Highest element index + 1 of v (its strides are non-negative). */
+static int64_t view_end(const wgt_tensor_view *v)
+{
+    int64_t end = v->offset + 1;
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->strides[d] < 0) return INT64_MAX;
+        end += (v->shape[d] - 1) * v->strides[d];
+    }
+    return end;
+}
+
+/* k or v as attention_decode reads it: 8-element groups as 16-byte words
+ * (f16: 8 halves per word, so every row start a multiple of 8; f32: two
+ * words, multiples of 4) along a unit d stride. */
+static bool kv_readable(const wgt_tensor_view *x)
+{
+    int64_t align = x->dtype == WGT_F16 ? 8 : 4;
+    if (x->strides[3] != 1 || x->offset % align) return false;
+    for (int d = 0; d < 3; d++)
+        if (x->shape[d] > 1 && x->strides[d] % align) return false;
+    return view_end(x) < (int64_t)UINT32_MAX;
+}
+
+bool webgpu_attention_decode_wanted(const webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    (void)wg;
+    const char *env = getenv("WGT_DECODE_ATTN");
+    if (env && strcmp(env, "0") == 0) return false;
+    bool forced = env && strcmp(env, "1") == 0;
+    if (call->kind != WGT_KERNEL_ATTENTION || call->n_inputs != 3 || call->n_outputs != 2) return false;
+    const wgt_tensor_view *q = &call->inputs[0], *k = &call->inputs[1], *v = &call->inputs[2];
+    const wgt_tensor_view *out = &call->outputs[0], *lse = &call->outputs[1];
+    int64_t Tq = q->shape[2], Tk = k->shape[2], D = q->shape[3];
+    /* f16 inputs: always (the general kernels first copy q, k, v to f32 and
+     * convert out back: 5 dispatches); f32: once the keys are many */
+    bool any_f16 = q->dtype == WGT_F16 || k->dtype == WGT_F16;
+    if (Tq < 1 || Tq > DECODE_MAX_TQ || (!forced && !any_f16 && Tk < DECODE_MIN_KEYS)) return false;
+    if (call->attention.dropout_p != 0.0 || D % 8 != 0 || D > 256) return false;
+    if (k->dtype != v->dtype || (k->dtype != WGT_F16 && k->dtype != WGT_F32)) return false;
+    if ((q->dtype != WGT_F16 && q->dtype != WGT_F32) || (out->dtype != WGT_F16 && out->dtype != WGT_F32)) return false;
+    if (!kv_readable(k) || !kv_readable(v) || view_end(q) >= (int64_t)UINT32_MAX) return false;
+    if (!wgt_view_is_contiguous(out) || !wgt_view_is_contiguous(lse) || lse->dtype != WGT_F32) return false;
+    if (out->dtype == WGT_F16 && out->offset % 2) return false;
+    return view_end(out) < (int64_t)UINT32_MAX && view_end(lse) < (int64_t)UINT32_MAX;
+}
+
+static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const char *consts, int n_read_only,
+                               int n_read_write, const char *op, webgpu_pipeline **out)
+{
+    char key[160];
+    snprintf(key, sizeof(key), "%s:%s", file, consts);
+    *out = webgpu_pipeline_find(wg, key);
+    if (*out) return WGT_OK;
+    const char *body = webgpu_kernel_source(file);
+    if (!body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
+    size_t n = strlen(consts) + strlen(body) + 1;
+    char *source = malloc(n);
+    if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    snprintf(source, n, "%s%s", consts, body);
+    /* unchecked: both kernels bound their reads (j < Tk, whole rows of D) */
+    wgt_status s = webgpu_pipeline_create(wg, key, source, NULL, n_read_only, n_read_write, true, false, op, out);
+    free(source);
+    return s;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    const char *op = call->op_name;
+    const wgt_tensor_view *q = &call->inputs[0], *k = &call->inputs[1], *v = &call->inputs[2];
+    const wgt_tensor_view *out = &call->outputs[0], *lse = &call->outputs[1];
+    decode_params p;
+    memset(&p, 0, sizeof(p));
+    p.B = (uint32_t)q->shape[0];
+    p.H = (uint32_t)q->shape[1];
+    p.Tq = (uint32_t)q->shape[2];
+    p.D = (uint32_t)q->shape[3];
+    p.Hkv = (uint32_t)k->shape[1];
+    p.Tk = (uint32_t)k->shape[2];
+    p.group = p.H / p.Hkv;
+    p.causal = call->attention.causal;
+    for (int d = 0; d < 4; d++) {
+        p.q_st[d] = (uint32_t)q->strides[d];
+        p.k_st[d] = (uint32_t)k->strides[d];
+        p.v_st[d] = (uint32_t)v->strides[d];
+    }
+    p.q_off = (uint32_t)q->offset;
+    p.k_off = (uint32_t)k->offset;
+    p.v_off = (uint32_t)v->offset;
+    p.out_off = (uint32_t)out->offset;
+    p.lse_off = (uint32_t)lse->offset;
+    p.scale_log2 = (float)(call->attention.scale * 1.4426950408889634);
+    /* rows per workgroup: as many grouped heads x queries as fit in 4 */
+    p.hb = DECODE_ROWS / p.Tq < p.group ? DECODE_ROWS / p.Tq : p.group;
+    p.hblocks = (uint32_t)ceil_div(p.group, p.hb);
+    p.rows = p.hb * p.Tq;
+    p.chunks = (uint32_t)ceil_div(p.Tk, DECODE_CHUNK);
+    uint64_t rows = (uint64_t)p.B * p.H * p.Tq, slots = rows * p.chunks;
+    if (slots * p.D >= UINT32_MAX / 2)
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: %llu partial sums exceed 2^31", op,
+                         (unsigned long long)(slots * p.D));
+
+    char consts[160];
+    snprintf(consts, sizeof(consts), "const D8: u32 = %uu;\nconst KV_F16: bool = %s;\nconst Q_F16: bool = %s;\n",
+             p.D / 8, k->dtype == WGT_F16 ? "true" : "false", q->dtype == WGT_F16 ? "true" : "false");
+    webgpu_pipeline *first, *combine;
+    wgt_status s = get_pipeline(wg, "attention_decode", consts, 3, 2, op, &first);
+    if (s != WGT_OK) return s;
+    snprintf(consts, sizeof(consts), "const OUT_F16: bool = %s;\n", out->dtype == WGT_F16 ? "true" : "false");
+    if ((s = get_pipeline(wg, "attention_decode_combine", consts, 2, 2, op, &combine)) != WGT_OK) return s;
+
+    /* partials: o [rows, chunks, D] f32, (m, l) [rows, chunks] as f32 pairs */
+    wgt_tensor_view part_o, part_ml;
+    memset(&part_ml, 0, sizeof(part_ml));
+    s = webgpu_temp_alloc(wg, WGT_F32, 1, (int64_t[]){(int64_t)(slots * p.D)}, &part_o);
+    if (s != WGT_OK) return s;
+    s = webgpu_temp_alloc(wg, WGT_F32, 1, (int64_t[]){(int64_t)(2 * slots)}, &part_ml);
+    /* fresh temporaries start at element 0; the kernels index them in vec4 / vec2 units */
+    if (s == WGT_OK && (part_o.offset % 4 || part_ml.offset % 2))
+        s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: unaligned temporaries", op);
+    p.o_off = (uint32_t)(part_o.offset / 4);
+    p.ml_off = (uint32_t)(part_ml.offset / 2);
+    uint32_t gx, gy;
+    if (s == WGT_OK) s = webgpu_grid(wg, (uint64_t)p.B * p.Hkv * p.hblocks * p.chunks, &gx, &gy, op);
+    if (s == WGT_OK) {
+        WGPUBuffer b[5] = {webgpu_view_buffer(q), webgpu_view_buffer(k), webgpu_view_buffer(v),
+                           webgpu_view_buffer(&part_o), webgpu_view_buffer(&part_ml)};
+        s = webgpu_dispatch(wg, first, b, 5, &p, sizeof(p), gx, gy, 1, op);
+    }
+    if (s == WGT_OK) s = webgpu_grid(wg, ceil_div((int64_t)(rows * (p.D / 2)), 256), &gx, &gy, op);
+    if (s == WGT_OK) {
+        WGPUBuffer b[4] = {webgpu_view_buffer(&part_o), webgpu_view_buffer(&part_ml), webgpu_view_buffer(out),
+                           webgpu_view_buffer(lse)};
+        s = webgpu_dispatch(wg, combine, b, 4, &p, sizeof(p), gx, gy, 1, op);
+    }
+    webgpu_temp_release(wg, &part_o);
+    webgpu_temp_release(wg, &part_ml);
+    return s;
+}
