@@ -739,6 +739,40 @@ static void check_kernel_variants(wgt_context *ctx)
     }
 }
 
+/* attention_backward_dkdv (dk and dv in one pass; the default on a GPU, here
+ * forced by WGT_ATTENTION_BACKWARD=dkdv) vs the double-precision reference,
+ * dropout on and off: its own small tiles (8 keys, 4 rows: several key blocks
+ * and query tiles, partial last ones) on shapes that cross them, and the
+ * default tiles on one. D <= 64 only (beyond, the former kernels run). */
+static void check_dkdv_backward(wgt_context *ctx)
+{
+    static const struct {
+        config c;
+        double dropout;
+        const char *tiles; /* WGT_ATTENTION_DKDV_TILES, NULL: the defaults */
+    } cases[] = {
+        {{2, 2, 1, 21, 21, 64, true}, 0.0, "8,4"},    /* causal, GQA 2:1, T not a multiple of a tile */
+        {{2, 2, 1, 21, 21, 64, true}, 0.2, "8,4"},    /* the same with dropout */
+        {{1, 3, 1, 9, 14, 48, true}, 0.3, "8,4"},     /* Tq < Tk, D4 = 12 (idle column quads) */
+        {{1, 2, 2, 13, 6, 8, true}, 0.0, "8,4"},      /* Tq > Tk: rows that see no key (lse -inf) */
+        {{1, 4, 2, 11, 19, 32, false}, 0.25, "8,4"},  /* not causal, GQA, Tq != Tk */
+        {{1, 2, 1, 70, 70, 64, true}, 0.2, NULL},     /* default tiles: 64 keys, 16-32 rows, partial */
+    };
+    char label[200];
+    setenv("WGT_ATTENTION_BACKWARD", "dkdv", 1);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const config *c = &cases[i].c;
+        if (cases[i].tiles) setenv("WGT_ATTENTION_DKDV_TILES", cases[i].tiles, 1);
+        snprintf(label, sizeof(label), "webgpu dkdv attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f tiles %s",
+                 (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
+                 (long long)c->D, c->causal ? " causal" : "", cases[i].dropout,
+                 cases[i].tiles ? cases[i].tiles : "default");
+        check_attention(ctx, label, *c, false, cases[i].dropout);
+        unsetenv("WGT_ATTENTION_DKDV_TILES");
+    }
+    unsetenv("WGT_ATTENTION_BACKWARD");
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void run_backend(wgt_context *ctx, wgt_context *other, const char *name)
@@ -779,6 +813,7 @@ static void run_backend(wgt_context *ctx, wgt_context *other, const char *name)
     check_dropout(ctx, other, label);
     check_attention_bad_input(ctx);
     if (strcmp(name, "webgpu") == 0) check_kernel_variants(ctx);
+    if (strcmp(name, "webgpu") == 0) check_dkdv_backward(ctx);
     check_rope(ctx, name);
     check_rope_grad(ctx, name);
     check_linear(ctx, name);

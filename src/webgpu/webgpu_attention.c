@@ -355,6 +355,37 @@ static bool tiled_backward(const webgpu_backend *wg, const attention_tiles *t, u
            tiled_q_shared(*q_rows, t->keys, d4) <= shared;
 }
 
+/* Workgroup memory of attention_backward_dkdv: q, dout tiles [bq][d4] and
+ * p, ds tiles [bq][bk] (see there). */
+static uint64_t dkdv_shared(uint32_t bk, uint32_t bq, uint32_t d4)
+{
+    return 16ull * 2 * bq * d4 + 4ull * 2 * bq * bk;
+}
+
+/* Tiles of attention_backward_dkdv: *bk keys per workgroup (4 *bk invocations),
+ * *bq query rows per tile; false when it does not apply (k and v rows in
+ * registers: D <= 64) or does not fit. Defaults 64 keys (256 invocations, the
+ * portable maximum), 32 rows where 32 KiB of workgroup memory are allowed
+ * (fewer barriers per row), else 16 (16 KiB at D = 64).
+ * WGT_ATTENTION_DKDV_TILES="bk,bq" replaces them (powers of two, for
+ * experiments on a GPU); the limits then shrink them. */
+static bool dkdv_tiles(const webgpu_backend *wg, uint32_t d4, uint32_t *bk, uint32_t *bq)
+{
+    if (d4 > 16) return false;
+    uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
+    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
+    *bk = 64;
+    *bq = 32;
+    unsigned v[2];
+    const char *env = getenv("WGT_ATTENTION_DKDV_TILES");
+    if (env && sscanf(env, "%u,%u", &v[0], &v[1]) == 2 && tile_ok(v[0]) && tile_ok(v[1]) && v[0] >= 8)
+        *bk = v[0], *bq = v[1];
+    while (*bk > 8 && 4 * *bk > threads) *bk /= 2;
+    while (*bq > 4 && dkdv_shared(*bk, *bq, d4) > shared) *bq /= 2;
+    return 4 * *bk <= threads && dkdv_shared(*bk, *bq, d4) <= shared;
+}
+
 static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
 {
     const char *op = call->op_name;
@@ -370,20 +401,27 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     attention_tiles t = choose_tiles(wg, d4);
     uint32_t kv_rows = 0, q_rows = 0;
     bool tiled = tiled_backward(wg, &t, d4, &kv_rows, &q_rows);
-    /* By default the one-per-invocation kernels on a GPU (on an H100, B 8, H 12,
-     * T 1024, D 64 causal: dk/dv 2.07 ms, dq 1.18 ms; the tiled ones 4.5 and
-     * 4.4 ms), the register-blocked ones on a software adapter.
-     * WGT_ATTENTION_BACKWARD=rows, =tiled, =kv_tiled or =q_tiled picks. */
+    /* By default on a GPU dk and dv in one pass (attention_backward_dkdv) and
+     * dq with one row per invocation; before it the one-per-invocation kernels
+     * (on an H100, B 8, H 12, T 1024, D 64 causal: dk/dv 2.07 ms in two passes,
+     * dq 1.18 ms; the tiled ones 4.5 and 4.4 ms), still taken for D > 64. The
+     * register-blocked ones on a software adapter.
+     * WGT_ATTENTION_BACKWARD=dkdv, =rows (the former GPU default), =tiled,
+     * =kv_tiled or =q_tiled picks. */
     const char *env = getenv("WGT_ATTENTION_BACKWARD");
     bool both = env ? strcmp(env, "tiled") == 0 : software(wg);
     bool tiled_kv = tiled && (both || (env && strcmp(env, "kv_tiled") == 0));
     bool tiled_q = tiled && (both || (env && strcmp(env, "q_tiled") == 0));
-    uint32_t kv_keys = tiled_kv ? 32 : t.kv_keys, dq_rows = tiled_q ? q_rows : t.rows;
-    bool split = !tiled_kv && d4 > t.joint_d4;
+    uint32_t dkdv_bk = 0, dkdv_bq = 0;
+    bool dkdv = !tiled_kv && (env ? strcmp(env, "dkdv") == 0 : !software(wg)) && dkdv_tiles(wg, d4, &dkdv_bk, &dkdv_bq);
+    uint32_t kv_keys = tiled_kv ? 32 : dkdv ? dkdv_bk : t.kv_keys, dq_rows = tiled_q ? q_rows : t.rows;
+    bool split = !tiled_kv && !dkdv && d4 > t.joint_d4;
     webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;
     wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, t.rows, t.keys, 0, 2, 1, op, &prepare);
     if (s == WGT_OK && tiled_kv)
         s = get_pipeline(wg, "attention_backward_kv_tiled", d4, kv_rows, 32, 3, 6, 2, op, &kv[0]);
+    else if (s == WGT_OK && dkdv)
+        s = get_pipeline(wg, "attention_backward_dkdv", d4, dkdv_bq, dkdv_bk, 3, 6, 2, op, &kv[0]);
     else if (s == WGT_OK)
         s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, split ? 1 : 3, 6, 2, op, &kv[0]);
     if (s == WGT_OK && split) s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, 2, 6, 2, op, &kv[1]);

@@ -73,8 +73,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         if (row_ok) {
             let n = min(BK, u32(kv_end) - j0);
+            var z4 = vec4<f32>(1.0);
             for (var j = 0u; j < n; j++) {
                 if (i32(j0 + j) > limit) { break; }
+                // one Philox call per 4 keys (j0 is a multiple of 4), not one per key
+                if ((j & 3u) == 0u) { z4 = dropout_factors4(row, j0 + j); }
                 var s4 = vec4<f32>();
                 var dp4 = vec4<f32>();
                 for (var d4 = 0u; d4 < D4; d4++) {
@@ -84,7 +87,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let s2 = (s4.x + s4.y) + (s4.z + s4.w);
                 let dpv = (dp4.x + dp4.y) + (dp4.z + dp4.w);
                 let p = exp2(s2 - lse2);
-                let ds = p * (dropout_factor(row, j0 + j) * dpv - di);
+                let ds = p * (z4[j & 3u] * dpv - di);
                 for (var d4 = 0u; d4 < D4; d4++) { acc[d4] += ds * k_tile[j * D4 + d4]; }
             }
         }
