@@ -742,8 +742,10 @@ static void check_kernel_variants(wgt_context *ctx)
 /* attention_backward_dkdv (dk and dv in one pass; the default on a GPU, here
  * forced by WGT_ATTENTION_BACKWARD=dkdv) vs the double-precision reference,
  * dropout on and off: its own small tiles (8 keys, 4 rows: several key blocks
- * and query tiles, partial last ones) on shapes that cross them, and the
- * default tiles on one. D <= 64 only (beyond, the former kernels run). */
+ * and query tiles, partial last ones) on shapes that cross them, 32-key
+ * blocks (with dropout the mask then reaches the dq kernel as bits; with 8
+ * keys dq draws it again) and the default tiles. D <= 64 only (beyond, the
+ * former kernels run). */
 static void check_dkdv_backward(wgt_context *ctx)
 {
     static const struct {
@@ -757,6 +759,10 @@ static void check_dkdv_backward(wgt_context *ctx)
         {{1, 2, 2, 13, 6, 8, true}, 0.0, "8,4"},      /* Tq > Tk: rows that see no key (lse -inf) */
         {{1, 4, 2, 11, 19, 32, false}, 0.25, "8,4"},  /* not causal, GQA, Tq != Tk */
         {{1, 2, 1, 70, 70, 64, true}, 0.2, NULL},     /* default tiles: 64 keys, 16-32 rows, partial */
+        /* 32-key blocks: the dropout mask goes to dq as bits (words past Tk, rows past Tq) */
+        {{2, 2, 1, 37, 45, 64, true}, 0.2, "32,4"},   /* Tq < Tk, GQA, several blocks and tiles */
+        {{1, 2, 2, 40, 33, 16, false}, 0.3, "32,8"},  /* not causal, Tq > Tk */
+        {{1, 2, 2, 13, 6, 8, true}, 0.3, "32,4"},     /* rows that see no key */
     };
     char label[200];
     setenv("WGT_ATTENTION_BACKWARD", "dkdv", 1);

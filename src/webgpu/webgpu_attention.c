@@ -51,7 +51,7 @@ typedef struct attention_params {
     uint32_t B, H, Hkv, group;
     uint32_t Tq, Tk, D, causal;
     uint32_t q_st[4], k_st[4], v_st[4], o_st[4], do_st[4];
-    uint32_t offsets[12];       /* q, k, v, out | dout, outputs 0..2 | lse, delta, -, - */
+    uint32_t offsets[12];       /* q, k, v, out | dout, outputs 0..2 | lse, delta, mask, mask words per row */
     float scale_log2, keep_scale;
     uint32_t threshold, dropout;
     uint32_t seed[2], blocks, pad;
@@ -100,7 +100,8 @@ bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 
 /* The pipeline of kernel file (after attention_common) with constants D4, BQ,
  * BK and (attention_backward_kv) which gradients it computes (want: bit 0 dk,
- * bit 1 dv), cached under a key naming them. */
+ * bit 1 dv; bit 2: MASK_BITS, the dropout mask passed from dk/dv to dq as
+ * bits), cached under a key naming them. */
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4, uint32_t bq, uint32_t bk,
                                unsigned want, int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
 {
@@ -110,11 +111,11 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
     if (*out) return WGT_OK;
     const char *common = webgpu_kernel_source("attention_common"), *body = webgpu_kernel_source(file);
     if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
-    char consts[224];
+    char consts[256];
     snprintf(consts, sizeof(consts),
              "const D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
-             "const WANT_DV: bool = %s;\n",
-             d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false");
+             "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\n",
+             d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false");
     size_t n = strlen(consts) + strlen(common) + strlen(body) + 1;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -416,22 +417,34 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     bool dkdv = !tiled_kv && (env ? strcmp(env, "dkdv") == 0 : !software(wg)) && dkdv_tiles(wg, d4, &dkdv_bk, &dkdv_bq);
     uint32_t kv_keys = tiled_kv ? 32 : dkdv ? dkdv_bk : t.kv_keys, dq_rows = tiled_q ? q_rows : t.rows;
     bool split = !tiled_kv && !dkdv && d4 > t.joint_d4;
+    /* With dropout, attention_backward_dkdv hands its mask to the dq kernel as
+     * bits ([rows][ceil(Tk / 32)] words after delta in one buffer: 1/8 byte
+     * per weight), so Philox runs once per weight in the backward instead of
+     * twice. WGT_ATTENTION_DROPOUT_MASK=0 turns it off (dq draws again). */
+    uint64_t rows = (uint64_t)p.B * p.H * p.Tq, words = ((uint64_t)p.Tk + 31) / 32;
+    const char *mask_env = getenv("WGT_ATTENTION_DROPOUT_MASK");
+    bool mask = dkdv && !tiled_q && p.dropout && dkdv_bk % 32 == 0 && !(mask_env && strcmp(mask_env, "0") == 0) &&
+                rows * (1 + words) < UINT32_MAX && rows * (1 + words) * 4 <= wg->limits.maxStorageBufferBindingSize &&
+                rows * (1 + words) * 4 <= wg->limits.maxBufferSize;
     webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;
     wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, t.rows, t.keys, 0, 2, 1, op, &prepare);
     if (s == WGT_OK && tiled_kv)
         s = get_pipeline(wg, "attention_backward_kv_tiled", d4, kv_rows, 32, 3, 6, 2, op, &kv[0]);
     else if (s == WGT_OK && dkdv)
-        s = get_pipeline(wg, "attention_backward_dkdv", d4, dkdv_bq, dkdv_bk, 3, 6, 2, op, &kv[0]);
+        s = get_pipeline(wg, "attention_backward_dkdv", d4, dkdv_bq, dkdv_bk, mask ? 7 : 3, 5, 3, op, &kv[0]);
     else if (s == WGT_OK)
         s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, split ? 1 : 3, 6, 2, op, &kv[0]);
     if (s == WGT_OK && split) s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, 2, 6, 2, op, &kv[1]);
     if (s == WGT_OK)
-        s = get_pipeline(wg, tiled_q ? "attention_backward_q_tiled" : "attention_backward_q", d4, dq_rows, t.keys, 0,
-                         6, 1, op, &dq);
+        s = get_pipeline(wg, tiled_q ? "attention_backward_q_tiled" : "attention_backward_q", d4, dq_rows, t.keys,
+                         mask ? 4 : 0, 6, 1, op, &dq);
     if (s != WGT_OK) return s;
-    wgt_tensor_view delta;
-    s = webgpu_temp_alloc(wg, WGT_F32, 3, in[0].shape, &delta);
+    wgt_tensor_view delta;   /* delta f32 [rows], then (mask) the mask words */
+    int64_t delta_n = (int64_t)(rows * (mask ? 1 + words : 1));
+    s = webgpu_temp_alloc(wg, WGT_F32, 1, &delta_n, &delta);
     if (s != WGT_OK) return s;
+    p.offsets[10] = (uint32_t)(delta.offset + rows);
+    p.offsets[11] = (uint32_t)words;
     WGPUBuffer q = webgpu_view_buffer(&in[0]), k = webgpu_view_buffer(&in[1]), v = webgpu_view_buffer(&in[2]);
     WGPUBuffer o = webgpu_view_buffer(&in[3]), dout = webgpu_view_buffer(&in[4]), lse = webgpu_view_buffer(&in[5]);
     WGPUBuffer d = webgpu_view_buffer(&delta);
@@ -439,7 +452,6 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     p.offsets[9] = (uint32_t)delta.offset;
     if (!wgt_view_is_contiguous(&in[5]))
         s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: lse must be contiguous", op);
-    uint64_t rows = (uint64_t)p.B * p.H * p.Tq;
     if (s == WGT_OK) {
         WGPUBuffer b[3] = {o, dout, d};
         s = dispatch_blocks(wg, prepare, b, 3, &p, ceil_div((int64_t)rows, t.rows), op);

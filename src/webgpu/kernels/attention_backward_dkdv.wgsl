@@ -28,6 +28,12 @@
 // first key are skipped, and invisible pairs get p = 0 (a row that sees no
 // key has lse = -inf: the select keeps its exp2 = inf out of the sums).
 // No atomics: each workgroup owns its keys' rows of dk and dv.
+// MASK_BITS (with dropout, BK a multiple of 32): the load step also stores the
+// tile's dropout mask as bits, word (row, j / 32) of offsets[2].w words per
+// row at offsets[2].z of the delta buffer (bit j % 32: kept), so that the dq
+// kernel reads it instead of running Philox again (one more barrier per
+// tile: the scores step overwrites the factors). Every (row, key) pair that
+// any row sees lies in a tile some workgroup here computes.
 // Prelude constants: D4 (<= 16: the k and v rows live in registers), BK keys
 // per workgroup (a multiple of 8), BQ query rows per tile (a multiple of 4).
 
@@ -36,7 +42,7 @@
 @group(0) @binding(3) var<storage, read> v: array<f32>;
 @group(0) @binding(4) var<storage, read> dout: array<f32>;
 @group(0) @binding(5) var<storage, read> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> delta: array<f32>;
+@group(0) @binding(6) var<storage, read_write> delta: array<u32>;   // f32 delta [rows], then the mask words
 @group(0) @binding(7) var<storage, read_write> dk: array<f32>;
 @group(0) @binding(8) var<storage, read_write> dv: array<f32>;
 
@@ -121,6 +127,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 }
             }
             workgroupBarrier();
+            if (MASK_BITS) {
+                for (var s = lid; s < BQ * (BK / 32u); s += WG) {
+                    let r = s / (BK / 32u);
+                    let w = s % (BK / 32u);
+                    var bits = 0u;
+                    for (var x = 0u; x < 8u; x++) {
+                        let z = p_tile[r * BK4 + w * 8u + x];
+                        let m = select(vec4<u32>(0u), vec4<u32>(1u, 2u, 4u, 8u), z != vec4<f32>(0.0));
+                        bits |= (m.x | m.y | m.z | m.w) << (4u * x);
+                    }
+                    if (i0 + r < params.Tq && j0 / 32u + w < params.offsets[2].w) {   // rows past Tq, words past Tk: not ours
+                        delta[params.offsets[2].z + (row_base + i0 + r) * params.offsets[2].w + (j0 / 32u + w)] = bits;
+                    }
+                }
+                workgroupBarrier();   // the scores step overwrites the factors
+            }
 
             for (var n = 0u; n < RPQ; n++) {
                 let r = quarter + 4u * n;
@@ -137,7 +159,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let visible = key_ok && row_ok && (params.causal == 0u || i32(i) >= first_row);
                 let at = select(0u, row_base + i, row_ok);   // rows past Tq read row 0 (unused)
                 let lse2 = lse[params.offsets[2].x + at] * LOG2E;
-                let di = delta[params.offsets[2].y + at];
+                let di = bitcast<f32>(delta[params.offsets[2].y + at]);
                 let p = select(0.0, exp2(s2 - lse2), visible);
                 var z = 1.0;
                 if (params.dropout != 0u) { z = p_tile[r * BK4 + key / 4u][key % 4u]; }

@@ -25,7 +25,7 @@ struct Params {
     B: u32, H: u32, Hkv: u32, group: u32,
     Tq: u32, Tk: u32, D: u32, causal: u32,
     q_st: vec4<u32>, k_st: vec4<u32>, v_st: vec4<u32>, o_st: vec4<u32>, do_st: vec4<u32>,   // strides b, h, t, d
-    offsets: array<vec4<u32>, 3>,   // inputs q, k, v, out | dout, outputs 0, 1, 2 | lse, delta, -, -
+    offsets: array<vec4<u32>, 3>,   // inputs q, k, v, out | dout, outputs 0, 1, 2 | lse, delta, mask, mask words per row
     scale_log2: f32, keep_scale: f32, threshold: u32, dropout: u32,   // dropout: 0 or 1
     seed: vec2<u32>, blocks: u32, _pad: u32,   // blocks: workgroups per (b, h) or (b, kv head)
 }
