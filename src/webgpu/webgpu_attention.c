@@ -16,10 +16,19 @@
  *   attention_forward_tiled     4 x 4 register blocks, softmax on one invocation
  *                               per row (WGT_ATTENTION_FORWARD=tiled)
  *   attention_backward_prepare  delta = rowsum(dout * out)
+ *   attention_backward_dkdv     dk and dv in one pass per block of 64 keys,
+ *                               4 invocations per key: scores and dp from
+ *                               registers + broadcasts, then dk, dv as a small
+ *                               GEMM over shared p, ds tiles; with dropout it
+ *                               stores the mask as bits for the dq kernel
+ *                               (the default on a GPU for D <= 64;
+ *                               WGT_ATTENTION_BACKWARD=dkdv elsewhere)
  *   attention_backward_kv, _q   dk, dv with one key per invocation (query tiles
- *                               in shared memory, no atomics); dq with one row
- *                               per invocation (WGT_ATTENTION_BACKWARD=rows;
- *                               the defaults on a GPU)
+ *                               in shared memory, no atomics; two passes at
+ *                               D = 64, WGT_ATTENTION_BACKWARD=rows, the GPU
+ *                               default before _dkdv and still for D > 64);
+ *                               dq with one row per invocation (the default
+ *                               on a GPU)
  *   attention_backward_kv_tiled dk, dv: 4 keys x 4 rows register blocks per
  *                               invocation; _q_tiled: dq, 4 rows x 4 keys
  *                               (WGT_ATTENTION_BACKWARD=tiled, =kv_tiled, =q_tiled;
