@@ -776,6 +776,30 @@ static void check_dkdv_backward(wgt_context *ctx)
         check_attention(ctx, label, *c, false, cases[i].dropout);
         unsetenv("WGT_ATTENTION_DKDV_TILES");
     }
+    /* attention_backward_dq (WGT_ATTENTION_DQ=blocks): after the dk/dv kernel
+     * with the mask as bits (64-key blocks), after it without (8-key blocks:
+     * dq draws the mask itself), and without dropout */
+    setenv("WGT_ATTENTION_DQ", "blocks", 1);
+    static const struct {
+        config c;
+        double dropout;
+        const char *tiles;
+    } dq_cases[] = {
+        {{1, 2, 1, 70, 70, 64, true}, 0.2, NULL},    /* mask bits, partial row block and key tile */
+        {{2, 2, 1, 37, 45, 48, true}, 0.2, "8,4"},   /* Philox in dq, Tq < Tk, GQA */
+        {{1, 2, 2, 13, 6, 8, true}, 0.0, "8,4"},     /* rows that see no key */
+        {{1, 4, 2, 75, 40, 32, false}, 0.3, NULL},   /* not causal, Tq > Tk, two row blocks */
+    };
+    for (size_t i = 0; i < sizeof(dq_cases) / sizeof(dq_cases[0]); i++) {
+        const config *c = &dq_cases[i].c;
+        if (dq_cases[i].tiles) setenv("WGT_ATTENTION_DKDV_TILES", dq_cases[i].tiles, 1);
+        snprintf(label, sizeof(label), "webgpu dq blocks attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f",
+                 (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
+                 (long long)c->D, c->causal ? " causal" : "", dq_cases[i].dropout);
+        check_attention(ctx, label, *c, false, dq_cases[i].dropout);
+        unsetenv("WGT_ATTENTION_DKDV_TILES");
+    }
+    unsetenv("WGT_ATTENTION_DQ");
     unsetenv("WGT_ATTENTION_BACKWARD");
 }
 

@@ -396,6 +396,21 @@ static bool dkdv_tiles(const webgpu_backend *wg, uint32_t d4, uint32_t *bk, uint
     return 4 * *bk <= threads && dkdv_shared(*bk, *bq, d4) <= shared;
 }
 
+/* Rows per workgroup of attention_backward_dq (4 invocations per row, 32-key
+ * tiles): 64 (256 invocations) where the limits allow; false: it does not
+ * apply (q and dout rows in registers: D <= 64) or does not fit (24 KiB at
+ * D = 64: k, v tiles [32][d4] and the ds tile [32][bq]). */
+static bool dq_block_rows(const webgpu_backend *wg, uint32_t d4, uint32_t *bq)
+{
+    if (d4 > 16) return false;
+    uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
+    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
+    for (*bq = 64; *bq >= 8; *bq /= 2)
+        if (4 * *bq <= threads && 16ull * 2 * 32 * d4 + 4ull * 32 * *bq <= shared) return true;
+    return false;
+}
+
 static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
 {
     const char *op = call->op_name;
@@ -424,7 +439,14 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     bool tiled_q = tiled && (both || (env && strcmp(env, "q_tiled") == 0));
     uint32_t dkdv_bk = 0, dkdv_bq = 0;
     bool dkdv = !tiled_kv && (env ? strcmp(env, "dkdv") == 0 : !software(wg)) && dkdv_tiles(wg, d4, &dkdv_bk, &dkdv_bq);
-    uint32_t kv_keys = tiled_kv ? 32 : dkdv ? dkdv_bk : t.kv_keys, dq_rows = tiled_q ? q_rows : t.rows;
+    /* dq: one row per invocation by default; WGT_ATTENTION_DQ=blocks takes
+     * attention_backward_dq (4 invocations per row, dq += ds k as a small GEMM
+     * over shared tiles; not measured on a GPU yet) */
+    const char *dq_env = getenv("WGT_ATTENTION_DQ");
+    uint32_t dq_bq = 0;
+    bool dq_blocks = !tiled_q && dq_env && strcmp(dq_env, "blocks") == 0 && dq_block_rows(wg, d4, &dq_bq);
+    uint32_t kv_keys = tiled_kv ? 32 : dkdv ? dkdv_bk : t.kv_keys;
+    uint32_t dq_rows = tiled_q ? q_rows : dq_blocks ? dq_bq : t.rows;
     bool split = !tiled_kv && !dkdv && d4 > t.joint_d4;
     /* With dropout, attention_backward_dkdv hands its mask to the dq kernel as
      * bits ([rows][ceil(Tk / 32)] words after delta in one buffer: 1/8 byte
@@ -444,7 +466,9 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     else if (s == WGT_OK)
         s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, split ? 1 : 3, 6, 2, op, &kv[0]);
     if (s == WGT_OK && split) s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, 2, 6, 2, op, &kv[1]);
-    if (s == WGT_OK)
+    if (s == WGT_OK && dq_blocks)
+        s = get_pipeline(wg, "attention_backward_dq", d4, dq_bq, 32, mask ? 4 : 0, 6, 1, op, &dq);
+    else if (s == WGT_OK)
         s = get_pipeline(wg, tiled_q ? "attention_backward_q_tiled" : "attention_backward_q", d4, dq_rows, t.keys,
                          mask ? 4 : 0, 6, 1, op, &dq);
     if (s != WGT_OK) return s;
