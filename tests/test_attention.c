@@ -739,14 +739,16 @@ static void check_kernel_variants(wgt_context *ctx)
     }
 }
 
-/* attention_backward_dkdv (dk and dv in one pass; the default on a GPU, here
- * forced by WGT_ATTENTION_BACKWARD=dkdv) vs the double-precision reference,
+/* The kernels of 4 invocations per row or key: attention_backward_dkdv (dk
+ * and dv in one pass; the default on a GPU, here forced by
+ * WGT_ATTENTION_BACKWARD=dkdv), attention_backward_dq and
+ * attention_forward_blocks vs the double-precision reference. dkdv:
  * dropout on and off: its own small tiles (8 keys, 4 rows: several key blocks
  * and query tiles, partial last ones) on shapes that cross them, 32-key
  * blocks (with dropout the mask then reaches the dq kernel as bits; with 8
  * keys dq draws it again) and the default tiles. D <= 64 only (beyond, the
  * former kernels run). */
-static void check_dkdv_backward(wgt_context *ctx)
+static void check_block_kernels(wgt_context *ctx)
 {
     static const struct {
         config c;
@@ -801,6 +803,27 @@ static void check_dkdv_backward(wgt_context *ctx)
     }
     unsetenv("WGT_ATTENTION_DQ");
     unsetenv("WGT_ATTENTION_BACKWARD");
+
+    /* attention_forward_blocks (WGT_ATTENTION_FORWARD=blocks): out and lse vs
+     * the reference, its lse feeding the default backward */
+    setenv("WGT_ATTENTION_FORWARD", "blocks", 1);
+    static const struct {
+        config c;
+        double dropout;
+    } fwd_cases[] = {
+        {{1, 2, 1, 70, 70, 64, true}, 0.2},    /* causal, partial row block and key tile */
+        {{2, 2, 1, 37, 45, 48, true}, 0.0},    /* Tq < Tk, GQA, D4 = 12 */
+        {{1, 2, 2, 13, 6, 8, true}, 0.3},      /* rows that see no key (lse -inf, zeros) */
+        {{1, 4, 2, 75, 40, 32, false}, 0.25},  /* not causal, Tq > Tk, two row blocks */
+    };
+    for (size_t i = 0; i < sizeof(fwd_cases) / sizeof(fwd_cases[0]); i++) {
+        const config *c = &fwd_cases[i].c;
+        snprintf(label, sizeof(label), "webgpu forward blocks attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f",
+                 (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
+                 (long long)c->D, c->causal ? " causal" : "", fwd_cases[i].dropout);
+        check_attention(ctx, label, *c, false, fwd_cases[i].dropout);
+    }
+    unsetenv("WGT_ATTENTION_FORWARD");
 }
 
 /* ------------------------------------------------------------------ main */
@@ -843,7 +866,7 @@ static void run_backend(wgt_context *ctx, wgt_context *other, const char *name)
     check_dropout(ctx, other, label);
     check_attention_bad_input(ctx);
     if (strcmp(name, "webgpu") == 0) check_kernel_variants(ctx);
-    if (strcmp(name, "webgpu") == 0) check_dkdv_backward(ctx);
+    if (strcmp(name, "webgpu") == 0) check_block_kernels(ctx);
     check_rope(ctx, name);
     check_rope_grad(ctx, name);
     check_linear(ctx, name);

@@ -263,12 +263,13 @@ static uint64_t flash_forward_shared(uint32_t bq, uint32_t bk, uint32_t d4)
  * on an H100 at B 8, H 12, T 1024, D 64 causal it took 0.87 ms with 128-row
  * blocks and 16-key tiles, flash 1.23-1.34 ms, tiled 1.18 ms; see
  * docs/performance.md). */
-typedef enum { FORWARD_FLASH, FORWARD_TILED, FORWARD_ROWS } forward_kernel;
+typedef enum { FORWARD_FLASH, FORWARD_TILED, FORWARD_ROWS, FORWARD_BLOCKS } forward_kernel;
 
 static forward_kernel forward_choice(const webgpu_backend *wg)
 {
     const char *env = getenv("WGT_ATTENTION_FORWARD");
     if (env && strcmp(env, "rows") == 0) return FORWARD_ROWS;
+    if (env && strcmp(env, "blocks") == 0) return FORWARD_BLOCKS;
     if (env && strcmp(env, "flash") == 0) return FORWARD_FLASH;
     if (env && strcmp(env, "tiled") == 0) return FORWARD_TILED;
     return software(wg) ? FORWARD_FLASH : FORWARD_ROWS;
@@ -301,6 +302,19 @@ static uint32_t tiled_forward_rows(const webgpu_backend *wg, const attention_til
     return 0;
 }
 
+/* Rows per workgroup of attention_forward_blocks (4 invocations per row,
+ * 32-key tiles; WGT_ATTENTION_FORWARD=blocks, not measured on a GPU yet):
+ * 64 where the limits allow (26 KiB at D = 64), 0: use attention_forward. */
+static uint32_t blocks_forward_rows(const webgpu_backend *wg, uint32_t d4)
+{
+    if (d4 > 16) return 0;
+    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
+    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
+    for (uint32_t bq = 64; bq >= 8; bq /= 2)
+        if (4 * bq <= threads && 1024ull * d4 + 148ull * bq <= wg->limits.maxComputeWorkgroupStorageSize) return bq;
+    return 0;
+}
+
 static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
 {
     const char *op = call->op_name;
@@ -313,9 +327,11 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     uint32_t bk = 32, bq = 0;
     if (kernel == FORWARD_FLASH && !(bq = flash_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_TILED;
     if (kernel == FORWARD_TILED && !(bq = tiled_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_ROWS;
+    if (kernel == FORWARD_BLOCKS && !(bq = blocks_forward_rows(wg, d4))) kernel = FORWARD_ROWS;
     uint32_t rows = kernel == FORWARD_ROWS ? t.rows : bq;
     webgpu_pipeline *pipe;
-    wgt_status s = kernel == FORWARD_FLASH   ? get_pipeline(wg, "attention_forward_flash", d4, bq, bk, 0, 3, 2, op, &pipe)
+    wgt_status s = kernel == FORWARD_BLOCKS  ? get_pipeline(wg, "attention_forward_blocks", d4, bq, 32, 0, 3, 2, op, &pipe)
+                   : kernel == FORWARD_FLASH ? get_pipeline(wg, "attention_forward_flash", d4, bq, bk, 0, 3, 2, op, &pipe)
                    : kernel == FORWARD_TILED ? get_pipeline(wg, "attention_forward_tiled", d4, bq, bk, 0, 3, 2, op, &pipe)
                                              : get_pipeline(wg, "attention_forward", d4, t.rows, t.keys, 0, 3, 2, op, &pipe);
     if (s != WGT_OK) return s;
