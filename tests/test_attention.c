@@ -778,6 +778,24 @@ static void check_block_kernels(wgt_context *ctx)
         check_attention(ctx, label, *c, false, cases[i].dropout);
         unsetenv("WGT_ATTENTION_DKDV_TILES");
     }
+    /* WGT_ATTENTION_DKDV_PREFETCH=1: the next query tile (of the same or the
+     * group's next head) loaded during the current one */
+    setenv("WGT_ATTENTION_DKDV_PREFETCH", "1", 1);
+    static const config prefetch_cases[] = {
+        {2, 4, 2, 37, 45, 64, true},   /* GQA: the tile sequence crosses heads; causal start tiles */
+        {1, 2, 1, 21, 13, 48, false},  /* not causal, Tq > Tk */
+    };
+    for (size_t i = 0; i < sizeof(prefetch_cases) / sizeof(prefetch_cases[0]); i++) {
+        const config *c = &prefetch_cases[i];
+        setenv("WGT_ATTENTION_DKDV_TILES", "32,8", 1);
+        snprintf(label, sizeof(label), "webgpu dkdv prefetch attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s",
+                 (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
+                 (long long)c->D, c->causal ? " causal" : "");
+        check_attention(ctx, label, *c, false, 0.2);
+        unsetenv("WGT_ATTENTION_DKDV_TILES");
+    }
+    unsetenv("WGT_ATTENTION_DKDV_PREFETCH");
+
     /* attention_backward_dq (WGT_ATTENTION_DQ=blocks): after the dk/dv kernel
      * with the mask as bits (64-key blocks), after it without (8-key blocks:
      * dq draws the mask itself), and without dropout */

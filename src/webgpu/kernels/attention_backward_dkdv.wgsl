@@ -56,6 +56,31 @@ var<workgroup> do_tile: array<vec4<f32>, BQ * D4>;
 var<workgroup> p_tile: array<vec4<f32>, BQ * BK4>;   // [row][key / 4][key % 4]: z, then p z
 var<workgroup> ds_tile: array<vec4<f32>, BQ * BK4>;  // ds
 
+const NPF: u32 = (BQ * D4 + WG - 1u) / WG;   // q (and dout) quads of a tile per invocation
+
+// Quads lid, lid + WG, ... of the q (pre-scaled) and dout tile of rows i0 ..
+// i0 + BQ - 1 of head h (zeros past Tq and D).
+fn fetch_tile(qn: ptr<function, array<vec4<f32>, NPF>>, on: ptr<function, array<vec4<f32>, NPF>>, b: u32, h: u32,
+              i0: u32, lid: u32) {
+    for (var x = 0u; x < NPF; x++) {
+        let s = lid + x * WG;
+        let i = i0 + s / D4;
+        let d0 = (s % D4) * 4u;
+        var qv = vec4<f32>();
+        var ov = vec4<f32>();
+        if (s < BQ * D4 && i < params.Tq) {
+            for (var c = 0u; c < 4u; c++) {
+                if (d0 + c < params.D) {
+                    qv[c] = q[elem(params.offsets[0].x, params.q_st, b, h, i, d0 + c)] * params.scale_log2;
+                    ov[c] = dout[elem(params.offsets[1].x, params.do_st, b, h, i, d0 + c)];
+                }
+            }
+        }
+        (*qn)[x] = qv;
+        (*on)[x] = ov;
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -100,87 +125,94 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // causal: rows before the first one that sees key j0 see none of the block
     var i_start = 0u;
     if (params.causal != 0u) { i_start = u32(max(i32(j0) - (i32(params.Tk) - i32(params.Tq)), 0)) / BQ * BQ; }
+    // the query tiles of every head of the group, as one sequence (so the next
+    // one is known for the prefetch)
+    let tiles_per_head = (params.Tq - i_start + BQ - 1u) / BQ;
+    let n_tiles = tiles_per_head * params.group;
 
-    for (var h = g * params.group; h < (g + 1u) * params.group; h++) {
+    // PREFETCH: the next tile's q and dout quads are loaded into registers
+    // while this one is computed (their latency is otherwise exposed once per
+    // tile: few workgroups fit on a multiprocessor)
+    var qn: array<vec4<f32>, NPF>;
+    var on: array<vec4<f32>, NPF>;
+    if (PREFETCH && n_tiles > 0u) { fetch_tile(&qn, &on, b, g * params.group, i_start, lid); }
+
+    for (var t = 0u; t < n_tiles; t++) {
+        let h = g * params.group + t / tiles_per_head;
+        let i0 = i_start + (t % tiles_per_head) * BQ;
         let row_base = (b * params.H + h) * params.Tq;
-        for (var i0 = i_start; i0 < params.Tq; i0 += BQ) {
-            workgroupBarrier();   // the previous tile's update step is done with the tiles
-            for (var s = lid; s < BQ * D4; s += WG) {
-                let i = i0 + s / D4;
-                let d0 = (s % D4) * 4u;
-                var qv = vec4<f32>();
-                var ov = vec4<f32>();
-                if (i < params.Tq) {
-                    for (var c = 0u; c < 4u; c++) {
-                        if (d0 + c < params.D) {
-                            qv[c] = q[elem(params.offsets[0].x, params.q_st, b, h, i, d0 + c)] * params.scale_log2;
-                            ov[c] = dout[elem(params.offsets[1].x, params.do_st, b, h, i, d0 + c)];
-                        }
-                    }
-                }
-                q_tile[s] = qv;
-                do_tile[s] = ov;
+        workgroupBarrier();   // the previous tile's update step is done with the tiles
+        if (!PREFETCH) { fetch_tile(&qn, &on, b, h, i0, lid); }
+        for (var x = 0u; x < NPF; x++) {
+            let s = lid + x * WG;
+            if (s < BQ * D4) {
+                q_tile[s] = qn[x];
+                do_tile[s] = on[x];
             }
-            if (params.dropout != 0u) {
-                for (var s = lid; s < BQ * BK4; s += WG) {
-                    p_tile[s] = dropout_factors4(row_base + i0 + s / BK4, j0 + (s % BK4) * 4u);
+        }
+        if (PREFETCH && t + 1u < n_tiles) {
+            fetch_tile(&qn, &on, b, g * params.group + (t + 1u) / tiles_per_head,
+                       i_start + ((t + 1u) % tiles_per_head) * BQ, lid);
+        }
+        if (params.dropout != 0u) {
+            for (var s = lid; s < BQ * BK4; s += WG) {
+                p_tile[s] = dropout_factors4(row_base + i0 + s / BK4, j0 + (s % BK4) * 4u);
+            }
+        }
+        workgroupBarrier();
+        if (MASK_BITS) {
+            for (var s = lid; s < BQ * (BK / 32u); s += WG) {
+                let r = s / (BK / 32u);
+                let w = s % (BK / 32u);
+                var bits = 0u;
+                for (var x = 0u; x < 8u; x++) {
+                    let z = p_tile[r * BK4 + w * 8u + x];
+                    let m = select(vec4<u32>(0u), vec4<u32>(1u, 2u, 4u, 8u), z != vec4<f32>(0.0));
+                    bits |= (m.x | m.y | m.z | m.w) << (4u * x);
+                }
+                if (i0 + r < params.Tq && j0 / 32u + w < params.offsets[2].w) {   // rows past Tq, words past Tk: not ours
+                    delta[params.offsets[2].z + (row_base + i0 + r) * params.offsets[2].w + (j0 / 32u + w)] = bits;
                 }
             }
-            workgroupBarrier();
-            if (MASK_BITS) {
-                for (var s = lid; s < BQ * (BK / 32u); s += WG) {
-                    let r = s / (BK / 32u);
-                    let w = s % (BK / 32u);
-                    var bits = 0u;
-                    for (var x = 0u; x < 8u; x++) {
-                        let z = p_tile[r * BK4 + w * 8u + x];
-                        let m = select(vec4<u32>(0u), vec4<u32>(1u, 2u, 4u, 8u), z != vec4<f32>(0.0));
-                        bits |= (m.x | m.y | m.z | m.w) << (4u * x);
-                    }
-                    if (i0 + r < params.Tq && j0 / 32u + w < params.offsets[2].w) {   // rows past Tq, words past Tk: not ours
-                        delta[params.offsets[2].z + (row_base + i0 + r) * params.offsets[2].w + (j0 / 32u + w)] = bits;
-                    }
-                }
-                workgroupBarrier();   // the scores step overwrites the factors
-            }
+            workgroupBarrier();   // the scores step overwrites the factors
+        }
 
-            for (var n = 0u; n < RPQ; n++) {
-                let r = quarter + 4u * n;
-                let i = i0 + r;
-                var s4 = vec4<f32>();
-                var dp4 = vec4<f32>();
-                for (var d4 = 0u; d4 < D4; d4++) {
-                    s4 = fma(q_tile[r * D4 + d4], kr[d4], s4);
-                    dp4 = fma(do_tile[r * D4 + d4], vr[d4], dp4);
-                }
-                let s2 = (s4.x + s4.y) + (s4.z + s4.w);
-                let dpv = (dp4.x + dp4.y) + (dp4.z + dp4.w);
-                let row_ok = i < params.Tq;
-                let visible = key_ok && row_ok && (params.causal == 0u || i32(i) >= first_row);
-                let at = select(0u, row_base + i, row_ok);   // rows past Tq read row 0 (unused)
-                let lse2 = lse[params.offsets[2].x + at] * LOG2E;
-                let di = bitcast<f32>(delta[params.offsets[2].y + at]);
-                let p = select(0.0, exp2(s2 - lse2), visible);
-                var z = 1.0;
-                if (params.dropout != 0u) { z = p_tile[r * BK4 + key / 4u][key % 4u]; }
-                p_tile[r * BK4 + key / 4u][key % 4u] = p * z;
-                ds_tile[r * BK4 + key / 4u][key % 4u] = p * (z * dpv - di);
+        for (var n = 0u; n < RPQ; n++) {
+            let r = quarter + 4u * n;
+            let i = i0 + r;
+            var s4 = vec4<f32>();
+            var dp4 = vec4<f32>();
+            for (var d4 = 0u; d4 < D4; d4++) {
+                s4 = fma(q_tile[r * D4 + d4], kr[d4], s4);
+                dp4 = fma(do_tile[r * D4 + d4], vr[d4], dp4);
             }
-            workgroupBarrier();
+            let s2 = (s4.x + s4.y) + (s4.z + s4.w);
+            let dpv = (dp4.x + dp4.y) + (dp4.z + dp4.w);
+            let row_ok = i < params.Tq;
+            let visible = key_ok && row_ok && (params.causal == 0u || i32(i) >= first_row);
+            let at = select(0u, row_base + i, row_ok);   // rows past Tq read row 0 (unused)
+            let lse2 = lse[params.offsets[2].x + at] * LOG2E;
+            let di = bitcast<f32>(delta[params.offsets[2].y + at]);
+            let p = select(0.0, exp2(s2 - lse2), visible);
+            var z = 1.0;
+            if (params.dropout != 0u) { z = p_tile[r * BK4 + key / 4u][key % 4u]; }
+            p_tile[r * BK4 + key / 4u][key % 4u] = p * z;
+            ds_tile[r * BK4 + key / 4u][key % 4u] = p * (z * dpv - di);
+        }
+        workgroupBarrier();
 
-            let n_rows = min(BQ, params.Tq - i0);
-            for (var r = 0u; r < n_rows; r++) {
-                let pv = p_tile[r * BK4 + kg];
-                let dsv = ds_tile[r * BK4 + kg];
-                for (var cc = 0u; cc < DC; cc++) {
-                    let col = c0 + 16u * cc;
-                    if (col < D4) {
-                        let ov = do_tile[r * D4 + col];
-                        let qv = q_tile[r * D4 + col];
-                        for (var a = 0u; a < 4u; a++) {
-                            dva[a * DC + cc] = fma(vec4<f32>(pv[a]), ov, dva[a * DC + cc]);
-                            dka[a * DC + cc] = fma(vec4<f32>(dsv[a]), qv, dka[a * DC + cc]);
-                        }
+        let n_rows = min(BQ, params.Tq - i0);
+        for (var r = 0u; r < n_rows; r++) {
+            let pv = p_tile[r * BK4 + kg];
+            let dsv = ds_tile[r * BK4 + kg];
+            for (var cc = 0u; cc < DC; cc++) {
+                let col = c0 + 16u * cc;
+                if (col < D4) {
+                    let ov = do_tile[r * D4 + col];
+                    let qv = q_tile[r * D4 + col];
+                    for (var a = 0u; a < 4u; a++) {
+                        dva[a * DC + cc] = fma(vec4<f32>(pv[a]), ov, dva[a * DC + cc]);
+                        dka[a * DC + cc] = fma(vec4<f32>(dsv[a]), qv, dka[a * DC + cc]);
                     }
                 }
             }
