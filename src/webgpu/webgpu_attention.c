@@ -16,10 +16,19 @@
  *   attention_forward_tiled     4 x 4 register blocks, softmax on one invocation
  *                               per row (WGT_ATTENTION_FORWARD=tiled)
  *   attention_backward_prepare  delta = rowsum(dout * out)
+ *   attention_backward_dkdv     dk and dv in one pass per block of 64 keys,
+ *                               4 invocations per key: scores and dp from
+ *                               registers + broadcasts, then dk, dv as a small
+ *                               GEMM over shared p, ds tiles; with dropout it
+ *                               stores the mask as bits for the dq kernel
+ *                               (the default on a GPU for D <= 64;
+ *                               WGT_ATTENTION_BACKWARD=dkdv elsewhere)
  *   attention_backward_kv, _q   dk, dv with one key per invocation (query tiles
- *                               in shared memory, no atomics); dq with one row
- *                               per invocation (WGT_ATTENTION_BACKWARD=rows;
- *                               the defaults on a GPU)
+ *                               in shared memory, no atomics; two passes at
+ *                               D = 64, WGT_ATTENTION_BACKWARD=rows, the GPU
+ *                               default before _dkdv and still for D > 64);
+ *                               dq with one row per invocation (the default
+ *                               on a GPU)
  *   attention_backward_kv_tiled dk, dv: 4 keys x 4 rows register blocks per
  *                               invocation; _q_tiled: dq, 4 rows x 4 keys
  *                               (WGT_ATTENTION_BACKWARD=tiled, =kv_tiled, =q_tiled;
@@ -51,7 +60,7 @@ typedef struct attention_params {
     uint32_t B, H, Hkv, group;
     uint32_t Tq, Tk, D, causal;
     uint32_t q_st[4], k_st[4], v_st[4], o_st[4], do_st[4];
-    uint32_t offsets[12];       /* q, k, v, out | dout, outputs 0..2 | lse, delta, -, - */
+    uint32_t offsets[12];       /* q, k, v, out | dout, outputs 0..2 | lse, delta, mask, mask words per row */
     float scale_log2, keep_scale;
     uint32_t threshold, dropout;
     uint32_t seed[2], blocks, pad;
@@ -100,7 +109,9 @@ bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 
 /* The pipeline of kernel file (after attention_common) with constants D4, BQ,
  * BK and (attention_backward_kv) which gradients it computes (want: bit 0 dk,
- * bit 1 dv), cached under a key naming them. */
+ * bit 1 dv; bit 2: MASK_BITS, the dropout mask passed from dk/dv to dq as
+ * bits; bit 3: PREFETCH, attention_backward_dkdv loads the next query tile
+ * into registers during the current one), cached under a key naming them. */
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4, uint32_t bq, uint32_t bk,
                                unsigned want, int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
 {
@@ -110,11 +121,12 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
     if (*out) return WGT_OK;
     const char *common = webgpu_kernel_source("attention_common"), *body = webgpu_kernel_source(file);
     if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
-    char consts[224];
+    char consts[256];
     snprintf(consts, sizeof(consts),
              "const D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
-             "const WANT_DV: bool = %s;\n",
-             d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false");
+             "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\nconst PREFETCH: bool = %s;\n",
+             d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false",
+             want & 8 ? "true" : "false");
     size_t n = strlen(consts) + strlen(common) + strlen(body) + 1;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -253,12 +265,13 @@ static uint64_t flash_forward_shared(uint32_t bq, uint32_t bk, uint32_t d4)
  * on an H100 at B 8, H 12, T 1024, D 64 causal it took 0.87 ms with 128-row
  * blocks and 16-key tiles, flash 1.23-1.34 ms, tiled 1.18 ms; see
  * docs/performance.md). */
-typedef enum { FORWARD_FLASH, FORWARD_TILED, FORWARD_ROWS } forward_kernel;
+typedef enum { FORWARD_FLASH, FORWARD_TILED, FORWARD_ROWS, FORWARD_BLOCKS } forward_kernel;
 
 static forward_kernel forward_choice(const webgpu_backend *wg)
 {
     const char *env = getenv("WGT_ATTENTION_FORWARD");
     if (env && strcmp(env, "rows") == 0) return FORWARD_ROWS;
+    if (env && strcmp(env, "blocks") == 0) return FORWARD_BLOCKS;
     if (env && strcmp(env, "flash") == 0) return FORWARD_FLASH;
     if (env && strcmp(env, "tiled") == 0) return FORWARD_TILED;
     return software(wg) ? FORWARD_FLASH : FORWARD_ROWS;
@@ -291,6 +304,19 @@ static uint32_t tiled_forward_rows(const webgpu_backend *wg, const attention_til
     return 0;
 }
 
+/* Rows per workgroup of attention_forward_blocks (4 invocations per row,
+ * 32-key tiles; WGT_ATTENTION_FORWARD=blocks, not measured on a GPU yet):
+ * 64 where the limits allow (26 KiB at D = 64), 0: use attention_forward. */
+static uint32_t blocks_forward_rows(const webgpu_backend *wg, uint32_t d4)
+{
+    if (d4 > 16) return 0;
+    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
+    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
+    for (uint32_t bq = 64; bq >= 8; bq /= 2)
+        if (4 * bq <= threads && 1024ull * d4 + 148ull * bq <= wg->limits.maxComputeWorkgroupStorageSize) return bq;
+    return 0;
+}
+
 static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
 {
     const char *op = call->op_name;
@@ -303,9 +329,11 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     uint32_t bk = 32, bq = 0;
     if (kernel == FORWARD_FLASH && !(bq = flash_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_TILED;
     if (kernel == FORWARD_TILED && !(bq = tiled_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_ROWS;
+    if (kernel == FORWARD_BLOCKS && !(bq = blocks_forward_rows(wg, d4))) kernel = FORWARD_ROWS;
     uint32_t rows = kernel == FORWARD_ROWS ? t.rows : bq;
     webgpu_pipeline *pipe;
-    wgt_status s = kernel == FORWARD_FLASH   ? get_pipeline(wg, "attention_forward_flash", d4, bq, bk, 0, 3, 2, op, &pipe)
+    wgt_status s = kernel == FORWARD_BLOCKS  ? get_pipeline(wg, "attention_forward_blocks", d4, bq, 32, 0, 3, 2, op, &pipe)
+                   : kernel == FORWARD_FLASH ? get_pipeline(wg, "attention_forward_flash", d4, bq, bk, 0, 3, 2, op, &pipe)
                    : kernel == FORWARD_TILED ? get_pipeline(wg, "attention_forward_tiled", d4, bq, bk, 0, 3, 2, op, &pipe)
                                              : get_pipeline(wg, "attention_forward", d4, t.rows, t.keys, 0, 3, 2, op, &pipe);
     if (s != WGT_OK) return s;
@@ -355,6 +383,52 @@ static bool tiled_backward(const webgpu_backend *wg, const attention_tiles *t, u
            tiled_q_shared(*q_rows, t->keys, d4) <= shared;
 }
 
+/* Workgroup memory of attention_backward_dkdv: q, dout tiles [bq][d4] and
+ * p, ds tiles [bq][bk] (see there). */
+static uint64_t dkdv_shared(uint32_t bk, uint32_t bq, uint32_t d4)
+{
+    return 16ull * 2 * bq * d4 + 4ull * 2 * bq * bk;
+}
+
+/* Tiles of attention_backward_dkdv: *bk keys per workgroup (4 *bk invocations),
+ * *bq query rows per tile; false when it does not apply (k and v rows in
+ * registers: D <= 64) or does not fit. Defaults 64 keys (256 invocations, the
+ * portable maximum), 32 rows where 32 KiB of workgroup memory are allowed
+ * (fewer barriers per row), else 16 (16 KiB at D = 64).
+ * WGT_ATTENTION_DKDV_TILES="bk,bq" replaces them (powers of two, for
+ * experiments on a GPU); the limits then shrink them. */
+static bool dkdv_tiles(const webgpu_backend *wg, uint32_t d4, uint32_t *bk, uint32_t *bq)
+{
+    if (d4 > 16) return false;
+    uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
+    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
+    *bk = 64;
+    *bq = 32;
+    unsigned v[2];
+    const char *env = getenv("WGT_ATTENTION_DKDV_TILES");
+    if (env && sscanf(env, "%u,%u", &v[0], &v[1]) == 2 && tile_ok(v[0]) && tile_ok(v[1]) && v[0] >= 8)
+        *bk = v[0], *bq = v[1];
+    while (*bk > 8 && 4 * *bk > threads) *bk /= 2;
+    while (*bq > 4 && dkdv_shared(*bk, *bq, d4) > shared) *bq /= 2;
+    return 4 * *bk <= threads && dkdv_shared(*bk, *bq, d4) <= shared;
+}
+
+/* Rows per workgroup of attention_backward_dq (4 invocations per row, 32-key
+ * tiles): 64 (256 invocations) where the limits allow; false: it does not
+ * apply (q and dout rows in registers: D <= 64) or does not fit (24 KiB at
+ * D = 64: k, v tiles [32][d4] and the ds tile [32][bq]). */
+static bool dq_block_rows(const webgpu_backend *wg, uint32_t d4, uint32_t *bq)
+{
+    if (d4 > 16) return false;
+    uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
+    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
+    for (*bq = 64; *bq >= 8; *bq /= 2)
+        if (4 * *bq <= threads && 16ull * 2 * 32 * d4 + 4ull * 32 * *bq <= shared) return true;
+    return false;
+}
+
 static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
 {
     const char *op = call->op_name;
@@ -370,30 +444,64 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     attention_tiles t = choose_tiles(wg, d4);
     uint32_t kv_rows = 0, q_rows = 0;
     bool tiled = tiled_backward(wg, &t, d4, &kv_rows, &q_rows);
-    /* By default the one-per-invocation kernels on a GPU (on an H100, B 8, H 12,
-     * T 1024, D 64 causal: dk/dv 2.07 ms, dq 1.18 ms; the tiled ones 4.5 and
-     * 4.4 ms), the register-blocked ones on a software adapter.
-     * WGT_ATTENTION_BACKWARD=rows, =tiled, =kv_tiled or =q_tiled picks. */
+    /* By default on a GPU dk and dv in one pass (attention_backward_dkdv) and
+     * dq with one row per invocation; before it the one-per-invocation kernels
+     * (on an H100, B 8, H 12, T 1024, D 64 causal: dk/dv 2.07 ms in two passes,
+     * dq 1.18 ms; the tiled ones 4.5 and 4.4 ms), still taken for D > 64. The
+     * register-blocked ones on a software adapter.
+     * WGT_ATTENTION_BACKWARD=dkdv, =rows (the former GPU default), =tiled,
+     * =kv_tiled or =q_tiled picks. */
     const char *env = getenv("WGT_ATTENTION_BACKWARD");
     bool both = env ? strcmp(env, "tiled") == 0 : software(wg);
     bool tiled_kv = tiled && (both || (env && strcmp(env, "kv_tiled") == 0));
     bool tiled_q = tiled && (both || (env && strcmp(env, "q_tiled") == 0));
-    uint32_t kv_keys = tiled_kv ? 32 : t.kv_keys, dq_rows = tiled_q ? q_rows : t.rows;
-    bool split = !tiled_kv && d4 > t.joint_d4;
+    uint32_t dkdv_bk = 0, dkdv_bq = 0;
+    bool dkdv = !tiled_kv && (env ? strcmp(env, "dkdv") == 0 : !software(wg)) && dkdv_tiles(wg, d4, &dkdv_bk, &dkdv_bq);
+    /* dq: one row per invocation by default; WGT_ATTENTION_DQ=blocks takes
+     * attention_backward_dq (4 invocations per row, dq += ds k as a small GEMM
+     * over shared tiles; not measured on a GPU yet) */
+    const char *dq_env = getenv("WGT_ATTENTION_DQ");
+    uint32_t dq_bq = 0;
+    bool dq_blocks = !tiled_q && dq_env && strcmp(dq_env, "blocks") == 0 && dq_block_rows(wg, d4, &dq_bq);
+    uint32_t kv_keys = tiled_kv ? 32 : dkdv ? dkdv_bk : t.kv_keys;
+    uint32_t dq_rows = tiled_q ? q_rows : dq_blocks ? dq_bq : t.rows;
+    bool split = !tiled_kv && !dkdv && d4 > t.joint_d4;
+    /* With dropout, attention_backward_dkdv hands its mask to the dq kernel as
+     * bits ([rows][ceil(Tk / 32)] words after delta in one buffer: 1/8 byte
+     * per weight), so Philox runs once per weight in the backward instead of
+     * twice. WGT_ATTENTION_DROPOUT_MASK=0 turns it off (dq draws again). */
+    uint64_t rows = (uint64_t)p.B * p.H * p.Tq, words = ((uint64_t)p.Tk + 31) / 32;
+    const char *mask_env = getenv("WGT_ATTENTION_DROPOUT_MASK");
+    bool mask = dkdv && !tiled_q && p.dropout && dkdv_bk % 32 == 0 && !(mask_env && strcmp(mask_env, "0") == 0) &&
+                rows * (1 + words) < UINT32_MAX && rows * (1 + words) * 4 <= wg->limits.maxStorageBufferBindingSize &&
+                rows * (1 + words) * 4 <= wg->limits.maxBufferSize;
+    /* WGT_ATTENTION_DKDV_PREFETCH=1: the dk/dv kernel prefetches the next
+     * query tile into registers (8 more floats per invocation at D = 64; not
+     * measured on a GPU yet) */
+    const char *prefetch_env = getenv("WGT_ATTENTION_DKDV_PREFETCH");
+    bool dkdv_prefetch = prefetch_env && strcmp(prefetch_env, "1") == 0;
     webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;
     wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, t.rows, t.keys, 0, 2, 1, op, &prepare);
     if (s == WGT_OK && tiled_kv)
         s = get_pipeline(wg, "attention_backward_kv_tiled", d4, kv_rows, 32, 3, 6, 2, op, &kv[0]);
+    else if (s == WGT_OK && dkdv)
+        s = get_pipeline(wg, "attention_backward_dkdv", d4, dkdv_bq, dkdv_bk, 3 | (mask ? 4 : 0) | (dkdv_prefetch ? 8 : 0),
+                         5, 3, op, &kv[0]);
     else if (s == WGT_OK)
         s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, split ? 1 : 3, 6, 2, op, &kv[0]);
     if (s == WGT_OK && split) s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, 2, 6, 2, op, &kv[1]);
-    if (s == WGT_OK)
-        s = get_pipeline(wg, tiled_q ? "attention_backward_q_tiled" : "attention_backward_q", d4, dq_rows, t.keys, 0,
-                         6, 1, op, &dq);
+    if (s == WGT_OK && dq_blocks)
+        s = get_pipeline(wg, "attention_backward_dq", d4, dq_bq, 32, mask ? 4 : 0, 6, 1, op, &dq);
+    else if (s == WGT_OK)
+        s = get_pipeline(wg, tiled_q ? "attention_backward_q_tiled" : "attention_backward_q", d4, dq_rows, t.keys,
+                         mask ? 4 : 0, 6, 1, op, &dq);
     if (s != WGT_OK) return s;
-    wgt_tensor_view delta;
-    s = webgpu_temp_alloc(wg, WGT_F32, 3, in[0].shape, &delta);
+    wgt_tensor_view delta;   /* delta f32 [rows], then (mask) the mask words */
+    int64_t delta_n = (int64_t)(rows * (mask ? 1 + words : 1));
+    s = webgpu_temp_alloc(wg, WGT_F32, 1, &delta_n, &delta);
     if (s != WGT_OK) return s;
+    p.offsets[10] = (uint32_t)(delta.offset + rows);
+    p.offsets[11] = (uint32_t)words;
     WGPUBuffer q = webgpu_view_buffer(&in[0]), k = webgpu_view_buffer(&in[1]), v = webgpu_view_buffer(&in[2]);
     WGPUBuffer o = webgpu_view_buffer(&in[3]), dout = webgpu_view_buffer(&in[4]), lse = webgpu_view_buffer(&in[5]);
     WGPUBuffer d = webgpu_view_buffer(&delta);
@@ -401,7 +509,6 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     p.offsets[9] = (uint32_t)delta.offset;
     if (!wgt_view_is_contiguous(&in[5]))
         s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: lse must be contiguous", op);
-    uint64_t rows = (uint64_t)p.B * p.H * p.Tq;
     if (s == WGT_OK) {
         WGPUBuffer b[3] = {o, dout, d};
         s = dispatch_blocks(wg, prepare, b, 3, &p, ceil_div((int64_t)rows, t.rows), op);

@@ -206,6 +206,31 @@ static wgt_tensor *step_attention_fb(bench_state *s)
     }
     return y;
 }
+/* GPT training's attention (the `wgt train` model: 6 heads of 64, T 256,
+ * batch 64): causal with dropout 0.2 on the weights, fwd+bwd; q, k, v
+ * [m, 6, n, k] */
+#define ATTN_GPT_HEADS 6
+static bool setup_attention_gpt(bench_state *s)
+{
+    int64_t shape[4] = {s->m, ATTN_GPT_HEADS, s->n, s->k};
+    s->a = randn(s, 4, shape, 13);
+    s->b = randn(s, 4, shape, 14);
+    s->c = randn(s, 4, shape, 15);
+    s->d = randn(s, 4, shape, 16);
+    return s->a && s->b && s->c && s->d && wgt_tensor_set_requires_grad(s->a, true) == WGT_OK &&
+           wgt_tensor_set_requires_grad(s->b, true) == WGT_OK && wgt_tensor_set_requires_grad(s->c, true) == WGT_OK;
+}
+static wgt_tensor *step_attention_gpt_fb(bench_state *s)
+{
+    wgt_tensor *params[3] = {s->a, s->b, s->c};
+    wgt_zero_grad(params, 3);
+    wgt_tensor *y = wgt_scaled_dot_product_attention(s->a, s->b, s->c, true, 0.2, 1234);
+    if (y && wgt_backward_ex(y, s->d, false) != WGT_OK) {
+        wgt_tensor_release(y);
+        return NULL;
+    }
+    return y;
+}
 /* linear's three GEMMs at n x k x m: forward x W^T + bias (A B^T), dx = dy W
  * (A B: gemm_f32_*), dW = dy^T x (A^T B); transposed operands read in place */
 static bool setup_linear(bench_state *s)
@@ -305,6 +330,10 @@ static double flops_attention_fb(const bench_state *s)
 {
     return 3.5 * 2.0 * (double)s->m * ATTN_HEADS * (double)s->n * (double)s->n * (double)s->k;
 }
+static double flops_attention_gpt_fb(const bench_state *s)
+{
+    return 3.5 * 2.0 * (double)s->m * ATTN_GPT_HEADS * (double)s->n * (double)s->n * (double)s->k;
+}
 
 /* ---- whole models (bench_models.c) */
 static bool setup_adamw(bench_state *s) { return bench_adamw_setup(s->ctx, 8 / s->n); }
@@ -349,6 +378,7 @@ static const bench_case cases[] = {
     {"rmsnorm_fb_4096", "8192x4096 fwd+bwd", 8192, 4096, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_rms_norm_fb, 20},
     {"xent_fb_50304", "8192x50304 fwd+bwd", 8192, 50304, 0, 64, 0, bytes_3nm, NULL, setup_cross_entropy, step_cross_entropy_fb, 10},
     {"attn_fb_1024", "8x12x1024x64 causal fwd+bwd", 1024, 8, 64, 16, 0, NULL, flops_attention_fb, setup_attention, step_attention_fb, 10},
+    {"attn_fb_gpt_256", "64x6x256x64 causal drop 0.2 fwd+bwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_fb, setup_attention_gpt, step_attention_gpt_fb, 20},
     {"linear_f32_4096", "4096^3 x W^T + bias", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_linear, 5},
     {"gemm_nt_f32_4096", "4096^3 A B^T", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_gemm_nt, 5},
     {"gemm_tn_f32_4096", "4096^3 A^T B", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_gemm_tn, 5},

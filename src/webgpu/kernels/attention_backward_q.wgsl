@@ -11,7 +11,7 @@
 @group(0) @binding(3) var<storage, read> v: array<f32>;
 @group(0) @binding(4) var<storage, read> dout: array<f32>;
 @group(0) @binding(5) var<storage, read> lse: array<f32>;
-@group(0) @binding(6) var<storage, read> delta: array<f32>;
+@group(0) @binding(6) var<storage, read> delta: array<u32>;   // f32 delta [rows], then (MASK_BITS) mask words
 @group(0) @binding(7) var<storage, read_write> dq: array<f32>;
 
 var<workgroup> k_tile: array<vec4<f32>, BK * D4>;
@@ -47,7 +47,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         lse2 = lse[params.offsets[2].x + row] * LOG2E;
-        di = delta[params.offsets[2].y + row];
+        di = bitcast<f32>(delta[params.offsets[2].y + row]);
     }
     let limit = last_key(i);
     var kv_end = i32(params.Tk);
@@ -73,8 +73,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         if (row_ok) {
             let n = min(BK, u32(kv_end) - j0);
+            var z4 = vec4<f32>(1.0);
+            var bits = 0u;
             for (var j = 0u; j < n; j++) {
                 if (i32(j0 + j) > limit) { break; }
+                let jj = j0 + j;
+                if (MASK_BITS) {
+                    // the mask attention_backward_dkdv stored: bit jj % 32 of word jj / 32
+                    if (j == 0u || (jj & 31u) == 0u) { bits = delta[params.offsets[2].z + row * params.offsets[2].w + jj / 32u]; }
+                    z4[jj & 3u] = select(0.0, params.keep_scale, ((bits >> (jj & 31u)) & 1u) != 0u);
+                } else if ((j & 3u) == 0u) {
+                    // one Philox call per 4 keys (j0 is a multiple of 4), not one per key
+                    z4 = dropout_factors4(row, jj);
+                }
                 var s4 = vec4<f32>();
                 var dp4 = vec4<f32>();
                 for (var d4 = 0u; d4 < D4; d4++) {
@@ -84,7 +95,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let s2 = (s4.x + s4.y) + (s4.z + s4.w);
                 let dpv = (dp4.x + dp4.y) + (dp4.z + dp4.w);
                 let p = exp2(s2 - lse2);
-                let ds = p * (dropout_factor(row, j0 + j) * dpv - di);
+                let ds = p * (z4[j & 3u] * dpv - di);
                 for (var d4 = 0u; d4 < D4; d4++) { acc[d4] += ds * k_tile[j * D4 + d4]; }
             }
         }

@@ -25,7 +25,7 @@ struct Params {
     B: u32, H: u32, Hkv: u32, group: u32,
     Tq: u32, Tk: u32, D: u32, causal: u32,
     q_st: vec4<u32>, k_st: vec4<u32>, v_st: vec4<u32>, o_st: vec4<u32>, do_st: vec4<u32>,   // strides b, h, t, d
-    offsets: array<vec4<u32>, 3>,   // inputs q, k, v, out | dout, outputs 0, 1, 2 | lse, delta, -, -
+    offsets: array<vec4<u32>, 3>,   // inputs q, k, v, out | dout, outputs 0, 1, 2 | lse, delta, mask, mask words per row
     scale_log2: f32, keep_scale: f32, threshold: u32, dropout: u32,   // dropout: 0 or 1
     seed: vec2<u32>, blocks: u32, _pad: u32,   // blocks: workgroups per (b, h) or (b, kv head)
 }
@@ -48,15 +48,18 @@ fn last_key(i: u32) -> i32 {
     return i32(i) + i32(params.Tk) - i32(params.Tq);
 }
 
-// 32 x 32 -> 64-bit product as (hi, lo), from 16-bit halves.
+// 32 x 32 -> 64-bit product as (hi, lo), from 16-bit halves (WGSL has no
+// high multiply). Philox is most of the cost of dropout, so this is the short
+// form: a b = p11 2^32 + (p01 + p10) 2^16 + p00; t = p01 + (p00 >> 16) and
+// u = p10 + (t & 0xFFFF) cannot overflow (each < 2^32 - 2^16), and
+// hi = p11 + (t >> 16) + (u >> 16); two of the products fold into
+// multiply-adds, and the low word is the wrapping product itself.
 fn mul_wide(a: u32, b: u32) -> vec2<u32> {
     let a0 = a & 0xFFFFu; let a1 = a >> 16u;
     let b0 = b & 0xFFFFu; let b1 = b >> 16u;
-    let p00 = a0 * b0; let p01 = a0 * b1; let p10 = a1 * b0; let p11 = a1 * b1;
-    let mid = (p00 >> 16u) + (p01 & 0xFFFFu) + (p10 & 0xFFFFu);
-    let hi = p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
-    let lo = (mid << 16u) | (p00 & 0xFFFFu);
-    return vec2<u32>(hi, lo);
+    let t = a0 * b1 + ((a0 * b0) >> 16u);
+    let u = a1 * b0 + (t & 0xFFFFu);
+    return vec2<u32>(a1 * b1 + (t >> 16u) + (u >> 16u), a * b);
 }
 
 fn philox(key: vec2<u32>, counter: vec4<u32>) -> vec4<u32> {
