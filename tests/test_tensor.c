@@ -174,7 +174,9 @@ static void test_scopes(wgt_context *ctx, const char *backend)
     check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "pop without push");
 }
 
-/* 1000 small dependent ops must go out in a handful of submits. */
+/* 1000 small dependent ops must go out in batches, not a submit per op: the
+ * backend submits every 64 dispatches (WEBGPU_BATCH_DISPATCHES), so 1000 ops
+ * are 16 submits, plus the read's. */
 static void test_batching(wgt_context *ctx)
 {
     int64_t n = 1024;
@@ -194,7 +196,7 @@ static void test_batching(wgt_context *ctx)
     uint64_t submits = after.submits - before.submits, dispatches = after.dispatches - before.dispatches;
     printf("1000 dependent adds: %llu dispatches in %llu submits\n", (unsigned long long)dispatches,
            (unsigned long long)submits);
-    CHECK(dispatches >= 1000 && submits <= 5, "%llu submits for 1000 ops", (unsigned long long)submits);
+    CHECK(dispatches >= 1000 && submits <= 1000 / 64 + 2, "%llu submits for 1000 ops", (unsigned long long)submits);
     wgt_tensor_release(x);
     wgt_tensor_release(one);
 }
