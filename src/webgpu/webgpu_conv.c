@@ -21,28 +21,6 @@
 #include "core/conv_call.h"
 #include "webgpu/webgpu_internal.h"
 
-/* The implicit GEMM's tiles (conv_gemm.wgsl: 256 invocations, each a TM x TN
- * block): 64 x 64 of 4 x 4 blocks, or 128 x 128 of 8 x 8 blocks when the
- * problem has enough of those tiles to fill a large GPU (CONV_BIG_TILES of
- * them: about two per SM of an H100). WGT_CONV_TILE=64|128 forces one (for
- * tuning on a new GPU, and for tests of both paths on any adapter). */
-#define CONV_BK 16u
-#define CONV_BIG_TILES 256u
-
-typedef struct conv_tile {
-    uint32_t bm, bn, tm, tn;
-} conv_tile;
-
-static conv_tile choose_tile(uint64_t rows, uint64_t cols, uint64_t gz)
-{
-    const conv_tile small = {64, 64, 4, 4}, big = {128, 128, 8, 8};
-    const char *env = getenv("WGT_CONV_TILE");
-    if (env && strcmp(env, "64") == 0) return small;
-    if (env && strcmp(env, "128") == 0) return big;
-    uint64_t big_tiles = ((rows + 127) / 128) * ((cols + 127) / 128) * gz;
-    return big_tiles >= CONV_BIG_TILES ? big : small;
-}
-
 static const bool conv_checked = false; /* every index is bounds-checked by the kernels' own logic */
 
 static bool fits_u32(const wgt_tensor_view *v)
@@ -144,13 +122,171 @@ static uint32_t u32of(int64_t v) { return (uint32_t)v; }
 
 /* ----------------------------------------------------------- implicit GEMM */
 
+/* The implicit GEMM's tiles (conv_gemm.wgsl: 256 invocations, each a TM x TN
+ * block of the BM x BN tile, K slices BK deep). `speed` is the relative rate
+ * of one padded multiply-add in that tile (a larger register block reuses
+ * each shared load more): a rough model, enough to rank the tiles for one
+ * problem against the work they waste on partial tiles. */
+typedef struct conv_tile {
+    const char *name;
+    uint32_t bm, bn, bk, tm, tn;
+    double speed;
+    bool few_rows; /* only for problems of at most bm rows (WGT_CONV_STEM=0 leaves it out) */
+} conv_tile;
+
+static const conv_tile conv_tiles[] = {
+    {"64", 64, 64, 16, 4, 4, 0.6, false},
+    {"64x128", 64, 128, 16, 4, 8, 0.8, false},
+    {"128x64", 128, 64, 16, 8, 4, 0.8, false},
+    {"128", 128, 128, 16, 8, 8, 1.0, false},
+    /* a 64-row tile computing 3 rows (the stem's input gradient, C = 3) wastes
+     * 95% of its work; this one wastes 80% */
+    {"16x256", 16, 256, 8, 4, 4, 0.5, true},
+};
+#define CONV_N_TILES (sizeof(conv_tiles) / sizeof(conv_tiles[0]))
+
+#define CONV_FILL 256u         /* workgroups that keep a large GPU busy (about two per SM of an H100) */
+#define CONV_OLD_BIG_TILES 256u /* WGT_CONV_TILE=old: the former rule (128 x 128 from this many tiles) */
+#define CONV_SPLIT_TARGET 512u /* weight gradient: workgroups split-K aims at (about 4 per SM) */
+#define CONV_SPLIT_MIN 256u    /* each split sums at least this many of the N OH OW terms */
+#define CONV_SPLIT_MAX 1024u
+
+/* An environment knob set to "0" turns that path off (for A/B timing). */
+static bool knob_off(const char *name)
+{
+    const char *e = getenv(name);
+    return e && strcmp(e, "0") == 0;
+}
+
+static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* Workgroup memory of a tile with `pad` vec4s after each row of r. */
+static uint64_t tile_shared(const conv_tile *t, uint32_t pad)
+{
+    return 16ull * t->bk * (t->bm / 4 + pad) + 16ull * t->bk * (t->bn / 4 + pad);
+}
+
+/* Modelled time of a grid of tiles over `len` reduction terms each: padded
+ * multiply-adds at the tile's speed, and never less than a full GPU's worth
+ * of workgroups (fewer leave SMs idle). */
+static double tile_cost(const conv_tile *t, uint64_t rows, uint64_t cols, uint64_t z, uint64_t len)
+{
+    uint64_t n = cdiv(rows, t->bm) * cdiv(cols, t->bn) * z;
+    double depth = (double)(cdiv(len, t->bk) * t->bk);
+    return (double)(n > CONV_FILL ? n : CONV_FILL) * t->bm * t->bn * depth / t->speed;
+}
+
+/* A plan for one call: the tile, its padding, and (weight gradient) the splits
+ * of the reduction. */
+typedef struct gemm_plan {
+    const conv_tile *tile;
+    uint32_t pad;
+    uint64_t splits, split_len;
+} gemm_plan;
+
+/* Splits for the weight gradient on tile t: enough workgroups to reach
+ * CONV_SPLIT_TARGET, each split at least CONV_SPLIT_MIN terms, a multiple of
+ * the slice depth. WGT_CONV_SPLITK=<n> forces n (tests and tuning). */
+static void choose_splits(const conv_tile *t, uint64_t rows, uint64_t cols, uint64_t groups, uint64_t depth,
+                          uint64_t *splits, uint64_t *len)
+{
+    uint64_t base = cdiv(rows, t->bm) * cdiv(cols, t->bn) * groups, s = cdiv(CONV_SPLIT_TARGET, base);
+    uint64_t most = depth / CONV_SPLIT_MIN;
+    const char *env = getenv("WGT_CONV_SPLITK");
+    if (env && atoi(env) > 0) s = (uint64_t)atoi(env), most = depth;
+    if (s > most) s = most;
+    if (s > CONV_SPLIT_MAX) s = CONV_SPLIT_MAX;
+    if (s < 1) s = 1;
+    *len = depth ? cdiv(cdiv(depth, s), t->bk) * t->bk : 1;
+    *splits = depth ? cdiv(depth, *len) : 1;
+}
+
+/* rows x cols outputs in z independent GEMMs of `len` terms; own_splits: the
+ * weight gradient's split-K is ours to choose (else *splits stays). */
+static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, uint64_t z, uint64_t len,
+                             bool own_splits)
+{
+    uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    bool new_loads = !knob_off("WGT_CONV_LOADS"), few_rows_ok = !knob_off("WGT_CONV_STEM");
+    const char *env = getenv("WGT_CONV_TILE");
+    gemm_plan best = {NULL, 0, 1, len};
+    double best_cost = 0;
+    for (size_t i = 0; i < CONV_N_TILES; i++) {
+        const conv_tile *t = &conv_tiles[i];
+        if (tile_shared(t, 0) > shared) continue;
+        gemm_plan p = {t, new_loads && tile_shared(t, 1) <= shared ? 1u : 0u, 1, len};
+        if (env && strcmp(env, "old") == 0) {
+            /* the former rule: 128 x 128 when there are CONV_OLD_BIG_TILES of them, else 64 x 64 */
+            bool big = cdiv(rows, 128) * cdiv(cols, 128) * z >= CONV_OLD_BIG_TILES;
+            if (strcmp(t->name, big ? "128" : "64") == 0) return p;
+            continue;
+        }
+        if (env && strcmp(env, t->name) == 0) {
+            if (own_splits) choose_splits(t, rows, cols, z, len, &p.splits, &p.split_len);
+            return p;
+        }
+        if (t->few_rows && (rows > t->bm || !few_rows_ok)) continue;
+        double cost;
+        if (own_splits) {
+            choose_splits(t, rows, cols, z, len, &p.splits, &p.split_len);
+            /* + the reduction: each split's partial dw written and read once */
+            cost = tile_cost(t, rows, cols, z * p.splits, p.split_len) + (double)p.splits * rows * cols * z * 16.0;
+        } else {
+            cost = tile_cost(t, rows, cols, z, len);
+        }
+        if (!best.tile || cost < best_cost) best = p, best_cost = cost;
+    }
+    if (!best.tile) best.tile = &conv_tiles[0]; /* 64 x 64 (8 KiB) fits every WebGPU device */
+    return best;
+}
+
+static uint32_t gcd32(uint32_t a, uint32_t b)
+{
+    while (b) {
+        uint32_t r = a % b;
+        a = b, b = r;
+    }
+    return a;
+}
+
 /* The parameter block of kernels/conv_gemm.wgsl. */
 typedef struct gemm_params {
     uint32_t n, c, h, w, k, oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, cg;
     uint32_t kg, rows, cols, depth, a_offset, b_offset, out_offset, bias_offset;
-    uint32_t split_len, has_bias, groups, pad0;
+    uint32_t split_len, has_bias, groups, out_split;
+    uint32_t step_h, step_w, pad1, pad2;
 } gemm_params;
 _Static_assert(sizeof(gemm_params) % 16 == 0 && sizeof(gemm_params) <= WEBGPU_PARAMS_MAX, "conv gemm params");
+
+/* The parameter block of kernels/conv_splitk_reduce.wgsl. */
+typedef struct reduce_params {
+    uint32_t size, splits, src_offset, dst_offset;
+} reduce_params;
+
+/* dst[size] = sum over s of src[s][size], in order (deterministic). */
+static wgt_status splitk_reduce(webgpu_backend *wg, const wgt_tensor_view *src, const wgt_tensor_view *dst,
+                                uint32_t size, uint32_t splits, const char *op)
+{
+    webgpu_pipeline *pipe;
+    wgt_status s = get_pipeline(wg, "conv_splitk_reduce", "", NULL, "conv_splitk_reduce", 1, 1, op, &pipe);
+    uint32_t gx = 0, gy = 0;
+    if (s == WGT_OK) s = webgpu_grid(wg, cdiv(size, 256), &gx, &gy, op);
+    if (s != WGT_OK) return s;
+    reduce_params p = {size, splits, (uint32_t)src->offset, (uint32_t)dst->offset};
+    WGPUBuffer buffers[2] = {webgpu_view_buffer(src), webgpu_view_buffer(dst)};
+    return webgpu_dispatch(wg, pipe, buffers, 2, &p, sizeof(p), gx, gy, 1, op);
+}
+
+/* Whether the input gradient runs one GEMM per stride phase: stride > 1, and
+ * the phase arithmetic (pad + stride dil) fits the kernel's i32. */
+static bool use_phases(const wgt_kernel_call *call)
+{
+    if (knob_off("WGT_CONV_PHASES")) return false;
+    if (call->conv.stride_h == 1 && call->conv.stride_w == 1) return false;
+    const int64_t lim = (int64_t)1 << 30;
+    return call->conv.pad_top + call->conv.stride_h * (call->conv.dil_h + 1) < lim &&
+           call->conv.pad_left + call->conv.stride_w * (call->conv.dil_w + 1) < lim;
+}
 
 static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, const conv_views *v)
 {
@@ -166,44 +302,86 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     p.dil_h = u32of(call->conv.dil_h), p.dil_w = u32of(call->conv.dil_w);
     p.groups = u32of(call->conv.groups);
     p.cg = p.c / p.groups, p.kg = p.k / p.groups;
-    uint64_t taps = (uint64_t)p.kh * p.kw, splits = 1;
+    uint64_t taps = (uint64_t)p.kh * p.kw, wsize = (uint64_t)p.k * p.cg * taps;
+    bool phased = mode == 1 && use_phases(call), own_splits = false;
+    uint64_t z = p.groups, fe_splits = 1, plan_len = 0;
     switch (mode) {
-    case 0: p.rows = p.kg, p.cols = p.n * p.oh * p.ow, p.depth = (uint32_t)(p.cg * taps); break;
-    case 1: p.rows = p.cg, p.cols = p.n * p.h * p.w, p.depth = (uint32_t)(p.kg * taps); break;
+    case 0: p.rows = p.kg, p.cols = p.n * p.oh * p.ow, p.depth = (uint32_t)(p.cg * taps), plan_len = p.depth; break;
+    case 1:
+        p.rows = p.cg, p.depth = (uint32_t)(p.kg * taps), plan_len = p.depth;
+        p.cols = p.n * p.h * p.w;
+        if (phased) {
+            /* one GEMM per phase (ih % sh, iw % sw), z = group + groups phase;
+             * cols and depth of the largest phase (the kernel bounds each) */
+            p.step_h = p.stride_h / gcd32(p.stride_h, p.dil_h), p.step_w = p.stride_w / gcd32(p.stride_w, p.dil_w);
+            p.cols = (uint32_t)(p.n * cdiv(p.h, p.stride_h) * cdiv(p.w, p.stride_w));
+            plan_len = p.kg * cdiv(p.kh, p.step_h) * cdiv(p.kw, p.step_w);
+            z *= (uint64_t)p.stride_h * p.stride_w;
+        }
+        break;
     default:
         p.rows = p.kg, p.cols = (uint32_t)(p.cg * taps), p.depth = p.n * p.oh * p.ow;
         p.split_len = u32of(call->conv.split_len > 0 ? call->conv.split_len : p.depth);
-        splits = p.split_len ? ((uint64_t)p.depth + p.split_len - 1) / p.split_len : 1;
+        fe_splits = p.split_len ? cdiv(p.depth, p.split_len) : 1;
+        /* the front-end asks for one split unless WGT_CONV_SPLITK=0: split-K is then ours */
+        own_splits = fe_splits == 1 && !knob_off("WGT_CONV_SPLITK");
+        z *= fe_splits;
+        plan_len = fe_splits == 1 ? p.depth : p.split_len;
         break;
     }
+    gemm_plan plan = choose_plan(wg, p.rows, p.cols, z, plan_len, own_splits);
+    const conv_tile *tile = plan.tile;
+    uint64_t splits = own_splits ? plan.splits : 1;
+    if (splits * wsize > UINT32_MAX) splits = 1, plan.split_len = p.depth; /* the partials are u32-indexed */
+    if (own_splits) p.split_len = (uint32_t)plan.split_len;
+    z *= splits;
+
     /* inputs (x, w), (dy, w), (x, dy): A is always the second, B the first */
     const wgt_tensor_view *a = &v->in[1], *b = &v->in[0], *out = &v->out[0];
     const wgt_tensor_view *bias = mode == 0 && call->conv.has_bias ? &v->in[2] : a;
     p.a_offset = (uint32_t)a->offset, p.b_offset = (uint32_t)b->offset;
-    p.out_offset = (uint32_t)out->offset, p.bias_offset = (uint32_t)bias->offset;
+    p.bias_offset = (uint32_t)bias->offset;
     p.has_bias = mode == 0 && call->conv.has_bias;
+    p.out_split = (uint32_t)wsize;
 
-    uint64_t gz = splits * p.groups;
-    conv_tile tile = choose_tile(p.rows, p.cols, gz);
-    uint64_t gx = (p.cols + tile.bn - 1) / tile.bn, gy = (p.rows + tile.bm - 1) / tile.bm;
+    uint64_t gx = cdiv(p.cols, tile->bn), gy = cdiv(p.rows, tile->bm);
     uint64_t limit = wg->limits.maxComputeWorkgroupsPerDimension;
-    if (gx > limit || gy > limit || gz > limit)
+    if (gx > limit || gy > limit || z > limit)
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED,
                          "%s: a grid of %llu x %llu x %llu workgroups exceeds the device's %llu per dimension", op,
-                         (unsigned long long)gx, (unsigned long long)gy, (unsigned long long)gz,
+                         (unsigned long long)gx, (unsigned long long)gy, (unsigned long long)z,
                          (unsigned long long)limit);
-    if (gx == 0 || gy == 0 || gz == 0) return WGT_OK;
-    char key[64], prelude[192];
-    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u", mode, tile.bm, tile.bn, CONV_BK, tile.tm, tile.tn);
+    if (gx == 0 || gy == 0 || z == 0) return WGT_OK;
+
+    bool along_r = mode == 2 && !knob_off("WGT_CONV_LOADS");
+    char key[96], prelude[320];
+    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d", mode, tile->bm, tile->bn, tile->bk, tile->tm,
+             tile->tn, plan.pad, (int)phased, (int)along_r);
     snprintf(prelude, sizeof(prelude),
-             "const MODE = %du;\nconst BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst TM = %uu;\nconst TN = %uu;\n",
-             mode, tile.bm, tile.bn, CONV_BK, tile.tm, tile.tn);
+             "const MODE = %du;\nconst PHASED = %s;\nconst B_ALONG_R = %s;\nconst BM = %uu;\nconst BN = %uu;\n"
+             "const BK = %uu;\nconst TM = %uu;\nconst TN = %uu;\nconst PAD = %uu;\n",
+             mode, phased ? "true" : "false", along_r ? "true" : "false", tile->bm, tile->bn, tile->bk, tile->tm,
+             tile->tn, plan.pad);
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_gemm", 3, 1, op, &pipe);
     if (s != WGT_OK) return s;
+
+    /* split-K: partial dw [splits, K, C/g, KH, KW] in a temporary, then summed into out */
+    wgt_tensor_view partials = {0};
+    const wgt_tensor_view *dst = out;
+    if (splits > 1) {
+        int64_t shape[2] = {(int64_t)splits, (int64_t)wsize};
+        s = webgpu_temp_alloc(wg, WGT_F32, 2, shape, &partials);
+        if (s != WGT_OK) return s;
+        dst = &partials;
+    }
+    p.out_offset = (uint32_t)dst->offset;
     WGPUBuffer buffers[4] = {webgpu_view_buffer(a), webgpu_view_buffer(b), webgpu_view_buffer(bias),
-                             webgpu_view_buffer(out)};
-    return webgpu_dispatch(wg, pipe, buffers, 4, &p, sizeof(p), (uint32_t)gx, (uint32_t)gy, (uint32_t)gz, op);
+                             webgpu_view_buffer(dst)};
+    s = webgpu_dispatch(wg, pipe, buffers, 4, &p, sizeof(p), (uint32_t)gx, (uint32_t)gy, (uint32_t)z, op);
+    if (s == WGT_OK && splits > 1) s = splitk_reduce(wg, &partials, out, (uint32_t)wsize, (uint32_t)splits, op);
+    if (partials.storage) webgpu_temp_release(wg, &partials);
+    return s;
 }
 
 /* ----------------------------------------------------------------- pooling */

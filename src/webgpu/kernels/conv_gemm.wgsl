@@ -1,8 +1,9 @@
 // conv_gemm: the three convolution kernels of WGT_KERNEL_CONV as one implicit
 // GEMM, out[m, col] = sum over r of A(m, r) B(r, col), per group (and per
-// split of r for the weight gradient). No unfolded (im2col) tensor exists in
-// device memory: each BK x BN tile of B is gathered from the NCHW tensor
-// straight into workgroup memory, zeros where the window reaches padding.
+// split of r for the weight gradient, per stride phase for the input
+// gradient). No unfolded (im2col) tensor exists in device memory: each BK x BN
+// tile of B is gathered from the NCHW tensor straight into workgroup memory,
+// zeros where the window reaches padding.
 //
 //   MODE 0 CONV_FORWARD          A = w [K, C/g, KH, KW] as [K/g, C/g KH KW] per group
 //                                B = unfolded x: r = (ci, a, b), col = (n, i, j)
@@ -11,29 +12,37 @@
 //                                B = dy gathered: col = (n, ih, iw), the dy element
 //                                whose window puts tap (a, b) on (ih, iw), if any
 //                                out = dx [N, C, H, W]
+//          PHASED (stride > 1)   one GEMM per stride phase (ih % sh, iw % sw): col =
+//                                (n, u, v) with ih = ph + sh u, iw = pw + sw v, and r
+//                                runs over (co, the taps that can land on that phase)
+//                                only, so no product with a structural zero is formed
+//                                (a 3x3 stride 2 gradient does 1/4 of the unphased work)
 //   MODE 2 CONV_BACKWARD_WEIGHT  A = dy: m = co, r = (n, i, j)
 //                                B = unfolded x: col = (ci, a, b)
 //                                out = partial dw [splits, K, C/g, KH, KW]
 //
-// Prelude (webgpu_conv.c): const MODE: u32; the tile BM x BN (rows x columns
-// of out per workgroup), BK (depth of one K slice) and TM x TN (outputs per
-// invocation, multiples of 4), with (BM / TM) (BN / TN) = 256 invocations:
-// 64 x 64 tiles of 4 x 4 blocks for small problems (more workgroups), 128 x 128
-// tiles of 8 x 8 blocks for large ones (twice the arithmetic per shared load).
-// Workgroups: x = column tiles, y = row tiles, z = group + groups * split.
+// Prelude (webgpu_conv.c): const MODE: u32, PHASED: bool, B_ALONG_R: bool
+// (MODE 2: B quads fetched along r, see Loads); the tile BM x BN
+// (rows x columns of out per workgroup), BK (depth of one K slice), TM x TN
+// (outputs per invocation, multiples of 4) with (BM / TM) (BN / TN) = 256
+// invocations, and PAD (0 or 1 vec4 of padding per shared tile row).
+// Workgroups: x = column tiles, y = row tiles, z = group + groups * (split or phase).
 //
-// Shared tiles are k-major vec4 arrays, a_tile [BK][BM / 4] and b_tile
-// [BK][BN / 4]: each invocation fetches quads of 4 neighbouring rows of A (or
-// columns of B) at one r and stores each as one vec4, and reads its operands
-// back as vec4s (128-bit shared loads). Invocation (tx, ty) owns the row
-// quads ty, ty + BM / TM, ... and column quads tx, tx + BN / TN, ...:
+// Shared tiles are k-major vec4 arrays, a_tile [BK][BM / 4 + PAD] and b_tile
+// [BK][BN / 4 + PAD]: each invocation fetches quads of 4 neighbouring rows of
+// A (or columns of B) at one r and stores each as one vec4, and reads its
+// operands back as vec4s (128-bit shared loads). Invocation (tx, ty) owns the
+// row quads ty, ty + BM / TM, ... and column quads tx, tx + BN / TN, ...:
 // neighbouring invocations read neighbouring vec4s, free of bank conflicts.
+// Quads stored along r (A always, B in MODE 2) would put 8 neighbouring
+// invocations' vec4 stores on one bank; the PAD vec4 per row spreads them.
 //
-// Loads: consecutive invocations fetch consecutive r of A (contiguous weights
-// or dy along r) and consecutive column quads of B (consecutive output pixels:
-// neighbouring addresses of x or dy, so loads coalesce). An invocation's B
-// columns are the same for every K slice, so their (n, i, j) decomposition is
-// done once, before the loop; the r decomposition is shared by the quad.
+// Loads: an operand that is contiguous along r (weights, dy in MODE 2, x in
+// MODE 2) is fetched with consecutive invocations on consecutive r, so a warp's
+// loads cover runs of neighbouring pixels; the gathered B of MODE 0 and 1 is
+// fetched with consecutive invocations on consecutive column quads
+// (neighbouring output or input pixels). An invocation's B columns are the
+// same for every K slice, so their decomposition is done once, before the loop.
 
 struct Params {
     n: u32, c: u32, h: u32, w: u32,
@@ -42,7 +51,8 @@ struct Params {
     pad_left: u32, dil_h: u32, dil_w: u32, cg: u32,       // cg = c / groups
     kg: u32, rows: u32, cols: u32, depth: u32,              // kg = k / groups; the GEMM's M, N, K
     a_offset: u32, b_offset: u32, out_offset: u32, bias_offset: u32,
-    split_len: u32, has_bias: u32, groups: u32, pad0: u32,
+    split_len: u32, has_bias: u32, groups: u32, out_split: u32,   // out_split: elements per split of out
+    step_h: u32, step_w: u32, pad1: u32, pad2: u32,         // PHASED: sh / gcd(sh, dil_h), sw / gcd(sw, dil_w)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -54,13 +64,53 @@ struct Params {
 const WG = 256u;
 const A_QUADS = BM * BK / 4u;                      // quads of A per K slice
 const B_QUADS = BN * BK / 4u;
-const A_LOADS = A_QUADS / WG;                      // per invocation (BM * BK is a multiple of 4 WG)
-const B_LOADS = B_QUADS / WG;
+const A_LOADS = (A_QUADS + WG - 1u) / WG;          // per invocation (the last may be partial: small tiles)
+const B_LOADS = (B_QUADS + WG - 1u) / WG;
 const RQ = TM / 4u;                                // row quads per invocation
 const CQ = TN / 4u;                                // column quads per invocation
+const A_ROW = BM / 4u + PAD;                       // vec4s per r of the shared tiles
+const B_ROW = BN / 4u + PAD;
 
-var<workgroup> a_tile: array<vec4<f32>, BK * BM / 4u>;   // [r][row quad]
-var<workgroup> b_tile: array<vec4<f32>, BK * BN / 4u>;   // [r][column quad]
+var<workgroup> a_tile: array<vec4<f32>, BK * A_ROW>;   // [r][row quad]
+var<workgroup> b_tile: array<vec4<f32>, BK * B_ROW>;   // [r][column quad]
+
+// PHASED: this workgroup's stride phase (ph, pw), its first taps (a0, b0) and
+// tap counts (na, nb); the dy pixel of column (u, v) at phase tap (ta, tb) is
+// (u + off_h - ta dh, v + off_w - tb dw).
+struct Phase {
+    ph: u32, pw: u32, a0: u32, b0: u32,
+    na: u32, nb: u32, hu: u32, wv: u32,
+    off_h: i32, off_w: i32, dh: i32, dw: i32,
+}
+var<private> phase: Phase;
+
+// The first tap a < min(k, s) with a dil = p + pad (mod s), or k if none: the
+// taps landing on phase p are a0, a0 + step, ... (step = s / gcd(s, dil)).
+fn first_tap(p: u32, pad: u32, dil: u32, s: u32, k: u32) -> u32 {
+    let want = (p + pad % s) % s;
+    for (var a = 0u; a < min(k, s); a++) {
+        if (((a % s) * (dil % s)) % s == want) { return a; }
+    }
+    return k;
+}
+
+fn set_phase(index: u32) {
+    let sh = params.stride_h;
+    let sw = params.stride_w;
+    phase.ph = index / sw;
+    phase.pw = index % sw;
+    phase.a0 = first_tap(phase.ph, params.pad_top, params.dil_h, sh, params.kh);
+    phase.b0 = first_tap(phase.pw, params.pad_left, params.dil_w, sw, params.kw);
+    phase.na = select(0u, (params.kh - phase.a0 + params.step_h - 1u) / params.step_h, phase.a0 < params.kh);
+    phase.nb = select(0u, (params.kw - phase.b0 + params.step_w - 1u) / params.step_w, phase.b0 < params.kw);
+    phase.hu = select(0u, (params.h - phase.ph + sh - 1u) / sh, phase.ph < params.h);
+    phase.wv = select(0u, (params.w - phase.pw + sw - 1u) / sw, phase.pw < params.w);
+    // exact divisions: a0 dil = ph + pad (mod sh), and step dil is a multiple of sh
+    phase.off_h = (i32(phase.ph + params.pad_top) - i32(phase.a0 * params.dil_h)) / i32(sh);
+    phase.off_w = (i32(phase.pw + params.pad_left) - i32(phase.b0 * params.dil_w)) / i32(sw);
+    phase.dh = i32(params.step_h * params.dil_h / sh);
+    phase.dw = i32(params.step_w * params.dil_w / sw);
+}
 
 // A(m, r) of group g; r is the absolute reduction index; zero outside.
 fn load_a(g: u32, m: u32, r: u32, r_end: u32) -> f32 {
@@ -70,6 +120,14 @@ fn load_a(g: u32, m: u32, r: u32, r_end: u32) -> f32 {
         return a_src[params.a_offset + (g * params.kg + m) * params.depth + r];
     }
     if (MODE == 1u) {
+        if (PHASED) {
+            let pt = phase.na * phase.nb;
+            let co = r / pt;
+            let t = r % pt;
+            let a = phase.a0 + (t / phase.nb) * params.step_h;
+            let b = phase.b0 + (t % phase.nb) * params.step_w;
+            return a_src[params.a_offset + ((g * params.kg + co) * params.cg + m) * taps + a * params.kw + b];
+        }
         let co = r / taps;
         return a_src[params.a_offset + ((g * params.kg + co) * params.cg + m) * taps + r % taps];
     }
@@ -79,7 +137,8 @@ fn load_a(g: u32, m: u32, r: u32, r_end: u32) -> f32 {
 }
 
 // A column of B, decomposed once: MODE 0 (n, i, j) of the output pixel, MODE 1
-// (n, ih, iw) of the input pixel, MODE 2 (ci, a, b) of the tap.
+// (n, ih, iw) of the input pixel (PHASED: (n, u, v) of the phase's pixel),
+// MODE 2 (ci, a, b) of the tap.
 struct Column {
     valid: bool,
     p: u32, q: i32, s: i32,
@@ -94,6 +153,15 @@ fn column_of(col: u32) -> Column {
         let rest = col % plane;
         c.q = i32(rest / params.ow);
         c.s = i32(rest % params.ow);
+    } else if (MODE == 1u && PHASED) {
+        let plane = phase.hu * phase.wv;
+        c.valid = col < params.n * plane;
+        if (c.valid) {
+            c.p = col / plane;
+            let rest = col % plane;
+            c.q = i32(rest / phase.wv);
+            c.s = i32(rest % phase.wv);
+        }
     } else if (MODE == 1u) {
         let plane = params.h * params.w;
         c.p = col / plane;
@@ -116,6 +184,12 @@ fn x_at(g: u32, n: u32, ci: u32, ih: i32, iw: i32) -> f32 {
     return b_src[params.b_offset + ((n * params.c + g * params.cg + ci) * params.h + u32(ih)) * params.w + u32(iw)];
 }
 
+// dy[n, g kg + co, i, j], zero outside.
+fn dy_at(g: u32, n: u32, co: u32, i: i32, j: i32) -> f32 {
+    if (i < 0 || j < 0 || i >= i32(params.oh) || j >= i32(params.ow)) { return 0.0; }
+    return b_src[params.b_offset + ((n * params.k + g * params.kg + co) * params.oh + u32(i)) * params.ow + u32(j)];
+}
+
 fn load_b(g: u32, col: Column, r: u32, r_end: u32) -> f32 {
     if (!col.valid || r >= r_end) { return 0.0; }
     let taps = params.kh * params.kw;
@@ -126,18 +200,22 @@ fn load_b(g: u32, col: Column, r: u32, r_end: u32) -> f32 {
         let iw = col.s * i32(params.stride_w) - i32(params.pad_left) + i32((t % params.kw) * params.dil_w);
         return x_at(g, col.p, ci, ih, iw);
     }
+    if (MODE == 1u && PHASED) {
+        let pt = phase.na * phase.nb;
+        let co = r / pt;
+        let t = r % pt;
+        let i = col.q + phase.off_h - i32(t / phase.nb) * phase.dh;
+        let j = col.s + phase.off_w - i32(t % phase.nb) * phase.dw;
+        return dy_at(g, col.p, co, i, j);
+    }
     if (MODE == 1u) {
         let co = r / taps;
         let t = r % taps;
         let th = col.q + i32(params.pad_top) - i32((t / params.kw) * params.dil_h);
         let tw = col.s + i32(params.pad_left) - i32((t % params.kw) * params.dil_w);
         if (th < 0 || tw < 0) { return 0.0; }
-        let i = u32(th) / params.stride_h;
-        let j = u32(tw) / params.stride_w;
-        if (u32(th) % params.stride_h != 0u || u32(tw) % params.stride_w != 0u || i >= params.oh || j >= params.ow) {
-            return 0.0;
-        }
-        return b_src[params.b_offset + ((col.p * params.k + g * params.kg + co) * params.oh + i) * params.ow + j];
+        if (u32(th) % params.stride_h != 0u || u32(tw) % params.stride_w != 0u) { return 0.0; }
+        return dy_at(g, col.p, co, i32(u32(th) / params.stride_h), i32(u32(tw) / params.stride_w));
     }
     let plane = params.oh * params.ow;
     let n = r / plane;
@@ -155,32 +233,49 @@ fn store_out(g: u32, split: u32, m: u32, col: u32, v: f32) {
         var y = v;
         if (params.has_bias != 0u) { y = y + bias[params.bias_offset + co]; }
         out[params.out_offset + ((col / plane) * params.k + co) * plane + col % plane] = y;
+    } else if (MODE == 1u && PHASED) {
+        let plane = phase.hu * phase.wv;
+        if (col >= params.n * plane) { return; }
+        let rest = col % plane;
+        let ih = phase.ph + params.stride_h * (rest / phase.wv);
+        let iw = phase.pw + params.stride_w * (rest % phase.wv);
+        out[params.out_offset + (((col / plane) * params.c + g * params.cg + m) * params.h + ih) * params.w + iw] = v;
     } else if (MODE == 1u) {
         let plane = params.h * params.w;
         out[params.out_offset + ((col / plane) * params.c + g * params.cg + m) * plane + col % plane] = v;
     } else {
-        let wsize = params.k * params.cols;
-        out[params.out_offset + split * wsize + (g * params.kg + m) * params.cols + col] = v;
+        out[params.out_offset + split * params.out_split + (g * params.kg + m) * params.cols + col] = v;
     }
 }
 
-// This invocation's quads of the K slice starting at r0: A quads along the
-// rows (quad / BK) at r = quad % BK, B quads along the columns at r = quad /
-// (BN / 4), zeros past the edges.
+// Where quad number `quad` of a K slice sits: its r within the slice and its
+// row (or column) quad. A quads run along r; B quads along the columns, or
+// along r when B_ALONG_R.
+fn a_r(quad: u32) -> u32 { return quad % BK; }
+fn a_rq(quad: u32) -> u32 { return quad / BK; }
+fn b_r(quad: u32) -> u32 { return select(quad / (BN / 4u), quad % BK, B_ALONG_R); }
+fn b_cq(quad: u32) -> u32 { return select(quad % (BN / 4u), quad / BK, B_ALONG_R); }
+
+// This invocation's quads of the K slice starting at r0, zeros past the edges.
 fn fetch(g: u32, row0: u32, r0: u32, r_end: u32, t: u32, cols: ptr<function, array<Column, B_LOADS * 4u>>,
          a_regs: ptr<function, array<vec4<f32>, A_LOADS>>, b_regs: ptr<function, array<vec4<f32>, B_LOADS>>) {
     for (var q = 0u; q < A_LOADS; q++) {
         let quad = t + q * WG;
-        let r = r0 + quad % BK;
-        let m = row0 + (quad / BK) * 4u;
-        (*a_regs)[q] = vec4<f32>(load_a(g, m, r, r_end), load_a(g, m + 1u, r, r_end), load_a(g, m + 2u, r, r_end),
-                                 load_a(g, m + 3u, r, r_end));
+        if (quad < A_QUADS) {
+            let r = r0 + a_r(quad);
+            let m = row0 + a_rq(quad) * 4u;
+            (*a_regs)[q] = vec4<f32>(load_a(g, m, r, r_end), load_a(g, m + 1u, r, r_end),
+                                     load_a(g, m + 2u, r, r_end), load_a(g, m + 3u, r, r_end));
+        }
     }
     for (var q = 0u; q < B_LOADS; q++) {
         let quad = t + q * WG;
-        let r = r0 + quad / (BN / 4u);
-        (*b_regs)[q] = vec4<f32>(load_b(g, (*cols)[q * 4u], r, r_end), load_b(g, (*cols)[q * 4u + 1u], r, r_end),
-                                 load_b(g, (*cols)[q * 4u + 2u], r, r_end), load_b(g, (*cols)[q * 4u + 3u], r, r_end));
+        if (quad < B_QUADS) {
+            let r = r0 + b_r(quad);
+            (*b_regs)[q] = vec4<f32>(load_b(g, (*cols)[q * 4u], r, r_end), load_b(g, (*cols)[q * 4u + 1u], r, r_end),
+                                     load_b(g, (*cols)[q * 4u + 2u], r, r_end),
+                                     load_b(g, (*cols)[q * 4u + 3u], r, r_end));
+        }
     }
 }
 
@@ -196,13 +291,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         r_begin = split * params.split_len;
         r_end = min(params.depth, r_begin + params.split_len);
     }
+    if (MODE == 1u && PHASED) {
+        set_phase(split);
+        r_end = params.kg * phase.na * phase.nb;   // 0 for a phase no tap lands on: zeros are stored
+    }
 
     // this invocation's B quads: 4 columns each, decomposed once
     var cols: array<Column, B_LOADS * 4u>;
     for (var q = 0u; q < B_LOADS; q++) {
         let quad = t + q * WG;
         for (var e = 0u; e < 4u; e++) {
-            cols[q * 4u + e] = column_of(col0 + (quad % (BN / 4u)) * 4u + e);
+            cols[q * 4u + e] = column_of(col0 + b_cq(quad) * 4u + e);
         }
     }
 
@@ -221,11 +320,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();   // every invocation is done reading the previous slice
         for (var q = 0u; q < A_LOADS; q++) {
             let quad = t + q * WG;
-            a_tile[(quad % BK) * (BM / 4u) + quad / BK] = a_regs[q];
+            if (quad < A_QUADS) { a_tile[a_r(quad) * A_ROW + a_rq(quad)] = a_regs[q]; }
         }
         for (var q = 0u; q < B_LOADS; q++) {
             let quad = t + q * WG;
-            b_tile[(quad / (BN / 4u)) * (BN / 4u) + quad % (BN / 4u)] = b_regs[q];
+            if (quad < B_QUADS) { b_tile[b_r(quad) * B_ROW + b_cq(quad)] = b_regs[q]; }
         }
         workgroupBarrier();
         if (r0 + BK < r_end) {
@@ -233,9 +332,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         for (var r = 0u; r < BK; r++) {
             var b: array<vec4<f32>, CQ>;
-            for (var h = 0u; h < CQ; h++) { b[h] = b_tile[r * (BN / 4u) + tx + h * (BN / TN)]; }
+            for (var h = 0u; h < CQ; h++) { b[h] = b_tile[r * B_ROW + tx + h * (BN / TN)]; }
             for (var gq = 0u; gq < RQ; gq++) {
-                let a = a_tile[r * (BM / 4u) + ty + gq * (BM / TM)];
+                let a = a_tile[r * A_ROW + ty + gq * (BM / TM)];
                 for (var h = 0u; h < CQ; h++) {
                     let base = (gq * 4u) * CQ + h;
                     acc[base] = fma(vec4<f32>(a.x), b[h], acc[base]);
