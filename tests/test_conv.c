@@ -147,6 +147,7 @@ static const conv_case conv_cases[] = {
     {"split-K depthwise 3x3 stride 2", 2, 6, 33, 31, 6, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6, {0, 0}, true, false, WGT_F32},
     {"split-K groups 2, 5x3 kernel, stride (2, 3), dilation (1, 2)", 2, 4, 26, 31, 6, 5, 3, {2, 3}, {2, 1, 1, 3}, {1, 2}, 2, {0, 0}, false, false, WGT_F32},
     {"stem-like 3 -> 8, 7x7 stride 2 pad 3", 2, 3, 30, 28, 8, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, {0, 0}, true, false, WGT_F32},
+    {"one input row, stride 2 (phase rows past the input)", 1, 2, 1, 5, 3, 1, 3, {2, 2}, {0, 0, 1, 1}, {1, 1}, 1, {0, 0}, false, false, WGT_F32},
     {"f16 stem-like 3 -> 4, 7x7 stride 2 pad 3", 1, 3, 17, 19, 4, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, {0, 0}, false, false, WGT_F16},
 };
 

@@ -354,6 +354,10 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     if (gx == 0 || gy == 0 || z == 0) return WGT_OK;
 
     bool along_r = mode == 2 && !knob_off("WGT_CONV_LOADS");
+    if (getenv("WGT_CONV_DEBUG")) /* the plan of every call, to check the choices on a new GPU */
+        fprintf(stderr, "wgt conv: %s mode %d rows %u cols %u depth %llu z %llu: tile %s pad %u splits %llu x %u%s\n",
+                op, mode, p.rows, p.cols, (unsigned long long)plan_len, (unsigned long long)z, tile->name, plan.pad,
+                (unsigned long long)(own_splits ? splits : fe_splits), p.split_len, phased ? " phased" : "");
     char key[96], prelude[320];
     snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d", mode, tile->bm, tile->bn, tile->bk, tile->tm,
              tile->tn, plan.pad, (int)phased, (int)along_r);
