@@ -682,21 +682,23 @@ static void test_bad_input(wgt_context *ctx, const char *backend)
  * these sizes, each forced by its knob (webgpu_conv.c): split-K with a fixed
  * split count, every tile shape (the 16 x 256 one is for few rows, like the
  * stem's input gradient), and the former paths (front-end splits summed by a
- * REDUCE, unphased input gradient, B loads along columns). */
+ * REDUCE, unphased input gradient, B loads along columns, every load doing
+ * its own index divisions). */
 static void test_conv_variants(wgt_context *ctx)
 {
-    static const char *variants[][6] = {
-        {"WGT_CONV_SPLITK", "5", NULL, NULL, NULL, NULL},
-        {"WGT_CONV_SPLITK", "2", "WGT_CONV_TILE", "128", NULL, NULL},
-        {"WGT_CONV_TILE", "16x256", NULL, NULL, NULL, NULL},
-        {"WGT_CONV_TILE", "64x128", "WGT_CONV_SPLITK", "3", NULL, NULL},
-        {"WGT_CONV_TILE", "128x64", NULL, NULL, NULL, NULL},
-        {"WGT_CONV_SPLITK", "0", "WGT_CONV_PHASES", "0", "WGT_CONV_LOADS", "0"},
+    static const char *variants[][8] = {
+        {"WGT_CONV_SPLITK", "5", NULL, NULL, NULL, NULL, NULL, NULL},
+        {"WGT_CONV_SPLITK", "2", "WGT_CONV_TILE", "128", NULL, NULL, NULL, NULL},
+        {"WGT_CONV_TILE", "16x256", NULL, NULL, NULL, NULL, NULL, NULL},
+        {"WGT_CONV_TILE", "64x128", "WGT_CONV_SPLITK", "3", "WGT_CONV_PHASES", "0", NULL, NULL},
+        {"WGT_CONV_TILE", "128x64", NULL, NULL, NULL, NULL, NULL, NULL},
+        {"WGT_CONV_SPLITK", "0", "WGT_CONV_PHASES", "0", "WGT_CONV_LOADS", "0", "WGT_CONV_RTAB", "0"},
     };
-    const char *names[] = {"WGT_CONV_SPLITK", "WGT_CONV_TILE", "WGT_CONV_PHASES", "WGT_CONV_LOADS"};
-    char saved[4][32];
-    bool had[4];
-    for (int i = 0; i < 4; i++) {
+    const char *names[] = {"WGT_CONV_SPLITK", "WGT_CONV_TILE", "WGT_CONV_PHASES", "WGT_CONV_LOADS", "WGT_CONV_RTAB"};
+    enum { N_NAMES = sizeof(names) / sizeof(names[0]) };
+    char saved[N_NAMES][32];
+    bool had[N_NAMES];
+    for (int i = 0; i < N_NAMES; i++) {
         const char *e = getenv(names[i]);
         had[i] = e != NULL;
         snprintf(saved[i], sizeof(saved[i]), "%s", e ? e : "");
@@ -704,13 +706,13 @@ static void test_conv_variants(wgt_context *ctx)
     for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
         char label[128] = "webgpu";
         size_t used = strlen(label);
-        for (int i = 0; i < 6; i += 2)
+        for (int i = 0; i < 8; i += 2)
             if (variants[v][i]) {
                 setenv(variants[v][i], variants[v][i + 1], 1);
                 used += (size_t)snprintf(label + used, sizeof(label) - used, " %s=%s", variants[v][i], variants[v][i + 1]);
             }
         for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++) test_conv_case(ctx, label, &conv_cases[i]);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < N_NAMES; i++) {
             if (had[i]) setenv(names[i], saved[i], 1);
             else unsetenv(names[i]);
         }

@@ -160,10 +160,11 @@ static bool knob_off(const char *name)
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-/* Workgroup memory of a tile with `pad` vec4s after each row of r. */
-static uint64_t tile_shared(const conv_tile *t, uint32_t pad)
+/* Workgroup memory of a tile with `pad` vec4s after each row of r, and the
+ * r_info table (16 bytes per r) when rtab. */
+static uint64_t tile_shared(const conv_tile *t, uint32_t pad, bool rtab)
 {
-    return 16ull * t->bk * (t->bm / 4 + pad) + 16ull * t->bk * (t->bn / 4 + pad);
+    return 16ull * t->bk * (t->bm / 4 + pad) + 16ull * t->bk * (t->bn / 4 + pad) + (rtab ? 16ull * t->bk : 0);
 }
 
 /* Modelled time of a grid of tiles over `len` reduction terms each: padded
@@ -181,6 +182,7 @@ static double tile_cost(const conv_tile *t, uint64_t rows, uint64_t cols, uint64
 typedef struct gemm_plan {
     const conv_tile *tile;
     uint32_t pad;
+    bool rtab;
     uint64_t splits, split_len;
 } gemm_plan;
 
@@ -208,13 +210,16 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
 {
     uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
     bool new_loads = !knob_off("WGT_CONV_LOADS"), few_rows_ok = !knob_off("WGT_CONV_STEM");
+    bool rtab = !knob_off("WGT_CONV_RTAB");
     const char *env = getenv("WGT_CONV_TILE");
-    gemm_plan best = {NULL, 0, 1, len};
+    gemm_plan best = {NULL, 0, false, 1, len};
     double best_cost = 0;
     for (size_t i = 0; i < CONV_N_TILES; i++) {
         const conv_tile *t = &conv_tiles[i];
-        if (tile_shared(t, 0) > shared) continue;
-        gemm_plan p = {t, new_loads && tile_shared(t, 1) <= shared ? 1u : 0u, 1, len};
+        if (tile_shared(t, 0, false) > shared) continue;
+        /* the table first (it saves ALU on every load), then the padding */
+        gemm_plan p = {t, 0, rtab && tile_shared(t, 0, true) <= shared, 1, len};
+        p.pad = new_loads && tile_shared(t, 1, p.rtab) <= shared ? 1u : 0u;
         if (env && strcmp(env, "old") == 0) {
             /* the former rule: 128 x 128 when there are CONV_OLD_BIG_TILES of them, else 64 x 64 */
             bool big = cdiv(rows, 128) * cdiv(cols, 128) * z >= CONV_OLD_BIG_TILES;
@@ -237,6 +242,7 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
         if (!best.tile || cost < best_cost) best = p, best_cost = cost;
     }
     if (!best.tile) best.tile = &conv_tiles[0]; /* 64 x 64 (8 KiB) fits every WebGPU device */
+    if (best.tile == &conv_tiles[0] && !best.rtab) best.rtab = rtab; /* 8.25 KiB with the table */
     return best;
 }
 
@@ -277,12 +283,12 @@ static wgt_status splitk_reduce(webgpu_backend *wg, const wgt_tensor_view *src, 
     return webgpu_dispatch(wg, pipe, buffers, 2, &p, sizeof(p), gx, gy, 1, op);
 }
 
-/* Whether the input gradient runs one GEMM per stride phase: stride > 1, and
- * the phase arithmetic (pad + stride dil) fits the kernel's i32. */
+/* Whether the input gradient runs one GEMM per stride phase (at stride 1,
+ * one phase: the same GEMM with the simplest loads), unless the phase
+ * arithmetic (pad + stride dil) would overflow the kernel's i32. */
 static bool use_phases(const wgt_kernel_call *call)
 {
     if (knob_off("WGT_CONV_PHASES")) return false;
-    if (call->conv.stride_h == 1 && call->conv.stride_w == 1) return false;
     const int64_t lim = (int64_t)1 << 30;
     return call->conv.pad_top + call->conv.stride_h * (call->conv.dil_h + 1) < lim &&
            call->conv.pad_left + call->conv.stride_w * (call->conv.dil_w + 1) < lim;
@@ -353,19 +359,19 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
                          (unsigned long long)limit);
     if (gx == 0 || gy == 0 || z == 0) return WGT_OK;
 
-    bool along_r = mode == 2 && !knob_off("WGT_CONV_LOADS");
+    bool along_r = mode == 2 && !knob_off("WGT_CONV_LOADS"), rtab = plan.rtab;
     if (getenv("WGT_CONV_DEBUG")) /* the plan of every call, to check the choices on a new GPU */
         fprintf(stderr, "wgt conv: %s mode %d rows %u cols %u depth %llu z %llu: tile %s pad %u splits %llu x %u%s\n",
                 op, mode, p.rows, p.cols, (unsigned long long)plan_len, (unsigned long long)z, tile->name, plan.pad,
                 (unsigned long long)(own_splits ? splits : fe_splits), p.split_len, phased ? " phased" : "");
     char key[96], prelude[320];
-    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d", mode, tile->bm, tile->bn, tile->bk, tile->tm,
-             tile->tn, plan.pad, (int)phased, (int)along_r);
+    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d/%d", mode, tile->bm, tile->bn, tile->bk, tile->tm,
+             tile->tn, plan.pad, (int)phased, (int)along_r, (int)rtab);
     snprintf(prelude, sizeof(prelude),
-             "const MODE = %du;\nconst PHASED = %s;\nconst B_ALONG_R = %s;\nconst BM = %uu;\nconst BN = %uu;\n"
-             "const BK = %uu;\nconst TM = %uu;\nconst TN = %uu;\nconst PAD = %uu;\n",
-             mode, phased ? "true" : "false", along_r ? "true" : "false", tile->bm, tile->bn, tile->bk, tile->tm,
-             tile->tn, plan.pad);
+             "const MODE = %du;\nconst PHASED = %s;\nconst B_ALONG_R = %s;\nconst RTAB = %s;\nconst BM = %uu;\n"
+             "const BN = %uu;\nconst BK = %uu;\nconst TM = %uu;\nconst TN = %uu;\nconst PAD = %uu;\n",
+             mode, phased ? "true" : "false", along_r ? "true" : "false", rtab ? "true" : "false", tile->bm, tile->bn,
+             tile->bk, tile->tm, tile->tn, plan.pad);
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_gemm", 3, 1, op, &pipe);
     if (s != WGT_OK) return s;

@@ -22,7 +22,8 @@
 //                                out = partial dw [splits, K, C/g, KH, KW]
 //
 // Prelude (webgpu_conv.c): const MODE: u32, PHASED: bool, B_ALONG_R: bool
-// (MODE 2: B quads fetched along r, see Loads); the tile BM x BN
+// (MODE 2: B quads fetched along r, see Loads), RTAB: bool (r_info from a
+// per-slice table, see Loads); the tile BM x BN
 // (rows x columns of out per workgroup), BK (depth of one K slice), TM x TN
 // (outputs per invocation, multiples of 4) with (BM / TM) (BN / TN) = 256
 // invocations, and PAD (0 or 1 vec4 of padding per shared tile row).
@@ -42,7 +43,10 @@
 // loads cover runs of neighbouring pixels; the gathered B of MODE 0 and 1 is
 // fetched with consecutive invocations on consecutive column quads
 // (neighbouring output or input pixels). An invocation's B columns are the
-// same for every K slice, so their decomposition is done once, before the loop.
+// same for every K slice, so their decomposition is done once, before the loop;
+// with RTAB, the decomposition of each r of the next slice (integer divisions
+// by the kernel and plane sizes) is done by BK invocations into the table
+// rtab, so a load is an add, two bounds tests and a multiply-add.
 
 struct Params {
     n: u32, c: u32, h: u32, w: u32,
@@ -112,117 +116,128 @@ fn set_phase(index: u32) {
     phase.dw = i32(params.step_w * params.dil_w / sw);
 }
 
-// A(m, r) of group g; r is the absolute reduction index; zero outside.
-fn load_a(g: u32, m: u32, r: u32, r_end: u32) -> f32 {
-    if (m >= params.rows || r >= r_end) { return 0.0; }
+// What a reduction index r contributes to the addresses (the divisions that
+// split r into its coordinates, done once per r instead of once per load):
+//   x: offsets in elements; y, z: row / column offsets (i32) added to a
+//   column's; w: unused.
+//   MODE 0, r = (ci, a, b): x = A's r, y = a dil_h - pad_top, z = b dil_w - pad_left, w = ci H W
+//   MODE 1, r = (co, tap):  x = A's offset of (co, tap) at m = 0, w = co OH OW,
+//                           y, z: PHASED: off - t d (dy row / column offsets);
+//                           unphased: pad - a dil (the dy pixel is (q + y) / sh when divisible)
+//   MODE 2, r = (n, i, j):  x = A's offset at m = 0, w = n C H W,
+//                           y = i sh - pad_top, z = j sw - pad_left
+struct RInfo {
+    x: u32, w: u32, y: i32, z: i32,
+}
+
+fn r_info(g: u32, r: u32) -> RInfo {
+    var o: RInfo;
     let taps = params.kh * params.kw;
     if (MODE == 0u) {
-        return a_src[params.a_offset + (g * params.kg + m) * params.depth + r];
-    }
-    if (MODE == 1u) {
-        if (PHASED) {
-            let pt = phase.na * phase.nb;
-            let co = r / pt;
-            let t = r % pt;
-            let a = phase.a0 + (t / phase.nb) * params.step_h;
-            let b = phase.b0 + (t % phase.nb) * params.step_w;
-            return a_src[params.a_offset + ((g * params.kg + co) * params.cg + m) * taps + a * params.kw + b];
-        }
+        let t = r % taps;
+        o.x = params.a_offset + g * params.kg * params.depth + r;
+        o.w = (r / taps) * params.h * params.w;
+        o.y = i32((t / params.kw) * params.dil_h) - i32(params.pad_top);
+        o.z = i32((t % params.kw) * params.dil_w) - i32(params.pad_left);
+    } else if (MODE == 1u && PHASED) {
+        let pt = max(phase.na * phase.nb, 1u);
+        let co = r / pt;
+        let t = r % pt;
+        let ta = t / max(phase.nb, 1u);
+        let tb = t % max(phase.nb, 1u);
+        let tap = (phase.a0 + ta * params.step_h) * params.kw + phase.b0 + tb * params.step_w;
+        o.x = params.a_offset + (g * params.kg + co) * params.cg * taps + tap;
+        o.w = co * params.oh * params.ow;
+        o.y = phase.off_h - i32(ta) * phase.dh;
+        o.z = phase.off_w - i32(tb) * phase.dw;
+    } else if (MODE == 1u) {
         let co = r / taps;
-        return a_src[params.a_offset + ((g * params.kg + co) * params.cg + m) * taps + r % taps];
+        let t = r % taps;
+        o.x = params.a_offset + (g * params.kg + co) * params.cg * taps + t;
+        o.w = co * params.oh * params.ow;
+        o.y = i32(params.pad_top) - i32((t / params.kw) * params.dil_h);
+        o.z = i32(params.pad_left) - i32((t % params.kw) * params.dil_w);
+    } else {
+        let plane = params.oh * params.ow;
+        let n = r / plane;
+        let rest = r % plane;
+        o.x = params.a_offset + n * params.k * plane + rest;
+        o.w = n * params.c * params.h * params.w;
+        o.y = i32((rest / params.ow) * params.stride_h) - i32(params.pad_top);
+        o.z = i32((rest % params.ow) * params.stride_w) - i32(params.pad_left);
     }
-    let plane = params.oh * params.ow;
-    let n = r / plane;
-    return a_src[params.a_offset + (n * params.k + g * params.kg + m) * plane + r % plane];
+    return o;
 }
 
-// A column of B, decomposed once: MODE 0 (n, i, j) of the output pixel, MODE 1
-// (n, ih, iw) of the input pixel (PHASED: (n, u, v) of the phase's pixel),
-// MODE 2 (ci, a, b) of the tap.
+// A(m, ri) of group g (m within the group), zero past the rows.
+fn load_a(g: u32, m: u32, ri: RInfo) -> f32 {
+    if (m >= params.rows) { return 0.0; }
+    if (MODE == 0u) { return a_src[ri.x + m * params.depth]; }
+    if (MODE == 1u) { return a_src[ri.x + m * params.kh * params.kw]; }
+    return a_src[ri.x + (g * params.kg + m) * params.oh * params.ow];
+}
+
+// A column of B, decomposed once, as the base offset of its plane(s) and the
+// row / column it adds to r's: MODE 0 output pixel (n, i, j): base of x[n, g
+// cg], (i sh, j sw); MODE 1 input pixel (n, ih, iw) (PHASED: (n, u, v) of the
+// phase): base of dy[n, g kg], (ih, iw) (PHASED (u, v)); MODE 2 tap (ci, a,
+// b): base of x[., g cg + ci], (a dil_h, b dil_w).
 struct Column {
     valid: bool,
-    p: u32, q: i32, s: i32,
+    base: u32, q: i32, s: i32,
 }
 
-fn column_of(col: u32) -> Column {
+fn column_of(g: u32, col: u32) -> Column {
     var c: Column;
     c.valid = col < params.cols;
     if (MODE == 0u) {
         let plane = params.oh * params.ow;
-        c.p = col / plane;
         let rest = col % plane;
-        c.q = i32(rest / params.ow);
-        c.s = i32(rest % params.ow);
-    } else if (MODE == 1u && PHASED) {
-        let plane = phase.hu * phase.wv;
-        c.valid = col < params.n * plane;
-        if (c.valid) {
-            c.p = col / plane;
-            let rest = col % plane;
-            c.q = i32(rest / phase.wv);
-            c.s = i32(rest % phase.wv);
-        }
+        c.base = params.b_offset + ((col / plane) * params.c + g * params.cg) * params.h * params.w;
+        c.q = i32((rest / params.ow) * params.stride_h);
+        c.s = i32((rest % params.ow) * params.stride_w);
     } else if (MODE == 1u) {
-        let plane = params.h * params.w;
-        c.p = col / plane;
-        let rest = col % plane;
-        c.q = i32(rest / params.w);
-        c.s = i32(rest % params.w);
+        var hu = params.h;
+        var wv = params.w;
+        if (PHASED) {
+            hu = phase.hu;
+            wv = phase.wv;
+            c.valid = col < params.n * hu * wv;
+        }
+        if (c.valid) {
+            let plane = hu * wv;
+            let rest = col % plane;
+            c.base = params.b_offset + ((col / plane) * params.k + g * params.kg) * params.oh * params.ow;
+            c.q = i32(rest / wv);
+            c.s = i32(rest % wv);
+        }
     } else {
         let taps = params.kh * params.kw;
-        c.p = col / taps;
         let rest = col % taps;
-        c.q = i32(rest / params.kw);
-        c.s = i32(rest % params.kw);
+        c.base = params.b_offset + (g * params.cg + col / taps) * params.h * params.w;
+        c.q = i32((rest / params.kw) * params.dil_h);
+        c.s = i32((rest % params.kw) * params.dil_w);
     }
     return c;
 }
 
-// x[n, g cg + ci, ih, iw], zero in the padding.
-fn x_at(g: u32, n: u32, ci: u32, ih: i32, iw: i32) -> f32 {
-    if (ih < 0 || iw < 0 || ih >= i32(params.h) || iw >= i32(params.w)) { return 0.0; }
-    return b_src[params.b_offset + ((n * params.c + g * params.cg + ci) * params.h + u32(ih)) * params.w + u32(iw)];
-}
-
-// dy[n, g kg + co, i, j], zero outside.
-fn dy_at(g: u32, n: u32, co: u32, i: i32, j: i32) -> f32 {
-    if (i < 0 || j < 0 || i >= i32(params.oh) || j >= i32(params.ow)) { return 0.0; }
-    return b_src[params.b_offset + ((n * params.k + g * params.kg + co) * params.oh + u32(i)) * params.ow + u32(j)];
-}
-
-fn load_b(g: u32, col: Column, r: u32, r_end: u32) -> f32 {
-    if (!col.valid || r >= r_end) { return 0.0; }
-    let taps = params.kh * params.kw;
-    if (MODE == 0u) {
-        let ci = r / taps;
-        let t = r % taps;
-        let ih = col.q * i32(params.stride_h) - i32(params.pad_top) + i32((t / params.kw) * params.dil_h);
-        let iw = col.s * i32(params.stride_w) - i32(params.pad_left) + i32((t % params.kw) * params.dil_w);
-        return x_at(g, col.p, ci, ih, iw);
+// B(ri, col), zero in the padding (x) or where no output pixel is (dy).
+fn load_b(col: Column, ri: RInfo) -> f32 {
+    if (!col.valid) { return 0.0; }
+    var i = col.q + ri.y;
+    var j = col.s + ri.z;
+    if (MODE == 1u && !PHASED) {
+        if (i < 0 || j < 0 || u32(i) % params.stride_h != 0u || u32(j) % params.stride_w != 0u) { return 0.0; }
+        i = i32(u32(i) / params.stride_h);
+        j = i32(u32(j) / params.stride_w);
     }
-    if (MODE == 1u && PHASED) {
-        let pt = phase.na * phase.nb;
-        let co = r / pt;
-        let t = r % pt;
-        let i = col.q + phase.off_h - i32(t / phase.nb) * phase.dh;
-        let j = col.s + phase.off_w - i32(t % phase.nb) * phase.dw;
-        return dy_at(g, col.p, co, i, j);
-    }
+    // negative coordinates wrap to large u32: one comparison per bound
     if (MODE == 1u) {
-        let co = r / taps;
-        let t = r % taps;
-        let th = col.q + i32(params.pad_top) - i32((t / params.kw) * params.dil_h);
-        let tw = col.s + i32(params.pad_left) - i32((t % params.kw) * params.dil_w);
-        if (th < 0 || tw < 0) { return 0.0; }
-        if (u32(th) % params.stride_h != 0u || u32(tw) % params.stride_w != 0u) { return 0.0; }
-        return dy_at(g, col.p, co, i32(u32(th) / params.stride_h), i32(u32(tw) / params.stride_w));
+        if (u32(i) >= params.oh || u32(j) >= params.ow) { return 0.0; }
+        return b_src[col.base + ri.w + u32(i) * params.ow + u32(j)];
     }
-    let plane = params.oh * params.ow;
-    let n = r / plane;
-    let rest = r % plane;
-    let ih = i32(rest / params.ow) * i32(params.stride_h) - i32(params.pad_top) + col.q * i32(params.dil_h);
-    let iw = i32(rest % params.ow) * i32(params.stride_w) - i32(params.pad_left) + col.s * i32(params.dil_w);
-    return x_at(g, n, col.p, ih, iw);
+    if (u32(i) >= params.h || u32(j) >= params.w) { return 0.0; }
+    return b_src[col.base + ri.w + u32(i) * params.w + u32(j)];
 }
 
 fn store_out(g: u32, split: u32, m: u32, col: u32, v: f32) {
@@ -256,25 +271,39 @@ fn a_rq(quad: u32) -> u32 { return quad / BK; }
 fn b_r(quad: u32) -> u32 { return select(quad / (BN / 4u), quad % BK, B_ALONG_R); }
 fn b_cq(quad: u32) -> u32 { return select(quad % (BN / 4u), quad / BK, B_ALONG_R); }
 
+var<workgroup> rtab: array<RInfo, BK>;   // RTAB: r_info of the slice being fetched
+
+// r_info of r0 + rl: from the table (RTAB, filled by BK invocations per
+// slice) or computed here (every load then pays the divisions).
+fn info_of(g: u32, r0: u32, rl: u32) -> RInfo {
+    if (RTAB) { return rtab[rl]; }
+    return r_info(g, r0 + rl);
+}
+
 // This invocation's quads of the K slice starting at r0, zeros past the edges.
 fn fetch(g: u32, row0: u32, r0: u32, r_end: u32, t: u32, cols: ptr<function, array<Column, B_LOADS * 4u>>,
          a_regs: ptr<function, array<vec4<f32>, A_LOADS>>, b_regs: ptr<function, array<vec4<f32>, B_LOADS>>) {
     for (var q = 0u; q < A_LOADS; q++) {
         let quad = t + q * WG;
         if (quad < A_QUADS) {
-            let r = r0 + a_r(quad);
-            let m = row0 + a_rq(quad) * 4u;
-            (*a_regs)[q] = vec4<f32>(load_a(g, m, r, r_end), load_a(g, m + 1u, r, r_end),
-                                     load_a(g, m + 2u, r, r_end), load_a(g, m + 3u, r, r_end));
+            (*a_regs)[q] = vec4<f32>(0.0);
+            if (r0 + a_r(quad) < r_end) {
+                let ri = info_of(g, r0, a_r(quad));
+                let m = row0 + a_rq(quad) * 4u;
+                (*a_regs)[q] = vec4<f32>(load_a(g, m, ri), load_a(g, m + 1u, ri), load_a(g, m + 2u, ri),
+                                         load_a(g, m + 3u, ri));
+            }
         }
     }
     for (var q = 0u; q < B_LOADS; q++) {
         let quad = t + q * WG;
         if (quad < B_QUADS) {
-            let r = r0 + b_r(quad);
-            (*b_regs)[q] = vec4<f32>(load_b(g, (*cols)[q * 4u], r, r_end), load_b(g, (*cols)[q * 4u + 1u], r, r_end),
-                                     load_b(g, (*cols)[q * 4u + 2u], r, r_end),
-                                     load_b(g, (*cols)[q * 4u + 3u], r, r_end));
+            (*b_regs)[q] = vec4<f32>(0.0);
+            if (r0 + b_r(quad) < r_end) {
+                let ri = info_of(g, r0, b_r(quad));
+                (*b_regs)[q] = vec4<f32>(load_b((*cols)[q * 4u], ri), load_b((*cols)[q * 4u + 1u], ri),
+                                         load_b((*cols)[q * 4u + 2u], ri), load_b((*cols)[q * 4u + 3u], ri));
+            }
         }
     }
 }
@@ -301,7 +330,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var q = 0u; q < B_LOADS; q++) {
         let quad = t + q * WG;
         for (var e = 0u; e < 4u; e++) {
-            cols[q * 4u + e] = column_of(col0 + b_cq(quad) * 4u + e);
+            cols[q * 4u + e] = column_of(g, col0 + b_cq(quad) * 4u + e);
         }
     }
 
@@ -315,6 +344,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // loads are in flight while the current slice is multiplied.
     var a_regs: array<vec4<f32>, A_LOADS>;
     var b_regs: array<vec4<f32>, B_LOADS>;
+    if (RTAB) {
+        if (t < BK && r_begin + t < r_end) { rtab[t] = r_info(g, r_begin + t); }
+        workgroupBarrier();
+    }
     fetch(g, row0, r_begin, r_end, t, &cols, &a_regs, &b_regs);
     for (var r0 = r_begin; r0 < r_end; r0 += BK) {
         workgroupBarrier();   // every invocation is done reading the previous slice
@@ -326,6 +359,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             let quad = t + q * WG;
             if (quad < B_QUADS) { b_tile[b_r(quad) * B_ROW + b_cq(quad)] = b_regs[q]; }
         }
+        // the next slice's r_info: every invocation is past its reads of this one (barrier above)
+        if (RTAB && t < BK && r0 + BK + t < r_end) { rtab[t] = r_info(g, r0 + BK + t); }
         workgroupBarrier();
         if (r0 + BK < r_end) {
             fetch(g, row0, r0 + BK, r_end, t, &cols, &a_regs, &b_regs);
