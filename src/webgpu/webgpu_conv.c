@@ -186,14 +186,18 @@ typedef struct gemm_plan {
     uint64_t splits, split_len;
 } gemm_plan;
 
-/* Splits for the weight gradient on tile t: enough workgroups to reach
- * CONV_SPLIT_TARGET, each split at least CONV_SPLIT_MIN terms, a multiple of
- * the slice depth. WGT_CONV_SPLITK=<n> forces n (tests and tuning). */
-static void choose_splits(const conv_tile *t, uint64_t rows, uint64_t cols, uint64_t groups, uint64_t depth,
-                          uint64_t *splits, uint64_t *len)
+/* Splits of the reduction (split-K) on tile t: the weight gradient (a small
+ * output over a long reduction) always aims at CONV_SPLIT_TARGET workgroups;
+ * the forward and input gradient (fill_only) split only when their output
+ * gives fewer than CONV_FILL (7 x 7 layers of 512 channels). Each split sums
+ * at least CONV_SPLIT_MIN terms, a multiple of the slice depth.
+ * WGT_CONV_SPLITK=<n> forces n (tests and tuning). */
+static void choose_splits(const conv_tile *t, uint64_t rows, uint64_t cols, uint64_t z, uint64_t depth,
+                          bool fill_only, uint64_t *splits, uint64_t *len)
 {
-    uint64_t base = cdiv(rows, t->bm) * cdiv(cols, t->bn) * groups, s = cdiv(CONV_SPLIT_TARGET, base);
+    uint64_t base = cdiv(rows, t->bm) * cdiv(cols, t->bn) * z, s = cdiv(CONV_SPLIT_TARGET, base);
     uint64_t most = depth / CONV_SPLIT_MIN;
+    if (fill_only && base >= CONV_FILL) s = 1;
     const char *env = getenv("WGT_CONV_SPLITK");
     if (env && atoi(env) > 0) s = (uint64_t)atoi(env), most = depth;
     if (s > most) s = most;
@@ -203,10 +207,12 @@ static void choose_splits(const conv_tile *t, uint64_t rows, uint64_t cols, uint
     *splits = depth ? cdiv(depth, *len) : 1;
 }
 
-/* rows x cols outputs in z independent GEMMs of `len` terms; own_splits: the
- * weight gradient's split-K is ours to choose (else *splits stays). */
+/* rows x cols outputs in z independent GEMMs of `len` terms (the largest,
+ * for the phases of an input gradient); own_splits: split-K is ours to
+ * choose (fill_only: see choose_splits), out_size: the elements each split's
+ * partial output has (what the reduction reads per split). */
 static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, uint64_t z, uint64_t len,
-                             bool own_splits)
+                             bool own_splits, bool fill_only, uint64_t out_size)
 {
     uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
     bool new_loads = !knob_off("WGT_CONV_LOADS"), few_rows_ok = !knob_off("WGT_CONV_STEM");
@@ -220,25 +226,18 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
         /* the table first (it saves ALU on every load), then the padding */
         gemm_plan p = {t, 0, rtab && tile_shared(t, 0, true) <= shared, 1, len};
         p.pad = new_loads && tile_shared(t, 1, p.rtab) <= shared ? 1u : 0u;
+        if (own_splits) choose_splits(t, rows, cols, z, len, fill_only, &p.splits, &p.split_len);
         if (env && strcmp(env, "old") == 0) {
             /* the former rule: 128 x 128 when there are CONV_OLD_BIG_TILES of them, else 64 x 64 */
             bool big = cdiv(rows, 128) * cdiv(cols, 128) * z >= CONV_OLD_BIG_TILES;
             if (strcmp(t->name, big ? "128" : "64") == 0) return p;
             continue;
         }
-        if (env && strcmp(env, t->name) == 0) {
-            if (own_splits) choose_splits(t, rows, cols, z, len, &p.splits, &p.split_len);
-            return p;
-        }
+        if (env && strcmp(env, t->name) == 0) return p;
         if (t->few_rows && (rows > t->bm || !few_rows_ok)) continue;
-        double cost;
-        if (own_splits) {
-            choose_splits(t, rows, cols, z, len, &p.splits, &p.split_len);
-            /* + the reduction: each split's partial dw written and read once */
-            cost = tile_cost(t, rows, cols, z * p.splits, p.split_len) + (double)p.splits * rows * cols * z * 16.0;
-        } else {
-            cost = tile_cost(t, rows, cols, z, len);
-        }
+        /* + the reduction: each split's partial output written and read once */
+        double cost = tile_cost(t, rows, cols, z * p.splits, p.split_len) +
+                      (p.splits > 1 ? (double)p.splits * out_size * 16.0 : 0.0);
         if (!best.tile || cost < best_cost) best = p, best_cost = cost;
     }
     if (!best.tile) best.tile = &conv_tiles[0]; /* 64 x 64 (8 KiB) fits every WebGPU device */
@@ -260,7 +259,7 @@ typedef struct gemm_params {
     uint32_t n, c, h, w, k, oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, cg;
     uint32_t kg, rows, cols, depth, a_offset, b_offset, out_offset, bias_offset;
     uint32_t split_len, has_bias, groups, out_split;
-    uint32_t step_h, step_w, pad1, pad2;
+    uint32_t step_h, step_w, phases, pad2;
 } gemm_params;
 _Static_assert(sizeof(gemm_params) % 16 == 0 && sizeof(gemm_params) <= WEBGPU_PARAMS_MAX, "conv gemm params");
 
@@ -309,37 +308,45 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     p.groups = u32of(call->conv.groups);
     p.cg = p.c / p.groups, p.kg = p.k / p.groups;
     uint64_t taps = (uint64_t)p.kh * p.kw, wsize = (uint64_t)p.k * p.cg * taps;
-    bool phased = mode == 1 && use_phases(call), own_splits = false;
-    uint64_t z = p.groups, fe_splits = 1, plan_len = 0;
+    bool phased = mode == 1 && use_phases(call);
+    uint64_t z = p.groups, fe_splits = 1, plan_len = 0, out_size = wsize;
+    p.phases = 1;
     switch (mode) {
-    case 0: p.rows = p.kg, p.cols = p.n * p.oh * p.ow, p.depth = (uint32_t)(p.cg * taps), plan_len = p.depth; break;
+    case 0:
+        p.rows = p.kg, p.cols = p.n * p.oh * p.ow, p.depth = (uint32_t)(p.cg * taps), plan_len = p.depth;
+        out_size = (uint64_t)p.n * p.k * p.oh * p.ow;
+        break;
     case 1:
         p.rows = p.cg, p.depth = (uint32_t)(p.kg * taps), plan_len = p.depth;
         p.cols = p.n * p.h * p.w;
+        out_size = (uint64_t)p.n * p.c * p.h * p.w;
         if (phased) {
             /* one GEMM per phase (ih % sh, iw % sw), z = group + groups phase;
              * cols and depth of the largest phase (the kernel bounds each) */
             p.step_h = p.stride_h / gcd32(p.stride_h, p.dil_h), p.step_w = p.stride_w / gcd32(p.stride_w, p.dil_w);
             p.cols = (uint32_t)(p.n * cdiv(p.h, p.stride_h) * cdiv(p.w, p.stride_w));
             plan_len = p.kg * cdiv(p.kh, p.step_h) * cdiv(p.kw, p.step_w);
-            z *= (uint64_t)p.stride_h * p.stride_w;
+            p.phases = p.stride_h * p.stride_w;
+            z *= p.phases;
         }
         break;
     default:
         p.rows = p.kg, p.cols = (uint32_t)(p.cg * taps), p.depth = p.n * p.oh * p.ow;
-        p.split_len = u32of(call->conv.split_len > 0 ? call->conv.split_len : p.depth);
-        fe_splits = p.split_len ? cdiv(p.depth, p.split_len) : 1;
-        /* the front-end asks for one split unless WGT_CONV_SPLITK=0: split-K is then ours */
-        own_splits = fe_splits == 1 && !knob_off("WGT_CONV_SPLITK");
+        /* the front-end asks for one split (the partials it sums) unless
+         * WGT_CONV_SPLITK=0 (the former path): split-K is then ours */
+        uint64_t len = call->conv.split_len > 0 ? (uint64_t)call->conv.split_len : p.depth;
+        fe_splits = p.depth ? cdiv(p.depth, len) : 1;
         z *= fe_splits;
-        plan_len = fe_splits == 1 ? p.depth : p.split_len;
+        plan_len = fe_splits == 1 ? p.depth : len;
         break;
     }
-    gemm_plan plan = choose_plan(wg, p.rows, p.cols, z, plan_len, own_splits);
+    bool own_splits = fe_splits == 1 && !knob_off("WGT_CONV_SPLITK");
+    gemm_plan plan = choose_plan(wg, p.rows, p.cols, z, plan_len, own_splits, mode != 2, out_size);
     const conv_tile *tile = plan.tile;
     uint64_t splits = own_splits ? plan.splits : 1;
-    if (splits * wsize > UINT32_MAX) splits = 1, plan.split_len = p.depth; /* the partials are u32-indexed */
-    if (own_splits) p.split_len = (uint32_t)plan.split_len;
+    if (splits * out_size > UINT32_MAX) splits = 1; /* the partials are u32-indexed */
+    /* each split sums r in [split split_len, (split + 1) split_len) of its GEMM */
+    p.split_len = (uint32_t)(splits > 1 ? plan.split_len : plan_len);
     z *= splits;
 
     /* inputs (x, w), (dy, w), (x, dy): A is always the second, B the first */
@@ -348,7 +355,7 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     p.a_offset = (uint32_t)a->offset, p.b_offset = (uint32_t)b->offset;
     p.bias_offset = (uint32_t)bias->offset;
     p.has_bias = mode == 0 && call->conv.has_bias;
-    p.out_split = (uint32_t)wsize;
+    p.out_split = (uint32_t)out_size; /* the front-end's partials (WGT_CONV_SPLITK=0) are wsize apart too */
 
     uint64_t gx = cdiv(p.cols, tile->bn), gy = cdiv(p.rows, tile->bm);
     uint64_t limit = wg->limits.maxComputeWorkgroupsPerDimension;
@@ -363,7 +370,7 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     if (getenv("WGT_CONV_DEBUG")) /* the plan of every call, to check the choices on a new GPU */
         fprintf(stderr, "wgt conv: %s mode %d rows %u cols %u depth %llu z %llu: tile %s pad %u splits %llu x %u%s\n",
                 op, mode, p.rows, p.cols, (unsigned long long)plan_len, (unsigned long long)z, tile->name, plan.pad,
-                (unsigned long long)(own_splits ? splits : fe_splits), p.split_len, phased ? " phased" : "");
+                (unsigned long long)(fe_splits > 1 ? fe_splits : splits), p.split_len, phased ? " phased" : "");
     char key[96], prelude[320];
     snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d/%d", mode, tile->bm, tile->bn, tile->bk, tile->tm,
              tile->tn, plan.pad, (int)phased, (int)along_r, (int)rtab);
@@ -376,11 +383,11 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_gemm", 3, 1, op, &pipe);
     if (s != WGT_OK) return s;
 
-    /* split-K: partial dw [splits, K, C/g, KH, KW] in a temporary, then summed into out */
+    /* split-K: partial outputs [splits, out's size] in a temporary, then summed into out */
     wgt_tensor_view partials = {0};
     const wgt_tensor_view *dst = out;
     if (splits > 1) {
-        int64_t shape[2] = {(int64_t)splits, (int64_t)wsize};
+        int64_t shape[2] = {(int64_t)splits, (int64_t)out_size};
         s = webgpu_temp_alloc(wg, WGT_F32, 2, shape, &partials);
         if (s != WGT_OK) return s;
         dst = &partials;
@@ -389,7 +396,7 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     WGPUBuffer buffers[4] = {webgpu_view_buffer(a), webgpu_view_buffer(b), webgpu_view_buffer(bias),
                              webgpu_view_buffer(dst)};
     s = webgpu_dispatch(wg, pipe, buffers, 4, &p, sizeof(p), (uint32_t)gx, (uint32_t)gy, (uint32_t)z, op);
-    if (s == WGT_OK && splits > 1) s = splitk_reduce(wg, &partials, out, (uint32_t)wsize, (uint32_t)splits, op);
+    if (s == WGT_OK && splits > 1) s = splitk_reduce(wg, &partials, out, (uint32_t)out_size, (uint32_t)splits, op);
     if (partials.storage) webgpu_temp_release(wg, &partials);
     return s;
 }

@@ -1,7 +1,8 @@
 // conv_gemm: the three convolution kernels of WGT_KERNEL_CONV as one implicit
 // GEMM, out[m, col] = sum over r of A(m, r) B(r, col), per group (and per
 // split of r for the weight gradient, per stride phase for the input
-// gradient). No unfolded (im2col) tensor exists in device memory: each BK x BN
+// gradient; any of the three may also be split along r, split-K, when its
+// output alone gives too few workgroups). No unfolded (im2col) tensor exists in device memory: each BK x BN
 // tile of B is gathered from the NCHW tensor straight into workgroup memory,
 // zeros where the window reaches padding.
 //
@@ -19,7 +20,7 @@
 //                                (a 3x3 stride 2 gradient does 1/4 of the unphased work)
 //   MODE 2 CONV_BACKWARD_WEIGHT  A = dy: m = co, r = (n, i, j)
 //                                B = unfolded x: col = (ci, a, b)
-//                                out = partial dw [splits, K, C/g, KH, KW]
+//                                out = dw [K, C/g, KH, KW] (partial dw per split)
 //
 // Prelude (webgpu_conv.c): const MODE: u32, PHASED: bool, B_ALONG_R: bool
 // (MODE 2: B quads fetched along r, see Loads), RTAB: bool (r_info from a
@@ -27,7 +28,9 @@
 // (rows x columns of out per workgroup), BK (depth of one K slice), TM x TN
 // (outputs per invocation, multiples of 4) with (BM / TM) (BN / TN) = 256
 // invocations, and PAD (0 or 1 vec4 of padding per shared tile row).
-// Workgroups: x = column tiles, y = row tiles, z = group + groups * (split or phase).
+// Workgroups: x = column tiles, y = row tiles, z = group + groups (phase + phases split).
+// With splits, out is [splits][out's size] (a temporary that
+// conv_splitk_reduce.wgsl sums in order).
 //
 // Shared tiles are k-major vec4 arrays, a_tile [BK][BM / 4 + PAD] and b_tile
 // [BK][BN / 4 + PAD]: each invocation fetches quads of 4 neighbouring rows of
@@ -56,7 +59,7 @@ struct Params {
     kg: u32, rows: u32, cols: u32, depth: u32,              // kg = k / groups; the GEMM's M, N, K
     a_offset: u32, b_offset: u32, out_offset: u32, bias_offset: u32,
     split_len: u32, has_bias: u32, groups: u32, out_split: u32,   // out_split: elements per split of out
-    step_h: u32, step_w: u32, pad1: u32, pad2: u32,         // PHASED: sh / gcd(sh, dil_h), sw / gcd(sw, dil_w)
+    step_h: u32, step_w: u32, phases: u32, pad2: u32,       // PHASED: sh / gcd(sh, dil_h), sw / gcd(sw, dil_w), sh sw (else 1)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -240,26 +243,29 @@ fn load_b(col: Column, ri: RInfo) -> f32 {
     return b_src[col.base + ri.w + u32(i) * params.w + u32(j)];
 }
 
+// out[m, col] of group g, into split `split`'s copy of out (out_split
+// elements apart; split-K's partials: the bias goes into split 0 only).
 fn store_out(g: u32, split: u32, m: u32, col: u32, v: f32) {
     if (m >= params.rows || col >= params.cols) { return; }
+    let base = params.out_offset + split * params.out_split;
     if (MODE == 0u) {
         let plane = params.oh * params.ow;
         let co = g * params.kg + m;
         var y = v;
-        if (params.has_bias != 0u) { y = y + bias[params.bias_offset + co]; }
-        out[params.out_offset + ((col / plane) * params.k + co) * plane + col % plane] = y;
+        if (params.has_bias != 0u && split == 0u) { y = y + bias[params.bias_offset + co]; }
+        out[base + ((col / plane) * params.k + co) * plane + col % plane] = y;
     } else if (MODE == 1u && PHASED) {
         let plane = phase.hu * phase.wv;
         if (col >= params.n * plane) { return; }
         let rest = col % plane;
         let ih = phase.ph + params.stride_h * (rest / phase.wv);
         let iw = phase.pw + params.stride_w * (rest % phase.wv);
-        out[params.out_offset + (((col / plane) * params.c + g * params.cg + m) * params.h + ih) * params.w + iw] = v;
+        out[base + (((col / plane) * params.c + g * params.cg + m) * params.h + ih) * params.w + iw] = v;
     } else if (MODE == 1u) {
         let plane = params.h * params.w;
-        out[params.out_offset + ((col / plane) * params.c + g * params.cg + m) * plane + col % plane] = v;
+        out[base + ((col / plane) * params.c + g * params.cg + m) * plane + col % plane] = v;
     } else {
-        out[params.out_offset + split * params.out_split + (g * params.kg + m) * params.cols + col] = v;
+        out[base + (g * params.kg + m) * params.cols + col] = v;
     }
 }
 
@@ -311,19 +317,17 @@ fn fetch(g: u32, row0: u32, r0: u32, r_end: u32, t: u32, cols: ptr<function, arr
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let g = wid.z % params.groups;
-    let split = wid.z / params.groups;
+    let split = wid.z / (params.groups * params.phases);
     let row0 = wid.y * BM;
     let col0 = wid.x * BN;
-    var r_begin = 0u;
-    var r_end = params.depth;
-    if (MODE == 2u) {
-        r_begin = split * params.split_len;
-        r_end = min(params.depth, r_begin + params.split_len);
-    }
+    var depth = params.depth;
     if (MODE == 1u && PHASED) {
-        set_phase(split);
-        r_end = params.kg * phase.na * phase.nb;   // 0 for a phase no tap lands on: zeros are stored
+        set_phase((wid.z / params.groups) % params.phases);
+        depth = params.kg * phase.na * phase.nb;   // 0 for a phase no tap lands on: zeros are stored
     }
+    // split-K: this split's part of r (empty past a phase's depth: zeros are stored)
+    let r_begin = min(depth, split * params.split_len);
+    let r_end = min(depth, r_begin + params.split_len);
 
     // this invocation's B quads: 4 columns each, decomposed once
     var cols: array<Column, B_LOADS * 4u>;
