@@ -680,7 +680,7 @@ static void test_bad_input(wgt_context *ctx, const char *backend)
 
 /* The WebGPU convolution's paths that the default choice may not reach at
  * these sizes, each forced by its knob (webgpu_conv.c): split-K with a fixed
- * split count, every tile shape (the 16 x 256 one is for few rows, like the
+ * split count, every tile shape (16 x 256 and 8 x 512 are for few rows, like the
  * stem's input gradient), and the former paths (front-end splits summed by a
  * REDUCE, unphased input gradient, B loads along columns, every load doing
  * its own index divisions). */
@@ -690,6 +690,7 @@ static void test_conv_variants(wgt_context *ctx)
         {"WGT_CONV_SPLITK", "5", NULL, NULL, NULL, NULL, NULL, NULL},
         {"WGT_CONV_SPLITK", "2", "WGT_CONV_TILE", "128", NULL, NULL, NULL, NULL},
         {"WGT_CONV_TILE", "16x256", NULL, NULL, NULL, NULL, NULL, NULL},
+        {"WGT_CONV_TILE", "8x512", NULL, NULL, NULL, NULL, NULL, NULL},
         {"WGT_CONV_TILE", "64x128", "WGT_CONV_SPLITK", "3", "WGT_CONV_PHASES", "0", NULL, NULL},
         {"WGT_CONV_TILE", "128x64", NULL, NULL, NULL, NULL, NULL, NULL},
         {"WGT_CONV_SPLITK", "0", "WGT_CONV_PHASES", "0", "WGT_CONV_LOADS", "0", "WGT_CONV_RTAB", "0"},
