@@ -182,7 +182,7 @@ static double tile_cost(const conv_tile *t, uint64_t rows, uint64_t cols, uint64
 /* A plan for one call: the tile, its padding, and (weight gradient) the splits
  * of the reduction. */
 typedef struct gemm_plan {
-    const conv_tile *tile;
+    conv_tile tile; /* bk as chosen (WGT_CONV_BK) */
     uint32_t pad;
     bool rtab;
     uint64_t splits, split_len;
@@ -220,16 +220,26 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
     bool new_loads = !knob_off("WGT_CONV_LOADS"), few_rows_ok = !knob_off("WGT_CONV_STEM");
     bool rtab = !knob_off("WGT_CONV_RTAB");
     const char *env = getenv("WGT_CONV_TILE");
-    gemm_plan best = {NULL, 0, false, 1, len};
+    /* BK 8 by default: the MATMUL kernel measured BK = 16 slower on H100 and
+     * H200 everywhere (register pressure; here also half the gathered columns
+     * per invocation); WGT_CONV_BK=16 for comparison */
+    const char *bk_env = getenv("WGT_CONV_BK");
+    uint32_t bk = bk_env && strcmp(bk_env, "16") == 0 ? 16u : 8u;
+    gemm_plan best;
+    memset(&best, 0, sizeof(best));
+    bool found = false;
     double best_cost = 0;
     for (size_t i = 0; i < CONV_N_TILES; i++) {
-        const conv_tile *t = &conv_tiles[i];
+        conv_tile tv = conv_tiles[i];
+        const conv_tile *t = &tv;
+        bool old_rule = env && strcmp(env, "old") == 0;
+        if (!tv.few_rows) tv.bk = old_rule ? 16u : bk;
         if (tile_shared(t, 0, false) > shared) continue;
         /* the table first (it saves ALU on every load), then the padding */
-        gemm_plan p = {t, 0, rtab && tile_shared(t, 0, true) <= shared, 1, len};
+        gemm_plan p = {tv, 0, rtab && tile_shared(t, 0, true) <= shared, 1, len};
         p.pad = new_loads && tile_shared(t, 1, p.rtab) <= shared ? 1u : 0u;
         if (own_splits) choose_splits(t, rows, cols, z, len, fill_only, &p.splits, &p.split_len);
-        if (env && strcmp(env, "old") == 0) {
+        if (old_rule) {
             /* the former rule: 128 x 128 when there are CONV_OLD_BIG_TILES of them, else 64 x 64 */
             bool big = cdiv(rows, 128) * cdiv(cols, 128) * z >= CONV_OLD_BIG_TILES;
             if (strcmp(t->name, big ? "128" : "64") == 0) return p;
@@ -240,10 +250,12 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
         /* + the reduction: each split's partial output written and read once */
         double cost = tile_cost(t, rows, cols, z * p.splits, p.split_len) +
                       (p.splits > 1 ? (double)p.splits * out_size * 16.0 : 0.0);
-        if (!best.tile || cost < best_cost) best = p, best_cost = cost;
+        if (!found || cost < best_cost) best = p, best_cost = cost, found = true;
     }
-    if (!best.tile) best.tile = &conv_tiles[0]; /* 64 x 64 (8 KiB) fits every WebGPU device */
-    if (best.tile == &conv_tiles[0] && !best.rtab) best.rtab = rtab; /* 8.25 KiB with the table */
+    if (!found) { /* 64 x 64 (8 KiB, 8.25 with the table) fits every WebGPU device */
+        best.tile = conv_tiles[0];
+        best.rtab = rtab, best.splits = 1, best.split_len = len;
+    }
     return best;
 }
 
@@ -344,7 +356,7 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     }
     bool own_splits = fe_splits == 1 && !knob_off("WGT_CONV_SPLITK");
     gemm_plan plan = choose_plan(wg, p.rows, p.cols, z, plan_len, own_splits, mode != 2, out_size);
-    const conv_tile *tile = plan.tile;
+    const conv_tile *tile = &plan.tile;
     uint64_t splits = own_splits ? plan.splits : 1;
     if (splits * out_size > UINT32_MAX) splits = 1; /* the partials are u32-indexed */
     /* each split sums r in [split split_len, (split + 1) split_len) of its GEMM */
