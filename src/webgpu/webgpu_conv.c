@@ -162,11 +162,12 @@ static bool knob_off(const char *name)
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-/* Workgroup memory of a tile with `pad` vec4s after each row of r, and the
- * r_info table (16 bytes per r) when rtab. */
-static uint64_t tile_shared(const conv_tile *t, uint32_t pad, bool rtab)
+/* Workgroup memory of a tile with `pad` vec4s after each row of r, the r_info
+ * table (16 bytes per r) when rtab, all twice when dbuf. */
+static uint64_t tile_shared(const conv_tile *t, uint32_t pad, bool rtab, bool dbuf)
 {
-    return 16ull * t->bk * (t->bm / 4 + pad) + 16ull * t->bk * (t->bn / 4 + pad) + (rtab ? 16ull * t->bk : 0);
+    uint64_t one = 16ull * t->bk * (t->bm / 4 + pad) + 16ull * t->bk * (t->bn / 4 + pad) + (rtab ? 16ull * t->bk : 0);
+    return dbuf ? 2 * one : one;
 }
 
 /* Modelled time of a grid of tiles over `len` reduction terms each: padded
@@ -184,7 +185,7 @@ static double tile_cost(const conv_tile *t, uint64_t rows, uint64_t cols, uint64
 typedef struct gemm_plan {
     conv_tile tile; /* bk as chosen (WGT_CONV_BK) */
     uint32_t pad;
-    bool rtab;
+    bool rtab, dbuf;
     uint64_t splits, split_len;
 } gemm_plan;
 
@@ -218,7 +219,7 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
 {
     uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
     bool new_loads = !knob_off("WGT_CONV_LOADS"), few_rows_ok = !knob_off("WGT_CONV_STEM");
-    bool rtab = !knob_off("WGT_CONV_RTAB");
+    bool rtab = !knob_off("WGT_CONV_RTAB"), dbuf = !knob_off("WGT_CONV_DBUF");
     const char *env = getenv("WGT_CONV_TILE");
     /* BK 8 by default: the MATMUL kernel measured BK = 16 slower on H100 and
      * H200 everywhere (register pressure; here also half the gathered columns
@@ -234,10 +235,13 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
         const conv_tile *t = &tv;
         bool old_rule = env && strcmp(env, "old") == 0;
         if (!tv.few_rows) tv.bk = old_rule ? 16u : bk;
-        if (tile_shared(t, 0, false) > shared) continue;
-        /* the table first (it saves ALU on every load), then the padding */
-        gemm_plan p = {tv, 0, rtab && tile_shared(t, 0, true) <= shared, 1, len};
-        p.pad = new_loads && tile_shared(t, 1, p.rtab) <= shared ? 1u : 0u;
+        if (tile_shared(t, 0, false, false) > shared) continue;
+        /* what fits of: the table (it saves ALU on every load), double
+         * buffering (one barrier per slice), the padding (bank conflicts on
+         * some stores) */
+        gemm_plan p = {tv, 0, rtab && tile_shared(t, 0, true, false) <= shared, false, 1, len};
+        p.dbuf = dbuf && tile_shared(t, 0, p.rtab, true) <= shared;
+        p.pad = new_loads && tile_shared(t, 1, p.rtab, p.dbuf) <= shared ? 1u : 0u;
         if (own_splits) choose_splits(t, rows, cols, z, len, fill_only, &p.splits, &p.split_len);
         if (old_rule) {
             /* the former rule: 128 x 128 when there are CONV_OLD_BIG_TILES of them, else 64 x 64 */
@@ -252,7 +256,7 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
                       (p.splits > 1 ? (double)p.splits * out_size * 16.0 : 0.0);
         if (!found || cost < best_cost) best = p, best_cost = cost, found = true;
     }
-    if (!found) { /* 64 x 64 (8 KiB, 8.25 with the table) fits every WebGPU device */
+    if (!found) { /* 64 x 64 (4 KiB at BK 8, 8 KiB at 16, + the table) fits every WebGPU device */
         best.tile = conv_tiles[0];
         best.rtab = rtab, best.splits = 1, best.split_len = len;
     }
@@ -382,17 +386,18 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
 
     bool along_r = mode == 2 && !knob_off("WGT_CONV_LOADS"), rtab = plan.rtab;
     if (getenv("WGT_CONV_DEBUG")) /* the plan of every call, to check the choices on a new GPU */
-        fprintf(stderr, "wgt conv: %s mode %d rows %u cols %u depth %llu z %llu: tile %s pad %u splits %llu x %u%s\n",
-                op, mode, p.rows, p.cols, (unsigned long long)plan_len, (unsigned long long)z, tile->name, plan.pad,
+        fprintf(stderr, "wgt conv: %s mode %d rows %u cols %u depth %llu z %llu: tile %s bk %u pad %u rtab %d dbuf %d "
+                "splits %llu x %u%s\n", op, mode, p.rows, p.cols, (unsigned long long)plan_len, (unsigned long long)z,
+                tile->name, tile->bk, plan.pad, (int)rtab, (int)plan.dbuf,
                 (unsigned long long)(fe_splits > 1 ? fe_splits : splits), p.split_len, phased ? " phased" : "");
     char key[96], prelude[320];
-    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d/%d", mode, tile->bm, tile->bn, tile->bk, tile->tm,
-             tile->tn, plan.pad, (int)phased, (int)along_r, (int)rtab);
+    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d/%d/%d", mode, tile->bm, tile->bn, tile->bk,
+             tile->tm, tile->tn, plan.pad, (int)phased, (int)along_r, (int)rtab, (int)plan.dbuf);
     snprintf(prelude, sizeof(prelude),
-             "const MODE = %du;\nconst PHASED = %s;\nconst B_ALONG_R = %s;\nconst RTAB = %s;\nconst BM = %uu;\n"
-             "const BN = %uu;\nconst BK = %uu;\nconst TM = %uu;\nconst TN = %uu;\nconst PAD = %uu;\n",
-             mode, phased ? "true" : "false", along_r ? "true" : "false", rtab ? "true" : "false", tile->bm, tile->bn,
-             tile->bk, tile->tm, tile->tn, plan.pad);
+             "const MODE = %du;\nconst PHASED = %s;\nconst B_ALONG_R = %s;\nconst RTAB = %s;\nconst DBUF = %s;\n"
+             "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst TM = %uu;\nconst TN = %uu;\nconst PAD = %uu;\n",
+             mode, phased ? "true" : "false", along_r ? "true" : "false", rtab ? "true" : "false",
+             plan.dbuf ? "true" : "false", tile->bm, tile->bn, tile->bk, tile->tm, tile->tn, plan.pad);
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_gemm", 3, 1, op, &pipe);
     if (s != WGT_OK) return s;

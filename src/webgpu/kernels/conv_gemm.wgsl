@@ -24,7 +24,8 @@
 //
 // Prelude (webgpu_conv.c): const MODE: u32, PHASED: bool, B_ALONG_R: bool
 // (MODE 2: B quads fetched along r, see Loads), RTAB: bool (r_info from a
-// per-slice table, see Loads); the tile BM x BN
+// per-slice table, see Loads), DBUF: bool (double-buffered shared tiles, see
+// main); the tile BM x BN
 // (rows x columns of out per workgroup), BK (depth of one K slice), TM x TN
 // (outputs per invocation, multiples of 4) with (BM / TM) (BN / TN) = 256
 // invocations, and PAD (0 or 1 vec4 of padding per shared tile row).
@@ -78,8 +79,10 @@ const CQ = TN / 4u;                                // column quads per invocatio
 const A_ROW = BM / 4u + PAD;                       // vec4s per r of the shared tiles
 const B_ROW = BN / 4u + PAD;
 
-var<workgroup> a_tile: array<vec4<f32>, BK * A_ROW>;   // [r][row quad]
-var<workgroup> b_tile: array<vec4<f32>, BK * B_ROW>;   // [r][column quad]
+const NBUF = select(1u, 2u, DBUF);                 // copies of the shared tiles (and of rtab)
+
+var<workgroup> a_tile: array<vec4<f32>, NBUF * BK * A_ROW>;   // [buffer][r][row quad]
+var<workgroup> b_tile: array<vec4<f32>, NBUF * BK * B_ROW>;   // [buffer][r][column quad]
 
 // PHASED: this workgroup's stride phase (ph, pw), its first taps (a0, b0) and
 // tap counts (na, nb); the dy pixel of column (u, v) at phase tap (ta, tb) is
@@ -277,24 +280,24 @@ fn a_rq(quad: u32) -> u32 { return quad / BK; }
 fn b_r(quad: u32) -> u32 { return select(quad / (BN / 4u), quad % BK, B_ALONG_R); }
 fn b_cq(quad: u32) -> u32 { return select(quad % (BN / 4u), quad / BK, B_ALONG_R); }
 
-var<workgroup> rtab: array<RInfo, BK>;   // RTAB: r_info of the slice being fetched
+var<workgroup> rtab: array<RInfo, NBUF * BK>;   // RTAB: [buffer][r] r_info of the slice being fetched
 
-// r_info of r0 + rl: from the table (RTAB, filled by BK invocations per
-// slice) or computed here (every load then pays the divisions).
-fn info_of(g: u32, r0: u32, rl: u32) -> RInfo {
-    if (RTAB) { return rtab[rl]; }
+// r_info of r0 + rl: from buffer buf of the table (RTAB, filled by BK
+// invocations per slice) or computed here (every load then pays the divisions).
+fn info_of(g: u32, r0: u32, rl: u32, buf: u32) -> RInfo {
+    if (RTAB) { return rtab[buf * BK + rl]; }
     return r_info(g, r0 + rl);
 }
 
 // This invocation's quads of the K slice starting at r0, zeros past the edges.
-fn fetch(g: u32, row0: u32, r0: u32, r_end: u32, t: u32, cols: ptr<function, array<Column, B_LOADS * 4u>>,
+fn fetch(g: u32, row0: u32, r0: u32, r_end: u32, t: u32, buf: u32, cols: ptr<function, array<Column, B_LOADS * 4u>>,
          a_regs: ptr<function, array<vec4<f32>, A_LOADS>>, b_regs: ptr<function, array<vec4<f32>, B_LOADS>>) {
     for (var q = 0u; q < A_LOADS; q++) {
         let quad = t + q * WG;
         if (quad < A_QUADS) {
             (*a_regs)[q] = vec4<f32>(0.0);
             if (r0 + a_r(quad) < r_end) {
-                let ri = info_of(g, r0, a_r(quad));
+                let ri = info_of(g, r0, a_r(quad), buf);
                 let m = row0 + a_rq(quad) * 4u;
                 (*a_regs)[q] = vec4<f32>(load_a(g, m, ri), load_a(g, m + 1u, ri), load_a(g, m + 2u, ri),
                                          load_a(g, m + 3u, ri));
@@ -306,9 +309,40 @@ fn fetch(g: u32, row0: u32, r0: u32, r_end: u32, t: u32, cols: ptr<function, arr
         if (quad < B_QUADS) {
             (*b_regs)[q] = vec4<f32>(0.0);
             if (r0 + b_r(quad) < r_end) {
-                let ri = info_of(g, r0, b_r(quad));
+                let ri = info_of(g, r0, b_r(quad), buf);
                 (*b_regs)[q] = vec4<f32>(load_b((*cols)[q * 4u], ri), load_b((*cols)[q * 4u + 1u], ri),
                                          load_b((*cols)[q * 4u + 2u], ri), load_b((*cols)[q * 4u + 3u], ri));
+            }
+        }
+    }
+}
+
+// The fetched quads into buffer buf of the shared tiles.
+fn store_slice(buf: u32, t: u32, a_regs: ptr<function, array<vec4<f32>, A_LOADS>>,
+               b_regs: ptr<function, array<vec4<f32>, B_LOADS>>) {
+    for (var q = 0u; q < A_LOADS; q++) {
+        let quad = t + q * WG;
+        if (quad < A_QUADS) { a_tile[(buf * BK + a_r(quad)) * A_ROW + a_rq(quad)] = (*a_regs)[q]; }
+    }
+    for (var q = 0u; q < B_LOADS; q++) {
+        let quad = t + q * WG;
+        if (quad < B_QUADS) { b_tile[(buf * BK + b_r(quad)) * B_ROW + b_cq(quad)] = (*b_regs)[q]; }
+    }
+}
+
+// acc += this invocation's TM x TN block of the slice in buffer buf.
+fn multiply(buf: u32, tx: u32, ty: u32, acc: ptr<function, array<vec4<f32>, RQ * TN>>) {
+    for (var r = 0u; r < BK; r++) {
+        var b: array<vec4<f32>, CQ>;
+        for (var h = 0u; h < CQ; h++) { b[h] = b_tile[(buf * BK + r) * B_ROW + tx + h * (BN / TN)]; }
+        for (var gq = 0u; gq < RQ; gq++) {
+            let a = a_tile[(buf * BK + r) * A_ROW + ty + gq * (BM / TM)];
+            for (var h = 0u; h < CQ; h++) {
+                let base = (gq * 4u) * CQ + h;
+                (*acc)[base] = fma(vec4<f32>(a.x), b[h], (*acc)[base]);
+                (*acc)[base + CQ] = fma(vec4<f32>(a.y), b[h], (*acc)[base + CQ]);
+                (*acc)[base + 2u * CQ] = fma(vec4<f32>(a.z), b[h], (*acc)[base + 2u * CQ]);
+                (*acc)[base + 3u * CQ] = fma(vec4<f32>(a.w), b[h], (*acc)[base + 3u * CQ]);
             }
         }
     }
@@ -344,44 +378,42 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var i = 0u; i < RQ * TN; i++) { acc[i] = vec4<f32>(0.0); }
 
     // Software pipelining: the next slice's quads are fetched into registers
-    // right after the current slice reaches workgroup memory, so their global
-    // loads are in flight while the current slice is multiplied.
+    // before the current slice is multiplied, so their global loads are in
+    // flight meanwhile. DBUF: two copies of the tiles (and of rtab, filled two
+    // slices ahead), one barrier per slice: the stores into the other copy
+    // only overwrite what every invocation finished reading before the last
+    // barrier. Else one copy and two barriers per slice.
     var a_regs: array<vec4<f32>, A_LOADS>;
     var b_regs: array<vec4<f32>, B_LOADS>;
     if (RTAB) {
-        if (t < BK && r_begin + t < r_end) { rtab[t] = r_info(g, r_begin + t); }
+        // the first NBUF slices' r_info
+        if (t < NBUF * BK && r_begin + t < r_end) { rtab[t] = r_info(g, r_begin + t); }
         workgroupBarrier();
     }
-    fetch(g, row0, r_begin, r_end, t, &cols, &a_regs, &b_regs);
-    for (var r0 = r_begin; r0 < r_end; r0 += BK) {
-        workgroupBarrier();   // every invocation is done reading the previous slice
-        for (var q = 0u; q < A_LOADS; q++) {
-            let quad = t + q * WG;
-            if (quad < A_QUADS) { a_tile[a_r(quad) * A_ROW + a_rq(quad)] = a_regs[q]; }
-        }
-        for (var q = 0u; q < B_LOADS; q++) {
-            let quad = t + q * WG;
-            if (quad < B_QUADS) { b_tile[b_r(quad) * B_ROW + b_cq(quad)] = b_regs[q]; }
-        }
-        // the next slice's r_info: every invocation is past its reads of this one (barrier above)
-        if (RTAB && t < BK && r0 + BK + t < r_end) { rtab[t] = r_info(g, r0 + BK + t); }
+    fetch(g, row0, r_begin, r_end, t, 0u, &cols, &a_regs, &b_regs);
+    if (DBUF) {
+        store_slice(0u, t, &a_regs, &b_regs);
         workgroupBarrier();
-        if (r0 + BK < r_end) {
-            fetch(g, row0, r0 + BK, r_end, t, &cols, &a_regs, &b_regs);
+        var cur = 0u;
+        for (var r0 = r_begin; r0 < r_end; r0 += BK) {
+            let more = r0 + BK < r_end;
+            if (more) { fetch(g, row0, r0 + BK, r_end, t, cur ^ 1u, &cols, &a_regs, &b_regs); }
+            multiply(cur, tx, ty, &acc);
+            if (more) { store_slice(cur ^ 1u, t, &a_regs, &b_regs); }
+            // rtab copy cur (this slice's, read by the previous fetch) takes the slice after next
+            if (RTAB && t < BK && r0 + 2u * BK + t < r_end) { rtab[cur * BK + t] = r_info(g, r0 + 2u * BK + t); }
+            workgroupBarrier();
+            cur ^= 1u;
         }
-        for (var r = 0u; r < BK; r++) {
-            var b: array<vec4<f32>, CQ>;
-            for (var h = 0u; h < CQ; h++) { b[h] = b_tile[r * B_ROW + tx + h * (BN / TN)]; }
-            for (var gq = 0u; gq < RQ; gq++) {
-                let a = a_tile[r * A_ROW + ty + gq * (BM / TM)];
-                for (var h = 0u; h < CQ; h++) {
-                    let base = (gq * 4u) * CQ + h;
-                    acc[base] = fma(vec4<f32>(a.x), b[h], acc[base]);
-                    acc[base + CQ] = fma(vec4<f32>(a.y), b[h], acc[base + CQ]);
-                    acc[base + 2u * CQ] = fma(vec4<f32>(a.z), b[h], acc[base + 2u * CQ]);
-                    acc[base + 3u * CQ] = fma(vec4<f32>(a.w), b[h], acc[base + 3u * CQ]);
-                }
-            }
+    } else {
+        for (var r0 = r_begin; r0 < r_end; r0 += BK) {
+            workgroupBarrier();   // every invocation is done reading the previous slice
+            store_slice(0u, t, &a_regs, &b_regs);
+            // the next slice's r_info: every invocation is past its reads of this one (barrier above)
+            if (RTAB && t < BK && r0 + BK + t < r_end) { rtab[t] = r_info(g, r0 + BK + t); }
+            workgroupBarrier();
+            if (r0 + BK < r_end) { fetch(g, row0, r0 + BK, r_end, t, 0u, &cols, &a_regs, &b_regs); }
+            multiply(0u, tx, ty, &acc);
         }
     }
     for (var gq = 0u; gq < RQ; gq++) {
