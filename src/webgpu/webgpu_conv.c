@@ -362,7 +362,16 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     gemm_plan plan = choose_plan(wg, p.rows, p.cols, z, plan_len, own_splits, mode != 2, out_size);
     const conv_tile *tile = &plan.tile;
     uint64_t splits = own_splits ? plan.splits : 1;
-    if (splits * out_size > UINT32_MAX) splits = 1; /* the partials are u32-indexed */
+    /* the grid's z, the partials' binding and their u32 indexing bound the splits */
+    uint64_t most = wg->limits.maxComputeWorkgroupsPerDimension / z;
+    uint64_t fit = out_size ? wg->limits.maxStorageBufferBindingSize / 4 / out_size : most;
+    if (out_size && fit > UINT32_MAX / out_size) fit = UINT32_MAX / out_size;
+    if (most > fit) most = fit;
+    if (splits > 1 && splits > most) {
+        splits = most > 1 ? most : 1;
+        plan.split_len = cdiv(cdiv(plan_len, splits), tile->bk) * tile->bk;
+        splits = cdiv(plan_len, plan.split_len);
+    }
     /* each split sums r in [split split_len, (split + 1) split_len) of its GEMM */
     p.split_len = (uint32_t)(splits > 1 ? plan.split_len : plan_len);
     z *= splits;

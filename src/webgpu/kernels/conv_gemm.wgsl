@@ -246,30 +246,37 @@ fn load_b(col: Column, ri: RInfo) -> f32 {
     return b_src[col.base + ri.w + u32(i) * params.w + u32(j)];
 }
 
-// out[m, col] of group g, into split `split`'s copy of out (out_split
-// elements apart; split-K's partials: the bias goes into split 0 only).
-fn store_out(g: u32, split: u32, m: u32, col: u32, v: f32) {
-    if (m >= params.rows || col >= params.cols) { return; }
-    let base = params.out_offset + split * params.out_split;
+// The epilogue's addresses split into a column part and a row part, so the
+// divisions by the plane sizes are done once per column, not per element:
+// out's element (m, col) is at out_base + col_part(col) + row_part(m).
+// col_part is NONE for a column past the edge (or outside this phase).
+const NONE = 0xffffffffu;
+
+fn col_part(col: u32) -> u32 {
+    if (col >= params.cols) { return NONE; }
     if (MODE == 0u) {
         let plane = params.oh * params.ow;
-        let co = g * params.kg + m;
-        var y = v;
-        if (params.has_bias != 0u && split == 0u) { y = y + bias[params.bias_offset + co]; }
-        out[base + ((col / plane) * params.k + co) * plane + col % plane] = y;
-    } else if (MODE == 1u && PHASED) {
+        return (col / plane) * params.k * plane + col % plane;
+    }
+    if (MODE == 1u && PHASED) {
         let plane = phase.hu * phase.wv;
-        if (col >= params.n * plane) { return; }
+        if (col >= params.n * plane) { return NONE; }
         let rest = col % plane;
         let ih = phase.ph + params.stride_h * (rest / phase.wv);
         let iw = phase.pw + params.stride_w * (rest % phase.wv);
-        out[base + (((col / plane) * params.c + g * params.cg + m) * params.h + ih) * params.w + iw] = v;
-    } else if (MODE == 1u) {
-        let plane = params.h * params.w;
-        out[base + ((col / plane) * params.c + g * params.cg + m) * plane + col % plane] = v;
-    } else {
-        out[base + (g * params.kg + m) * params.cols + col] = v;
+        return (col / plane) * params.c * params.h * params.w + ih * params.w + iw;
     }
+    if (MODE == 1u) {
+        let plane = params.h * params.w;
+        return (col / plane) * params.c * plane + col % plane;
+    }
+    return col;
+}
+
+fn row_part(g: u32, m: u32) -> u32 {
+    if (MODE == 0u) { return (g * params.kg + m) * params.oh * params.ow; }
+    if (MODE == 1u) { return (g * params.cg + m) * params.h * params.w; }
+    return (g * params.kg + m) * params.cols;
 }
 
 // Where quad number `quad` of a K slice sits: its r within the slice and its
@@ -416,16 +423,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             multiply(0u, tx, ty, &acc);
         }
     }
-    for (var gq = 0u; gq < RQ; gq++) {
-        for (var i = 0u; i < 4u; i++) {
-            let m = row0 + (ty + gq * (BM / TM)) * 4u + i;
-            for (var h = 0u; h < CQ; h++) {
-                let v = acc[(gq * 4u + i) * CQ + h];
-                let c = col0 + (tx + h * (BN / TN)) * 4u;
-                store_out(g, split, m, c, v.x);
-                store_out(g, split, m, c + 1u, v.y);
-                store_out(g, split, m, c + 2u, v.z);
-                store_out(g, split, m, c + 3u, v.w);
+    // split `split`'s copy of out (out_split elements apart: split-K's
+    // partials; the bias goes into split 0 only)
+    let out_base = params.out_offset + split * params.out_split;
+    for (var h = 0u; h < CQ; h++) {
+        let c = col0 + (tx + h * (BN / TN)) * 4u;
+        let cp = vec4<u32>(col_part(c), col_part(c + 1u), col_part(c + 2u), col_part(c + 3u));
+        for (var gq = 0u; gq < RQ; gq++) {
+            for (var i = 0u; i < 4u; i++) {
+                let m = row0 + (ty + gq * (BM / TM)) * 4u + i;
+                if (m >= params.rows) { continue; }
+                var v = acc[(gq * 4u + i) * CQ + h];
+                if (MODE == 0u && params.has_bias != 0u && split == 0u) {
+                    v = v + vec4<f32>(bias[params.bias_offset + g * params.kg + m]);
+                }
+                let at = out_base + row_part(g, m);
+                if (cp.x != NONE) { out[at + cp.x] = v.x; }
+                if (cp.y != NONE) { out[at + cp.y] = v.y; }
+                if (cp.z != NONE) { out[at + cp.z] = v.z; }
+                if (cp.w != NONE) { out[at + cp.w] = v.w; }
             }
         }
     }
