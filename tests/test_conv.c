@@ -694,7 +694,7 @@ static void test_conv_variants(wgt_context *ctx)
         {"WGT_CONV_TILE", "8x512", NULL, NULL, NULL, NULL, NULL, NULL},
         {"WGT_CONV_TILE", "64x128", "WGT_CONV_SPLITK", "3", "WGT_CONV_PHASES", "0", NULL, NULL},
         {"WGT_CONV_TILE", "128x64", NULL, NULL, NULL, NULL, NULL, NULL},
-        {"WGT_CONV_BK", "16", "WGT_CONV_SPLITK", "4", "WGT_CONV_DBUF", "0", NULL, NULL},
+        {"WGT_CONV_BK", "16", "WGT_CONV_SPLITK", "45", "WGT_CONV_DBUF", "0", NULL, NULL},
         {"WGT_CONV_SPLITK", "0", "WGT_CONV_PHASES", "0", "WGT_CONV_LOADS", "0", "WGT_CONV_RTAB", "0"},
     };
     const char *names[] = {"WGT_CONV_SPLITK", "WGT_CONV_TILE", "WGT_CONV_PHASES", "WGT_CONV_LOADS", "WGT_CONV_RTAB",

@@ -293,7 +293,7 @@ static wgt_status splitk_reduce(webgpu_backend *wg, const wgt_tensor_view *src, 
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, "conv_splitk_reduce", "", NULL, "conv_splitk_reduce", 1, 1, op, &pipe);
     uint32_t gx = 0, gy = 0;
-    if (s == WGT_OK) s = webgpu_grid(wg, cdiv(size, 256), &gx, &gy, op);
+    if (s == WGT_OK) s = webgpu_grid(wg, cdiv(size, 32), &gx, &gy, op); /* 32 elements per workgroup */
     if (s != WGT_OK) return s;
     reduce_params p = {size, splits, (uint32_t)src->offset, (uint32_t)dst->offset};
     WGPUBuffer buffers[2] = {webgpu_view_buffer(src), webgpu_view_buffer(dst)};
