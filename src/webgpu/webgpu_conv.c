@@ -393,20 +393,22 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
                          (unsigned long long)limit);
     if (gx == 0 || gy == 0 || z == 0) return WGT_OK;
 
-    bool along_r = mode == 2 && !knob_off("WGT_CONV_LOADS"), rtab = plan.rtab;
+    bool new_loads = !knob_off("WGT_CONV_LOADS"), along_r = mode == 2 && new_loads, rtab = plan.rtab;
     if (getenv("WGT_CONV_DEBUG")) /* the plan of every call, to check the choices on a new GPU */
         fprintf(stderr, "wgt conv: %s mode %d rows %u cols %u depth %llu z %llu: tile %s bk %u pad %u rtab %d dbuf %d "
                 "splits %llu x %u%s\n", op, mode, p.rows, p.cols, (unsigned long long)plan_len, (unsigned long long)z,
                 tile->name, tile->bk, plan.pad, (int)rtab, (int)plan.dbuf,
                 (unsigned long long)(fe_splits > 1 ? fe_splits : splits), p.split_len, phased ? " phased" : "");
-    char key[96], prelude[320];
-    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d/%d/%d", mode, tile->bm, tile->bn, tile->bk,
-             tile->tm, tile->tn, plan.pad, (int)phased, (int)along_r, (int)rtab, (int)plan.dbuf);
+    char key[96], prelude[384];
+    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d/%d/%d/%d", mode, tile->bm, tile->bn, tile->bk,
+             tile->tm, tile->tn, plan.pad, (int)phased, (int)along_r, (int)rtab, (int)plan.dbuf, (int)new_loads);
     snprintf(prelude, sizeof(prelude),
              "const MODE = %du;\nconst PHASED = %s;\nconst B_ALONG_R = %s;\nconst RTAB = %s;\nconst DBUF = %s;\n"
-             "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst TM = %uu;\nconst TN = %uu;\nconst PAD = %uu;\n",
+             "const B_SPREAD = %s;\nconst BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst TM = %uu;\n"
+             "const TN = %uu;\nconst PAD = %uu;\n",
              mode, phased ? "true" : "false", along_r ? "true" : "false", rtab ? "true" : "false",
-             plan.dbuf ? "true" : "false", tile->bm, tile->bn, tile->bk, tile->tm, tile->tn, plan.pad);
+             plan.dbuf ? "true" : "false", new_loads ? "true" : "false", tile->bm, tile->bn, tile->bk, tile->tm,
+             tile->tn, plan.pad);
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_gemm", 3, 1, op, &pipe);
     if (s != WGT_OK) return s;

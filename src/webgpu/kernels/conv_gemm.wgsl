@@ -24,7 +24,7 @@
 //
 // Prelude (webgpu_conv.c): const MODE: u32, PHASED: bool, B_ALONG_R: bool
 // (MODE 2: B quads fetched along r, see Loads), RTAB: bool (r_info from a
-// per-slice table, see Loads), DBUF: bool (double-buffered shared tiles, see
+// per-slice table, see Loads), B_SPREAD: bool (see slot_col), DBUF: bool (double-buffered shared tiles, see
 // main); the tile BM x BN
 // (rows x columns of out per workgroup), BK (depth of one K slice), TM x TN
 // (outputs per invocation, multiples of 4) with (BM / TM) (BN / TN) = 256
@@ -279,6 +279,17 @@ fn row_part(g: u32, m: u32) -> u32 {
     return (g * params.kg + m) * params.cols;
 }
 
+// The column of the tile that component e of b_tile slot j holds. B_SPREAD:
+// j + e BN / 4, so that component e of the quads of neighbouring invocations
+// (neighbouring slots) is neighbouring columns: each load instruction of a
+// warp reads one contiguous run of pixels (and the epilogue's stores are
+// contiguous too). Else 4 j + e (each load instruction strides 4 columns).
+// The multiply does not care which columns a slot holds.
+fn slot_col(j: u32, e: u32) -> u32 {
+    if (B_SPREAD) { return j + e * (BN / 4u); }
+    return j * 4u + e;
+}
+
 // Where quad number `quad` of a K slice sits: its r within the slice and its
 // row (or column) quad. A quads run along r; B quads along the columns, or
 // along r when B_ALONG_R.
@@ -375,7 +386,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var q = 0u; q < B_LOADS; q++) {
         let quad = t + q * WG;
         for (var e = 0u; e < 4u; e++) {
-            cols[q * 4u + e] = column_of(g, col0 + b_cq(quad) * 4u + e);
+            cols[q * 4u + e] = column_of(g, col0 + slot_col(b_cq(quad), e));
         }
     }
 
@@ -427,8 +438,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // partials; the bias goes into split 0 only)
     let out_base = params.out_offset + split * params.out_split;
     for (var h = 0u; h < CQ; h++) {
-        let c = col0 + (tx + h * (BN / TN)) * 4u;
-        let cp = vec4<u32>(col_part(c), col_part(c + 1u), col_part(c + 2u), col_part(c + 3u));
+        let slot = tx + h * (BN / TN);
+        let cp = vec4<u32>(col_part(col0 + slot_col(slot, 0u)), col_part(col0 + slot_col(slot, 1u)),
+                           col_part(col0 + slot_col(slot, 2u)), col_part(col0 + slot_col(slot, 3u)));
         for (var gq = 0u; gq < RQ; gq++) {
             for (var i = 0u; i < 4u; i++) {
                 let m = row0 + (ty + gq * (BM / TM)) * 4u + i;
