@@ -681,8 +681,9 @@ static void test_bad_input(wgt_context *ctx, const char *backend)
 /* The WebGPU convolution's paths that the default choice may not reach at
  * these sizes, each forced by its knob (webgpu_conv.c): split-K with a fixed
  * split count, every tile shape (16 x 256 and 8 x 512 are for few rows, like
- * the stem's input gradient), both slice depths, single-buffered tiles, and
- * the former paths (front-end splits summed by a
+ * the stem's input gradient), both slice depths, single-buffered tiles, the
+ * GEMM for input gradients of few channels (else the direct kernel), and the
+ * former paths (front-end splits summed by a
  * REDUCE, unphased input gradient, B loads along columns, every load doing
  * its own index divisions). */
 static void test_conv_variants(wgt_context *ctx)
@@ -692,13 +693,13 @@ static void test_conv_variants(wgt_context *ctx)
         {"WGT_CONV_SPLITK", "2", "WGT_CONV_TILE", "128", NULL, NULL, NULL, NULL},
         {"WGT_CONV_TILE", "16x256", NULL, NULL, NULL, NULL, NULL, NULL},
         {"WGT_CONV_TILE", "8x512", NULL, NULL, NULL, NULL, NULL, NULL},
-        {"WGT_CONV_TILE", "64x128", "WGT_CONV_SPLITK", "3", "WGT_CONV_PHASES", "0", NULL, NULL},
+        {"WGT_CONV_TILE", "64x128", "WGT_CONV_SPLITK", "3", "WGT_CONV_PHASES", "0", "WGT_CONV_STEM", "0"},
         {"WGT_CONV_TILE", "128x64", NULL, NULL, NULL, NULL, NULL, NULL},
         {"WGT_CONV_BK", "16", "WGT_CONV_SPLITK", "45", "WGT_CONV_DBUF", "0", NULL, NULL},
         {"WGT_CONV_SPLITK", "0", "WGT_CONV_PHASES", "0", "WGT_CONV_LOADS", "0", "WGT_CONV_RTAB", "0"},
     };
     const char *names[] = {"WGT_CONV_SPLITK", "WGT_CONV_TILE", "WGT_CONV_PHASES", "WGT_CONV_LOADS", "WGT_CONV_RTAB",
-                           "WGT_CONV_BK", "WGT_CONV_DBUF"};
+                           "WGT_CONV_BK", "WGT_CONV_DBUF", "WGT_CONV_STEM"};
     enum { N_NAMES = sizeof(names) / sizeof(names[0]) };
     char saved[N_NAMES][32];
     bool had[N_NAMES];

@@ -3,6 +3,9 @@
  *
  *   CONV_FORWARD, CONV_BACKWARD_INPUT, CONV_BACKWARD_WEIGHT
  *                          kernels/conv_gemm.wgsl   implicit GEMM, MODE 0 / 1 / 2
+ *                          (+ kernels/conv_splitk_reduce.wgsl when the reduction is split)
+ *   CONV_BACKWARD_INPUT with at most 4 channels per group (the stem, depthwise)
+ *                          kernels/conv_direct_dx.wgsl  an invocation per input pixel
  *   POOL_FORWARD           kernels/conv_pool.wgsl   an invocation per output element
  *   POOL_BACKWARD          kernels/conv_pool_backward.wgsl  per input element (gathers)
  *   BATCH_NORM_FORWARD / _BACKWARD  kernels/conv_bn_partials.wgsl + conv_bn_apply.wgsl
@@ -431,6 +434,66 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     return s;
 }
 
+/* ------------------------------------------ direct input gradient (few C) */
+
+/* The parameter block of kernels/conv_direct_dx.wgsl. */
+typedef struct direct_params {
+    uint32_t n, c, h, w, k, oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, cg;
+    uint32_t kg, groups, total, w_offset, dy_offset, dx_offset, pad0, pad1;
+} direct_params;
+_Static_assert(sizeof(direct_params) % 16 == 0, "conv direct params");
+
+#define CONV_DIRECT_MAX_CG 4u
+
+/* Whether the input gradient goes to conv_direct_dx.wgsl: at most
+ * CONV_DIRECT_MAX_CG channels per group (the GEMM's rows: its smallest tile,
+ * 8 rows, would waste 5/8 of its work on the stem's 3), unless
+ * WGT_CONV_STEM=0; the tap arithmetic must fit the kernel's i32. */
+static bool use_direct_dx(const wgt_kernel_call *call)
+{
+    if (call->conv.kernel != WGT_CONV_BACKWARD_INPUT || knob_off("WGT_CONV_STEM")) return false;
+    const char *tile = getenv("WGT_CONV_TILE");
+    if (tile && strcmp(tile, "old") == 0) return false;
+    const int64_t lim = (int64_t)1 << 30;
+    return call->conv.c / call->conv.groups <= CONV_DIRECT_MAX_CG &&
+           call->conv.h + call->conv.pad_top < lim && call->conv.w + call->conv.pad_left < lim &&
+           (call->conv.kh - 1) * call->conv.dil_h < lim && (call->conv.kw - 1) * call->conv.dil_w < lim;
+}
+
+static wgt_status run_direct_dx(webgpu_backend *wg, const wgt_kernel_call *call, const conv_views *v)
+{
+    const char *op = call->op_name;
+    direct_params p;
+    memset(&p, 0, sizeof(p));
+    p.n = u32of(call->conv.n), p.c = u32of(call->conv.c), p.h = u32of(call->conv.h), p.w = u32of(call->conv.w);
+    p.k = u32of(call->conv.k), p.oh = u32of(call->conv.oh), p.ow = u32of(call->conv.ow);
+    p.kh = u32of(call->conv.kh), p.kw = u32of(call->conv.kw);
+    p.stride_h = u32of(call->conv.stride_h), p.stride_w = u32of(call->conv.stride_w);
+    p.pad_top = u32of(call->conv.pad_top), p.pad_left = u32of(call->conv.pad_left);
+    p.dil_h = u32of(call->conv.dil_h), p.dil_w = u32of(call->conv.dil_w);
+    p.groups = u32of(call->conv.groups);
+    p.cg = p.c / p.groups, p.kg = p.k / p.groups;
+    uint64_t total = (uint64_t)p.n * p.groups * p.h * p.w; /* at most dx's size: u32 */
+    p.total = (uint32_t)total;
+    /* inputs dy, w; output dx */
+    const wgt_tensor_view *dy = &v->in[0], *w = &v->in[1], *dx = &v->out[0];
+    p.w_offset = (uint32_t)w->offset, p.dy_offset = (uint32_t)dy->offset, p.dx_offset = (uint32_t)dx->offset;
+    if (total == 0) return WGT_OK;
+    if (getenv("WGT_CONV_DEBUG"))
+        fprintf(stderr, "wgt conv: %s direct input gradient cg %u k/g %u, %llu pixels\n", op, p.cg, p.kg,
+                (unsigned long long)total);
+    char key[48], prelude[32];
+    snprintf(key, sizeof(key), "conv_direct_dx/%u", p.cg);
+    snprintf(prelude, sizeof(prelude), "const CG = %uu;\n", p.cg);
+    webgpu_pipeline *pipe;
+    wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_direct_dx", 2, 1, op, &pipe);
+    uint32_t gx = 0, gy = 0;
+    if (s == WGT_OK) s = webgpu_grid(wg, cdiv(total, 256), &gx, &gy, op);
+    if (s != WGT_OK) return s;
+    WGPUBuffer buffers[3] = {webgpu_view_buffer(w), webgpu_view_buffer(dy), webgpu_view_buffer(dx)};
+    return webgpu_dispatch(wg, pipe, buffers, 3, &p, sizeof(p), gx, gy, 1, op);
+}
+
 /* ----------------------------------------------------------------- pooling */
 
 typedef struct pool_params {
@@ -591,7 +654,7 @@ wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call)
         switch (call->conv.kernel) {
         case WGT_CONV_FORWARD:
         case WGT_CONV_BACKWARD_INPUT:
-        case WGT_CONV_BACKWARD_WEIGHT: s = run_gemm(wg, call, &v); break;
+        case WGT_CONV_BACKWARD_WEIGHT: s = use_direct_dx(call) ? run_direct_dx(wg, call, &v) : run_gemm(wg, call, &v); break;
         case WGT_POOL_FORWARD:
         case WGT_POOL_BACKWARD: s = run_pool(wg, call, &v); break;
         case WGT_BATCH_NORM_FORWARD:
