@@ -137,14 +137,17 @@ typedef struct conv_tile {
     bool few_rows; /* only for problems of at most bm rows (WGT_CONV_STEM=0 leaves it out) */
 } conv_tile;
 
+/* bk of the first four: WGT_CONV_BK (8 by default; see choose_plan). */
 static const conv_tile conv_tiles[] = {
     {"64", 64, 64, 16, 4, 4, 0.6, false},
     {"64x128", 64, 128, 16, 4, 8, 0.8, false},
     {"128x64", 128, 64, 16, 8, 4, 0.8, false},
     {"128", 128, 128, 16, 8, 8, 1.0, false},
-    /* a 64-row tile computing 3 rows (the stem's input gradient, C = 3) wastes
-     * 95% of its work; these waste 80% and 62% (8 x 512: 17 KiB of workgroup
-     * memory, beyond WebGPU's default 16 KiB but within what adapters offer) */
+    /* few rows (input gradients of 5 to 16 channels per group; 1 to 4 go to
+     * conv_direct_dx.wgsl unless WGT_CONV_STEM=0): a 64-row tile computing 3
+     * rows wastes 95% of its work, these 80% and 62% (8 x 512: 17 KiB of
+     * workgroup memory, beyond WebGPU's default 16 KiB but within what
+     * adapters offer; taken only where it fits) */
     {"16x256", 16, 256, 8, 4, 4, 0.5, true},
     {"8x512", 8, 512, 8, 4, 4, 0.45, true},
 };
@@ -183,8 +186,8 @@ static double tile_cost(const conv_tile *t, uint64_t rows, uint64_t cols, uint64
     return (double)(n > CONV_FILL ? n : CONV_FILL) * t->bm * t->bn * depth / t->speed;
 }
 
-/* A plan for one call: the tile, its padding, and (weight gradient) the splits
- * of the reduction. */
+/* A plan for one call: the tile, its shared-memory options, and the splits of
+ * the reduction (split-K). */
 typedef struct gemm_plan {
     conv_tile tile; /* bk as chosen (WGT_CONV_BK) */
     uint32_t pad;
