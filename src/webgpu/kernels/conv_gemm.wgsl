@@ -1,10 +1,10 @@
 // conv_gemm: the three convolution kernels of WGT_KERNEL_CONV as one implicit
 // GEMM, out[m, col] = sum over r of A(m, r) B(r, col), per group (and per
-// split of r for the weight gradient, per stride phase for the input
-// gradient; any of the three may also be split along r, split-K, when its
-// output alone gives too few workgroups). No unfolded (im2col) tensor exists in device memory: each BK x BN
-// tile of B is gathered from the NCHW tensor straight into workgroup memory,
-// zeros where the window reaches padding.
+// stride phase for the input gradient; any of the three may also split r,
+// split-K: always the weight gradient, the others when their output alone
+// gives too few workgroups). No unfolded (im2col) tensor exists in device
+// memory: each BK x BN tile of B is gathered from the NCHW tensor straight
+// into workgroup memory, zeros where the window reaches padding.
 //
 //   MODE 0 CONV_FORWARD          A = w [K, C/g, KH, KW] as [K/g, C/g KH KW] per group
 //                                B = unfolded x: r = (ci, a, b), col = (n, i, j)
@@ -13,31 +13,32 @@
 //                                B = dy gathered: col = (n, ih, iw), the dy element
 //                                whose window puts tap (a, b) on (ih, iw), if any
 //                                out = dx [N, C, H, W]
-//          PHASED (stride > 1)   one GEMM per stride phase (ih % sh, iw % sw): col =
+//          PHASED                one GEMM per stride phase (ih % sh, iw % sw): col =
 //                                (n, u, v) with ih = ph + sh u, iw = pw + sw v, and r
 //                                runs over (co, the taps that can land on that phase)
 //                                only, so no product with a structural zero is formed
-//                                (a 3x3 stride 2 gradient does 1/4 of the unphased work)
+//                                (a 3x3 stride 2 gradient does 1/4 of the unphased work;
+//                                at stride 1 there is one phase)
 //   MODE 2 CONV_BACKWARD_WEIGHT  A = dy: m = co, r = (n, i, j)
 //                                B = unfolded x: col = (ci, a, b)
-//                                out = dw [K, C/g, KH, KW] (partial dw per split)
+//                                out = dw [K, C/g, KH, KW]
 //
-// Prelude (webgpu_conv.c): const MODE: u32, PHASED: bool, B_ALONG_R: bool
-// (MODE 2: B quads fetched along r, see Loads), RTAB: bool (r_info from a
-// per-slice table, see Loads), B_SPREAD: bool (see slot_col), DBUF: bool (double-buffered shared tiles, see
-// main); the tile BM x BN
-// (rows x columns of out per workgroup), BK (depth of one K slice), TM x TN
-// (outputs per invocation, multiples of 4) with (BM / TM) (BN / TN) = 256
-// invocations, and PAD (0 or 1 vec4 of padding per shared tile row).
-// Workgroups: x = column tiles, y = row tiles, z = group + groups (phase + phases split).
-// With splits, out is [splits][out's size] (a temporary that
+// Prelude (webgpu_conv.c): const MODE: u32; PHASED, B_ALONG_R (MODE 2: B quads
+// fetched along r, see Loads), RTAB (r_info from a per-slice table, see
+// Loads), B_SPREAD (see slot_col), DBUF (double-buffered shared tiles, see
+// main): bool; the tile BM x BN (rows x columns of out per workgroup), BK
+// (depth of one K slice), TM x TN (outputs per invocation, multiples of 4)
+// with (BM / TM) (BN / TN) = 256 invocations, and PAD (0 or 1 vec4 of padding
+// per shared tile row).
+// Workgroups: x = column tiles, y = row tiles, z = group + groups (phase +
+// phases split). With splits, out is [splits][out's size] (a temporary that
 // conv_splitk_reduce.wgsl sums in order).
 //
-// Shared tiles are k-major vec4 arrays, a_tile [BK][BM / 4 + PAD] and b_tile
-// [BK][BN / 4 + PAD]: each invocation fetches quads of 4 neighbouring rows of
+// Shared tiles are k-major vec4 arrays, a_tile [NBUF][BK][BM / 4 + PAD] and
+// b_tile [NBUF][BK][BN / 4 + PAD]: each invocation fetches quads of 4 rows of
 // A (or columns of B) at one r and stores each as one vec4, and reads its
 // operands back as vec4s (128-bit shared loads). Invocation (tx, ty) owns the
-// row quads ty, ty + BM / TM, ... and column quads tx, tx + BN / TN, ...:
+// row slots ty, ty + BM / TM, ... and column slots tx, tx + BN / TN, ...:
 // neighbouring invocations read neighbouring vec4s, free of bank conflicts.
 // Quads stored along r (A always, B in MODE 2) would put 8 neighbouring
 // invocations' vec4 stores on one bank; the PAD vec4 per row spreads them.
@@ -45,12 +46,13 @@
 // Loads: an operand that is contiguous along r (weights, dy in MODE 2, x in
 // MODE 2) is fetched with consecutive invocations on consecutive r, so a warp's
 // loads cover runs of neighbouring pixels; the gathered B of MODE 0 and 1 is
-// fetched with consecutive invocations on consecutive column quads
-// (neighbouring output or input pixels). An invocation's B columns are the
-// same for every K slice, so their decomposition is done once, before the loop;
-// with RTAB, the decomposition of each r of the next slice (integer divisions
-// by the kernel and plane sizes) is done by BK invocations into the table
-// rtab, so a load is an add, two bounds tests and a multiply-add.
+// fetched with consecutive invocations on consecutive column slots, whose
+// columns are neighbouring output or input pixels (B_SPREAD). An invocation's
+// B columns are the same for every K slice, so their decomposition is done
+// once, before the loop; with RTAB, the decomposition of each r of the next
+// slice (integer divisions by the kernel and plane sizes) is done by BK
+// invocations into the table rtab, so a load is an add, two bounds tests and
+// a multiply-add.
 
 struct Params {
     n: u32, c: u32, h: u32, w: u32,
@@ -124,8 +126,8 @@ fn set_phase(index: u32) {
 
 // What a reduction index r contributes to the addresses (the divisions that
 // split r into its coordinates, done once per r instead of once per load):
-//   x: offsets in elements; y, z: row / column offsets (i32) added to a
-//   column's; w: unused.
+//   x: A's element offset; w: B's element offset (added to a column's base);
+//   y, z: row / column offsets (i32) added to a column's.
 //   MODE 0, r = (ci, a, b): x = A's r, y = a dil_h - pad_top, z = b dil_w - pad_left, w = ci H W
 //   MODE 1, r = (co, tap):  x = A's offset of (co, tap) at m = 0, w = co OH OW,
 //                           y, z: PHASED: off - t d (dy row / column offsets);
