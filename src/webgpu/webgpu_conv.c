@@ -155,7 +155,7 @@ static const conv_tile conv_tiles[] = {
 
 #define CONV_FILL 256u         /* workgroups that keep a large GPU busy (about two per SM of an H100) */
 #define CONV_OLD_BIG_TILES 256u /* WGT_CONV_TILE=old: the former rule (128 x 128 from this many tiles) */
-#define CONV_SPLIT_TARGET 512u /* weight gradient: workgroups split-K aims at (about 4 per SM) */
+#define CONV_SPLIT_TARGET 512u /* workgroups split-K aims at (about 4 per SM); WGT_CONV_SPLIT_TARGET=<n> to tune */
 #define CONV_SPLIT_MIN 256u    /* each split sums at least this many of the N OH OW terms */
 #define CONV_SPLIT_MAX 1024u
 
@@ -200,11 +200,15 @@ typedef struct gemm_plan {
  * the forward and input gradient (fill_only) split only when their output
  * gives fewer than CONV_FILL (7 x 7 layers of 512 channels). Each split sums
  * at least CONV_SPLIT_MIN terms, a multiple of the slice depth.
- * WGT_CONV_SPLITK=<n> forces n (tests and tuning). */
+ * WGT_CONV_SPLITK=<n> forces n (tests and tuning); WGT_CONV_SPLIT_TARGET=<n>
+ * sets the target (on a GPU with a different SM count, or to trade the
+ * last wave's idle SMs against more partial traffic). */
 static void choose_splits(const conv_tile *t, uint64_t rows, uint64_t cols, uint64_t z, uint64_t depth,
                           bool fill_only, uint64_t *splits, uint64_t *len)
 {
-    uint64_t base = cdiv(rows, t->bm) * cdiv(cols, t->bn) * z, s = cdiv(CONV_SPLIT_TARGET, base);
+    const char *target_env = getenv("WGT_CONV_SPLIT_TARGET");
+    uint64_t target = target_env && atoi(target_env) > 0 ? (uint64_t)atoi(target_env) : CONV_SPLIT_TARGET;
+    uint64_t base = cdiv(rows, t->bm) * cdiv(cols, t->bn) * z, s = cdiv(target, base);
     uint64_t most = depth / CONV_SPLIT_MIN;
     if (fill_only && base >= CONV_FILL) s = 1;
     const char *env = getenv("WGT_CONV_SPLITK");
