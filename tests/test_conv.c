@@ -20,6 +20,7 @@
  * Tolerances: f32 |got - ref| <= 2e-4 (1 + |ref|) (f32 sums of up to ~1000
  * terms against double); f16 inputs and outputs 1e-2 (1 + |ref|).
  */
+#define _POSIX_C_SOURCE 200809L /* setenv: the WebGPU convolution's kernel variants */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,17 @@ static const conv_case conv_cases[] = {
     {"f16 3x3 stride 2", 2, 3, 9, 8, 5, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}, true, false, WGT_F16},
     {"transposed stride 2, output_padding 1, 3x3", 2, 4, 5, 4, 3, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {1, 1}, true, true, WGT_F32},
     {"transposed groups 2, 2x3 kernel, stride (1, 3), dilation 2", 1, 4, 4, 5, 6, 2, 3, {1, 3}, {0, 1, 1, 0}, {2, 2}, 2, {0, 2}, false, true, WGT_F32},
+    /* long weight-gradient reductions (N OH OW of 500 to 1000 terms: the
+     * WebGPU backend splits them by itself, split-K) and stride phases of the
+     * input gradient (a stride-2 dilation-2 kernel lands on one phase only,
+     * the other phases' dx are all zero) */
+    {"split-K 3x3 pad 1, 3 -> 5 channels, 2 x 23 x 21 terms", 2, 3, 23, 21, 5, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}, true, false, WGT_F32},
+    {"split-K 3x3 stride 2 dilation 2", 3, 4, 30, 29, 6, 3, 3, {2, 2}, {2, 2, 2, 2}, {2, 2}, 1, {0, 0}, false, false, WGT_F32},
+    {"split-K depthwise 3x3 stride 2", 2, 6, 33, 31, 6, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6, {0, 0}, true, false, WGT_F32},
+    {"split-K groups 2, 5x3 kernel, stride (2, 3), dilation (1, 2)", 2, 4, 26, 31, 6, 5, 3, {2, 3}, {2, 1, 1, 3}, {1, 2}, 2, {0, 0}, false, false, WGT_F32},
+    {"stem-like 3 -> 8, 7x7 stride 2 pad 3", 2, 3, 30, 28, 8, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, {0, 0}, true, false, WGT_F32},
+    {"one input row, stride 2 (phase rows past the input)", 1, 2, 1, 5, 3, 1, 3, {2, 2}, {0, 0, 1, 1}, {1, 1}, 1, {0, 0}, false, false, WGT_F32},
+    {"f16 stem-like 3 -> 4, 7x7 stride 2 pad 3", 1, 3, 17, 19, 4, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, {0, 0}, false, false, WGT_F16},
 };
 
 /* The (transposed) convolution's output size. */
@@ -666,6 +678,52 @@ static void test_bad_input(wgt_context *ctx, const char *backend)
     for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++) wgt_tensor_release(list[i]);
 }
 
+/* The WebGPU convolution's paths that the default choice may not reach at
+ * these sizes, each forced by its knob (webgpu_conv.c): split-K with a fixed
+ * split count, every tile shape (16 x 256 and 8 x 512 are for few rows, like
+ * the stem's input gradient), both slice depths, single-buffered tiles, the
+ * GEMM for input gradients of few channels (else the direct kernel), and the
+ * former paths (front-end splits summed by a
+ * REDUCE, unphased input gradient, B loads along columns, every load doing
+ * its own index divisions). */
+static void test_conv_variants(wgt_context *ctx)
+{
+    static const char *variants[][8] = {
+        {"WGT_CONV_SPLITK", "5", NULL, NULL, NULL, NULL, NULL, NULL},
+        {"WGT_CONV_SPLITK", "2", "WGT_CONV_TILE", "128", NULL, NULL, NULL, NULL},
+        {"WGT_CONV_TILE", "16x256", NULL, NULL, NULL, NULL, NULL, NULL},
+        {"WGT_CONV_TILE", "8x512", NULL, NULL, NULL, NULL, NULL, NULL},
+        {"WGT_CONV_TILE", "64x128", "WGT_CONV_SPLITK", "3", "WGT_CONV_PHASES", "0", "WGT_CONV_STEM", "0"},
+        {"WGT_CONV_TILE", "128x64", NULL, NULL, NULL, NULL, NULL, NULL},
+        {"WGT_CONV_BK", "16", "WGT_CONV_SPLITK", "45", "WGT_CONV_DBUF", "0", NULL, NULL},
+        {"WGT_CONV_SPLITK", "0", "WGT_CONV_PHASES", "0", "WGT_CONV_LOADS", "0", "WGT_CONV_RTAB", "0"},
+    };
+    const char *names[] = {"WGT_CONV_SPLITK", "WGT_CONV_TILE", "WGT_CONV_PHASES", "WGT_CONV_LOADS", "WGT_CONV_RTAB",
+                           "WGT_CONV_BK", "WGT_CONV_DBUF", "WGT_CONV_STEM"};
+    enum { N_NAMES = sizeof(names) / sizeof(names[0]) };
+    char saved[N_NAMES][32];
+    bool had[N_NAMES];
+    for (int i = 0; i < N_NAMES; i++) {
+        const char *e = getenv(names[i]);
+        had[i] = e != NULL;
+        snprintf(saved[i], sizeof(saved[i]), "%s", e ? e : "");
+    }
+    for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+        char label[128] = "webgpu";
+        size_t used = strlen(label);
+        for (int i = 0; i < 8; i += 2)
+            if (variants[v][i]) {
+                setenv(variants[v][i], variants[v][i + 1], 1);
+                used += (size_t)snprintf(label + used, sizeof(label) - used, " %s=%s", variants[v][i], variants[v][i + 1]);
+            }
+        for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++) test_conv_case(ctx, label, &conv_cases[i]);
+        for (int i = 0; i < N_NAMES; i++) {
+            if (had[i]) setenv(names[i], saved[i], 1);
+            else unsetenv(names[i]);
+        }
+    }
+}
+
 int main(void)
 {
     wgt_context *contexts[2] = {test_cpu_context(), test_webgpu_context()};
@@ -684,6 +742,7 @@ int main(void)
         test_group_norm(contexts[k], names[k], 4, (const int64_t[]){2, 6, 4, 3}, 3, true);
         test_group_norm(contexts[k], names[k], 3, (const int64_t[]){3, 4, 5}, 4, false);
         test_bad_input(contexts[k], names[k]);
+        if (k == 1) test_conv_variants(contexts[k]);
         CHECK(wgt_context_status(contexts[k]) == WGT_OK, "%s context usable: %s", names[k],
               wgt_context_error_message(contexts[k]));
         wgt_execution_stats es;

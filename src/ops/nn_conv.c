@@ -14,6 +14,7 @@
  * (y[n] = W x[n] with x[n] viewed as [C, H W]).
  */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/tape.h"
@@ -186,12 +187,15 @@ wgt_tensor *wgt_conv2d_input_grad(wgt_tensor *dy, wgt_tensor *w, int64_t h, int6
     return dx;
 }
 
-/* Splits of the weight gradient's reduction (N OH OW terms per weight): the
- * GPU gets enough workgroups to fill it (a GEMM with a long K and a small
- * output); the CPU reference sums in one split. */
+/* Splits of the weight gradient's reduction (N OH OW terms per weight), for
+ * a GPU to get enough workgroups (a GEMM with a long K and a small output).
+ * The WebGPU backend splits by itself (split-K into a temporary, knowing its
+ * tiles), so this asks for one split unless WGT_CONV_SPLITK=0 turns its own
+ * off (the former path, for comparison); the CPU reference sums in one. */
 static int64_t weight_grad_splits(wgt_context *ctx, int64_t k_per_group, int64_t cols, int64_t groups, int64_t total)
 {
-    if (ctx->backend_kind == WGT_BACKEND_CPU || total <= 0) return 1;
+    const char *own = getenv("WGT_CONV_SPLITK");
+    if (ctx->backend_kind == WGT_BACKEND_CPU || total <= 0 || !own || strcmp(own, "0") != 0) return 1;
     int64_t tiles = ((k_per_group + 63) / 64) * ((cols + 63) / 64) * groups;
     int64_t want = (512 + tiles - 1) / tiles; /* about 4 workgroups per SM of a large GPU */
     int64_t most = total / 256;               /* each split still sums at least 256 terms */

@@ -3,6 +3,9 @@
  *
  *   CONV_FORWARD, CONV_BACKWARD_INPUT, CONV_BACKWARD_WEIGHT
  *                          kernels/conv_gemm.wgsl   implicit GEMM, MODE 0 / 1 / 2
+ *                          (+ kernels/conv_splitk_reduce.wgsl when the reduction is split)
+ *   CONV_BACKWARD_INPUT with at most 4 channels per group (the stem, depthwise)
+ *                          kernels/conv_direct_dx.wgsl  an invocation per input pixel
  *   POOL_FORWARD           kernels/conv_pool.wgsl   an invocation per output element
  *   POOL_BACKWARD          kernels/conv_pool_backward.wgsl  per input element (gathers)
  *   BATCH_NORM_FORWARD / _BACKWARD  kernels/conv_bn_partials.wgsl + conv_bn_apply.wgsl
@@ -20,28 +23,6 @@
 
 #include "core/conv_call.h"
 #include "webgpu/webgpu_internal.h"
-
-/* The implicit GEMM's tiles (conv_gemm.wgsl: 256 invocations, each a TM x TN
- * block): 64 x 64 of 4 x 4 blocks, or 128 x 128 of 8 x 8 blocks when the
- * problem has enough of those tiles to fill a large GPU (CONV_BIG_TILES of
- * them: about two per SM of an H100). WGT_CONV_TILE=64|128 forces one (for
- * tuning on a new GPU, and for tests of both paths on any adapter). */
-#define CONV_BK 16u
-#define CONV_BIG_TILES 256u
-
-typedef struct conv_tile {
-    uint32_t bm, bn, tm, tn;
-} conv_tile;
-
-static conv_tile choose_tile(uint64_t rows, uint64_t cols, uint64_t gz)
-{
-    const conv_tile small = {64, 64, 4, 4}, big = {128, 128, 8, 8};
-    const char *env = getenv("WGT_CONV_TILE");
-    if (env && strcmp(env, "64") == 0) return small;
-    if (env && strcmp(env, "128") == 0) return big;
-    uint64_t big_tiles = ((rows + 127) / 128) * ((cols + 127) / 128) * gz;
-    return big_tiles >= CONV_BIG_TILES ? big : small;
-}
 
 static const bool conv_checked = false; /* every index is bounds-checked by the kernels' own logic */
 
@@ -144,13 +125,201 @@ static uint32_t u32of(int64_t v) { return (uint32_t)v; }
 
 /* ----------------------------------------------------------- implicit GEMM */
 
+/* The implicit GEMM's tiles (conv_gemm.wgsl: 256 invocations, each a TM x TN
+ * block of the BM x BN tile, K slices BK deep). `speed` is the relative rate
+ * of one padded multiply-add in that tile (a larger register block reuses
+ * each shared load more): a rough model, enough to rank the tiles for one
+ * problem against the work they waste on partial tiles. */
+typedef struct conv_tile {
+    const char *name;
+    uint32_t bm, bn, bk, tm, tn;
+    double speed;
+    bool few_rows; /* only for problems of at most bm rows (WGT_CONV_STEM=0 leaves it out) */
+} conv_tile;
+
+/* bk of the first four: WGT_CONV_BK (8 by default; see choose_plan). */
+static const conv_tile conv_tiles[] = {
+    {"64", 64, 64, 16, 4, 4, 0.6, false},
+    {"64x128", 64, 128, 16, 4, 8, 0.8, false},
+    {"128x64", 128, 64, 16, 8, 4, 0.8, false},
+    {"128", 128, 128, 16, 8, 8, 1.0, false},
+    /* few rows (input gradients of 5 to 16 channels per group; 1 to 4 go to
+     * conv_direct_dx.wgsl unless WGT_CONV_STEM=0): a 64-row tile computing 3
+     * rows wastes 95% of its work, these 80% and 62% (8 x 512: 17 KiB of
+     * workgroup memory, beyond WebGPU's default 16 KiB but within what
+     * adapters offer; taken only where it fits) */
+    {"16x256", 16, 256, 8, 4, 4, 0.5, true},
+    {"8x512", 8, 512, 8, 4, 4, 0.45, true},
+};
+#define CONV_N_TILES (sizeof(conv_tiles) / sizeof(conv_tiles[0]))
+
+#define CONV_FILL 256u         /* workgroups that keep a large GPU busy (about two per SM of an H100) */
+#define CONV_OLD_BIG_TILES 256u /* WGT_CONV_TILE=old: the former rule (128 x 128 from this many tiles) */
+#define CONV_SPLIT_TARGET 512u /* workgroups split-K aims at (about 4 per SM); WGT_CONV_SPLIT_TARGET=<n> to tune */
+#define CONV_SPLIT_MIN 256u    /* each split sums at least this many of the N OH OW terms */
+#define CONV_SPLIT_MAX 1024u
+
+/* An environment knob set to "0" turns that path off (for A/B timing). */
+static bool knob_off(const char *name)
+{
+    const char *e = getenv(name);
+    return e && strcmp(e, "0") == 0;
+}
+
+static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* Workgroup memory of a tile with `pad` vec4s after each row of r, the r_info
+ * table (16 bytes per r) when rtab, all twice when dbuf. */
+static uint64_t tile_shared(const conv_tile *t, uint32_t pad, bool rtab, bool dbuf)
+{
+    uint64_t one = 16ull * t->bk * (t->bm / 4 + pad) + 16ull * t->bk * (t->bn / 4 + pad) + (rtab ? 16ull * t->bk : 0);
+    return dbuf ? 2 * one : one;
+}
+
+/* Modelled time of a grid of tiles over `len` reduction terms each: padded
+ * multiply-adds at the tile's speed, and never less than a full GPU's worth
+ * of workgroups (fewer leave SMs idle). */
+static double tile_cost(const conv_tile *t, uint64_t rows, uint64_t cols, uint64_t z, uint64_t len)
+{
+    uint64_t n = cdiv(rows, t->bm) * cdiv(cols, t->bn) * z;
+    double depth = (double)(cdiv(len, t->bk) * t->bk);
+    return (double)(n > CONV_FILL ? n : CONV_FILL) * t->bm * t->bn * depth / t->speed;
+}
+
+/* A plan for one call: the tile, its shared-memory options, and the splits of
+ * the reduction (split-K). */
+typedef struct gemm_plan {
+    conv_tile tile; /* bk as chosen (WGT_CONV_BK) */
+    uint32_t pad;
+    bool rtab, dbuf;
+    uint64_t splits, split_len;
+} gemm_plan;
+
+/* Splits of the reduction (split-K) on tile t: the weight gradient (a small
+ * output over a long reduction) always aims at CONV_SPLIT_TARGET workgroups;
+ * the forward and input gradient (fill_only) split only when their output
+ * gives fewer than CONV_FILL (7 x 7 layers of 512 channels). Each split sums
+ * at least CONV_SPLIT_MIN terms, a multiple of the slice depth.
+ * WGT_CONV_SPLITK=<n> forces n (tests and tuning); WGT_CONV_SPLIT_TARGET=<n>
+ * sets the target (on a GPU with a different SM count, or to trade the
+ * last wave's idle SMs against more partial traffic). */
+static void choose_splits(const conv_tile *t, uint64_t rows, uint64_t cols, uint64_t z, uint64_t depth,
+                          bool fill_only, uint64_t *splits, uint64_t *len)
+{
+    const char *target_env = getenv("WGT_CONV_SPLIT_TARGET");
+    uint64_t target = target_env && atoi(target_env) > 0 ? (uint64_t)atoi(target_env) : CONV_SPLIT_TARGET;
+    uint64_t base = cdiv(rows, t->bm) * cdiv(cols, t->bn) * z, s = cdiv(target, base);
+    uint64_t most = depth / CONV_SPLIT_MIN;
+    if (fill_only && base >= CONV_FILL) s = 1;
+    const char *env = getenv("WGT_CONV_SPLITK");
+    if (env && atoi(env) > 0) s = (uint64_t)atoi(env), most = depth;
+    if (s > most) s = most;
+    if (s > CONV_SPLIT_MAX) s = CONV_SPLIT_MAX;
+    if (s < 1) s = 1;
+    *len = depth ? cdiv(cdiv(depth, s), t->bk) * t->bk : 1;
+    *splits = depth ? cdiv(depth, *len) : 1;
+}
+
+/* rows x cols outputs in z independent GEMMs of `len` terms (the largest,
+ * for the phases of an input gradient); own_splits: split-K is ours to
+ * choose (fill_only: see choose_splits), out_size: the elements each split's
+ * partial output has (what the reduction reads per split). */
+static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, uint64_t z, uint64_t len,
+                             bool own_splits, bool fill_only, uint64_t out_size)
+{
+    uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    bool new_loads = !knob_off("WGT_CONV_LOADS"), few_rows_ok = !knob_off("WGT_CONV_STEM");
+    bool rtab = !knob_off("WGT_CONV_RTAB"), dbuf = !knob_off("WGT_CONV_DBUF");
+    const char *env = getenv("WGT_CONV_TILE");
+    /* BK 8 by default: the MATMUL kernel measured BK = 16 slower on H100 and
+     * H200 everywhere (register pressure; here also half the gathered columns
+     * per invocation); WGT_CONV_BK=16 for comparison */
+    const char *bk_env = getenv("WGT_CONV_BK");
+    uint32_t bk = bk_env && strcmp(bk_env, "16") == 0 ? 16u : 8u;
+    gemm_plan best;
+    memset(&best, 0, sizeof(best));
+    bool found = false;
+    double best_cost = 0;
+    for (size_t i = 0; i < CONV_N_TILES; i++) {
+        conv_tile tv = conv_tiles[i];
+        const conv_tile *t = &tv;
+        bool old_rule = env && strcmp(env, "old") == 0;
+        if (!tv.few_rows) tv.bk = old_rule ? 16u : bk;
+        if (tile_shared(t, 0, false, false) > shared) continue;
+        /* what fits of: the table (it saves ALU on every load), double
+         * buffering (one barrier per slice), the padding (bank conflicts on
+         * some stores) */
+        gemm_plan p = {tv, 0, rtab && tile_shared(t, 0, true, false) <= shared, false, 1, len};
+        p.dbuf = dbuf && tile_shared(t, 0, p.rtab, true) <= shared;
+        p.pad = new_loads && tile_shared(t, 1, p.rtab, p.dbuf) <= shared ? 1u : 0u;
+        if (own_splits) choose_splits(t, rows, cols, z, len, fill_only, &p.splits, &p.split_len);
+        if (old_rule) {
+            /* the former rule: 128 x 128 when there are CONV_OLD_BIG_TILES of them, else 64 x 64 */
+            bool big = cdiv(rows, 128) * cdiv(cols, 128) * z >= CONV_OLD_BIG_TILES;
+            if (strcmp(t->name, big ? "128" : "64") == 0) return p;
+            continue;
+        }
+        if (env && strcmp(env, t->name) == 0) return p;
+        if (t->few_rows && (rows > t->bm || !few_rows_ok)) continue;
+        /* + the reduction: each split's partial output written and read once */
+        double cost = tile_cost(t, rows, cols, z * p.splits, p.split_len) +
+                      (p.splits > 1 ? (double)p.splits * out_size * 16.0 : 0.0);
+        if (!found || cost < best_cost) best = p, best_cost = cost, found = true;
+    }
+    if (!found) { /* 64 x 64 (4 KiB at BK 8, 8 KiB at 16, + the table) fits every WebGPU device */
+        best.tile = conv_tiles[0];
+        best.rtab = rtab, best.splits = 1, best.split_len = len;
+    }
+    return best;
+}
+
+static uint32_t gcd32(uint32_t a, uint32_t b)
+{
+    while (b) {
+        uint32_t r = a % b;
+        a = b, b = r;
+    }
+    return a;
+}
+
 /* The parameter block of kernels/conv_gemm.wgsl. */
 typedef struct gemm_params {
     uint32_t n, c, h, w, k, oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, cg;
     uint32_t kg, rows, cols, depth, a_offset, b_offset, out_offset, bias_offset;
-    uint32_t split_len, has_bias, groups, pad0;
+    uint32_t split_len, has_bias, groups, out_split;
+    uint32_t step_h, step_w, phases, pad2;
 } gemm_params;
 _Static_assert(sizeof(gemm_params) % 16 == 0 && sizeof(gemm_params) <= WEBGPU_PARAMS_MAX, "conv gemm params");
+
+/* The parameter block of kernels/conv_splitk_reduce.wgsl. */
+typedef struct reduce_params {
+    uint32_t size, splits, src_offset, dst_offset;
+} reduce_params;
+
+/* dst[size] = sum over s of src[s][size], in order (deterministic). */
+static wgt_status splitk_reduce(webgpu_backend *wg, const wgt_tensor_view *src, const wgt_tensor_view *dst,
+                                uint32_t size, uint32_t splits, const char *op)
+{
+    webgpu_pipeline *pipe;
+    wgt_status s = get_pipeline(wg, "conv_splitk_reduce", "", NULL, "conv_splitk_reduce", 1, 1, op, &pipe);
+    uint32_t gx = 0, gy = 0;
+    if (s == WGT_OK) s = webgpu_grid(wg, cdiv(size, 32), &gx, &gy, op); /* 32 elements per workgroup */
+    if (s != WGT_OK) return s;
+    reduce_params p = {size, splits, (uint32_t)src->offset, (uint32_t)dst->offset};
+    WGPUBuffer buffers[2] = {webgpu_view_buffer(src), webgpu_view_buffer(dst)};
+    return webgpu_dispatch(wg, pipe, buffers, 2, &p, sizeof(p), gx, gy, 1, op);
+}
+
+/* Whether the input gradient runs one GEMM per stride phase (at stride 1,
+ * one phase: the same GEMM with the simplest loads), unless the phase
+ * arithmetic (pad + stride dil) would overflow the kernel's i32. */
+static bool use_phases(const wgt_kernel_call *call)
+{
+    if (knob_off("WGT_CONV_PHASES")) return false;
+    const int64_t lim = (int64_t)1 << 30;
+    return call->conv.pad_top + call->conv.stride_h * (call->conv.dil_h + 1) < lim &&
+           call->conv.pad_left + call->conv.stride_w * (call->conv.dil_w + 1) < lim;
+}
 
 static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, const conv_views *v)
 {
@@ -166,44 +335,170 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     p.dil_h = u32of(call->conv.dil_h), p.dil_w = u32of(call->conv.dil_w);
     p.groups = u32of(call->conv.groups);
     p.cg = p.c / p.groups, p.kg = p.k / p.groups;
-    uint64_t taps = (uint64_t)p.kh * p.kw, splits = 1;
+    uint64_t taps = (uint64_t)p.kh * p.kw, wsize = (uint64_t)p.k * p.cg * taps;
+    bool phased = mode == 1 && use_phases(call);
+    uint64_t z = p.groups, fe_splits = 1, plan_len = 0, out_size = wsize;
+    p.phases = 1;
     switch (mode) {
-    case 0: p.rows = p.kg, p.cols = p.n * p.oh * p.ow, p.depth = (uint32_t)(p.cg * taps); break;
-    case 1: p.rows = p.cg, p.cols = p.n * p.h * p.w, p.depth = (uint32_t)(p.kg * taps); break;
+    case 0:
+        p.rows = p.kg, p.cols = p.n * p.oh * p.ow, p.depth = (uint32_t)(p.cg * taps), plan_len = p.depth;
+        out_size = (uint64_t)p.n * p.k * p.oh * p.ow;
+        break;
+    case 1:
+        p.rows = p.cg, p.depth = (uint32_t)(p.kg * taps), plan_len = p.depth;
+        p.cols = p.n * p.h * p.w;
+        out_size = (uint64_t)p.n * p.c * p.h * p.w;
+        if (phased) {
+            /* one GEMM per phase (ih % sh, iw % sw), z = group + groups phase;
+             * cols and depth of the largest phase (the kernel bounds each) */
+            p.step_h = p.stride_h / gcd32(p.stride_h, p.dil_h), p.step_w = p.stride_w / gcd32(p.stride_w, p.dil_w);
+            p.cols = (uint32_t)(p.n * cdiv(p.h, p.stride_h) * cdiv(p.w, p.stride_w));
+            plan_len = p.kg * cdiv(p.kh, p.step_h) * cdiv(p.kw, p.step_w);
+            p.phases = p.stride_h * p.stride_w;
+            z *= p.phases;
+        }
+        break;
     default:
         p.rows = p.kg, p.cols = (uint32_t)(p.cg * taps), p.depth = p.n * p.oh * p.ow;
-        p.split_len = u32of(call->conv.split_len > 0 ? call->conv.split_len : p.depth);
-        splits = p.split_len ? ((uint64_t)p.depth + p.split_len - 1) / p.split_len : 1;
+        /* the front-end asks for one split (the partials it sums) unless
+         * WGT_CONV_SPLITK=0 (the former path): split-K is then ours */
+        uint64_t len = call->conv.split_len > 0 ? (uint64_t)call->conv.split_len : p.depth;
+        fe_splits = p.depth ? cdiv(p.depth, len) : 1;
+        z *= fe_splits;
+        plan_len = fe_splits == 1 ? p.depth : len;
         break;
     }
+    bool own_splits = fe_splits == 1 && !knob_off("WGT_CONV_SPLITK");
+    gemm_plan plan = choose_plan(wg, p.rows, p.cols, z, plan_len, own_splits, mode != 2, out_size);
+    const conv_tile *tile = &plan.tile;
+    uint64_t splits = own_splits ? plan.splits : 1;
+    /* the grid's z, the partials' binding and their u32 indexing bound the splits */
+    uint64_t most = wg->limits.maxComputeWorkgroupsPerDimension / z;
+    uint64_t fit = out_size ? wg->limits.maxStorageBufferBindingSize / 4 / out_size : most;
+    if (out_size && fit > UINT32_MAX / out_size) fit = UINT32_MAX / out_size;
+    if (most > fit) most = fit;
+    if (splits > 1 && splits > most) {
+        splits = most > 1 ? most : 1;
+        plan.split_len = cdiv(cdiv(plan_len, splits), tile->bk) * tile->bk;
+        splits = cdiv(plan_len, plan.split_len);
+    }
+    /* each split sums r in [split split_len, (split + 1) split_len) of its GEMM */
+    p.split_len = (uint32_t)(splits > 1 ? plan.split_len : plan_len);
+    z *= splits;
+
     /* inputs (x, w), (dy, w), (x, dy): A is always the second, B the first */
     const wgt_tensor_view *a = &v->in[1], *b = &v->in[0], *out = &v->out[0];
     const wgt_tensor_view *bias = mode == 0 && call->conv.has_bias ? &v->in[2] : a;
     p.a_offset = (uint32_t)a->offset, p.b_offset = (uint32_t)b->offset;
-    p.out_offset = (uint32_t)out->offset, p.bias_offset = (uint32_t)bias->offset;
+    p.bias_offset = (uint32_t)bias->offset;
     p.has_bias = mode == 0 && call->conv.has_bias;
+    p.out_split = (uint32_t)out_size; /* the front-end's partials (WGT_CONV_SPLITK=0) are wsize apart too */
 
-    uint64_t gz = splits * p.groups;
-    conv_tile tile = choose_tile(p.rows, p.cols, gz);
-    uint64_t gx = (p.cols + tile.bn - 1) / tile.bn, gy = (p.rows + tile.bm - 1) / tile.bm;
+    uint64_t gx = cdiv(p.cols, tile->bn), gy = cdiv(p.rows, tile->bm);
     uint64_t limit = wg->limits.maxComputeWorkgroupsPerDimension;
-    if (gx > limit || gy > limit || gz > limit)
+    if (gx > limit || gy > limit || z > limit)
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED,
                          "%s: a grid of %llu x %llu x %llu workgroups exceeds the device's %llu per dimension", op,
-                         (unsigned long long)gx, (unsigned long long)gy, (unsigned long long)gz,
+                         (unsigned long long)gx, (unsigned long long)gy, (unsigned long long)z,
                          (unsigned long long)limit);
-    if (gx == 0 || gy == 0 || gz == 0) return WGT_OK;
-    char key[64], prelude[192];
-    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u", mode, tile.bm, tile.bn, CONV_BK, tile.tm, tile.tn);
+    if (gx == 0 || gy == 0 || z == 0) return WGT_OK;
+
+    bool new_loads = !knob_off("WGT_CONV_LOADS"), along_r = mode == 2 && new_loads, rtab = plan.rtab;
+    if (getenv("WGT_CONV_DEBUG")) /* the plan of every call, to check the choices on a new GPU */
+        fprintf(stderr, "wgt conv: %s mode %d rows %u cols %u depth %llu z %llu: tile %s bk %u pad %u rtab %d dbuf %d "
+                "splits %llu x %u%s\n", op, mode, p.rows, p.cols, (unsigned long long)plan_len, (unsigned long long)z,
+                tile->name, tile->bk, plan.pad, (int)rtab, (int)plan.dbuf,
+                (unsigned long long)(fe_splits > 1 ? fe_splits : splits), p.split_len, phased ? " phased" : "");
+    char key[96], prelude[384];
+    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d/%d/%d/%d", mode, tile->bm, tile->bn, tile->bk,
+             tile->tm, tile->tn, plan.pad, (int)phased, (int)along_r, (int)rtab, (int)plan.dbuf, (int)new_loads);
     snprintf(prelude, sizeof(prelude),
-             "const MODE = %du;\nconst BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst TM = %uu;\nconst TN = %uu;\n",
-             mode, tile.bm, tile.bn, CONV_BK, tile.tm, tile.tn);
+             "const MODE = %du;\nconst PHASED = %s;\nconst B_ALONG_R = %s;\nconst RTAB = %s;\nconst DBUF = %s;\n"
+             "const B_SPREAD = %s;\nconst BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst TM = %uu;\n"
+             "const TN = %uu;\nconst PAD = %uu;\n",
+             mode, phased ? "true" : "false", along_r ? "true" : "false", rtab ? "true" : "false",
+             plan.dbuf ? "true" : "false", new_loads ? "true" : "false", tile->bm, tile->bn, tile->bk, tile->tm,
+             tile->tn, plan.pad);
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_gemm", 3, 1, op, &pipe);
     if (s != WGT_OK) return s;
+
+    /* split-K: partial outputs [splits, out's size] in a temporary, then summed into out */
+    wgt_tensor_view partials = {0};
+    const wgt_tensor_view *dst = out;
+    if (splits > 1) {
+        int64_t shape[2] = {(int64_t)splits, (int64_t)out_size};
+        s = webgpu_temp_alloc(wg, WGT_F32, 2, shape, &partials);
+        if (s != WGT_OK) return s;
+        dst = &partials;
+    }
+    p.out_offset = (uint32_t)dst->offset;
     WGPUBuffer buffers[4] = {webgpu_view_buffer(a), webgpu_view_buffer(b), webgpu_view_buffer(bias),
-                             webgpu_view_buffer(out)};
-    return webgpu_dispatch(wg, pipe, buffers, 4, &p, sizeof(p), (uint32_t)gx, (uint32_t)gy, (uint32_t)gz, op);
+                             webgpu_view_buffer(dst)};
+    s = webgpu_dispatch(wg, pipe, buffers, 4, &p, sizeof(p), (uint32_t)gx, (uint32_t)gy, (uint32_t)z, op);
+    if (s == WGT_OK && splits > 1) s = splitk_reduce(wg, &partials, out, (uint32_t)out_size, (uint32_t)splits, op);
+    if (partials.storage) webgpu_temp_release(wg, &partials);
+    return s;
+}
+
+/* ------------------------------------------ direct input gradient (few C) */
+
+/* The parameter block of kernels/conv_direct_dx.wgsl. */
+typedef struct direct_params {
+    uint32_t n, c, h, w, k, oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, cg;
+    uint32_t kg, groups, total, w_offset, dy_offset, dx_offset, pad0, pad1;
+} direct_params;
+_Static_assert(sizeof(direct_params) % 16 == 0, "conv direct params");
+
+#define CONV_DIRECT_MAX_CG 4u
+
+/* Whether the input gradient goes to conv_direct_dx.wgsl: at most
+ * CONV_DIRECT_MAX_CG channels per group (the GEMM's rows: its smallest tile,
+ * 8 rows, would waste 5/8 of its work on the stem's 3), unless
+ * WGT_CONV_STEM=0; the tap arithmetic must fit the kernel's i32. */
+static bool use_direct_dx(const wgt_kernel_call *call)
+{
+    if (call->conv.kernel != WGT_CONV_BACKWARD_INPUT || knob_off("WGT_CONV_STEM")) return false;
+    const char *tile = getenv("WGT_CONV_TILE");
+    if (tile && strcmp(tile, "old") == 0) return false;
+    const int64_t lim = (int64_t)1 << 30;
+    return call->conv.c / call->conv.groups <= CONV_DIRECT_MAX_CG &&
+           call->conv.h + call->conv.pad_top < lim && call->conv.w + call->conv.pad_left < lim &&
+           (call->conv.kh - 1) * call->conv.dil_h < lim && (call->conv.kw - 1) * call->conv.dil_w < lim;
+}
+
+static wgt_status run_direct_dx(webgpu_backend *wg, const wgt_kernel_call *call, const conv_views *v)
+{
+    const char *op = call->op_name;
+    direct_params p;
+    memset(&p, 0, sizeof(p));
+    p.n = u32of(call->conv.n), p.c = u32of(call->conv.c), p.h = u32of(call->conv.h), p.w = u32of(call->conv.w);
+    p.k = u32of(call->conv.k), p.oh = u32of(call->conv.oh), p.ow = u32of(call->conv.ow);
+    p.kh = u32of(call->conv.kh), p.kw = u32of(call->conv.kw);
+    p.stride_h = u32of(call->conv.stride_h), p.stride_w = u32of(call->conv.stride_w);
+    p.pad_top = u32of(call->conv.pad_top), p.pad_left = u32of(call->conv.pad_left);
+    p.dil_h = u32of(call->conv.dil_h), p.dil_w = u32of(call->conv.dil_w);
+    p.groups = u32of(call->conv.groups);
+    p.cg = p.c / p.groups, p.kg = p.k / p.groups;
+    uint64_t total = (uint64_t)p.n * p.groups * p.h * p.w; /* at most dx's size: u32 */
+    p.total = (uint32_t)total;
+    /* inputs dy, w; output dx */
+    const wgt_tensor_view *dy = &v->in[0], *w = &v->in[1], *dx = &v->out[0];
+    p.w_offset = (uint32_t)w->offset, p.dy_offset = (uint32_t)dy->offset, p.dx_offset = (uint32_t)dx->offset;
+    if (total == 0) return WGT_OK;
+    if (getenv("WGT_CONV_DEBUG"))
+        fprintf(stderr, "wgt conv: %s direct input gradient cg %u k/g %u, %llu pixels\n", op, p.cg, p.kg,
+                (unsigned long long)total);
+    char key[48], prelude[32];
+    snprintf(key, sizeof(key), "conv_direct_dx/%u", p.cg);
+    snprintf(prelude, sizeof(prelude), "const CG = %uu;\n", p.cg);
+    webgpu_pipeline *pipe;
+    wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_direct_dx", 2, 1, op, &pipe);
+    uint32_t gx = 0, gy = 0;
+    if (s == WGT_OK) s = webgpu_grid(wg, cdiv(total, 256), &gx, &gy, op);
+    if (s != WGT_OK) return s;
+    WGPUBuffer buffers[3] = {webgpu_view_buffer(w), webgpu_view_buffer(dy), webgpu_view_buffer(dx)};
+    return webgpu_dispatch(wg, pipe, buffers, 3, &p, sizeof(p), gx, gy, 1, op);
 }
 
 /* ----------------------------------------------------------------- pooling */
@@ -366,7 +661,7 @@ wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call)
         switch (call->conv.kernel) {
         case WGT_CONV_FORWARD:
         case WGT_CONV_BACKWARD_INPUT:
-        case WGT_CONV_BACKWARD_WEIGHT: s = run_gemm(wg, call, &v); break;
+        case WGT_CONV_BACKWARD_WEIGHT: s = use_direct_dx(call) ? run_direct_dx(wg, call, &v) : run_gemm(wg, call, &v); break;
         case WGT_POOL_FORWARD:
         case WGT_POOL_BACKWARD: s = run_pool(wg, call, &v); break;
         case WGT_BATCH_NORM_FORWARD:
