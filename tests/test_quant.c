@@ -5,10 +5,14 @@
  *    max |w| / 127 (8 bits) or / 7 (4 bits);
  *  - wgt_qlinear: x [M, K] against x W_deq^T in double (rel L2 <= 1e-5) for
  *    decode (M = 1: WebGPU's quant_gemv, N not a multiple of its 16 columns)
- *    and prefill shapes (M = 5, 33), strided and offset x;
+ *    and prefill shapes (M = 5, 33), strided and offset x; prefill through
+ *    WebGPU's tiled dequantizing GEMM (M >= 8: odd M, N past a tile edge,
+ *    K of 1 and 3 groups, both tiles forced by WGT_QUANT_TILE, and the old
+ *    kernel by WGT_QUANT_TILED=0);
  *  - f16 weights times a vector (decode's matvec; f32 and f16 out, bias,
  *    aligned and unaligned) against a double reference;
  *  - refusals: bits, shapes, dtypes, x requiring grad; the context stays usable. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +170,20 @@ static void run(wgt_context *ctx, const char *backend)
         check_bits(ctx, backend, bits, 1, 37, 4096); /* decode: 2 groups per invocation, a short last row block */
         check_bits(ctx, backend, bits, 5, 33, 96);  /* a partial 4-row block */
         check_bits(ctx, backend, bits, 33, 17, 64);
+        /* tiled GEMM on WebGPU (M >= 8): M = 8 exactly, odd M and N past the
+         * 64 tile's edges, K of one group and of 3 (the register prefetch) */
+        check_bits(ctx, backend, bits, 8, 64, 32);
+        check_bits(ctx, backend, bits, 67, 130, 96);
+        /* the larger tiles (8 x 4 and 8 x 8 outputs per invocation; 128 x 128
+         * needs 36 KiB of workgroup memory, which lavapipe lacks: 64 x 64 then) */
+        setenv("WGT_QUANT_TILE", "128x64", 1);
+        check_bits(ctx, backend, bits, 131, 129, 64);
+        setenv("WGT_QUANT_TILE", "128x128", 1);
+        check_bits(ctx, backend, bits, 131, 129, 64);
+        unsetenv("WGT_QUANT_TILE");
+        setenv("WGT_QUANT_TILED", "0", 1); /* the old per-column kernel still answers for prefill */
+        check_bits(ctx, backend, bits, 67, 130, 96);
+        unsetenv("WGT_QUANT_TILED");
     }
     check_f16_matvec(ctx, backend, 70, 256, 0);    /* decode shape, 16-byte loads */
     check_f16_matvec(ctx, backend, 300, 2048, 8);  /* 8 words per invocation: the unrolled loop */
