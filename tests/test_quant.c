@@ -240,6 +240,12 @@ static void check_mixed_all(wgt_context *ctx, const char *backend)
     check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F32);    /* prefill: tiled GEMM, edges */
     check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F16);
     check_mixed(ctx, backend, 20, 33, 64, true, 1, WGT_F32);     /* f16 first, unaligned */
+    setenv("WGT_SPLITK", "2", 1);                                /* split-K: parts in f32, then the reduction */
+    check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F16);
+    unsetenv("WGT_SPLITK");
+    setenv("WGT_MATMUL_CONFIG", "tile128x128k8t", 1);            /* x read along k copied transposed first */
+    check_mixed(ctx, backend, 12, 1024, 32, false, 0, WGT_F32);
+    unsetenv("WGT_MATMUL_CONFIG");
     setenv("WGT_MATMUL_F16_EMULATE", "1", 1);                    /* devices without shader-f16 */
     check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F32);
     check_mixed(ctx, backend, 1, 70, 256, false, 0, WGT_F16);
