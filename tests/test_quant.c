@@ -321,6 +321,19 @@ static void run(wgt_context *ctx, const char *backend)
     check_f16_matvec(ctx, backend, 40, 512, 3);    /* x at an odd offset: element loads */
     check_mixed_all(ctx, backend);
     check_refusals(ctx, backend);
+    if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU) { /* a tile name that is not in the table is an error */
+        setenv("WGT_QUANT_TILE", "96x96", 1);
+        wgt_scope_push(ctx);
+        wgt_tensor *qw = NULL, *qs = NULL;
+        wgt_quantize_weight(wgt_ones(ctx, WGT_F32, 2, (int64_t[]){4, 64}), 8, &qw, &qs);
+        CHECK(qw && wgt_qlinear(wgt_ones(ctx, WGT_F32, 2, (int64_t[]){16, 64}), qw, qs, 8) == NULL &&
+              strstr(wgt_context_error_message(ctx), "WGT_QUANT_TILE"), "%s: WGT_QUANT_TILE=96x96 refused: %s", backend,
+              wgt_context_error_message(ctx));
+        check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "WGT_QUANT_TILE=96x96");
+        wgt_tensor_release(qw), wgt_tensor_release(qs);
+        wgt_scope_pop(ctx);
+        unsetenv("WGT_QUANT_TILE");
+    }
     CHECK(wgt_context_status(ctx) == WGT_OK, "%s clean: %s", backend, wgt_context_error_message(ctx));
 }
 

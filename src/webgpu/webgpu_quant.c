@@ -48,17 +48,22 @@ static const quant_tile quant_tiles[] = {{128, 128, 8, 8}, {128, 64, 8, 4}, {64,
 static uint64_t quant_tile_shared(const quant_tile *t) { return (uint64_t)(t->bm + t->bn) * (32 / 4 + 1) * 16; }
 
 /* The tile for an M x N output: WGT_QUANT_TILE=<bm>x<bn> (a table entry) when
- * set and it fits the device, else the largest that fits and gives enough
- * workgroups, else 64 x 64. */
+ * set and it fits the device (one that does not fit falls back: tests force
+ * 128x128 on every device), else the largest that fits and gives enough
+ * workgroups, else 64 x 64. NULL: WGT_QUANT_TILE names no entry. */
 static const quant_tile *choose_tile(const webgpu_backend *wg, int64_t M, int64_t N)
 {
     const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
     const char *env = getenv("WGT_QUANT_TILE");
-    for (int i = 0; env && i < QUANT_N_TILES; i++) {
+    bool known = !env || !*env;
+    for (int i = 0; !known && i < QUANT_N_TILES; i++) {
         char name[32];
         snprintf(name, sizeof(name), "%dx%d", quant_tiles[i].bm, quant_tiles[i].bn);
-        if (strcmp(env, name) == 0 && quant_tile_shared(&quant_tiles[i]) <= shared) return &quant_tiles[i];
+        if (strcmp(env, name) != 0) continue;
+        if (quant_tile_shared(&quant_tiles[i]) <= shared) return &quant_tiles[i];
+        known = true;
     }
+    if (!known) return NULL;
     for (int i = 0; i + 1 < QUANT_N_TILES; i++) {
         const quant_tile *t = &quant_tiles[i];
         int64_t tiles = ((M + t->bm - 1) / t->bm) * ((N + t->bn - 1) / t->bn);
@@ -108,6 +113,10 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
     const bool tiled = M >= QUANT_TILED_MIN_M && !(tiled_env && strcmp(tiled_env, "0") == 0);
     const char *kernel = gemv ? "quant_gemv" : tiled ? "quant_matmul_tiled" : "quant_matmul";
     const quant_tile *tile = tiled ? choose_tile(wg, M, N) : NULL;
+    if (tiled && !tile)
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: [%lld, %lld] x [%lld, %lld]^T: WGT_QUANT_TILE=\"%s\" "
+                         "names no tile (128x128, 128x64 or 64x64)", op, (long long)M, (long long)K, (long long)N,
+                         (long long)K, getenv("WGT_QUANT_TILE"));
     char key[96];
     if (tiled) snprintf(key, sizeof(key), "%s:%dx%d:%d", kernel, tile->bm, tile->bn, call->quant.bits);
     else snprintf(key, sizeof(key), "%s", kernel);
