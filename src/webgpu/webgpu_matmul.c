@@ -14,7 +14,7 @@
  *                     ROW_THREADS invocations reduce each output
  *   matmul_gemv_cols  M == 1 or N == 1 when the outputs are contiguous in the
  *                     matrix (x @ W): 4 outputs per invocation, k split K_SPLIT ways
- *   matmul_gemv_half  the rows case for f16 rows and vector on 16-byte words
+ *   matmul_gemv_half  the rows case for f16 rows (16-byte words) and an f16 or f32 vector
  *                     (decode's f16 weight matvecs; WGT_GEMV_HALF=0: the rows kernel)
  * Each is specialized by a prelude of WGSL consts: element types, tile sizes,
  * whether edge checks are needed (CHECK), and per operand whether a thread's
