@@ -462,7 +462,12 @@ wgt_tensor *wgt_log_softmax(wgt_tensor *x, int axis);
 wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b);
 /* wgt_matmul with the result in out_dtype: f16 x f16 -> f32 accumulates and
  * stores in f32 (no rounding of the result to f16); out_dtype equal to the
- * operands' dtype is wgt_matmul. */
+ * operands' dtype is wgt_matmul. f32 x f16 (either order) -> f32 or f16: the
+ * f16 operand is widened exactly, the f32 one used as it is (not rounded to
+ * f16), f32 sums, rounded once if out_dtype is f16 (f32 activations against
+ * f16 weights with no cast). Mixed operands have no gradient rule
+ * (WGT_ERR_UNSUPPORTED when one requires grad); wgt_matmul of f32 x f16 gives
+ * f32. */
 wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype);
 
 /* ------------------------------------------------------ neural-net layers */

@@ -166,6 +166,28 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen)
                 printf("decode step, tiny model, f16 weights: %llu dispatches, %llu submits, %llu uploads, %llu downloads\n",
                        (unsigned long long)(s1.dispatches - s0.dispatches), (unsigned long long)(s1.submits - s0.submits),
                        (unsigned long long)(s1.uploads - s0.uploads), (unsigned long long)(s1.downloads - s0.downloads));
+            if (w == 1 && !qwen) {
+                /* f16 weights take the f32 activations as they are (f32 x f16
+                 * products): against WGT_LLAMA_CAST_F16=1, which casts them,
+                 * the step saves the casts before q/k/v and gate/up in every
+                 * layer and the one before the head; same token */
+                wgt_execution_stats c0, c1;
+                llama_cache_reset(full);
+                wgt_tensor_release(llama_forward(full, toks, 3, false, msg, sizeof(msg)));
+                wgt_synchronize(ctx);
+                setenv("WGT_LLAMA_CAST_F16", "1", 1);
+                wgt_execution_stats_get(ctx, &c0);
+                wgt_tensor *lc = llama_forward(full, &toks[3], 1, false, msg, sizeof(msg));
+                const int32_t next_cast = llama_argmax(lc);
+                wgt_tensor_release(lc);
+                wgt_execution_stats_get(ctx, &c1);
+                unsetenv("WGT_LLAMA_CAST_F16");
+                const unsigned long long now = s1.dispatches - s0.dispatches, cast = c1.dispatches - c0.dispatches;
+                const unsigned long long saved = 2ull * (unsigned long long)llama_model_config(m)->n_layers + 1;
+                CHECK(cast == now + saved && next_cast == next,
+                      "f16 decode step: %llu dispatches, %llu with the casts (%llu fewer expected); tokens %d, %d", now,
+                      cast, saved, next, next_cast);
+            }
         }
         CHECK(llama_cache_length(inc) == 9, "cache length 9 after 5 + 4 tokens");
         /* past the context: refused with a message, nothing recorded */

@@ -5,10 +5,19 @@
  *    max |w| / 127 (8 bits) or / 7 (4 bits);
  *  - wgt_qlinear: x [M, K] against x W_deq^T in double (rel L2 <= 1e-5) for
  *    decode (M = 1: WebGPU's quant_gemv, N not a multiple of its 16 columns)
- *    and prefill shapes (M = 5, 33), strided and offset x;
+ *    and prefill shapes (M = 5, 33), strided and offset x; prefill through
+ *    WebGPU's tiled dequantizing GEMM (M >= 8: odd M, N past a tile edge,
+ *    K of 1 and 3 groups, both tiles forced by WGT_QUANT_TILE, and the old
+ *    kernel by WGT_QUANT_TILED=0);
  *  - f16 weights times a vector (decode's matvec; f32 and f16 out, bias,
  *    aligned and unaligned) against a double reference;
+ *  - f32 activations times f16 weights (wgt_matmul_ex of mixed dtypes, f32 and
+ *    f16 out): decode GEMVs (16-byte loads with an f32 vector, the vec4 and
+ *    element kernels), prefill GEMMs (either operand f16, the f16 emulation)
+ *    against a double reference of the unrounded f32 x: the error must be far
+ *    below what rounding x to f16 would cost (the cast the mix replaces);
  *  - refusals: bits, shapes, dtypes, x requiring grad; the context stays usable. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +164,131 @@ static void check_f16_matvec(wgt_context *ctx, const char *backend, int64_t N, i
     free(w), free(x), free(bias), free(ref), free(got), free(got2), free(got3);
 }
 
+/* Mixed f32 x f16 products: a [M, K] @ b [K, N] with one operand f16 (a_f16:
+ * a is the f16 one), b given as the transpose of a stored [N, K] (a weight
+ * W^T view), and a at element offset a_offset. f32 values of the f32 operand
+ * carry a full mantissa, so rounding them to f16 (what the kernels must not
+ * do) moves each output by ~1e-3, against f32 summation noise of ~1e-6. */
+static void check_mixed(wgt_context *ctx, const char *backend, int64_t M, int64_t N, int64_t K, bool a_f16,
+                        int64_t a_offset, wgt_dtype out_dtype)
+{
+    uint32_t seed = (uint32_t)(M * 131 + N * 7 + K + a_offset + (a_f16 ? 5000 : 0) + out_dtype);
+    const int64_t na = M * K + a_offset, nb = N * K;
+    float *af = malloc((size_t)na * sizeof(float)), *bf = malloc((size_t)nb * sizeof(float));
+    uint16_t *ah = malloc((size_t)na * 2), *bh = malloc((size_t)nb * 2);
+    float *got = malloc((size_t)(M * N) * sizeof(float));
+    for (int64_t i = 0; i < na; i++) {
+        af[i] = ((float)(test_xorshift(&seed) % 2000001) - 1000000.0f) / 500000.0f;
+        ah[i] = test_f32_to_f16(af[i]);
+        if (a_f16) af[i] = test_f16_to_f32(ah[i]); /* the f16 operand's exact values */
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        bf[i] = ((float)(test_xorshift(&seed) % 2000001) - 1000000.0f) / 1000000.0f;
+        bh[i] = test_f32_to_f16(bf[i]);
+        if (!a_f16) bf[i] = test_f16_to_f32(bh[i]);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *ta = a_f16 ? wgt_tensor_from_host(ctx, WGT_F16, 1, (int64_t[]){na}, ah)
+                           : wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){na}, af);
+    wgt_tensor *tb = a_f16 ? wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, bf)
+                           : wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){N, K}, bh);
+    wgt_tensor *a = wgt_reshape(wgt_slice(ta, 0, a_offset, na, 1), 2, (int64_t[]){M, K});
+    wgt_tensor *y = wgt_matmul_ex(a, wgt_transpose(tb, 0, 1), out_dtype);
+    if (y && out_dtype != WGT_F32) y = wgt_cast(y, WGT_F32);
+    bool read = y && wgt_tensor_read(y, got, (size_t)(M * N) * 4) == WGT_OK;
+    CHECK(read, "%s mixed %s x %s -> %s [%lld, %lld] x [%lld, %lld]: %s", backend, a_f16 ? "f16" : "f32",
+          a_f16 ? "f32" : "f16", wgt_dtype_name(out_dtype), (long long)M, (long long)K, (long long)K, (long long)N,
+          wgt_context_error_message(ctx));
+    if (read) {
+        double err = 0, rounding = 0; /* max |got - ref|, max |ref with the f32 operand rounded to f16 - ref| */
+        int bad_f16 = 0;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double ref = 0, ref_rounded = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    const int64_t ia = a_offset + m * K + k, ib = n * K + k;
+                    ref += (double)af[ia] * bf[ib];
+                    ref_rounded += (double)test_f16_to_f32(ah[ia]) * test_f16_to_f32(bh[ib]);
+                }
+                rounding = fmax(rounding, fabs(ref_rounded - ref));
+                if (out_dtype == WGT_F32) err = fmax(err, fabs(got[m * N + n] - ref));
+                else bad_f16 += fabs(got[m * N + n] - ref) > fabs(ref) * (1.0 / 2048) + 1e-4; /* half an ulp + sums */
+            }
+        if (out_dtype == WGT_F32)
+            CHECK(err <= 1e-5 * sqrt((double)K) && err < 0.05 * rounding, /* f32 sums: ~eps sqrt(K) */
+                  "%s mixed %s x %s [%lld, %lld] x [%lld, %lld] (a offset %lld): max error %.3g (rounding the f32 "
+                  "operand to f16 would give %.3g)", backend, a_f16 ? "f16" : "f32", a_f16 ? "f32" : "f16",
+                  (long long)M, (long long)K, (long long)K, (long long)N, (long long)a_offset, err, rounding);
+        else
+            CHECK(bad_f16 == 0, "%s mixed -> f16 [%lld, %lld] x [%lld, %lld]: %d outputs off by more than half an ulp",
+                  backend, (long long)M, (long long)K, (long long)K, (long long)N, bad_f16);
+    }
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+    free(af), free(bf), free(ah), free(bh), free(got);
+}
+
+/* The mixed products llama runs (decode and prefill), the f16 emulation, the
+ * W x form (matrix first), and the refusals of mixes that are not f32 x f16. */
+static void check_mixed_all(wgt_context *ctx, const char *backend)
+{
+    check_mixed(ctx, backend, 1, 70, 256, false, 0, WGT_F32);    /* decode: 16-byte f16 loads, f32 vector */
+    check_mixed(ctx, backend, 1, 70, 256, false, 0, WGT_F16);
+    check_mixed(ctx, backend, 1, 300, 2048, false, 8, WGT_F32);  /* the unrolled loop */
+    check_mixed(ctx, backend, 1, 33, 100, false, 0, WGT_F32);    /* K % 8 != 0: vec4 loads of each type */
+    check_mixed(ctx, backend, 1, 40, 512, false, 3, WGT_F32);    /* odd offset: element loads */
+    check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F32);    /* prefill: tiled GEMM, edges */
+    check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F16);
+    check_mixed(ctx, backend, 20, 33, 64, true, 1, WGT_F32);     /* f16 first, unaligned */
+    setenv("WGT_SPLITK", "2", 1);                                /* split-K: parts in f32, then the reduction */
+    check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F16);
+    unsetenv("WGT_SPLITK");
+    setenv("WGT_MATMUL_CONFIG", "tile128x128k8t", 1);            /* x read along k copied transposed first */
+    check_mixed(ctx, backend, 12, 1024, 32, false, 0, WGT_F32);
+    unsetenv("WGT_MATMUL_CONFIG");
+    setenv("WGT_MATMUL_F16_EMULATE", "1", 1);                    /* devices without shader-f16 */
+    check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F32);
+    check_mixed(ctx, backend, 1, 70, 256, false, 0, WGT_F16);
+    unsetenv("WGT_MATMUL_F16_EMULATE");
+    /* W [N, K] f16 @ x [K, 1] f32: the matrix is a */
+    {
+        const int64_t N = 45, K = 128;
+        uint32_t seed = 77;
+        uint16_t *w = malloc((size_t)(N * K) * 2);
+        float *x = malloc((size_t)K * sizeof(float)), got[45];
+        for (int64_t i = 0; i < N * K; i++) w[i] = test_f32_to_f16(((float)(test_xorshift(&seed) % 2001) - 1000.0f) / 1000.0f);
+        for (int64_t i = 0; i < K; i++) x[i] = ((float)(test_xorshift(&seed) % 2000001) - 1000000.0f) / 500000.0f;
+        wgt_scope_push(ctx);
+        wgt_tensor *y = wgt_matmul(wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){N, K}, w),
+                                   wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){K, 1}, x));
+        bool read = y && wgt_tensor_dtype(y) == WGT_F32 && wgt_tensor_read(y, got, sizeof(got)) == WGT_OK;
+        CHECK(read, "%s: f16 W @ f32 x gives f32: %s", backend, wgt_context_error_message(ctx));
+        double err = 0;
+        for (int64_t n = 0; read && n < N; n++) {
+            double ref = 0;
+            for (int64_t k = 0; k < K; k++) ref += (double)test_f16_to_f32(w[n * K + k]) * x[k];
+            err = fmax(err, fabs(got[n] - ref));
+        }
+        CHECK(err <= 2e-5, "%s: f16 W @ f32 x error %.3g", backend, err);
+        wgt_scope_pop(ctx);
+        free(w), free(x);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *x = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){2, 8}), *wh = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){8, 3});
+    wgt_tensor *wi = wgt_ones(ctx, WGT_I32, 2, (int64_t[]){8, 3});
+    CHECK(wgt_matmul_ex(x, wi, WGT_F32) == NULL, "%s: f32 x i32 refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "f32 x i32");
+    CHECK(wgt_matmul_ex(x, wh, WGT_I32) == NULL, "%s: f32 x f16 -> i32 refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "f32 x f16 -> i32");
+    wgt_tensor_set_requires_grad(x, true);
+    CHECK(wgt_matmul_ex(x, wh, WGT_F32) == NULL, "%s: f32 x f16 with grad refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_UNSUPPORTED, "mixed with grad");
+    wgt_no_grad_push(ctx);
+    CHECK(wgt_matmul_ex(x, wh, WGT_F16) != NULL, "%s: f32 x f16 under no-grad runs", backend);
+    wgt_no_grad_pop(ctx);
+    wgt_scope_pop(ctx);
+}
+
 static void run(wgt_context *ctx, const char *backend)
 {
     if (!ctx) {
@@ -166,12 +300,40 @@ static void run(wgt_context *ctx, const char *backend)
         check_bits(ctx, backend, bits, 1, 37, 4096); /* decode: 2 groups per invocation, a short last row block */
         check_bits(ctx, backend, bits, 5, 33, 96);  /* a partial 4-row block */
         check_bits(ctx, backend, bits, 33, 17, 64);
+        /* tiled GEMM on WebGPU (M >= 8): M = 8 exactly, odd M and N past the
+         * 64 tile's edges, K of one group and of 3 (the register prefetch) */
+        check_bits(ctx, backend, bits, 8, 64, 32);
+        check_bits(ctx, backend, bits, 67, 130, 96);
+        /* the larger tiles (8 x 4 and 8 x 8 outputs per invocation; 128 x 128
+         * needs 36 KiB of workgroup memory, which lavapipe lacks: 64 x 64 then) */
+        setenv("WGT_QUANT_TILE", "128x64", 1);
+        check_bits(ctx, backend, bits, 131, 129, 64);
+        setenv("WGT_QUANT_TILE", "128x128", 1);
+        check_bits(ctx, backend, bits, 131, 129, 64);
+        unsetenv("WGT_QUANT_TILE");
+        setenv("WGT_QUANT_TILED", "0", 1); /* the old per-column kernel still answers for prefill */
+        check_bits(ctx, backend, bits, 67, 130, 96);
+        unsetenv("WGT_QUANT_TILED");
     }
     check_f16_matvec(ctx, backend, 70, 256, 0);    /* decode shape, 16-byte loads */
     check_f16_matvec(ctx, backend, 300, 2048, 8);  /* 8 words per invocation: the unrolled loop */
     check_f16_matvec(ctx, backend, 33, 100, 0);    /* K % 8 != 0: vec4<f16> kernel */
     check_f16_matvec(ctx, backend, 40, 512, 3);    /* x at an odd offset: element loads */
+    check_mixed_all(ctx, backend);
     check_refusals(ctx, backend);
+    if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU) { /* a tile name that is not in the table is an error */
+        setenv("WGT_QUANT_TILE", "96x96", 1);
+        wgt_scope_push(ctx);
+        wgt_tensor *qw = NULL, *qs = NULL;
+        wgt_quantize_weight(wgt_ones(ctx, WGT_F32, 2, (int64_t[]){4, 64}), 8, &qw, &qs);
+        CHECK(qw && wgt_qlinear(wgt_ones(ctx, WGT_F32, 2, (int64_t[]){16, 64}), qw, qs, 8) == NULL &&
+              strstr(wgt_context_error_message(ctx), "WGT_QUANT_TILE"), "%s: WGT_QUANT_TILE=96x96 refused: %s", backend,
+              wgt_context_error_message(ctx));
+        check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "WGT_QUANT_TILE=96x96");
+        wgt_tensor_release(qw), wgt_tensor_release(qs);
+        wgt_scope_pop(ctx);
+        unsetenv("WGT_QUANT_TILE");
+    }
     CHECK(wgt_context_status(ctx) == WGT_OK, "%s clean: %s", backend, wgt_context_error_message(ctx));
 }
 

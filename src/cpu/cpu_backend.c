@@ -366,6 +366,9 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
         return dtype_in(x->dtype, FLOAT_DTYPES) && dtype_in(out->dtype, FLOAT_DTYPES);
     case WGT_KERNEL_MATMUL:
         if (call->n_inputs == 3 && (call->inputs[2].dtype != x->dtype || x->dtype == WGT_I32)) return false;
+        if (x->dtype != call->inputs[1].dtype) /* f32 x f16 either order (wgt_matmul_ex), f32 or f16 out */
+            return dtype_in(x->dtype, FLOAT_DTYPES) && dtype_in(call->inputs[1].dtype, FLOAT_DTYPES) &&
+                   dtype_in(out->dtype, FLOAT_DTYPES) && call->n_inputs == 2;
         return dtype_in(x->dtype, FLOAT_DTYPES | DTYPE_BIT(WGT_I32)) && call->inputs[1].dtype == x->dtype &&
                (out->dtype == x->dtype || (x->dtype == WGT_F16 && out->dtype == WGT_F32));
     case WGT_KERNEL_ATTENTION:

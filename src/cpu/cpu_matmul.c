@@ -12,6 +12,8 @@
  * i32 is a plain loop whose sums wrap to int32, as integer arithmetic does.
  * An optional bias [N] (inputs[2], linear's) is added to each output row after
  * the product, before any rounding to f16; f16 operands may write an f32 out.
+ * f32 x f16 (wgt_matmul_ex, either order): the f16 operand is widened into
+ * the packing temp, the f32 one read in place, f32 or f16 out.
  * Batches run one after the other, each product split over the backend's
  * OpenMP threads (see blas_product).
  */
@@ -60,8 +62,9 @@ static void pack_as_float(const char *src, wgt_dtype dtype, const matrix *m, flo
 
 typedef struct matmul_plan {
     matrix a, b, out;
-    wgt_dtype dtype, out_dtype;
-    const char *bias;         /* NULL, or element 0 of bias [N] (dtype) */
+    wgt_dtype a_dtype, b_dtype, out_dtype; /* one dtype, or f32 and f16 mixed */
+    wgt_dtype bias_dtype;
+    const char *bias;         /* NULL, or element 0 of bias [N] (bias_dtype) */
     int64_t bias_stride;
     cpu_walk batch;           /* views: a, b, out */
     int64_t n_batches;
@@ -75,10 +78,9 @@ typedef struct matmul_plan {
 static void plan_gemm(matmul_plan *p)
 {
     int64_t K = p->a.cols, N = p->b.cols;
-    bool f32 = p->dtype == WGT_F32;
     CBLAS_TRANSPOSE trans_c = CblasNoTrans;
-    p->pack_a = !(f32 && blas_layout(&p->a, &p->trans_a, &p->lda));
-    p->pack_b = !(f32 && blas_layout(&p->b, &p->trans_b, &p->ldb));
+    p->pack_a = !(p->a_dtype == WGT_F32 && blas_layout(&p->a, &p->trans_a, &p->lda));
+    p->pack_b = !(p->b_dtype == WGT_F32 && blas_layout(&p->b, &p->trans_b, &p->ldb));
     p->pack_c = !(p->out_dtype == WGT_F32 && blas_layout(&p->out, &trans_c, &p->ldc) && trans_c == CblasNoTrans);
     if (p->pack_a) { p->trans_a = CblasNoTrans; p->lda = K > 1 ? K : 1; }
     if (p->pack_b) { p->trans_b = CblasNoTrans; p->ldb = N > 1 ? N : 1; }
@@ -163,20 +165,20 @@ static void blas_product(const matmul_plan *p, int threads, const float *a, cons
 static void gemm_batch(const matmul_plan *p, int threads, const cpu_walk_position *pos, float *temp_a, float *temp_b,
                        float *temp_c)
 {
-    size_t size = cpu_dtype_size(p->dtype);
-    const char *a = p->a.data + pos->offsets[0] * (int64_t)size;
-    const char *b = p->b.data + pos->offsets[1] * (int64_t)size;
+    const char *a = p->a.data + pos->offsets[0] * (int64_t)cpu_dtype_size(p->a_dtype);
+    const char *b = p->b.data + pos->offsets[1] * (int64_t)cpu_dtype_size(p->b_dtype);
     char *out = (char *)p->out.data + pos->offsets[2] * (int64_t)cpu_dtype_size(p->out_dtype);
     int64_t M = p->a.rows, N = p->b.cols;
-    if (p->pack_a) pack_as_float(a, p->dtype, &p->a, temp_a);
-    if (p->pack_b) pack_as_float(b, p->dtype, &p->b, temp_b);
+    if (p->pack_a) pack_as_float(a, p->a_dtype, &p->a, temp_a);
+    if (p->pack_b) pack_as_float(b, p->b_dtype, &p->b, temp_b);
     const float *a_f32 = p->pack_a ? temp_a : (const float *)a, *b_f32 = p->pack_b ? temp_b : (const float *)b;
     float *out_f32 = p->pack_c ? temp_c : (float *)out;
     int64_t ldc = p->pack_c ? N : p->ldc;
     blas_product(p, threads, a_f32, b_f32, out_f32);
     if (p->bias) {
         for (int64_t j = 0; j < N; j++) {
-            float bj = (float)cpu_load_f64(p->bias + j * p->bias_stride * (int64_t)size, p->dtype);
+            float bj = (float)cpu_load_f64(p->bias + j * p->bias_stride * (int64_t)cpu_dtype_size(p->bias_dtype),
+                                           p->bias_dtype);
             for (int64_t i = 0; i < M; i++) out_f32[i * ldc + j] += bj;
         }
     }
@@ -254,9 +256,10 @@ wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)
         return cpu_fail(b, call, WGT_ERR_SHAPE_MISMATCH, "bias %s for %lld output columns",
                         cpu_shape_string(call->inputs[2].ndim, call->inputs[2].shape, as, sizeof as),
                         (long long)bv->shape[n - 1]);
-    matmul_plan p = {.a = last_two_dims(a), .b = last_two_dims(bv), .out = last_two_dims(out), .dtype = a->dtype,
-                     .out_dtype = out->dtype};
+    matmul_plan p = {.a = last_two_dims(a), .b = last_two_dims(bv), .out = last_two_dims(out), .a_dtype = a->dtype,
+                     .b_dtype = bv->dtype, .out_dtype = out->dtype, .bias_dtype = a->dtype};
     if (call->n_inputs == 3) {
+        p.bias_dtype = call->inputs[2].dtype;
         p.bias = cpu_view_data(&call->inputs[2]);
         p.bias_stride = call->inputs[2].strides[0];
     }
@@ -270,19 +273,19 @@ wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)
     const int64_t *strides[3] = {a->strides, bv->strides, out->strides};
     cpu_walk_init(&p.batch, n - 2, a->shape, 3, strides);
 
-    if (p.dtype == WGT_I32) {
+    if (p.a_dtype == WGT_I32) {
         if (!matmul_i32(&p, b->threads)) return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "cannot allocate a row of %lld sums", (long long)N);
         return WGT_OK;
     }
     if (K == 0) { /* an empty sum: zeros (plus the bias), without asking BLAS about k = 0 */
-        size_t size = cpu_dtype_size(p.out_dtype), in_size = cpu_dtype_size(p.dtype);
+        size_t size = cpu_dtype_size(p.out_dtype), in_size = cpu_dtype_size(p.bias_dtype);
         cpu_walk_position pos;
         cpu_walk_seek(&p.batch, 0, &pos);
         for (int64_t batch = 0; batch < p.n_batches; batch++) {
             char *o = (char *)p.out.data + pos.offsets[2] * (int64_t)size;
             for (int64_t i = 0; i < M; i++) {
                 for (int64_t j = 0; j < N; j++) {
-                    double v = p.bias ? cpu_load_f64(p.bias + j * p.bias_stride * (int64_t)in_size, p.dtype) : 0.0;
+                    double v = p.bias ? cpu_load_f64(p.bias + j * p.bias_stride * (int64_t)in_size, p.bias_dtype) : 0.0;
                     cpu_store_f64(o + (i * p.out.row_stride + j * p.out.col_stride) * (int64_t)size, p.out_dtype, v);
                 }
             }

@@ -67,8 +67,18 @@ void llama_cache_reset(llama_cache *c)
     if (c) c->length = 0;
 }
 
-/* x [T, in] f32 -> [T, out] f32. f16 weights: x rounded to f16, the product
- * accumulated and stored in f32 (wgt_matmul_ex); W^T is a view, not a copy.
+/* WGT_LLAMA_CAST_F16=1: the old path, which rounds f32 activations to f16
+ * (one cast dispatch each) before f16-weight projections: to measure what the
+ * f32 x f16 products save, and to compare outputs. */
+static bool cast_activations(void)
+{
+    const char *env = getenv("WGT_LLAMA_CAST_F16");
+    return env && strcmp(env, "1") == 0;
+}
+
+/* x [T, in] f32 -> [T, out] f32. f16 weights: x f32 (as it comes) or f16 (the
+ * attention output of an f16 cache) times the f16 W^T, a view, accumulated and
+ * stored in f32 (wgt_matmul_ex; f32 x f16 needs no cast of x to f16).
  * Quantized weights (scales set): dequantized inside wgt_qlinear's kernel. */
 static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, wgt_tensor *scales, wgt_tensor *bias)
 {
@@ -77,8 +87,7 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
         return bias ? wgt_add(y, bias) : y;
     }
     if (m->wdtype == WGT_F32) return wgt_linear(x, w, bias);
-    /* x may already be f16 (the attention output of an f16 cache) */
-    if (x && wgt_tensor_dtype(x) != WGT_F16) x = wgt_cast(x, WGT_F16);
+    if (x && cast_activations() && wgt_tensor_dtype(x) != WGT_F16) x = wgt_cast(x, WGT_F16);
     wgt_tensor *y = wgt_matmul_ex(x, wgt_transpose(w, 0, 1), WGT_F32);
     return bias ? wgt_add(y, bias) : y;
 }
@@ -90,10 +99,12 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
  * HF rounds these activations to f16 too. */
 static bool f16_activations(const llama_model *m) { return m->wdtype == WGT_F16 && !m->bits; }
 
-/* project with f16 out (f16_activations; no bias) */
+/* project with f16 out (f16_activations; no bias): x (the f32 RMSNorm output)
+ * is read as f32 by the kernel, no cast dispatch */
 static wgt_tensor *project_f16(const llama_model *m, wgt_tensor *x, wgt_tensor *w)
 {
-    if (x && wgt_tensor_dtype(x) != WGT_F16) x = wgt_cast(x, WGT_F16);
+    (void)m;
+    if (x && cast_activations() && wgt_tensor_dtype(x) != WGT_F16) x = wgt_cast(x, WGT_F16);
     return wgt_matmul_ex(x, wgt_transpose(w, 0, 1), WGT_F16);
 }
 

@@ -3,7 +3,9 @@
  *   a [K] is a row vector ([1, K], the 1 dropped from the result),
  *   b [K] a column vector ([K, 1], the 1 dropped): matrix-vector products.
  * Operands are passed to the kernel as views, so transposes are never copied.
- * wgt_matmul_ex: the same with an f32 result for f16 operands.
+ * wgt_matmul_ex: the same with an f32 result for f16 operands, and f32 times
+ * f16 (either order; f32 or f16 result): activations against f16 weights
+ * without a cast of the activations first (inference only: no gradient).
  * wgt_linear: x [..., in] @ weight[out, in]^T + bias, one MATMUL call with the
  * weight read transposed in place and the bias in the GEMM's epilogue. */
 #include <string.h>
@@ -23,18 +25,27 @@ static wgt_tensor *matmul(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype, con
                   wgt_shape_string(va.ndim, va.shape, sa, sizeof(sa)), wgt_shape_string(vb.ndim, vb.shape, sb, sizeof(sb)));
         return NULL;
     }
-    if (va.dtype != vb.dtype) {
-        wgt_error(ctx, WGT_ERR_DTYPE, "%s: dtypes %s and %s differ (cast one first)", op, wgt_dtype_name(va.dtype),
-                  wgt_dtype_name(vb.dtype));
+    /* f32 x f16 (either order): the kernels widen the f16 operand as they load it */
+    const bool mixed = (va.dtype == WGT_F32 && vb.dtype == WGT_F16) || (va.dtype == WGT_F16 && vb.dtype == WGT_F32);
+    if (va.dtype != vb.dtype && !mixed) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: dtypes %s and %s differ (cast one first; only f32 x f16 mixes)", op,
+                  wgt_dtype_name(va.dtype), wgt_dtype_name(vb.dtype));
         return NULL;
     }
     if (va.dtype != WGT_F32 && va.dtype != WGT_F16 && va.dtype != WGT_I32) {
         wgt_error(ctx, WGT_ERR_DTYPE, "%s: dtype %s (f32, f16 and i32 are supported)", op, wgt_dtype_name(va.dtype));
         return NULL;
     }
-    if (out_dtype != va.dtype && !(va.dtype == WGT_F16 && out_dtype == WGT_F32)) {
-        wgt_error(ctx, WGT_ERR_DTYPE, "%s: %s operands cannot give a %s result (same dtype, or f16 -> f32)", op,
-                  wgt_dtype_name(va.dtype), wgt_dtype_name(out_dtype));
+    if (mixed ? (out_dtype != WGT_F32 && out_dtype != WGT_F16)
+              : (out_dtype != va.dtype && !(va.dtype == WGT_F16 && out_dtype == WGT_F32))) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: %s x %s operands cannot give a %s result (same dtype, f16 -> f32, or f32 x "
+                  "f16 -> f32 / f16)", op, wgt_dtype_name(va.dtype), wgt_dtype_name(vb.dtype), wgt_dtype_name(out_dtype));
+        return NULL;
+    }
+    if (mixed && wgt_tape_wants(ctx, 2, args)) {
+        wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: %s x %s operands have no gradient rule; an operand requires grad "
+                  "(cast to one dtype, or run under wgt_no_grad_push)", op, wgt_dtype_name(va.dtype),
+                  wgt_dtype_name(vb.dtype));
         return NULL;
     }
     bool a_vector = va.ndim == 1, b_vector = vb.ndim == 1;
@@ -118,7 +129,10 @@ static wgt_tensor *matmul(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype, con
 
 wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b)
 {
-    return matmul(a, b, a ? a->view.dtype : WGT_F32, "wgt_matmul");
+    /* one dtype: that dtype; f32 x f16: f32 */
+    wgt_dtype out = a ? a->view.dtype : WGT_F32;
+    if (a && b && a->view.dtype != b->view.dtype) out = WGT_F32;
+    return matmul(a, b, out, "wgt_matmul");
 }
 
 wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype)

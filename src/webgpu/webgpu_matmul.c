@@ -14,7 +14,7 @@
  *                     ROW_THREADS invocations reduce each output
  *   matmul_gemv_cols  M == 1 or N == 1 when the outputs are contiguous in the
  *                     matrix (x @ W): 4 outputs per invocation, k split K_SPLIT ways
- *   matmul_gemv_half  the rows case for f16 rows and vector on 16-byte words
+ *   matmul_gemv_half  the rows case for f16 rows (16-byte words) and an f16 or f32 vector
  *                     (decode's f16 weight matvecs; WGT_GEMV_HALF=0: the rows kernel)
  * Each is specialized by a prelude of WGSL consts: element types, tile sizes,
  * whether edge checks are needed (CHECK), and per operand whether a thread's
@@ -30,6 +30,9 @@
  * written as f16 when the device has shader-f16, otherwise through f32
  * temporaries (also forced by WGT_MATMUL_F16_EMULATE=1, for tests). f16
  * operands may write an f32 out (wgt_matmul_ex): the sums are stored unrounded.
+ * f32 times f16 (wgt_matmul_ex, either order, f32 or f16 out, no bias): each
+ * operand is bound with its own element type (SA, SB) and widened to f32 as it
+ * is loaded, so llama's f32 activations meet f16 weights without a cast.
  *
  * Linear's bias [N] (optional inputs[2]) is a specialization of every kernel
  * (BIAS, bound at binding 4): the epilogue adds it before the store, so
@@ -384,23 +387,33 @@ static void epilogue_prelude(const matmul_problem *p, int bias_binding, char *bu
                  p->out->dtype == WGT_F32 ? "f32" : "S");
 }
 
+/* WGSL element type of an operand of dtype d. */
+static const char *wgsl_type(wgt_dtype d) { return d == WGT_F16 ? "f16" : d == WGT_I32 ? "i32" : "f32"; }
+
 /* The cached pipeline under key + the epilogue's specialization, or a new one
  * from prelude + matmul_common + kernel file (bindings a, b, out, bias), or for
  * the split-K reduction (no matmul_common) prelude + kernel file (bindings
- * partial, out, bias). */
-static wgt_status get_pipeline(webgpu_backend *wg, const matmul_problem *p, const char *base_key, const char *file,
-                               wgt_dtype dtype, const char *consts, const char *op, webgpu_pipeline **out)
+ * partial, out, bias). sa, sb: the dtypes of the buffers bound as a and b
+ * (the GEMV kernels bind the matrix as a); when they differ (f32 x f16) the
+ * prelude is f16's and SA, SB name each one's type. */
+static wgt_status get_pipeline_ex(webgpu_backend *wg, const matmul_problem *p, const char *base_key, const char *file,
+                                  wgt_dtype dtype, wgt_dtype sa, wgt_dtype sb, const char *consts, const char *op,
+                                  webgpu_pipeline **out)
 {
-    bool reduce = strcmp(file, "matmul_splitk_reduce") == 0;
-    char key[200];
-    snprintf(key, sizeof(key), "%s:o%s:bias%d", base_key, wgt_dtype_name(p->out->dtype), p->bias != NULL);
+    bool reduce = strcmp(file, "matmul_splitk_reduce") == 0, mixed = sa != sb;
+    char key[224];
+    snprintf(key, sizeof(key), "%s:o%s:bias%d%s%s%s", base_key, wgt_dtype_name(p->out->dtype), p->bias != NULL,
+             mixed ? ":a" : "", mixed ? wgt_dtype_name(sa) : "", mixed ? wgt_dtype_name(sb) : "");
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
     const char *common = reduce ? "" : webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source(file);
     if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
-    const char *prelude = dtype_prelude(dtype);
-    char epilogue[256];
+    const char *prelude = dtype_prelude(mixed ? WGT_F16 : dtype);
+    char epilogue[320];
     epilogue_prelude(p, reduce ? 3 : 4, epilogue, sizeof(epilogue));
+    size_t at = strlen(epilogue);
+    snprintf(epilogue + at, sizeof(epilogue) - at, "alias SA = %s;\nalias SB = %s;\n", mixed ? wgsl_type(sa) : "S",
+             mixed ? wgsl_type(sb) : "S");
     size_t n = strlen(prelude) + strlen(epilogue) + strlen(consts) + strlen(common) + strlen(body) + 1;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -413,6 +426,13 @@ static wgt_status get_pipeline(webgpu_backend *wg, const matmul_problem *p, cons
                                              true, false, false, op, out);
     free(source);
     return s;
+}
+
+/* get_pipeline_ex for kernels that bind p->a as a and p->b as b. */
+static wgt_status get_pipeline(webgpu_backend *wg, const matmul_problem *p, const char *base_key, const char *file,
+                               wgt_dtype dtype, const char *consts, const char *op, webgpu_pipeline **out)
+{
+    return get_pipeline_ex(wg, p, base_key, file, dtype, p->a->dtype, p->b->dtype, consts, op, out);
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -630,30 +650,44 @@ static bool octets_aligned(const matmul_problem *p, const matmul_operand *o)
     return true;
 }
 
-/* f16 matrix-vector with 16-byte loads (matmul_gemv_half.wgsl): a and b bound
- * as vec4<u32>, so its prelude is its own (S = u32; bias and out as f16 or
- * f32). WGT_GEMV_HALF=0 keeps matmul_gemv_rows (vec4<f16> loads) instead. */
-static bool gemv_half_wanted(const matmul_problem *p, const matmul_operand *om, const matmul_operand *ov)
+/* f16 matrix-vector with 16-byte loads (matmul_gemv_half.wgsl): the matrix
+ * bound as vec4<u32>, the vector too (f16) or as vec4<f32> (an f32 vector:
+ * llama's activations against f16 weights), so its prelude is its own
+ * (S = u32, load_x8 for the vector; bias and out as f16 or f32).
+ * WGT_GEMV_HALF=0 keeps matmul_gemv_rows (vec4<f16> loads) instead. */
+static bool gemv_half_wanted(const matmul_problem *p, const wgt_tensor_view *mat, const matmul_operand *om,
+                             const matmul_operand *ov)
 {
     const char *env = getenv("WGT_GEMV_HALF");
     if (env && strcmp(env, "0") == 0) return false;
-    return p->a->dtype == WGT_F16 && octets_aligned(p, om) && octets_aligned(p, ov);
+    return mat->dtype == WGT_F16 && octets_aligned(p, om) && octets_aligned(p, ov);
 }
 
 static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, const matmul_config *c,
                                 const matmul_operand *om, const matmul_operand *ov, bool mat_is_a, const char *op)
 {
+    const bool vec_f32 = (mat_is_a ? p->b : p->a)->dtype == WGT_F32;
     char key[160];
-    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%d", c->name, wgt_dtype_name(p->out->dtype), p->bias != NULL);
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%d:x%s", c->name, wgt_dtype_name(p->out->dtype),
+             p->bias != NULL, vec_f32 ? "f32" : "f16");
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
         if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel matmul_gemv_half is not embedded", op);
-        char prelude[512];
+        /* load_x8(i): the vector's 8 elements 8i.. as two vec4<f32> (f16: one
+         * 16-byte word unpacked; f32: two vec4s) */
+        const char *x8 = vec_f32 ? "alias SB = f32;\n"
+                                   "fn load_x8(i: u32) -> array<vec4<f32>, 2> { return array(b[2u * i], b[2u * i + 1u]); }\n"
+                                 : "alias SB = u32;\n"
+                                   "fn load_x8(i: u32) -> array<vec4<f32>, 2> {\n"
+                                   "    let w = b[i];\n"
+                                   "    return array(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),\n"
+                                   "                 vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));\n}\n";
+        char prelude[1024];
         snprintf(prelude, sizeof(prelude),
-                 "enable f16;\nalias S = u32;\nalias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
+                 "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
                  "const ROW_THREADS: u32 = %du;\n",
-                 p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false",
+                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false",
                  p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<f16>;\n"
                            "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
                          : "fn bias_load(i: u32) -> T { return T(); }\n",
@@ -710,7 +744,7 @@ static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const ch
     const matmul_config *c = choose_gemv(wg, kernel, p->K);
     if (!c || !config_fits(wg, c))
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matrix-vector config fits this device", op);
-    if (kernel == KERNEL_GEMV_ROWS && gemv_half_wanted(p, &om, &ov))
+    if (kernel == KERNEL_GEMV_ROWS && gemv_half_wanted(p, mat, &om, &ov))
         return run_gemv_half(wg, p, c, &om, &ov, mat_is_a, op);
     bool vec4;
     char key[160], consts[200];
@@ -730,8 +764,8 @@ static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const ch
         per_batch = ceil_div(om.outer, 4 * (int64_t)c->threads);
     }
     snprintf(key, sizeof(key), "%s:%s:%s:v%d", file, dtype_key(a->dtype), c->name, vec4);
-    webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, p, key, file, a->dtype, consts, op, &pipe);
+    webgpu_pipeline *pipe; /* the matrix is bound as a, the vector as b */
+    wgt_status s = get_pipeline_ex(wg, p, key, file, a->dtype, mat->dtype, vec->dtype, consts, op, &pipe);
     if (s != WGT_OK) return s;
 
     matmul_params q;
@@ -868,18 +902,23 @@ static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *ca
     const wgt_tensor_view *out = &call->outputs[0];
     bool has_bias = call->n_inputs == 3, direct = out->dtype == WGT_F32;
     wgt_tensor_view ta, tb, tbias, tout;
+    memset(&ta, 0, sizeof(ta));
     memset(&tb, 0, sizeof(tb));
     memset(&tbias, 0, sizeof(tbias));
     memset(&tout, 0, sizeof(tout));
-    wgt_status s = convert_to_f32(wg, &call->inputs[0], &ta, op);
+    /* an f32 operand of f32 x f16 is read as it is */
+    const bool conv_a = call->inputs[0].dtype != WGT_F32, conv_b = call->inputs[1].dtype != WGT_F32;
+    wgt_status s = conv_a ? convert_to_f32(wg, &call->inputs[0], &ta, op) : WGT_OK;
     if (s != WGT_OK) return s;
-    s = convert_to_f32(wg, &call->inputs[1], &tb, op);
+    if (conv_b) s = convert_to_f32(wg, &call->inputs[1], &tb, op);
     if (s == WGT_OK && has_bias) s = convert_to_f32(wg, &call->inputs[2], &tbias, op);
     if (s == WGT_OK && !direct) s = webgpu_temp_alloc(wg, WGT_F32, out->ndim, out->shape, &tout);
-    if (s == WGT_OK) s = run_native(wg, &ta, &tb, has_bias ? &tbias : NULL, direct ? out : &tout, op);
+    if (s == WGT_OK)
+        s = run_native(wg, conv_a ? &ta : &call->inputs[0], conv_b ? &tb : &call->inputs[1], has_bias ? &tbias : NULL,
+                       direct ? out : &tout, op);
     if (s == WGT_OK && !direct) s = webgpu_convert(wg, &tout, out, op);
-    webgpu_temp_release(wg, &ta);
-    webgpu_temp_release(wg, &tb);
+    if (conv_a) webgpu_temp_release(wg, &ta);
+    if (conv_b) webgpu_temp_release(wg, &tb);
     if (has_bias) webgpu_temp_release(wg, &tbias);
     if (!direct) webgpu_temp_release(wg, &tout);
     return s;
@@ -893,7 +932,12 @@ bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     wgt_dtype t = a->dtype;
     if (t != WGT_F32 && t != WGT_F16 && t != WGT_I32) return false;
-    if (b->dtype != t || (out->dtype != t && !(t == WGT_F16 && out->dtype == WGT_F32))) return false;
+    if (b->dtype != t) { /* f32 x f16, either order: f32 or f16 out, no bias */
+        bool floats = (t == WGT_F32 && b->dtype == WGT_F16) || (t == WGT_F16 && b->dtype == WGT_F32);
+        if (!floats || call->n_inputs != 2 || (out->dtype != WGT_F32 && out->dtype != WGT_F16)) return false;
+    } else if (out->dtype != t && !(t == WGT_F16 && out->dtype == WGT_F32)) {
+        return false;
+    }
     if (call->n_inputs == 3) {
         const wgt_tensor_view *bias = &call->inputs[2];
         if (t == WGT_I32 || bias->dtype != t || bias->ndim != 1 || bias->shape[0] != b->shape[b->ndim - 1])
@@ -907,7 +951,7 @@ wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     if (wgt_shape_numel(out->ndim, out->shape) == 0) return WGT_OK;
-    if (a->dtype == WGT_F16) {
+    if (a->dtype == WGT_F16 || b->dtype == WGT_F16) {
         const char *emulate = getenv("WGT_MATMUL_F16_EMULATE");
         if (!wg->has_f16 || (emulate && strcmp(emulate, "1") == 0)) return run_f16_emulated(wg, call);
     }

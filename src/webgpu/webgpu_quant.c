@@ -5,8 +5,13 @@
  * rows of x, vec4<u32> weight loads, one scale per 32 weights. Decode (M = 1)
  * takes kernels/quant_gemv.wgsl instead: 16 output columns per workgroup of
  * 256, each invocation reusing a group's x for 4 columns (WGT_QUANT_GEMV=0
- * keeps quant_matmul for M = 1, to compare).
+ * keeps quant_matmul for M = 1, to compare). Prefill (M >= QUANT_TILED_MIN_M)
+ * takes kernels/quant_matmul_tiled.wgsl: a tiled GEMM whose weight tiles are
+ * dequantized into workgroup memory, BM x BN outputs per workgroup, TM x TN
+ * per invocation (WGT_QUANT_TILED=0 keeps quant_matmul, to compare;
+ * WGT_QUANT_TILE=128x128, 128x64 or 64x64 forces a tile).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,11 +21,56 @@
 typedef struct quant_params {
     uint32_t M, N, K, bits;
     uint32_t x_offset, q_offset, s_offset, out_offset; /* x, q in vec4 units; s, out in elements */
-    uint32_t row_blocks, pad[3];
+    uint32_t row_blocks;     /* quant_matmul: ceil(M / 4); quant_matmul_tiled: ceil(M / BM) */
+    uint32_t tiles_n, pad[2]; /* quant_matmul_tiled: ceil(N / BN) */
 } quant_params;
 
 #define QUANT_ROWS 4       /* ROWS of quant_matmul */
 #define QUANT_GEMV_ROWS 16 /* ROWS of quant_gemv: output columns per workgroup */
+/* From this many rows of x the tiled kernel wins: quant_matmul reads the
+ * weights once per 4 rows, the tiled one once per BM (a tile of 64 rows with
+ * 8 filled still reads them once). */
+#define QUANT_TILED_MIN_M 8
+
+/* quant_matmul_tiled's tiles, 256 invocations each, largest first: 128 x 128
+ * (8 x 8 outputs per invocation, as the f32 GEMM's best tile) needs 36 KiB
+ * of workgroup memory (an H100 has 48, lavapipe 32); 128 x 64 (8 x 4) 27 KiB;
+ * 64 x 64 (4 x 4) fills more SMs when the output is small. */
+typedef struct quant_tile {
+    int bm, bn, tm, tn;
+} quant_tile;
+static const quant_tile quant_tiles[] = {{128, 128, 8, 8}, {128, 64, 8, 4}, {64, 64, 4, 4}};
+#define QUANT_N_TILES (int)(sizeof(quant_tiles) / sizeof(quant_tiles[0]))
+/* Workgroups from which a large tile is taken: ~1.5 waves of an H100's 132
+ * SMs (WebGPU does not say how many there are), as webgpu_matmul.c's ladder. */
+#define QUANT_LARGE_TILE_MIN_WORKGROUPS 192
+
+static uint64_t quant_tile_shared(const quant_tile *t) { return (uint64_t)(t->bm + t->bn) * (32 / 4 + 1) * 16; }
+
+/* The tile for an M x N output: WGT_QUANT_TILE=<bm>x<bn> (a table entry) when
+ * set and it fits the device (one that does not fit falls back: tests force
+ * 128x128 on every device), else the largest that fits and gives enough
+ * workgroups, else 64 x 64. NULL: WGT_QUANT_TILE names no entry. */
+static const quant_tile *choose_tile(const webgpu_backend *wg, int64_t M, int64_t N)
+{
+    const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    const char *env = getenv("WGT_QUANT_TILE");
+    bool known = !env || !*env;
+    for (int i = 0; !known && i < QUANT_N_TILES; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "%dx%d", quant_tiles[i].bm, quant_tiles[i].bn);
+        if (strcmp(env, name) != 0) continue;
+        if (quant_tile_shared(&quant_tiles[i]) <= shared) return &quant_tiles[i];
+        known = true;
+    }
+    if (!known) return NULL;
+    for (int i = 0; i + 1 < QUANT_N_TILES; i++) {
+        const quant_tile *t = &quant_tiles[i];
+        int64_t tiles = ((M + t->bm - 1) / t->bm) * ((N + t->bn - 1) / t->bn);
+        if (tiles >= QUANT_LARGE_TILE_MIN_WORKGROUPS && quant_tile_shared(t) <= shared) return t;
+    }
+    return &quant_tiles[QUANT_N_TILES - 1];
+}
 
 static bool contiguous_aligned(const wgt_tensor_view *v)
 {
@@ -58,22 +108,46 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
     p.x_offset = (uint32_t)(x->offset / 4), p.q_offset = (uint32_t)(q->offset / 4);
     p.s_offset = (uint32_t)s->offset, p.out_offset = (uint32_t)out->offset;
     p.row_blocks = (uint32_t)((M + QUANT_ROWS - 1) / QUANT_ROWS);
-    const char *env = getenv("WGT_QUANT_GEMV");
+    const char *env = getenv("WGT_QUANT_GEMV"), *tiled_env = getenv("WGT_QUANT_TILED");
     const bool gemv = M == 1 && !(env && strcmp(env, "0") == 0);
-    const char *kernel = gemv ? "quant_gemv" : "quant_matmul";
-    webgpu_pipeline *pipe = webgpu_pipeline_find(wg, kernel);
+    const bool tiled = M >= QUANT_TILED_MIN_M && !(tiled_env && strcmp(tiled_env, "0") == 0);
+    const char *kernel = gemv ? "quant_gemv" : tiled ? "quant_matmul_tiled" : "quant_matmul";
+    const quant_tile *tile = tiled ? choose_tile(wg, M, N) : NULL;
+    if (tiled && !tile)
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: [%lld, %lld] x [%lld, %lld]^T: WGT_QUANT_TILE=\"%s\" "
+                         "names no tile (128x128, 128x64 or 64x64)", op, (long long)M, (long long)K, (long long)N,
+                         (long long)K, getenv("WGT_QUANT_TILE"));
+    char key[96];
+    if (tiled) snprintf(key, sizeof(key), "%s:%dx%d:%d", kernel, tile->bm, tile->bn, call->quant.bits);
+    else snprintf(key, sizeof(key), "%s", kernel);
+    webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     wgt_status st = WGT_OK;
     if (!pipe) {
-        const char *source = webgpu_kernel_source(kernel);
-        if (!source) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, kernel);
-        st = webgpu_pipeline_create(wg, kernel, source, NULL, 3, 1, true, false, op, &pipe);
+        const char *body = webgpu_kernel_source(kernel);
+        if (!body) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, kernel);
+        char prelude[160] = "";
+        if (tiled)
+            snprintf(prelude, sizeof(prelude), "const BM: u32 = %du;\nconst BN: u32 = %du;\nconst TM: u32 = %du;\n"
+                     "const TN: u32 = %du;\nconst BITS: u32 = %du;\n", tile->bm, tile->bn, tile->tm, tile->tn,
+                     call->quant.bits);
+        size_t n = strlen(prelude) + strlen(body) + 1;
+        char *source = malloc(n);
+        if (!source) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        snprintf(source, n, "%s%s", prelude, body);
+        st = webgpu_pipeline_create(wg, key, source, NULL, 3, 1, true, false, op, &pipe);
+        free(source);
         if (st != WGT_OK) return st;
     }
+    uint64_t groups;
+    if (gemv) groups = (uint64_t)(N + QUANT_GEMV_ROWS - 1) / QUANT_GEMV_ROWS; /* QUANT_GEMV_ROWS columns each */
+    else if (!tiled) groups = (uint64_t)N * p.row_blocks;                   /* a column and 4 rows each */
+    else {                                                                     /* a BM x BN tile each */
+        p.row_blocks = (uint32_t)((M + tile->bm - 1) / tile->bm);
+        p.tiles_n = (uint32_t)((N + tile->bn - 1) / tile->bn);
+        groups = (uint64_t)p.row_blocks * p.tiles_n;
+    }
     uint32_t gx, gy;
-    /* quant_gemv: QUANT_GEMV_ROWS columns per workgroup; quant_matmul: one
-     * column per workgroup and block of 4 rows */
-    st = webgpu_grid(wg, gemv ? (uint64_t)(N + QUANT_GEMV_ROWS - 1) / QUANT_GEMV_ROWS : (uint64_t)N * p.row_blocks,
-                     &gx, &gy, op);
+    st = webgpu_grid(wg, groups, &gx, &gy, op);
     WGPUBuffer buffers[4] = {webgpu_view_buffer(x), webgpu_view_buffer(q), webgpu_view_buffer(s),
                              webgpu_view_buffer(out)};
     if (st == WGT_OK) st = webgpu_dispatch(wg, pipe, buffers, 4, &p, sizeof(p), gx, gy, 1, op);

@@ -1,7 +1,9 @@
 // matmul_common: parameters, bindings and helpers shared by the matmul kernels
 // (matmul_tiled, matmul_gemv_rows, matmul_gemv_cols). webgpu_matmul.c puts a
 // prelude in front of this file that defines:
-//   S        storage element type of a and b (f32, f16 or i32)
+//   S        storage element type of a and b (f32, f16 or i32; f16 when they mix)
+//   SA, SB   a's and b's own element types: S, or f32 and f16 mixed (wgt_matmul_ex
+//            of f32 activations and f16 weights); loads convert to T either way
 //   T        compute / accumulator type (f32 for f32 and f16, i32 for i32)
 //   O        element type of out (S, or f32 for f16 operands: wgt_matmul_ex)
 //   BIAS     whether a bias [N] (linear's) is added in the epilogue; when true
@@ -36,8 +38,8 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> a: array<vec4<S>>;
-@group(0) @binding(2) var<storage, read> b: array<vec4<S>>;
+@group(0) @binding(1) var<storage, read> a: array<vec4<SA>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<SB>>;
 @group(0) @binding(3) var<storage, read_write> out: array<O>;
 
 fn a_elem(i: u32) -> T { return T(a[i >> 2u][i & 3u]); }

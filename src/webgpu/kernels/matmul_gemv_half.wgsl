@@ -1,14 +1,17 @@
-// matmul_gemv_half: matrix-vector product of f16 operands read as 16-byte
-// words (8 halves per load), f32 sums.
+// matmul_gemv_half: matrix-vector product of an f16 matrix read as 16-byte
+// words (8 halves per load) and an f16 or f32 vector, f32 sums.
 //   y[b, i] = sum_k mat[b, i, k] * x[b, k]
 //   mat (binding a): [B.., I, K] f16 at a_offset, i stride a_row, k stride 1
-//   x   (binding b): [B.., K]    f16 at b_offset, k stride 1
+//   x   (binding b): [B.., K]    f16 or f32 at b_offset, k stride 1; the
+//                    prelude's load_x8(i) gives elements 8i..8i+7 as two
+//                    vec4<f32> (f16: one word unpacked; f32: two vec4 loads,
+//                    llama's f32 activations with no cast to f16 first)
 //   y   (out):       [B.., I]    contiguous, O = f32 (wgt_matmul_ex) or f16
 // Why: matmul_gemv_rows reads f16 as vec4<f16>, 8 bytes per load; in decode
 // (`wgt generate`, Llama-3.2-1B f16 weights on an H100) its weight matvecs
 // moved ~1 TB/s where the f32 kernel moves 3.5-3.8 TB/s with 16-byte loads.
-// Here a and b are bound as vec4<u32> (the prelude aliases S = u32) and each
-// word is unpacked to 8 f32 (unpack2x16float); four words per invocation are
+// Here a (and an f16 b) is bound as vec4<u32> (the prelude aliases SA = u32)
+// and each word is unpacked to 8 f32 (unpack2x16float); four words per invocation are
 // in flight per step. Every offset, row and batch stride is a multiple of 8
 // halves and K % 8 == 0 (webgpu_matmul.c checks).
 // ROW_THREADS invocations per row (prelude), as matmul_gemv_rows;
@@ -19,13 +22,11 @@ const ROWS: u32 = WG / ROW_THREADS;   // rows per workgroup
 
 var<workgroup> partial: array<f32, WG>;
 
-// dot of two words of 8 halves each
-fn dot8(m: vec4<u32>, x: vec4<u32>) -> f32 {
+// dot of a word of 8 halves with 8 vector elements (load_x8)
+fn dot8(m: vec4<u32>, x: array<vec4<f32>, 2>) -> f32 {
     let m0 = vec4<f32>(unpack2x16float(m.x), unpack2x16float(m.y));
     let m1 = vec4<f32>(unpack2x16float(m.z), unpack2x16float(m.w));
-    let x0 = vec4<f32>(unpack2x16float(x.x), unpack2x16float(x.y));
-    let x1 = vec4<f32>(unpack2x16float(x.z), unpack2x16float(x.w));
-    return dot(m0, x0) + dot(m1, x1);
+    return dot(m0, x[0]) + dot(m1, x[1]);
 }
 
 @compute @workgroup_size(WG)
@@ -51,10 +52,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let a1 = a[m8 + w + ROW_THREADS];
             let a2 = a[m8 + w + 2u * ROW_THREADS];
             let a3 = a[m8 + w + 3u * ROW_THREADS];
-            acc0 += dot8(a0, b[x8 + w]) + dot8(a2, b[x8 + w + 2u * ROW_THREADS]);
-            acc1 += dot8(a1, b[x8 + w + ROW_THREADS]) + dot8(a3, b[x8 + w + 3u * ROW_THREADS]);
+            acc0 += dot8(a0, load_x8(x8 + w)) + dot8(a2, load_x8(x8 + w + 2u * ROW_THREADS));
+            acc1 += dot8(a1, load_x8(x8 + w + ROW_THREADS)) + dot8(a3, load_x8(x8 + w + 3u * ROW_THREADS));
         }
-        for (; w < words; w += ROW_THREADS) { acc0 += dot8(a[m8 + w], b[x8 + w]); }
+        for (; w < words; w += ROW_THREADS) { acc0 += dot8(a[m8 + w], load_x8(x8 + w)); }
         acc = acc0 + acc1;
     }
     partial[lid] = acc;
