@@ -89,23 +89,56 @@ static bool make_model(void)
     return web.model != NULL;
 }
 
+/* Splits flags (wgt train's, space-separated, e.g. "--n-layer 1 --n-embd 32")
+ * into argv after a dummy "train"; the strings point into buf. Returns argc,
+ * or -1 when there are more than max - 1 words. */
+static int split_flags(char *buf, char **argv, int max)
+{
+    int argc = 0;
+    argv[argc++] = "train";
+    for (char *tok = strtok(buf, " \t\n"); tok; tok = strtok(NULL, " \t\n")) {
+        if (argc >= max) return -1;
+        argv[argc++] = tok;
+    }
+    return argc;
+}
+
 /* Loads the training text (written into the module's file system by the
- * page) and builds the tiny preset's model and AdamW groups, as wgt train. */
-EMSCRIPTEN_KEEPALIVE int web_train_begin(const char *text_path, int max_iters)
+ * page) and builds the model and AdamW groups, as wgt train: the tiny preset,
+ * then flags over it (the same parser and checks as the command line, so a
+ * page can train a smaller model: the browser test trains a micro one that
+ * SwiftShader runs in seconds). max_iters > 0 sets the run's length unless
+ * flags give --max-iters. A bad flag is reported in web_message. */
+EMSCRIPTEN_KEEPALIVE int web_train_begin(const char *text_path, int max_iters, const char *flags)
 {
     if (!web.ctx) return say(1, "%s", "web_train_begin: no context (web_open first)");
     drop_model();
     if (web.have_data) train_data_free(&web.data);
     web.have_data = false;
     char msg[1024];
+    train_preset(&web.cfg, "tiny");
+    char flag_buf[1024];
+    if (flags && strlen(flags) >= sizeof flag_buf) return say(1, "%s", "training flags longer than 1023 characters");
+    snprintf(flag_buf, sizeof flag_buf, "%s", flags ? flags : "");
+    char *argv[64];
+    int argc = split_flags(flag_buf, argv, 64);
+    if (argc < 0) return say(1, "%s", "more than 63 words of training flags");
+    train_options opt = {0};
+    train_flags_seen seen;
+    bool preset_given;
+    /* The parser prints its reason on stderr (the page's console and its
+     * notice); only the model and optimizer flags mean anything here. */
+    if (train_parse_flags(argc, argv, &web.cfg, &opt, &seen, &preset_given) != 0)
+        return say(1, "bad training flags \"%s\" (the reason is on the console)", flags);
+    if (max_iters > 0 && !train_flag_seen(&seen, "--max-iters")) {
+        /* a shorter run: the cosine decays over it, the warmup shrinks to fit */
+        web.cfg.max_iters = max_iters;
+        if (!train_flag_seen(&seen, "--lr-decay-iters")) web.cfg.lr_decay_iters = max_iters;
+        if (!train_flag_seen(&seen, "--warmup-iters") && web.cfg.warmup_iters >= web.cfg.lr_decay_iters)
+            web.cfg.warmup_iters = web.cfg.lr_decay_iters / 10;
+    }
     if (!train_data_load(&web.data, text_path, msg, sizeof msg)) return say(1, "%s", msg);
     web.have_data = true;
-    train_preset(&web.cfg, "tiny");
-    if (max_iters > 0) {
-        /* a shorter run: the cosine decays over it, the warmup shrinks to fit */
-        web.cfg.max_iters = web.cfg.lr_decay_iters = max_iters;
-        if (web.cfg.warmup_iters >= max_iters) web.cfg.warmup_iters = max_iters / 10;
-    }
     web.cfg.model.vocab_size = web.data.vocab_size;
     if (!train_config_check(&web.cfg, msg, sizeof msg)) return say(1, "%s", msg);
     if (!make_model()) return say(1, "cannot create the model: %s", wgt_context_error_message(web.ctx));
@@ -136,7 +169,9 @@ EMSCRIPTEN_KEEPALIVE int web_train_begin(const char *text_path, int max_iters)
     memcpy(web.vocab, web.data.vocab, sizeof web.vocab);
     memcpy(web.id_of, web.data.id_of, sizeof web.id_of);
     web.vocab_size = web.data.vocab_size;
-    snprintf(web.message, sizeof web.message, "tiny preset: %lld parameters, batch %lld x %d tokens, %lld steps",
+    snprintf(web.message, sizeof web.message,
+             "%s%s: %d layers, %d heads, width %d, %lld parameters, batch %lld x %d tokens, %lld steps", web.cfg.preset,
+             seen.n ? " + flags" : " preset", web.cfg.model.n_layer, web.cfg.model.n_head, web.cfg.model.n_embd,
              (long long)gpt_weight_count(web.model), (long long)web.cfg.batch_size, web.cfg.model.block_size,
              (long long)web.cfg.max_iters);
     return 0;
