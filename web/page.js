@@ -178,6 +178,11 @@ async function auto() {
       result.model = $('progress').dataset.model;
       $('sample').disabled = false;
       result.sample = await sample('\n', 80, 0.8, 1);
+      // &profile=N: N more steps under the library's profiler (per-op GPU time)
+      if (Number(params.get('profile')) > 0) {
+        result.profile = await call('web_profile_steps', 'string', ['number'], [Number(params.get('profile'))]);
+        if (result.profile === null || result.profile === '') result.profile = 'profiler: ' + message();
+      }
     }
     if (params.get('bench')) result.bench = await bench();
   } catch (e) {

@@ -212,6 +212,36 @@ EMSCRIPTEN_KEEPALIVE double web_train_step(void)
     return v;
 }
 
+/* Where a step's GPU time goes: n more training steps under the library's
+ * profiler (timestamp queries; each batch is synchronized, so kernels, not
+ * pipelining). Returns the per-op report (static, until the next call) or
+ * NULL with the reason in web_message, e.g. no timestamp-query feature. */
+EMSCRIPTEN_KEEPALIVE const char *web_profile_steps(int n)
+{
+    static char *report;
+    free(report);
+    report = NULL;
+    if (!web.ctx || !web.model) return say(0, "%s", "web_profile_steps: no model (web_train_begin first)"), NULL;
+    if (wgt_profiler_enable(web.ctx, true) != WGT_OK) {
+        say(0, "profiler: %s", wgt_context_error_message(web.ctx));
+        wgt_context_clear_error(web.ctx);
+        return NULL;
+    }
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) ok = isfinite(web_train_step());
+    size_t size = 0;
+    FILE *f = open_memstream(&report, &size);
+    if (ok && f && wgt_profiler_report(web.ctx, f) != WGT_OK) ok = false;
+    if (f) fclose(f);
+    wgt_profiler_enable(web.ctx, false);
+    if (!ok || !report) {
+        say(0, "profiler: %s", wgt_context_error_message(web.ctx));
+        wgt_context_clear_error(web.ctx);
+        return NULL;
+    }
+    return report;
+}
+
 /* A checkpoint of native `wgt train` (fetched by the page into path). */
 EMSCRIPTEN_KEEPALIVE int web_load_checkpoint(const char *path)
 {
