@@ -63,8 +63,9 @@ web:
 # on an idle 2-core machine (docs/web.md). The tiny preset itself, as the
 # page trains it: /usr/bin/python3 tests/web/web_test.py build-web --part train
 # --flags '' --steps 10 --min-drop 0.1
+# -V: the log shows each part's timings, losses and the screenshot's path.
 test-web: web
-	cd $(WEB_BUILD) && ctest --output-on-failure --timeout 900
+	cd $(WEB_BUILD) && ctest -V --timeout 900
 
 clean:
 	rm -rf $(BUILD) build-asan

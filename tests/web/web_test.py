@@ -89,9 +89,13 @@ def browser():
     # version-pinned driver: chromium-driver is built with chromium).
     o.binary_location = os.environ.get("WGT_CHROMIUM", "/usr/bin/chromium")
     # WebGPU on Linux is behind --enable-unsafe-webgpu; headless it runs on
-    # SwiftShader (Vulkan on the CPU).
-    for flag in ("--headless=new", "--no-sandbox", "--enable-unsafe-webgpu", "--disable-dev-shm-usage",
-                 "--window-size=1200,900", "--use-angle=swiftshader", "--enable-features=Vulkan"):
+    # SwiftShader (Vulkan on the CPU), the only CPU adapter Chromium offers
+    # (with VK_ICD_FILENAMES on lavapipe it still picks SwiftShader). Newer
+    # Chromium releases want --enable-unsafe-swiftshader for SwiftShader;
+    # flags a release does not know are ignored.
+    for flag in ("--headless=new", "--no-sandbox", "--enable-unsafe-webgpu", "--enable-unsafe-swiftshader",
+                 "--disable-dev-shm-usage", "--window-size=1200,900", "--use-angle=swiftshader",
+                 "--enable-features=Vulkan"):
         o.add_argument(flag)
     o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(os.environ.get("WGT_CHROMEDRIVER", "/usr/bin/chromedriver")), options=o)
