@@ -52,7 +52,7 @@ WEB_BUILD ?= build-web
 web:
 	bash scripts/setup-deps.sh --web
 	NODE_PATH=/usr/share/nodejs emcmake cmake -S web -B $(WEB_BUILD) -DCMAKE_BUILD_TYPE=Release \
-	  -DWGT_NATIVE_WGT=$(CURDIR)/$(BUILD)/bin/wgt
+	  -DWGT_NATIVE_WGT=$(abspath $(BUILD))/bin/wgt
 	NODE_PATH=/usr/share/nodejs cmake --build $(WEB_BUILD) -j$(JOBS)
 
 # The web build in headless Chromium (tests/web/web_test.py), CTest tests of
