@@ -85,7 +85,8 @@ async function train(steps, flags) {
   if ((await call('web_train_begin', 'number', ['string', 'number', 'string'],
                   ['/tinyshakespeare.txt', steps, flags || ''])) !== 0)
     throw new Error(message() + (stderrTail.length ? ': ' + stderrTail[stderrTail.length - 1] : ''));
-  $('progress').textContent = $('progress').dataset.model = message();
+  $('model').textContent = message();   // the model and run that web_train_begin made
+  $('progress').textContent = '';
   const tokens = M.ccall('web_tokens_per_step', 'number', [], []);
   const losses = [], stepMs = [];
   const t0 = performance.now();
@@ -175,7 +176,7 @@ async function auto() {
       $('steps').value = steps;
       if (params.get('flags') !== null) $('flags').value = params.get('flags');
       Object.assign(result, await train(steps, $('flags').value));
-      result.model = $('progress').dataset.model;
+      result.model = $('model').textContent;
       $('sample').disabled = false;
       result.sample = await sample('\n', 80, 0.8, 1);
       // &profile=N: N more steps under the library's profiler (per-op GPU time)
