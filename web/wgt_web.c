@@ -227,15 +227,19 @@ EMSCRIPTEN_KEEPALIVE const char *web_profile_steps(int n)
         wgt_context_clear_error(web.ctx);
         return NULL;
     }
-    bool ok = true;
-    for (int i = 0; i < n && ok; i++) ok = isfinite(web_train_step());
+    bool stepped = true;
+    for (int i = 0; i < n && stepped; i++) stepped = isfinite(web_train_step());
+    if (!stepped) { /* web_train_step said why */
+        wgt_profiler_enable(web.ctx, false);
+        return NULL;
+    }
     size_t size = 0;
     FILE *f = open_memstream(&report, &size);
-    if (ok && f && wgt_profiler_report(web.ctx, f) != WGT_OK) ok = false;
+    bool ok = f && wgt_profiler_report(web.ctx, f) == WGT_OK;
     if (f) fclose(f);
     wgt_profiler_enable(web.ctx, false);
     if (!ok || !report) {
-        say(0, "profiler: %s", wgt_context_error_message(web.ctx));
+        say(0, "profiler report: %s", f ? wgt_context_error_message(web.ctx) : "out of memory");
         wgt_context_clear_error(web.ctx);
         return NULL;
     }
