@@ -5,6 +5,7 @@
 // body[data-result] (tests/web/web_test.py reads it); &flags=... gives wgt
 // train's model/optimizer flags over the tiny preset (e.g. "--n-layer 1
 // --n-embd 32"); ?ckpt=URL loads a checkpoint and samples from it first;
+// &profile=N profiles N more steps; &bench=1 times dispatches and a matmul;
 // &backend=cpu uses the CPU backend.
 'use strict';
 const $ = (id) => document.getElementById(id);
