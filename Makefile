@@ -59,9 +59,9 @@ web:
 # build-web/ (CI's third stage, .ci/run): a parity subset on SwiftShader, a
 # 20-step run of a micro GPT (1 layer, width 32) whose loss must fall, a
 # sample, a checkpoint of the native wgt train (skipped without `make build`)
-# loaded and sampled; screenshot in build-web/web-test.png. The tests take
-# ~70 s on this loaded 2-core machine, the whole target from a clean state
-# under 3 minutes (docs/web.md). -j2: two browsers overlap SwiftShader's
+# loaded and sampled; screenshot in build-web/web-test.png. The tests took
+# 40-70 s on this loaded 2-core machine, the whole target from a clean state
+# 70-100 s (docs/web.md). -j2: two browsers overlap SwiftShader's
 # pipeline compiles, which run one at a time per page (128 s serially).
 # -V: the log shows each part's timings, losses and the screenshot's path.
 # The tiny preset itself, as the page trains it:
