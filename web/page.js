@@ -2,8 +2,11 @@
 // the WebAssembly build waits on the GPU through ASYNCIFY, so the page stays
 // responsive and redraws between training steps.
 // ?auto=N trains N steps on WebGPU, samples, and writes a JSON result into
-// body[data-result] (tests/web/web_test.py reads it); ?ckpt=URL&auto=0 loads a
-// checkpoint and samples instead; &backend=cpu uses the CPU backend.
+// body[data-result] (tests/web/web_test.py reads it); &flags=... gives wgt
+// train's model/optimizer flags over the tiny preset (e.g. "--n-layer 1
+// --n-embd 32"); ?ckpt=URL loads a checkpoint and samples from it first;
+// &profile=N profiles N more steps; &bench=1 times dispatches and a matmul;
+// &backend=cpu uses the CPU backend.
 'use strict';
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -11,6 +14,17 @@ let M = null;            // the WebAssembly module
 let opened = null;       // 'webgpu' | 'cpu'
 let stopRequested = false;
 let busy = false;
+const stderrTail = [];   // the library's last stderr lines: the reason behind some failures
+
+// What the WebGPU layer asked of the browser so far (src/webgpu_web): calls
+// that cost a GPU-process round trip or a compile, and time spent waiting.
+const gpuStats = () => (globalThis.WGTW ? { ...globalThis.WGTW.stats } : null);
+const statsDelta = (a, b) => {
+  if (!a || !b) return null;
+  const d = {};
+  for (const k of Object.keys(b)) d[k] = Math.round((b[k] - a[k]) * 10) / 10;
+  return d;
+};
 
 const call = (name, ret, types, args) => M.ccall(name, ret, types, args, { async: true });
 const message = () => M.ccall('web_message', 'string', [], []);
@@ -63,21 +77,29 @@ async function ensureOpen() {
   return opened;
 }
 
-async function train(steps) {
+async function train(steps, flags) {
   if (!(await ensureOpen())) throw new Error(message());
   const text = await fetch('tinyshakespeare.txt');
   if (!text.ok) throw new Error('cannot fetch tinyshakespeare.txt: HTTP ' + text.status);
   M.FS.writeFile('/tinyshakespeare.txt', new Uint8Array(await text.arrayBuffer()));
-  if ((await call('web_train_begin', 'number', ['string', 'number'], ['/tinyshakespeare.txt', steps])) !== 0)
-    throw new Error(message());
-  $('progress').textContent = message();
+  stderrTail.length = 0;
+  if ((await call('web_train_begin', 'number', ['string', 'number', 'string'],
+                  ['/tinyshakespeare.txt', steps, flags || ''])) !== 0)
+    throw new Error(message() + (stderrTail.length ? ': ' + stderrTail[stderrTail.length - 1] : ''));
+  $('model').textContent = message();   // the model and run that web_train_begin made
+  $('progress').textContent = '';
   const tokens = M.ccall('web_tokens_per_step', 'number', [], []);
-  const losses = [];
+  const losses = [], stepMs = [];
   const t0 = performance.now();
+  const s0 = gpuStats();
+  let s1 = null;
   stopRequested = false;
   for (let i = 0; i < steps && !stopRequested; i++) {
+    const ts = performance.now();
     const loss = await call('web_train_step', 'number', [], []);
     if (!Number.isFinite(loss)) throw new Error(message());
+    stepMs.push(Math.round(performance.now() - ts));
+    if (i === 0) s1 = gpuStats();
     losses.push(loss);
     const s = (performance.now() - t0) / 1000;
     const tps = tokens * losses.length / s;
@@ -85,7 +107,10 @@ async function train(steps) {
     drawChart(losses, steps);
   }
   const seconds = (performance.now() - t0) / 1000;
-  return { losses, seconds, tokens_per_s: tokens * losses.length / seconds };
+  // The first step compiles every pipeline and creates the buffers; the
+  // others show the steady state.
+  return { losses, seconds, tokens_per_s: tokens * losses.length / seconds, step_ms: stepMs,
+           gpu_first_step: statsDelta(s0, s1), gpu_other_steps: statsDelta(s1, gpuStats()) };
 }
 
 async function sample(prompt, chars, temperature, seed) {
@@ -150,9 +175,16 @@ async function auto() {
     }
     if (steps > 0) {
       $('steps').value = steps;
-      Object.assign(result, await train(steps));
+      if (params.get('flags') !== null) $('flags').value = params.get('flags');
+      Object.assign(result, await train(steps, $('flags').value));
+      result.model = $('model').textContent;
       $('sample').disabled = false;
       result.sample = await sample('\n', 80, 0.8, 1);
+      // &profile=N: N more steps under the library's profiler (per-op GPU time)
+      if (Number(params.get('profile')) > 0) {
+        result.profile = await call('web_profile_steps', 'string', ['number'], [Number(params.get('profile'))]);
+        if (result.profile === null || result.profile === '') result.profile = 'profiler: ' + message();
+      }
     }
     if (params.get('bench')) result.bench = await bench();
   } catch (e) {
@@ -162,7 +194,10 @@ async function auto() {
   document.body.dataset.result = JSON.stringify(result);
 }
 
-WgtModule({ print: (s) => console.log(s), printErr: (s) => console.warn(s) }).then((mod) => {
+WgtModule({
+  print: (s) => console.log(s),
+  printErr: (s) => { console.warn(s); stderrTail.push(s); if (stderrTail.length > 20) stderrTail.shift(); },
+}).then((mod) => {
   M = mod;
   if (!navigator.gpu)
     notice('warn', 'This browser has no WebGPU (navigator.gpu is missing): the CPU backend will be used. ' +
@@ -171,7 +206,7 @@ WgtModule({ print: (s) => console.log(s), printErr: (s) => console.warn(s) }).th
   guard('train', async () => {
     $('stop').disabled = false;
     try {
-      const r = await train(Number($('steps').value));
+      const r = await train(Number($('steps').value), $('flags').value);
       $('sample').disabled = false;
       $('progress').textContent += `  done: ${r.tokens_per_s.toFixed(0)} tokens/s`;
       await sample($('prompt').value, Number($('chars').value), Number($('temp').value), 1);

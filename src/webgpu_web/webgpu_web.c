@@ -38,6 +38,11 @@ EM_JS(void, js_init, (void), {
         pending : {},  /* request id -> promise not yet settled */
         next_request : 1,
         errors : [],   /* uncaptured errors: {device, type, message} */
+        /* What the library asked of the browser, for the page's speed report
+         * and tests/web/web_test.py: counts of the calls that cost a round trip
+         * or a compile in the GPU process, and the time C spent waiting. */
+        stats : {buffers : 0, modules : 0, pipelines : 0, bind_groups : 0, dispatches : 0, submits : 0, maps : 0,
+                 scope_pops : 0, waits : 0, wait_ms : 0},
         add : function(o) {
             if (o === null || o === undefined) return 0;
             var id = this.free.length ? this.free.pop() : this.objs.length;
@@ -192,9 +197,21 @@ EM_JS(int, js_next_error, (int *device, char *msg, int msg_size), {
 /* Waits until a pending request settles or timeout_ms pass, letting the
  * browser run (the only way a promise can settle). */
 EM_ASYNC_JS(void, js_yield, (int timeout_ms), {
+    var t0 = performance.now();
+    var timer = 0;
     var ps = Object.values(WGTW.pending);
-    ps.push(new Promise(function(r) { setTimeout(r, timeout_ms); }));
+    ps.push(new Promise(function(r) { timer = setTimeout(r, timeout_ms); }));
     await Promise.race(ps);
+    clearTimeout(timer); /* a settled promise won: no stray timer wakes the page later */
+    WGTW.stats.waits++;
+    WGTW.stats.wait_ms += performance.now() - t0;
+});
+
+/* 1 when a promise has settled whose callback has not fired yet (or an
+ * uncaptured error waits): then there is no reason to wait at all. */
+EM_JS(int, js_has_settled, (void), {
+    for (var k in WGTW.results) return 1;
+    return WGTW.errors.length ? 1 : 0;
 });
 
 EM_JS(void, js_release, (int id), { WGTW.drop(id); });
@@ -206,6 +223,7 @@ EM_JS(int, js_queue, (int d), { return WGTW.add(WGTW.objs[d].queue); });
 
 EM_JS(int, js_create_buffer, (int d, double size, int usage, int mapped), {
     try {
+        WGTW.stats.buffers++;
         return WGTW.add(WGTW.objs[d].createBuffer({size : size, usage : usage, mappedAtCreation : !!mapped}));
     } catch (e) {
         return 0; /* RangeError: the size cannot be allocated at all */
@@ -214,6 +232,7 @@ EM_JS(int, js_create_buffer, (int d, double size, int usage, int mapped), {
 EM_JS(double, js_buffer_size, (int b), { return WGTW.objs[b].size; });
 
 EM_JS(int, js_map_read, (int b, double offset, double size), {
+    WGTW.stats.maps++;
     return WGTW.track(WGTW.objs[b].mapAsync(GPUMapMode.READ, offset, size).then(function() { return {status : 1}; }));
 });
 EM_JS(void, js_copy_mapped, (int b, double offset, double size, void *dst), {
@@ -223,6 +242,7 @@ EM_JS(void, js_copy_mapped, (int b, double offset, double size, void *dst), {
 EM_JS(void, js_unmap, (int b), { WGTW.objs[b].unmap(); });
 
 EM_JS(int, js_create_module, (int d, const char *code, int len), {
+    WGTW.stats.modules++;
     return WGTW.add(WGTW.objs[d].createShaderModule({code : UTF8ToString(code, len)}));
 });
 
@@ -246,6 +266,7 @@ EM_JS(int, js_create_pipeline_layout, (int d, int n, const int *layouts), {
 });
 
 EM_JS(int, js_create_pipeline, (int d, int layout, int module, const char *entry, int entry_len), {
+    WGTW.stats.pipelines++;
     return WGTW.add(WGTW.objs[d].createComputePipeline({
         layout : layout ? WGTW.objs[layout] : "auto",
         compute : {module : WGTW.objs[module], entryPoint : UTF8ToString(entry, entry_len)}
@@ -255,6 +276,7 @@ EM_JS(int, js_create_pipeline, (int d, int layout, int module, const char *entry
 /* sizes[i] < 0: the whole buffer from offset. */
 EM_JS(int, js_create_bind_group, (int d, int layout, int n, const int *bindings, const int *buffers,
                                   const double *offsets, const double *sizes), {
+    WGTW.stats.bind_groups++;
     var entries = [];
     for (var i = 0; i < n; i++) {
         var res = {buffer : WGTW.objs[HEAP32[(buffers >> 2) + i]], offset : HEAPF64[(offsets >> 3) + i]};
@@ -281,7 +303,10 @@ EM_JS(void, js_set_bind_group, (int p, int index, int group, int n, const unsign
     for (var i = 0; i < n; i++) offs.push(HEAPU32[(offsets >> 2) + i]);
     WGTW.objs[p].setBindGroup(index, group ? WGTW.objs[group] : null, offs);
 });
-EM_JS(void, js_dispatch, (int p, int x, int y, int z), { WGTW.objs[p].dispatchWorkgroups(x >>> 0, y >>> 0, z >>> 0); });
+EM_JS(void, js_dispatch, (int p, int x, int y, int z), {
+    WGTW.stats.dispatches++;
+    WGTW.objs[p].dispatchWorkgroups(x >>> 0, y >>> 0, z >>> 0);
+});
 EM_JS(void, js_end_pass, (int p), { WGTW.objs[p].end(); });
 EM_JS(void, js_copy_b2b, (int e, int src, double so, int dst, double dso, double size), {
     WGTW.objs[e].copyBufferToBuffer(WGTW.objs[src], so, WGTW.objs[dst], dso, size);
@@ -291,6 +316,7 @@ EM_JS(void, js_resolve, (int e, int qs, int first, int count, int dst, double of
 });
 EM_JS(int, js_finish, (int e), { return WGTW.add(WGTW.objs[e].finish()); });
 EM_JS(void, js_submit, (int q, int n, const int *cmds), {
+    WGTW.stats.submits++;
     var list = [];
     for (var i = 0; i < n; i++) list.push(WGTW.objs[HEAP32[(cmds >> 2) + i]]);
     WGTW.objs[q].submit(list);
@@ -312,6 +338,7 @@ EM_JS(void, js_push_scope, (int d, int filter), {
     WGTW.objs[d].pushErrorScope([ "", "validation", "out-of-memory", "internal" ][filter]);
 });
 EM_JS(int, js_pop_scope, (int d, int dummy), {
+    WGTW.stats.scope_pops++;
     return WGTW.track(WGTW.objs[d].popErrorScope().then(function(e) {
         return {status : 1, type : WGTW.errtype(e), message : e ? String(e.message) : ""};
     }));
@@ -425,7 +452,14 @@ void wgpuInstanceProcessEvents(WGPUInstance instance)
     }
 }
 
-void web_yield(int timeout_ms) { js_yield(timeout_ms); }
+/* A result that settled while C was busy (recording, or between two waits)
+ * is delivered at once: waiting on the pending promises alone would sleep on
+ * the timer (>= 1 ms, 4 ms once timers nest) before ProcessEvents ran. */
+void web_yield(int timeout_ms)
+{
+    if (js_has_settled()) return;
+    js_yield(timeout_ms);
+}
 
 /* ------------------------------------------------------------ instance, adapter */
 
