@@ -322,6 +322,19 @@ wgt_status webgpu_convert(webgpu_backend *wg, const wgt_tensor_view *src, const 
 wgt_status webgpu_temp_convert(webgpu_backend *wg, const wgt_tensor_view *src, wgt_dtype dtype, wgt_tensor_view *out,
                                const char *op);
 
+/* f32 views of a call's inputs and first n_outputs outputs, for kernel
+ * families that compute in f32 only (nn, conv): the caller's own views where
+ * they are not f16, else temporaries (inputs converted in). The finish
+ * converts the temporary outputs back into the caller's views when s is
+ * WGT_OK, releases every temporary and returns s or the conversion's error. */
+#define WEBGPU_F32_VIEWS_MAX_OUTPUTS 3
+typedef struct webgpu_f32_views {
+    wgt_tensor_view in[WGT_MAX_KERNEL_INPUTS], out[WEBGPU_F32_VIEWS_MAX_OUTPUTS];
+    bool in_temp[WGT_MAX_KERNEL_INPUTS], out_temp[WEBGPU_F32_VIEWS_MAX_OUTPUTS];
+} webgpu_f32_views;
+wgt_status webgpu_f32_views_begin(webgpu_backend *wg, const wgt_kernel_call *call, int n_outputs, webgpu_f32_views *v);
+wgt_status webgpu_f32_views_finish(webgpu_backend *wg, const wgt_kernel_call *call, webgpu_f32_views *v, wgt_status s);
+
 /* -------------------------------------------------------------- tuner.c */
 /* Times every tiled GEMM config and writes the fastest per size bucket to the
  * tuning cache (cache_path, or the default); progress to log if not NULL. */
