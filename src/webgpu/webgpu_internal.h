@@ -9,10 +9,13 @@
  *   waits.c             request records, progress-based deadlines, stuck state,
  *                       device loss, error scopes
  *   memory.c            caching allocator with size classes, staging, upload/readback
+ *   buffer_create.c     device buffer creation (error scope, out-of-memory)
  *   pipeline_cache.c    shader modules + compute pipelines keyed by a string
  *   execution.c         open encoder/pass batching, parameter ring, bind-group
  *                       cache, dispatch
- *   temporaries.c       device temporaries and dtype/layout conversion
+ *   temporaries.c       device temporaries and dtype/layout conversion (f32
+ *                       views for the f32-only families)
+ *   host_helpers.c      string views and the monotonic clock
  *   profiler.c          timestamp queries, per-op report, trace file
  *   tuner.c             GEMM autotuning and its on-disk cache
  *   custom_kernel.c     caller-supplied WGSL
@@ -230,10 +233,19 @@ void webgpu_lose_device(webgpu_backend *wg, const char *why);
  * for the scope and returns the error type and message (type NoError if none). */
 void webgpu_error_scope_push(webgpu_backend *wg);
 wgt_status webgpu_error_scope_pop(webgpu_backend *wg, WGPUErrorType *type, char *message, size_t size);
-/* WGPUStringView helpers */
+
+/* -------------------------------------------------------------- host_helpers.c */
+/* WGPUStringView of a C string (NULL: empty), and back into buf (truncated, NUL-terminated). */
 WGPUStringView webgpu_string(const char *s);
 void webgpu_copy_string(WGPUStringView v, char *buf, size_t size);
+/* Monotonic milliseconds. */
 double webgpu_now_ms(void);
+
+/* -------------------------------------------------------------- buffer_create.c */
+/* A temporary buffer outside the pool (staging, query resolve). NULL + error. */
+WGPUBuffer webgpu_create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op);
+/* The same for the pool's blocks (memory.c), without the allocation fault point. */
+WGPUBuffer webgpu_create_pool_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op);
 
 /* -------------------------------------------------------------- memory.c */
 void webgpu_allocator_init(webgpu_backend *wg);
@@ -245,8 +257,6 @@ wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void
 wgt_status webgpu_memory_stats(wgt_backend *b, wgt_memory_stats *stats);
 wgt_status webgpu_memory_trim(wgt_backend *b);
 wgt_status webgpu_memory_set_budget(wgt_backend *b, uint64_t budget);
-/* A temporary buffer outside the pool (staging, query resolve). NULL + error. */
-WGPUBuffer webgpu_create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op);
 
 /* -------------------------------------------------------------- pipeline_cache.c */
 void webgpu_pipeline_cache_init(webgpu_backend *wg);
