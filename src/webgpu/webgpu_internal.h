@@ -37,6 +37,7 @@
 #include <webgpu.h>
 
 #include "core/internal.h"
+#include "webgpu/tune_bucket.h"
 
 #define WEBGPU_PARAMS_MAX 1024          /* bytes of one dispatch's uniform block */
 #define WEBGPU_RING_BYTES (1u << 20)    /* parameter ring per batch */
@@ -45,7 +46,6 @@
                                           starts on a batch while the next is recorded) */
 #define WEBGPU_BIND_GROUP_CACHE 256     /* bind groups kept for reuse (execution.c) */
 #define WEBGPU_SIZE_CLASSES 256
-#define WEBGPU_TUNE_BUCKETS 6           /* GEMM size buckets 256..8192 (tuner.c) */
 
 /* ------------------------------------------------------------------ memory */
 
@@ -350,7 +350,6 @@ wgt_status webgpu_f32_views_finish(webgpu_backend *wg, const wgt_kernel_call *ca
  * tuning cache (cache_path, or the default); progress to log if not NULL. */
 wgt_status webgpu_tune(wgt_backend *b, bool quick, const char *cache_path, FILE *log);
 void webgpu_tune_load(webgpu_backend *wg);
-int webgpu_tune_bucket(int64_t m, int64_t n);
 bool webgpu_tune_default_path(char *buf, size_t size);
 /* webgpu_matmul.c: the tuner's view of the config table */
 bool webgpu_matmul_config_exists(const char *name);
