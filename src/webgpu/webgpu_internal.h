@@ -13,8 +13,8 @@
  *   pipeline_cache.c    shader modules + compute pipelines keyed by a string
  *   execution.c         open encoder/pass batching, parameter ring, bind-group
  *                       cache, dispatch
- *   temporaries.c       device temporaries and dtype/layout conversion (f32
- *                       views for the f32-only families)
+ *   temporaries.c       device temporaries (allocate, release)
+ *   f32_views.c         f16 calls of the f32-only families through temporaries
  *   host_helpers.c      string views and the monotonic clock
  *   profiler.c          timestamp queries, per-op report, trace file
  *   tuner.c             GEMM autotuning and its on-disk cache
@@ -326,12 +326,15 @@ wgt_status webgpu_custom_kernel(wgt_backend *b, const wgt_custom_kernel *k, wgt_
 wgt_status webgpu_temp_alloc(webgpu_backend *wg, wgt_dtype dtype, int ndim, const int64_t *shape,
                              wgt_tensor_view *out);
 void webgpu_temp_release(webgpu_backend *wg, wgt_tensor_view *v);
+
+/* -------------------------------------------------------------- webgpu_elementwise.c: conversions */
 /* dst = src converted to dst's dtype, through dst's strides (ELEMENTWISE copy). */
 wgt_status webgpu_convert(webgpu_backend *wg, const wgt_tensor_view *src, const wgt_tensor_view *dst, const char *op);
 /* New contiguous temporary of dtype holding src's values. */
 wgt_status webgpu_temp_convert(webgpu_backend *wg, const wgt_tensor_view *src, wgt_dtype dtype, wgt_tensor_view *out,
                                const char *op);
 
+/* -------------------------------------------------------------- f32_views.c */
 /* f32 views of a call's inputs and first n_outputs outputs, for kernel
  * families that compute in f32 only (nn, conv): the caller's own views where
  * they are not f16, else temporaries (inputs converted in). The finish
