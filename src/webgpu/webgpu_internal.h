@@ -17,6 +17,7 @@
  *   f32_views.c         f16 calls of the f32-only families through temporaries
  *   host_helpers.c      string views and the monotonic clock
  *   profiler.c          timestamp queries, per-op report, trace file
+ *   profiler_control.c  the user's profiler calls (enable, report, trace)
  *   tuner.c             GEMM autotuning and its on-disk cache
  *   custom_kernel.c     caller-supplied WGSL
  *   webgpu_backend.c    the vtable; routes kernel calls to the family files
@@ -306,11 +307,18 @@ wgt_status webgpu_finish(webgpu_backend *wg, const char *op);
 wgt_status webgpu_synchronize(wgt_backend *b);
 wgt_status webgpu_execution_stats(wgt_backend *b, wgt_execution_stats *stats);
 
-/* -------------------------------------------------------------- profiler.c */
+/* -------------------------------------------------------------- profiler_control.c */
 wgt_status webgpu_profiler_enable(wgt_backend *b, bool enable);
 wgt_status webgpu_profiler_report(wgt_backend *b, FILE *out);
 wgt_status webgpu_profiler_write_trace(wgt_backend *b, const char *path);
+
+/* -------------------------------------------------------------- profiler.c */
+/* wg->profiler set up (the caller flushed first); error status if not. */
+wgt_status webgpu_profiler_create(webgpu_backend *wg);
 void webgpu_profiler_destroy(webgpu_backend *wg);
+/* The per-op table and the Chrome trace of what was collected so far. */
+void webgpu_profiler_print(const webgpu_backend *wg, FILE *out);
+void webgpu_profiler_print_trace(const webgpu_backend *wg, FILE *f);
 /* Bytes and flops of the op about to be recorded (counted on its first dispatch). */
 void webgpu_profiler_set_work(webgpu_backend *wg, double bytes, double flops);
 WGPUComputePassEncoder webgpu_profiler_begin_pass(webgpu_backend *wg, WGPUCommandEncoder encoder, const char *op);
