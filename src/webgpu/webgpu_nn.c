@@ -92,7 +92,7 @@ bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 /* ------------------------------------------------------------ temporaries */
 
 /* The kernels compute in f32: f16 inputs and outputs go through temporaries
- * (webgpu_f32_views, temporaries.c). */
+ * (webgpu_f32_views, f32_views.c). */
 
 /* ---------------------------------------------------------------- pipelines */
 
