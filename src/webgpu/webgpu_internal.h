@@ -179,7 +179,8 @@ static inline webgpu_backend *webgpu_of(wgt_backend *b) { return (webgpu_backend
 
 /* webgpu_indexing.c: turns an out-of-range index recorded by a gather or
  * scatter_add kernel since the last call into WGT_ERR_INVALID_ARGUMENT naming
- * the op (read-back and synchronize call it after their wait); frees the flag. */
+ * the op (the vtable's read-back and synchronize, webgpu_backend.c, call it after
+ * their wait); frees the flag. */
 wgt_status webgpu_indexing_check(webgpu_backend *wg);
 /* webgpu_limits.c: every view of call within the storage binding limit, else
  * WGT_ERR_UNSUPPORTED naming the operand, shape, dtype, sizes and the limit. */
