@@ -21,11 +21,12 @@ linear; batch norm in training mode; cross-entropy; SGD lr 0.1, momentum
 """
 import argparse
 import json
-import statistics
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import bench_timing  # this folder: the scripts run as bench/<name>.py
 
 torch.backends.cudnn.benchmark = True
 dev = "cuda"
@@ -123,23 +124,9 @@ def case_list():
 
 
 def time_case(make, fn, reps):
-    args = make()
-    for _ in range(3):
-        fn(*args)
-    torch.cuda.synchronize()
-    batches = []
-    for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn(*args)
-        end.record()
-        torch.cuda.synchronize()
-        batches.append(start.elapsed_time(end) / reps)
-    del args
-    torch.cuda.empty_cache()
-    set_tf32(False)
-    return statistics.median(batches)
+    ms = bench_timing.cuda_ms(make, fn, reps)
+    set_tf32(False)  # a case that turned TF32 on must not leave it on for the next
+    return ms
 
 
 def main():

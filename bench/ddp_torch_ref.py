@@ -21,30 +21,16 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_torch_ref import GPT, Data, lr_at  # noqa: E402
+from train_torch_ref import Data, add_model_args, lr_at, make_model  # noqa: E402
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "data", "tinyshakespeare.txt"))
-    p.add_argument("--n-layer", type=int, default=6)
-    p.add_argument("--n-head", type=int, default=6)
-    p.add_argument("--n-embd", type=int, default=384)
-    p.add_argument("--block-size", type=int, default=256)
+    add_model_args(p)
     p.add_argument("--batch-size", type=int, default=64, help="per GPU")
-    p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--max-iters", type=int, default=60)
-    p.add_argument("--bench-warmup", type=int, default=10)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--min-lr", type=float, default=1e-4)
-    p.add_argument("--warmup-iters", type=int, default=100)
     p.add_argument("--lr-decay-iters", type=int, default=5000)
-    p.add_argument("--weight-decay", type=float, default=0.1)
-    p.add_argument("--beta2", type=float, default=0.99)
-    p.add_argument("--grad-clip", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--bucket-mb", type=float, default=25.0)
-    p.add_argument("--tf32", action="store_true")
     p.add_argument("--bench", action="store_true", help="(always on: this script only times)")
     a = p.parse_args()
     dist.init_process_group("nccl")
@@ -57,17 +43,8 @@ def main():
     torch.manual_seed(a.seed)
     data = Data(a.data, dev)
 
-    class Cfg:
-        pass
-    c = Cfg()
-    c.n_layer, c.n_head, c.n_embd, c.block_size = a.n_layer, a.n_head, a.n_embd, a.block_size
-    c.vocab_size, c.dropout, c.bias = len(data.vocab), a.dropout, False
-    model = GPT(c).to(dev)
+    model, _, opt = make_model(a, data, dev)
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local], bucket_cap_mb=a.bucket_mb)
-    decay = [p_ for p_ in model.parameters() if p_.dim() >= 2]
-    no_decay = [p_ for p_ in model.parameters() if p_.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=a.lr, betas=(0.9, a.beta2), eps=1e-8)
     golden = 0x9E3779B97F4A7C15
     mask = (1 << 64) - 1
     state = a.seed

@@ -5,10 +5,10 @@ timed as the median of 5 batches after warm-up, written as the same JSON.
     python3 bench/numpy_ref.py --json numpy.json"""
 import argparse
 import json
-import statistics
-import time
 
 import numpy as np
+
+import bench_timing  # this folder: the scripts run as bench/<name>.py
 
 rng = np.random.default_rng(0)
 
@@ -45,16 +45,7 @@ def main():
     args = ap.parse_args()
     out = {"tool": "numpy", "adapter": "cpu", "numpy": np.__version__, "cases": []}
     for name, make, fn, reps in case_list():
-        xs = make()
-        for _ in range(3):
-            fn(*xs)
-        batches = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                fn(*xs)
-            batches.append((time.perf_counter() - t0) * 1e3 / reps)
-        ms = statistics.median(batches)
+        ms = bench_timing.host_ms(make, fn, reps)
         print(f"{name:18} {ms:12.4f}", flush=True)
         out["cases"].append({"case": name, "ms": ms})
     with open(args.json, "w") as f:

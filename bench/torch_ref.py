@@ -6,9 +6,10 @@ events (median of 5 batches after warm-up), written as the same JSON.
 TF32 is off so f32 GEMM is true f32, as WGSL computes it."""
 import argparse
 import json
-import statistics
 
 import torch
+
+import bench_timing  # this folder: the scripts run as bench/<name>.py
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -160,43 +161,15 @@ def cnn_cases():
     return cnn_torch_ref.case_list()
 
 
-def time_case(make, fn, reps):
-    args = make()
-    for _ in range(3):
-        fn(*args)
-    torch.cuda.synchronize()
-    batches = []
-    for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn(*args)
-        end.record()
-        torch.cuda.synchronize()
-        batches.append(start.elapsed_time(end) / reps)
-    del args
-    torch.cuda.empty_cache()
-    return statistics.median(batches)
-
-
 def small_ops():
     """10,000 dependent 1024-element adds, end to end (host wall clock), eager."""
-    import time
     a, b = torch.zeros(1024, device=dev), torch.ones(1024, device=dev)
-    for _ in range(2):
+
+    def chain():
         x = a
         for _ in range(10000):
             x = x + b
-        torch.cuda.synchronize()
-    runs = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        x = a
-        for _ in range(10000):
-            x = x + b
-        torch.cuda.synchronize()
-        runs.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(runs)
+    return bench_timing.host_ms(lambda: (), chain, 1, sync=torch.cuda.synchronize, warmup=2)
 
 
 def main():
@@ -210,7 +183,7 @@ def main():
     for name, make, fn, nbytes, flops, reps in case_list():
         if args.only and args.only not in name:
             continue
-        ms = time_case(make, fn, reps)
+        ms = bench_timing.cuda_ms(make, fn, reps)
         gbps, gflops = nbytes / (ms * 1e6), flops / (ms * 1e6)
         print(f"{name:18} {ms:12.4f} {gbps:10.1f} {gflops:10.1f}", flush=True)
         out["cases"].append({"case": name, "ms": ms, "gbps": gbps, "gflops": gflops})

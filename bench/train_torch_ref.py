@@ -153,31 +153,54 @@ def lr_at(a, step):
     return a.min_lr + 0.5 * (1.0 + math.cos(math.pi * r)) * (a.lr - a.min_lr)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    # the `shakespeare` preset of tools/wgt/train_config.c
+def add_model_args(p):
+    """The options of the model, its data and AdamW: the `shakespeare` preset of
+    tools/wgt/train_config.c. ddp_torch_ref.py takes the same; each script adds
+    its run length (its own default) and its own options."""
     p.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "data", "tinyshakespeare.txt"))
     p.add_argument("--n-layer", type=int, default=6)
     p.add_argument("--n-head", type=int, default=6)
     p.add_argument("--n-embd", type=int, default=384)
     p.add_argument("--block-size", type=int, default=256)
-    p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--dropout", type=float, default=0.2)
-    p.add_argument("--max-iters", type=int, default=5000)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--min-lr", type=float, default=1e-4)
     p.add_argument("--warmup-iters", type=int, default=100)
-    p.add_argument("--lr-decay-iters", type=int, default=None, help="default: --max-iters")
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--beta2", type=float, default=0.99)
     p.add_argument("--grad-clip", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--bench-warmup", type=int, default=10)
+    p.add_argument("--tf32", action="store_true")
+
+
+def make_model(a, data, dev):
+    """The GPT of the options in `a` and its AdamW, as `wgt train` sets them up
+    (weight decay on matrices only); ddp_torch_ref.py trains the same.
+    Returns (model, config, optimizer)."""
+    class Cfg:
+        pass
+    c = Cfg()
+    c.n_layer, c.n_head, c.n_embd, c.block_size = a.n_layer, a.n_head, a.n_embd, a.block_size
+    c.vocab_size, c.dropout, c.bias = len(data.vocab), a.dropout, False
+    model = GPT(c).to(dev)
+    decay = [p_ for p_ in model.parameters() if p_.dim() >= 2]
+    no_decay = [p_ for p_ in model.parameters() if p_.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=a.lr, betas=(0.9, a.beta2), eps=1e-8)
+    return model, c, opt
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_args(p)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--max-iters", type=int, default=5000)
+    p.add_argument("--lr-decay-iters", type=int, default=None, help="default: --max-iters")
     p.add_argument("--eval-interval", type=int, default=250)
     p.add_argument("--eval-iters", type=int, default=200)
     p.add_argument("--log-interval", type=int, default=10)
-    p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--bench", action="store_true", help="time steps after --bench-warmup; no evaluation")
-    p.add_argument("--bench-warmup", type=int, default=10)
-    p.add_argument("--tf32", action="store_true")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--csv", help="write step,loss,train_eval,val_eval,lr like wgt train's log.csv")
@@ -192,16 +215,7 @@ def main():
     dev = torch.device(a.device)
     data = Data(a.data, dev)
 
-    class Cfg:
-        pass
-    c = Cfg()
-    c.n_layer, c.n_head, c.n_embd, c.block_size = a.n_layer, a.n_head, a.n_embd, a.block_size
-    c.vocab_size, c.dropout, c.bias = len(data.vocab), a.dropout, False
-    model = GPT(c).to(dev)
-    decay = [p_ for p_ in model.parameters() if p_.dim() >= 2]
-    no_decay = [p_ for p_ in model.parameters() if p_.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=a.lr, betas=(0.9, a.beta2), eps=1e-8)
+    model, c, opt = make_model(a, data, dev)
     step_model = torch.compile(model) if a.compile else model
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.bf16)
     n_params = sum(p_.numel() for p_ in model.parameters())

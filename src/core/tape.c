@@ -1,5 +1,6 @@
-/* The autograd tape's nodes: recording, saving tensors for backward, and
- * freeing. See src/core/tape.h for the contract and src/autograd for backward. */
+/* The autograd tape's nodes: recording and saving tensors for backward. See
+ * src/core/tape.h for the contract and src/autograd for backward. A node's
+ * release is in tensor.c, beside the tensor's: each frees the other. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,30 +60,4 @@ bool wgt_tape_save_output(wgt_grad_node *node, wgt_tensor *out)
     bool ok = wgt_tape_save(node, alias);
     wgt_tensor_release(alias);
     return ok;
-}
-
-void wgt_tape_node_release_inputs(wgt_grad_node *node)
-{
-    for (int i = 0; i < node->n_inputs; i++) {
-        wgt_tensor_unref(node->inputs[i]);
-        node->inputs[i] = NULL;
-    }
-    for (int i = 0; i < node->n_saved; i++) {
-        wgt_tensor_unref(node->saved[i]);
-        node->saved[i] = NULL;
-    }
-    node->n_saved = 0;
-    node->released = true;
-}
-
-void wgt_tape_node_retain(wgt_grad_node *node) { node->refcount++; }
-
-void wgt_tape_node_release(wgt_grad_node *node)
-{
-    if (!node || --node->refcount > 0) return;
-    wgt_tape_node_release_inputs(node);
-    wgt_tensor_unref(node->grad);
-    if (node->free_owned) node->free_owned(node->owned);
-    free(node->inputs);
-    free(node);
 }

@@ -66,7 +66,8 @@ bool wgt_tape_save(wgt_grad_node *node, wgt_tensor *t);
  * alias of out's view that has no node. */
 bool wgt_tape_save_output(wgt_grad_node *node, wgt_tensor *out);
 
-/* Drops the inputs and saved tensors (after a backward without keep_graph). */
+/* Node lifetime (in tensor.c, with the tensor's own release: each frees the
+ * other). Drops the inputs and saved tensors (after a backward without keep_graph). */
 void wgt_tape_node_release_inputs(wgt_grad_node *node);
 void wgt_tape_node_retain(wgt_grad_node *node);
 void wgt_tape_node_release(wgt_grad_node *node);

@@ -293,6 +293,37 @@ void wgt_tensor_release(wgt_tensor *t)
     wgt_tensor_unref(t);
 }
 
+/* ------------------------------------------------------ grad node lifetime */
+/* A tensor holds the node that made it and a node holds its input and saved
+ * tensors, so releasing either can release the other: one mutually recursive
+ * unit, kept in this file so that tape.c (recording) only calls down into it. */
+
+void wgt_tape_node_release_inputs(wgt_grad_node *node)
+{
+    for (int i = 0; i < node->n_inputs; i++) {
+        wgt_tensor_unref(node->inputs[i]);
+        node->inputs[i] = NULL;
+    }
+    for (int i = 0; i < node->n_saved; i++) {
+        wgt_tensor_unref(node->saved[i]);
+        node->saved[i] = NULL;
+    }
+    node->n_saved = 0;
+    node->released = true;
+}
+
+void wgt_tape_node_retain(wgt_grad_node *node) { node->refcount++; }
+
+void wgt_tape_node_release(wgt_grad_node *node)
+{
+    if (!node || --node->refcount > 0) return;
+    wgt_tape_node_release_inputs(node);
+    wgt_tensor_unref(node->grad);
+    if (node->free_owned) node->free_owned(node->owned);
+    free(node->inputs);
+    free(node);
+}
+
 /* ------------------------------------------------------------- checks */
 
 bool wgt_normalize_axis(wgt_context *ctx, int *axis, int ndim, const char *op)

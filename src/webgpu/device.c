@@ -11,24 +11,6 @@
 
 #define MAX_ADAPTERS 16
 
-WGPUStringView webgpu_string(const char *s) { return (WGPUStringView){s, s ? strlen(s) : 0}; }
-
-void webgpu_copy_string(WGPUStringView v, char *buf, size_t size)
-{
-    if (size == 0) return;
-    size_t n = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
-    if (n >= size) n = size - 1;
-    if (n) memcpy(buf, v.data, n);
-    buf[n] = '\0';
-}
-
-double webgpu_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* ------------------------------------------------------------ adapter info */
 
 static const char *backend_name(WGPUBackendType t)

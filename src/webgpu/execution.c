@@ -107,11 +107,7 @@ wgt_status webgpu_finish(webgpu_backend *wg, const char *op)
     return s;
 }
 
-wgt_status webgpu_synchronize(wgt_backend *b)
-{
-    wgt_status s = webgpu_finish(webgpu_of(b), "wgt_synchronize");
-    return s == WGT_OK ? webgpu_indexing_check(webgpu_of(b)) : s; /* out-of-range indices since the last read */
-}
+wgt_status webgpu_synchronize(wgt_backend *b) { return webgpu_finish(webgpu_of(b), "wgt_synchronize"); }
 
 wgt_status webgpu_execution_stats(wgt_backend *b, wgt_execution_stats *stats)
 {

@@ -115,47 +115,6 @@ static void staging_give_back(webgpu_backend *wg, WGPUBuffer b, uint64_t size)
     a->staging_size[slot] = size;
 }
 
-/* wgpu reports some out-of-memory conditions as other error types ("Not
- * enough memory left"): classify by the message too. */
-static bool is_out_of_memory(WGPUErrorType type, const char *message)
-{
-    return type == WGPUErrorType_OutOfMemory || strstr(message, "memory left") || strstr(message, "out of memory") ||
-           strstr(message, "Out of memory") || strstr(message, "OutOfMemory");
-}
-
-static WGPUBuffer create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op,
-                                bool fault_point)
-{
-    if (fault_point && wgt_fault_hit(&wg->base.fault, WGT_FAULT_ALLOC)) {
-        wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY,
-                  "%s: device buffer of %llu bytes could not be created: out of memory (injected fault)", op,
-                  (unsigned long long)size);
-        return NULL;
-    }
-    WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
-    desc.size = size;
-    desc.usage = usage;
-    webgpu_error_scope_push(wg);
-    WGPUBuffer buffer = wgpuDeviceCreateBuffer(wg->device, &desc);
-    WGPUErrorType type;
-    char message[512];
-    wgt_status s = webgpu_error_scope_pop(wg, &type, message, sizeof(message));
-    if (s != WGT_OK || type != WGPUErrorType_NoError || !buffer) {
-        if (buffer) wgpuBufferRelease(buffer);
-        if (s == WGT_OK)
-            wgt_error(wg->base.ctx, is_out_of_memory(type, message) ? WGT_ERR_OUT_OF_MEMORY : WGT_ERR_INTERNAL,
-                      "%s: device buffer of %llu bytes could not be created: %s", op, (unsigned long long)size,
-                      message);
-        return NULL;
-    }
-    return buffer;
-}
-
-WGPUBuffer webgpu_create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op)
-{
-    return create_buffer(wg, size, usage, op, true);
-}
-
 wgt_status webgpu_storage_alloc(wgt_backend *b, size_t bytes, void **handle)
 {
     webgpu_backend *wg = webgpu_of(b);
@@ -190,11 +149,11 @@ wgt_status webgpu_storage_alloc(wgt_backend *b, size_t bytes, void **handle)
         if (!blk) return wgt_error(b->ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor: out of host memory");
         blk->size = size;
         WGPUBufferUsage usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
-        blk->buffer = create_buffer(wg, size, usage, "wgt_tensor", false);
+        blk->buffer = webgpu_create_pool_buffer(wg, size, usage, "wgt_tensor");
         if (!blk->buffer && wgt_context_status(b->ctx) == WGT_ERR_OUT_OF_MEMORY) {
             /* The device is full: give back the cache and try once more. */
             wgt_context_clear_error(b->ctx);
-            if (free_cached_after_submit(wg) == WGT_OK) blk->buffer = create_buffer(wg, size, usage, "wgt_tensor", false);
+            if (free_cached_after_submit(wg) == WGT_OK) blk->buffer = webgpu_create_pool_buffer(wg, size, usage, "wgt_tensor");
         }
         if (!blk->buffer) {
             free(blk);
@@ -329,5 +288,5 @@ wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void
     if (s == WGT_OK) staging_give_back(wg, staging, staging_size);
     else release_buffer(staging);
     webgpu_request_release(req);
-    return s == WGT_OK ? webgpu_indexing_check(wg) : s; /* out-of-range indices since the last read */
+    return s;
 }

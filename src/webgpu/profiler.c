@@ -37,19 +37,11 @@ struct webgpu_profiler {
     bool have_origin;
 };
 
-wgt_status webgpu_profiler_enable(wgt_backend *b, bool enable)
+/* The query set and its buffers; the caller (profiler_control.c) has flushed,
+ * so no earlier work is profiled. */
+wgt_status webgpu_profiler_create(webgpu_backend *wg)
 {
-    webgpu_backend *wg = webgpu_of(b);
-    if (!enable) {
-        webgpu_flush(wg);
-        webgpu_profiler_destroy(wg);
-        return WGT_OK;
-    }
-    if (wg->profiler) return WGT_OK;
-    if (!wg->has_timestamps)
-        return wgt_error(b->ctx, WGT_ERR_UNSUPPORTED, "wgt_profiler_enable: adapter \"%s\" has no timestamp queries",
-                         wg->info.name);
-    webgpu_flush(wg); /* earlier work is not profiled */
+    wgt_backend *b = &wg->base;
     webgpu_profiler *p = calloc(1, sizeof(*p));
     if (!p) return wgt_error(b->ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_profiler_enable: out of host memory");
     WGPUQuerySetDescriptor qd = WGPU_QUERY_SET_DESCRIPTOR_INIT;
@@ -183,13 +175,9 @@ wgt_status webgpu_profiler_collect(webgpu_backend *wg)
     return WGT_OK;
 }
 
-wgt_status webgpu_profiler_report(wgt_backend *b, FILE *out)
+void webgpu_profiler_print(const webgpu_backend *wg, FILE *out)
 {
-    webgpu_backend *wg = webgpu_of(b);
-    webgpu_profiler *p = wg->profiler;
-    if (!p) return wgt_error(b->ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_profiler_report: the profiler is not enabled");
-    wgt_status s = webgpu_finish(wg, "wgt_profiler_report");
-    if (s != WGT_OK) return s;
+    const webgpu_profiler *p = wg->profiler;
     fprintf(out, "%-24s %8s %12s %12s %10s %10s\n", "op", "calls", "total ms", "mean us", "GB/s", "GFLOP/s");
     for (int i = 0; i < p->n_totals; i++) {
         const struct op_total *t = &p->totals[i];
@@ -198,23 +186,14 @@ wgt_status webgpu_profiler_report(wgt_backend *b, FILE *out)
                 t->calls ? t->ns / 1e3 / (double)t->calls : 0.0, t->ns > 0 ? t->bytes / t->ns : 0.0,
                 t->ns > 0 ? t->flops / t->ns : 0.0);
     }
-    return WGT_OK;
 }
 
-wgt_status webgpu_profiler_write_trace(wgt_backend *b, const char *path)
+void webgpu_profiler_print_trace(const webgpu_backend *wg, FILE *f)
 {
-    webgpu_backend *wg = webgpu_of(b);
-    webgpu_profiler *p = wg->profiler;
-    if (!p) return wgt_error(b->ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_profiler_write_trace: the profiler is not enabled");
-    wgt_status s = webgpu_finish(wg, "wgt_profiler_write_trace");
-    if (s != WGT_OK) return s;
-    FILE *f = fopen(path, "w");
-    if (!f) return wgt_error(b->ctx, WGT_ERR_IO, "wgt_profiler_write_trace: cannot write \"%s\"", path);
+    const webgpu_profiler *p = wg->profiler;
     fprintf(f, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
     for (size_t i = 0; i < p->n_events; i++)
         fprintf(f, "%s{\"name\": \"%s\", \"cat\": \"gpu\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f}",
                 i ? ",\n" : "", p->events[i].name, p->events[i].start_ns / 1e3, p->events[i].duration_ns / 1e3);
     fprintf(f, "\n]}\n");
-    bool ok = fclose(f) == 0;
-    return ok ? WGT_OK : wgt_error(b->ctx, WGT_ERR_IO, "wgt_profiler_write_trace: writing \"%s\" failed", path);
 }

@@ -1,7 +1,9 @@
 /* Device temporaries for kernels that work in another dtype or layout than the
- * caller's views: allocate, convert (an ELEMENTWISE copy, so any dtype and any
- * strides), release. Releasing right after recording is safe: the block goes
- * back to the pool and only later-recorded work can reuse it (queue order). */
+ * caller's views: allocate and release. Releasing right after recording is
+ * safe: the block goes back to the pool and only later-recorded work can reuse
+ * it (queue order). Filling one by conversion (webgpu_convert, an ELEMENTWISE
+ * copy) is in webgpu_elementwise.c, and the f32 views of f32-only families in
+ * f32_views.c: this file calls no kernel, so every kernel family can use it. */
 #include <string.h>
 
 #include "webgpu/webgpu_internal.h"
@@ -23,30 +25,4 @@ void webgpu_temp_release(webgpu_backend *wg, wgt_tensor_view *v)
 {
     if (v->storage) wgt_storage_release(wg->base.ctx, v->storage);
     v->storage = NULL;
-}
-
-wgt_status webgpu_convert(webgpu_backend *wg, const wgt_tensor_view *src, const wgt_tensor_view *dst, const char *op)
-{
-    wgt_expr e;
-    wgt_expr_init(&e);
-    wgt_expr_input(&e, 0, (src->dtype == WGT_F32 || src->dtype == WGT_F16) ? WGT_EXPR_F32 : WGT_EXPR_I32);
-    wgt_kernel_call call;
-    memset(&call, 0, sizeof(call));
-    call.kind = WGT_KERNEL_ELEMENTWISE;
-    call.op_name = op;
-    call.expr = &e;
-    call.n_inputs = 1;
-    call.inputs[0] = *src;
-    call.n_outputs = 1;
-    call.outputs[0] = *dst;
-    return webgpu_elementwise_run(wg, &call);
-}
-
-wgt_status webgpu_temp_convert(webgpu_backend *wg, const wgt_tensor_view *src, wgt_dtype dtype, wgt_tensor_view *out,
-                               const char *op)
-{
-    wgt_status s = webgpu_temp_alloc(wg, dtype, src->ndim, src->shape, out);
-    if (s == WGT_OK && wgt_shape_numel(src->ndim, src->shape) > 0) s = webgpu_convert(wg, src, out, op);
-    if (s != WGT_OK) webgpu_temp_release(wg, out);
-    return s;
 }

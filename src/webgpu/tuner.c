@@ -10,24 +10,11 @@
  * three layouts together). */
 #define _POSIX_C_SOURCE 200809L /* mkdir */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "webgpu/webgpu_internal.h"
-
-int webgpu_tune_bucket(int64_t m, int64_t n)
-{
-    /* the geometric mean of M and N, rounded to a power of two from 256 (0) to 8192 (5) */
-    double g = sqrt((double)m * (double)n), size = 256;
-    int bucket = 0;
-    while (bucket < WEBGPU_TUNE_BUCKETS - 1 && g > size * 1.41421356) {
-        size *= 2;
-        bucket++;
-    }
-    return bucket;
-}
 
 static int bucket_size(int bucket) { return 256 << bucket; }
 

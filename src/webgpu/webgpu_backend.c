@@ -79,6 +79,22 @@ static wgt_status webgpu_run(wgt_backend *b, const wgt_kernel_call *call)
     return wgt_error(b->ctx, WGT_ERR_INTERNAL, "%s: unknown kernel kind %d", call->op_name, (int)call->kind);
 }
 
+/* Out-of-range indices that the indexing kernels found on the device are
+ * reported at the caller's next read-back or synchronize (webgpu_indexing.c).
+ * The check is added here, at the vtable, so that memory.c and execution.c,
+ * which the indexing kernels run on, never call back up into them. */
+static wgt_status storage_read_checked(wgt_backend *b, void *handle, size_t offset, void *dst, size_t bytes)
+{
+    wgt_status s = webgpu_storage_read(b, handle, offset, dst, bytes);
+    return s == WGT_OK ? webgpu_indexing_check(webgpu_of(b)) : s;
+}
+
+static wgt_status synchronize_checked(wgt_backend *b)
+{
+    wgt_status s = webgpu_synchronize(b);
+    return s == WGT_OK ? webgpu_indexing_check(webgpu_of(b)) : s;
+}
+
 const wgt_backend_vtable webgpu_vtable = {
     .name = "webgpu",
     .destroy = webgpu_destroy,
@@ -86,10 +102,10 @@ const wgt_backend_vtable webgpu_vtable = {
     .storage_alloc = webgpu_storage_alloc,
     .storage_free = webgpu_storage_free,
     .storage_write = webgpu_storage_write,
-    .storage_read = webgpu_storage_read,
+    .storage_read = storage_read_checked,
     .supports = webgpu_supports,
     .run = webgpu_run,
-    .synchronize = webgpu_synchronize,
+    .synchronize = synchronize_checked,
     .memory_stats = webgpu_memory_stats,
     .pipeline_stats = webgpu_pipeline_stats,
     .execution_stats = webgpu_execution_stats,

@@ -548,3 +548,34 @@ wgt_status webgpu_elementwise_run(webgpu_backend *wg, const wgt_kernel_call *cal
     }
     return webgpu_dispatch(wg, pipeline, L.buffers, L.plan.n_bindings, L.words, (size_t)L.n_words * 4, x, y, 1, op);
 }
+
+/* ------------------------------------------------------------ conversions */
+/* A conversion is an ELEMENTWISE copy (any dtype, any strides), so it lives
+ * here: the snapshot of an aliased input above then stays inside this file,
+ * and temporaries.c, which every family uses, calls no kernel. */
+
+wgt_status webgpu_convert(webgpu_backend *wg, const wgt_tensor_view *src, const wgt_tensor_view *dst, const char *op)
+{
+    wgt_expr e;
+    wgt_expr_init(&e);
+    wgt_expr_input(&e, 0, (src->dtype == WGT_F32 || src->dtype == WGT_F16) ? WGT_EXPR_F32 : WGT_EXPR_I32);
+    wgt_kernel_call call;
+    memset(&call, 0, sizeof(call));
+    call.kind = WGT_KERNEL_ELEMENTWISE;
+    call.op_name = op;
+    call.expr = &e;
+    call.n_inputs = 1;
+    call.inputs[0] = *src;
+    call.n_outputs = 1;
+    call.outputs[0] = *dst;
+    return webgpu_elementwise_run(wg, &call);
+}
+
+wgt_status webgpu_temp_convert(webgpu_backend *wg, const wgt_tensor_view *src, wgt_dtype dtype, wgt_tensor_view *out,
+                               const char *op)
+{
+    wgt_status s = webgpu_temp_alloc(wg, dtype, src->ndim, src->shape, out);
+    if (s == WGT_OK && wgt_shape_numel(src->ndim, src->shape) > 0) s = webgpu_convert(wg, src, out, op);
+    if (s != WGT_OK) webgpu_temp_release(wg, out);
+    return s;
+}

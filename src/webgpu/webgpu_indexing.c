@@ -35,8 +35,9 @@
  *
  * Out-of-range indices (outside [-D, D)) give 0 (gather) or are skipped
  * (scatter_add) and are reported without a read-back per op: the kernels
- * lower a device flag to the dispatch's check id, and the next read-back or
- * synchronize reads the flag (webgpu_indexing_check) and fails with
+ * lower a device flag to the dispatch's check id, and the caller's next
+ * read-back or synchronize (webgpu_backend.c's vtable) reads the flag
+ * (webgpu_indexing_check) and fails with
  * WGT_ERR_INVALID_ARGUMENT naming the op, the index and the axis.
  */
 #include <stdio.h>
@@ -209,7 +210,7 @@ wgt_status webgpu_indexing_check(webgpu_backend *wg)
     struct webgpu_index_check *c = &wg->index_check;
     if (c->pending == 0 || !c->flag.buffer) return WGT_OK;
     int pending = c->pending;
-    c->pending = 0; /* first: the read below calls back here */
+    c->pending = 0;
     uint32_t words[4];
     wgt_status s = webgpu_storage_read(&wg->base, &c->flag, 0, words, sizeof(words));
     if (s != WGT_OK || words[0] == NO_CHECK) return s;

@@ -9,11 +9,15 @@
  *   waits.c             request records, progress-based deadlines, stuck state,
  *                       device loss, error scopes
  *   memory.c            caching allocator with size classes, staging, upload/readback
+ *   buffer_create.c     device buffer creation (error scope, out-of-memory)
  *   pipeline_cache.c    shader modules + compute pipelines keyed by a string
  *   execution.c         open encoder/pass batching, parameter ring, bind-group
  *                       cache, dispatch
- *   temporaries.c       device temporaries and dtype/layout conversion
+ *   temporaries.c       device temporaries (allocate, release)
+ *   f32_views.c         f16 calls of the f32-only families through temporaries
+ *   host_helpers.c      string views and the monotonic clock
  *   profiler.c          timestamp queries, per-op report, trace file
+ *   profiler_control.c  the user's profiler calls (enable, report, trace)
  *   tuner.c             GEMM autotuning and its on-disk cache
  *   custom_kernel.c     caller-supplied WGSL
  *   webgpu_backend.c    the vtable; routes kernel calls to the family files
@@ -34,6 +38,7 @@
 #include <webgpu.h>
 
 #include "core/internal.h"
+#include "webgpu/tune_bucket.h"
 
 #define WEBGPU_PARAMS_MAX 1024          /* bytes of one dispatch's uniform block */
 #define WEBGPU_RING_BYTES (1u << 20)    /* parameter ring per batch */
@@ -46,7 +51,6 @@
 #define WEBGPU_BATCH_DISPATCHES_MAX 256 /* the most WGT_BATCH_DISPATCHES may ask for */
 #define WEBGPU_BIND_GROUP_CACHE 256     /* bind groups kept for reuse (execution.c) */
 #define WEBGPU_SIZE_CLASSES 256
-#define WEBGPU_TUNE_BUCKETS 6           /* GEMM size buckets 256..8192 (tuner.c) */
 
 /* ------------------------------------------------------------------ memory */
 
@@ -179,7 +183,8 @@ static inline webgpu_backend *webgpu_of(wgt_backend *b) { return (webgpu_backend
 
 /* webgpu_indexing.c: turns an out-of-range index recorded by a gather or
  * scatter_add kernel since the last call into WGT_ERR_INVALID_ARGUMENT naming
- * the op (read-back and synchronize call it after their wait); frees the flag. */
+ * the op (the vtable's read-back and synchronize, webgpu_backend.c, call it after
+ * their wait); frees the flag. */
 wgt_status webgpu_indexing_check(webgpu_backend *wg);
 /* webgpu_limits.c: every view of call within the storage binding limit, else
  * WGT_ERR_UNSUPPORTED naming the operand, shape, dtype, sizes and the limit. */
@@ -234,10 +239,19 @@ void webgpu_lose_device(webgpu_backend *wg, const char *why);
  * for the scope and returns the error type and message (type NoError if none). */
 void webgpu_error_scope_push(webgpu_backend *wg);
 wgt_status webgpu_error_scope_pop(webgpu_backend *wg, WGPUErrorType *type, char *message, size_t size);
-/* WGPUStringView helpers */
+
+/* -------------------------------------------------------------- host_helpers.c */
+/* WGPUStringView of a C string (NULL: empty), and back into buf (truncated, NUL-terminated). */
 WGPUStringView webgpu_string(const char *s);
 void webgpu_copy_string(WGPUStringView v, char *buf, size_t size);
+/* Monotonic milliseconds. */
 double webgpu_now_ms(void);
+
+/* -------------------------------------------------------------- buffer_create.c */
+/* A temporary buffer outside the pool (staging, query resolve). NULL + error. */
+WGPUBuffer webgpu_create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op);
+/* The same for the pool's blocks (memory.c), without the allocation fault point. */
+WGPUBuffer webgpu_create_pool_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op);
 
 /* -------------------------------------------------------------- memory.c */
 void webgpu_allocator_init(webgpu_backend *wg);
@@ -249,8 +263,6 @@ wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void
 wgt_status webgpu_memory_stats(wgt_backend *b, wgt_memory_stats *stats);
 wgt_status webgpu_memory_trim(wgt_backend *b);
 wgt_status webgpu_memory_set_budget(wgt_backend *b, uint64_t budget);
-/* A temporary buffer outside the pool (staging, query resolve). NULL + error. */
-WGPUBuffer webgpu_create_buffer(webgpu_backend *wg, uint64_t size, WGPUBufferUsage usage, const char *op);
 
 /* -------------------------------------------------------------- pipeline_cache.c */
 void webgpu_pipeline_cache_init(webgpu_backend *wg);
@@ -300,11 +312,18 @@ wgt_status webgpu_finish(webgpu_backend *wg, const char *op);
 wgt_status webgpu_synchronize(wgt_backend *b);
 wgt_status webgpu_execution_stats(wgt_backend *b, wgt_execution_stats *stats);
 
-/* -------------------------------------------------------------- profiler.c */
+/* -------------------------------------------------------------- profiler_control.c */
 wgt_status webgpu_profiler_enable(wgt_backend *b, bool enable);
 wgt_status webgpu_profiler_report(wgt_backend *b, FILE *out);
 wgt_status webgpu_profiler_write_trace(wgt_backend *b, const char *path);
+
+/* -------------------------------------------------------------- profiler.c */
+/* wg->profiler set up (the caller flushed first); error status if not. */
+wgt_status webgpu_profiler_create(webgpu_backend *wg);
 void webgpu_profiler_destroy(webgpu_backend *wg);
+/* The per-op table and the Chrome trace of what was collected so far. */
+void webgpu_profiler_print(const webgpu_backend *wg, FILE *out);
+void webgpu_profiler_print_trace(const webgpu_backend *wg, FILE *f);
 /* Bytes and flops of the op about to be recorded (counted on its first dispatch). */
 void webgpu_profiler_set_work(webgpu_backend *wg, double bytes, double flops);
 WGPUComputePassEncoder webgpu_profiler_begin_pass(webgpu_backend *wg, WGPUCommandEncoder encoder, const char *op);
@@ -320,18 +339,33 @@ wgt_status webgpu_custom_kernel(wgt_backend *b, const wgt_custom_kernel *k, wgt_
 wgt_status webgpu_temp_alloc(webgpu_backend *wg, wgt_dtype dtype, int ndim, const int64_t *shape,
                              wgt_tensor_view *out);
 void webgpu_temp_release(webgpu_backend *wg, wgt_tensor_view *v);
+
+/* -------------------------------------------------------------- webgpu_elementwise.c: conversions */
 /* dst = src converted to dst's dtype, through dst's strides (ELEMENTWISE copy). */
 wgt_status webgpu_convert(webgpu_backend *wg, const wgt_tensor_view *src, const wgt_tensor_view *dst, const char *op);
 /* New contiguous temporary of dtype holding src's values. */
 wgt_status webgpu_temp_convert(webgpu_backend *wg, const wgt_tensor_view *src, wgt_dtype dtype, wgt_tensor_view *out,
                                const char *op);
 
+/* -------------------------------------------------------------- f32_views.c */
+/* f32 views of a call's inputs and first n_outputs outputs, for kernel
+ * families that compute in f32 only (nn, conv): the caller's own views where
+ * they are not f16, else temporaries (inputs converted in). The finish
+ * converts the temporary outputs back into the caller's views when s is
+ * WGT_OK, releases every temporary and returns s or the conversion's error. */
+#define WEBGPU_F32_VIEWS_MAX_OUTPUTS 3
+typedef struct webgpu_f32_views {
+    wgt_tensor_view in[WGT_MAX_KERNEL_INPUTS], out[WEBGPU_F32_VIEWS_MAX_OUTPUTS];
+    bool in_temp[WGT_MAX_KERNEL_INPUTS], out_temp[WEBGPU_F32_VIEWS_MAX_OUTPUTS];
+} webgpu_f32_views;
+wgt_status webgpu_f32_views_begin(webgpu_backend *wg, const wgt_kernel_call *call, int n_outputs, webgpu_f32_views *v);
+wgt_status webgpu_f32_views_finish(webgpu_backend *wg, const wgt_kernel_call *call, webgpu_f32_views *v, wgt_status s);
+
 /* -------------------------------------------------------------- tuner.c */
 /* Times every tiled GEMM config and writes the fastest per size bucket to the
  * tuning cache (cache_path, or the default); progress to log if not NULL. */
 wgt_status webgpu_tune(wgt_backend *b, bool quick, const char *cache_path, FILE *log);
 void webgpu_tune_load(webgpu_backend *wg);
-int webgpu_tune_bucket(int64_t m, int64_t n);
 bool webgpu_tune_default_path(char *buf, size_t size);
 /* webgpu_matmul.c: the tuner's view of the config table */
 bool webgpu_matmul_config_exists(const char *name);

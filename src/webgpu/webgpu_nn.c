@@ -91,46 +91,8 @@ bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 
 /* ------------------------------------------------------------ temporaries */
 
-/* f32 views of the call's float inputs and outputs: the caller's own views, or
- * temporaries (f16 data). Outputs written to a temporary are converted back
- * by nn_views_finish. */
-typedef struct nn_views {
-    wgt_tensor_view in[WGT_MAX_KERNEL_INPUTS], out[3];
-    bool in_temp[WGT_MAX_KERNEL_INPUTS], out_temp[3];
-} nn_views;
-
-static wgt_status nn_views_begin(webgpu_backend *wg, const wgt_kernel_call *call, nn_views *v)
-{
-    memset(v, 0, sizeof(*v));
-    wgt_status s = WGT_OK;
-    for (int i = 0; i < call->n_inputs && s == WGT_OK; i++) {
-        v->in[i] = call->inputs[i];
-        if (call->inputs[i].dtype == WGT_F16) {
-            s = webgpu_temp_convert(wg, &call->inputs[i], WGT_F32, &v->in[i], call->op_name);
-            v->in_temp[i] = s == WGT_OK;
-        }
-    }
-    for (int i = 0; i < nn_output_count(call) && s == WGT_OK; i++) {
-        v->out[i] = call->outputs[i];
-        if (call->outputs[i].dtype == WGT_F16) {
-            s = webgpu_temp_alloc(wg, WGT_F32, call->outputs[i].ndim, call->outputs[i].shape, &v->out[i]);
-            v->out_temp[i] = s == WGT_OK;
-        }
-    }
-    return s;
-}
-
-static wgt_status nn_views_finish(webgpu_backend *wg, const wgt_kernel_call *call, nn_views *v, wgt_status s)
-{
-    for (int i = 0; i < 3; i++) {
-        if (!v->out_temp[i]) continue;
-        if (s == WGT_OK) s = webgpu_convert(wg, &v->out[i], &call->outputs[i], call->op_name);
-        webgpu_temp_release(wg, &v->out[i]);
-    }
-    for (int i = 0; i < WGT_MAX_KERNEL_INPUTS; i++)
-        if (v->in_temp[i]) webgpu_temp_release(wg, &v->in[i]);
-    return s;
-}
+/* The kernels compute in f32: f16 inputs and outputs go through temporaries
+ * (webgpu_f32_views, f32_views.c). */
 
 /* ---------------------------------------------------------------- pipelines */
 
@@ -217,15 +179,23 @@ static wgt_status dispatch(webgpu_backend *wg, webgpu_pipeline *p, const WGPUBuf
 
 static uint32_t off(const wgt_tensor_view *v, uint32_t width) { return (uint32_t)(v->offset / width); }
 
-static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v, nn_params *pr)
+/* vec4 loads when a row of d elements and every view's start are 4-aligned. */
+static uint32_t vec_width(int64_t d, const wgt_tensor_view *const *views, int n)
+{
+    if (d % 4 != 0) return 1;
+    for (int i = 0; i < n; i++)
+        if (views[i]->offset % 4 != 0) return 1;
+    return 4;
+}
+
+static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v, nn_params *pr)
 {
     int k = 1;
     const wgt_tensor_view *x = &v->in[0];
     const wgt_tensor_view *w = call->nn.has_weight ? &v->in[k++] : x;
     const wgt_tensor_view *b = call->nn.has_bias ? &v->in[k++] : x;
     const wgt_tensor_view *y = &v->out[0], *stats = &v->out[1];
-    uint32_t width = pr->d % 4 == 0 && x->offset % 4 == 0 && y->offset % 4 == 0 && w->offset % 4 == 0 &&
-                             b->offset % 4 == 0 ? 4 : 1;
+    uint32_t width = vec_width(pr->d, (const wgt_tensor_view *[]){x, y, w, b}, 4);
     nn_shape sh = shape_for(pr->d / width, width, true);
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, "nn_norm", &sh, 3, 2, call->op_name, &p);
@@ -240,23 +210,32 @@ static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, cons
 
 /* Partial sums per chunk of rows (kernels/nn_norm_param_grads.wgsl): dw from
  * dy xhat, db (NULL: not wanted) from dy, [P, D] each. */
+/* The weight/bias gradient kernels bind a db buffer even without a bias and
+ * never write it then. It must not be dw (two writable aliases in one
+ * dispatch), so a small temporary stands in; scratch has no storage (nothing
+ * to release) when db is given. */
+static wgt_status bias_stand_in(webgpu_backend *wg, const wgt_tensor_view **db, wgt_tensor_view *scratch)
+{
+    memset(scratch, 0, sizeof(*scratch));
+    if (*db) return WGT_OK;
+    int64_t one = 4;
+    wgt_status s = webgpu_temp_alloc(wg, WGT_F32, 1, &one, scratch);
+    if (s == WGT_OK) *db = scratch;
+    return s;
+}
+
 static wgt_status norm_partials(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *x,
                                 const wgt_tensor_view *stats, const wgt_tensor_view *dy, const wgt_tensor_view *dw,
                                 const wgt_tensor_view *db, nn_params *pr)
 {
-    wgt_tensor_view scratch = {0};
+    wgt_tensor_view scratch;
     bool has_bias = db != NULL;
-    if (!db) { /* the kernel binds a db buffer it never writes: a small temporary, never dw (two writable aliases) */
-        int64_t one = 4;
-        wgt_status s = webgpu_temp_alloc(wg, WGT_F32, 1, &one, &scratch);
-        if (s != WGT_OK) return s;
-        db = &scratch;
-    }
-    uint32_t width = pr->d % 4 == 0 && x->offset % 4 == 0 && dy->offset % 4 == 0 && dw->offset % 4 == 0 &&
-                             db->offset % 4 == 0 ? 4 : 1;
+    wgt_status s = bias_stand_in(wg, &db, &scratch);
+    if (s != WGT_OK) return s;
+    uint32_t width = vec_width(pr->d, (const wgt_tensor_view *[]){x, dy, dw, db}, 4);
     nn_shape sh = shape_for(pr->d / width, width, false);
     webgpu_pipeline *p;
-    wgt_status s = get_pipeline(wg, "nn_norm_param_grads", &sh, 3, 2, call->op_name, &p);
+    s = get_pipeline(wg, "nn_norm_param_grads", &sh, 3, 2, call->op_name, &p);
     if (s == WGT_OK) {
         uint64_t chunks = (uint64_t)dw->shape[0];
         uint64_t per_chunk = (pr->d / width + sh.threads - 1) / sh.threads;
@@ -272,7 +251,7 @@ static wgt_status norm_partials(webgpu_backend *wg, const wgt_kernel_call *call,
     return s;
 }
 
-static wgt_status run_norm_param_grads(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v,
+static wgt_status run_norm_param_grads(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v,
                                        nn_params *pr)
 {
     return norm_partials(wg, call, &v->in[0], &v->in[1], &v->in[2], &v->out[0], call->nn.has_bias ? &v->out[1] : NULL,
@@ -281,7 +260,7 @@ static wgt_status run_norm_param_grads(webgpu_backend *wg, const wgt_kernel_call
 
 /* NORM_BACKWARD with partials, one pass (kernels/nn_norm_backward_fused.wgsl):
  * rows that fit in 4 slots per thread. */
-static wgt_status run_norm_backward_fused(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v,
+static wgt_status run_norm_backward_fused(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v,
                                           const nn_shape *sh, uint32_t width, nn_params *pr)
 {
     int k = 0;
@@ -313,17 +292,16 @@ static wgt_status run_norm_backward_fused(webgpu_backend *wg, const wgt_kernel_c
     return s;
 }
 
-static wgt_status run_norm_backward(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v, nn_params *pr)
+static wgt_status run_norm_backward(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v, nn_params *pr)
 {
     int k = 0;
     const wgt_tensor_view *x = &v->in[k++];
     const wgt_tensor_view *w = call->nn.has_weight ? &v->in[k++] : x;
     const wgt_tensor_view *stats = &v->in[k++], *dy = &v->in[k++], *dx = &v->out[0];
     bool partials = call->nn.chunk_rows > 0;
-    uint32_t width = pr->d % 4 == 0 && x->offset % 4 == 0 && w->offset % 4 == 0 && dy->offset % 4 == 0 &&
-                             dx->offset % 4 == 0 &&
-                             (!partials || (v->out[1].offset % 4 == 0 && (!call->nn.has_bias || v->out[2].offset % 4 == 0)))
-                         ? 4 : 1;
+    /* with partials, dw (and db) are written too */
+    const wgt_tensor_view *views[6] = {x, w, dy, dx, &v->out[1], &v->out[2]};
+    uint32_t width = vec_width(pr->d, views, partials ? (call->nn.has_bias ? 6 : 5) : 4);
     nn_shape sh = shape_for(pr->d / width, width, true);
     if (partials && sh.cached && sh.cache <= 4) return run_norm_backward_fused(wg, call, v, &sh, width, pr);
     webgpu_pipeline *p;
@@ -341,23 +319,18 @@ static wgt_status run_norm_backward(webgpu_backend *wg, const wgt_kernel_call *c
 }
 
 /* Column sums of the [P, D] weight (and bias) partials, one dispatch for both. */
-static wgt_status run_partials_sum(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v, nn_params *pr)
+static wgt_status run_partials_sum(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v, nn_params *pr)
 {
     bool has_bias = call->nn.has_bias;
     const wgt_tensor_view *pw = &v->in[0], *pb = has_bias ? &v->in[1] : pw;
     const wgt_tensor_view *dw = &v->out[0], *db = has_bias ? &v->out[1] : NULL;
-    wgt_tensor_view scratch = {0};
-    if (!db) { /* bound, never written (see norm_partials) */
-        int64_t one = 4;
-        wgt_status s = webgpu_temp_alloc(wg, WGT_F32, 1, &one, &scratch);
-        if (s != WGT_OK) return s;
-        db = &scratch;
-    }
-    uint32_t width = pr->d % 4 == 0 && pw->offset % 4 == 0 && pb->offset % 4 == 0 && dw->offset % 4 == 0 &&
-                             db->offset % 4 == 0 ? 4 : 1;
+    wgt_tensor_view scratch;
+    wgt_status s = bias_stand_in(wg, &db, &scratch);
+    if (s != WGT_OK) return s;
+    uint32_t width = vec_width(pr->d, (const wgt_tensor_view *[]){pw, pb, dw, db}, 4);
     nn_shape sh = {NN_MAX_THREADS, width, 1, false}; /* 4 columns x 64 row lanes */
     webgpu_pipeline *p;
-    wgt_status s = get_pipeline(wg, "nn_partials_sum", &sh, 2, 2, call->op_name, &p);
+    s = get_pipeline(wg, "nn_partials_sum", &sh, 2, 2, call->op_name, &p);
     if (s == WGT_OK) {
         uint64_t columns = sh.threads / 64u, per_input = (pr->d / width + columns - 1) / columns;
         pr->x_offset = off(pw, width), pr->b_offset = off(pb, width);
@@ -379,10 +352,10 @@ static void fill_targets(const wgt_kernel_call *call, const wgt_tensor_view *t, 
     pr->ignore_index = pr->ignore_valid ? (int32_t)ig : 0;
 }
 
-static wgt_status run_cross_entropy(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v, nn_params *pr)
+static wgt_status run_cross_entropy(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v, nn_params *pr)
 {
     const wgt_tensor_view *logits = &v->in[0], *targets = &v->in[1], *loss = &v->out[0], *lse = &v->out[1];
-    uint32_t width = pr->d % 4 == 0 && logits->offset % 4 == 0 ? 4 : 1;
+    uint32_t width = vec_width(pr->d, &logits, 1);
     nn_shape sh = shape_for(pr->d / width, width, false);
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, "nn_cross_entropy", &sh, 3, 2, call->op_name, &p);
@@ -395,12 +368,12 @@ static wgt_status run_cross_entropy(webgpu_backend *wg, const wgt_kernel_call *c
     return dispatch(wg, p, buffers, 5, pr, pr->rows, call->op_name);
 }
 
-static wgt_status run_cross_entropy_backward(webgpu_backend *wg, const wgt_kernel_call *call, const nn_views *v,
+static wgt_status run_cross_entropy_backward(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v,
                                              nn_params *pr)
 {
     const wgt_tensor_view *logits = &v->in[0], *targets = &v->in[1], *lse = &v->in[2], *g = &v->in[3];
     const wgt_tensor_view *dl = &v->out[0];
-    uint32_t width = pr->d % 4 == 0 && logits->offset % 4 == 0 && dl->offset % 4 == 0 ? 4 : 1;
+    uint32_t width = vec_width(pr->d, (const wgt_tensor_view *[]){logits, dl}, 2);
     nn_shape sh = shape_for(pr->d / width, width, false);
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, "nn_cross_entropy_backward", &sh, 4, 1, call->op_name, &p);
@@ -424,8 +397,8 @@ wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call)
     if (d > UINT32_MAX || rows > UINT32_MAX)
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: %lld rows of %lld elements exceed the kernels' u32 indexing",
                          call->op_name, (long long)rows, (long long)d);
-    nn_views v;
-    wgt_status s = nn_views_begin(wg, call, &v);
+    webgpu_f32_views v;
+    wgt_status s = webgpu_f32_views_begin(wg, call, nn_output_count(call), &v);
     if (s == WGT_OK) {
         nn_params pr;
         memset(&pr, 0, sizeof(pr));
@@ -445,5 +418,5 @@ wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call)
         default: s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: unknown NN kernel", call->op_name); break;
         }
     }
-    return nn_views_finish(wg, call, &v, s);
+    return webgpu_f32_views_finish(wg, call, &v, s);
 }
