@@ -572,6 +572,9 @@ wgt_tensor *wgt_mse_loss(wgt_tensor *input, wgt_tensor *target, wgt_reduction re
  * when u >= p (p rounded to f32): identical on every backend. 0 <= p < 1; p = 0
  * returns a copy. */
 wgt_tensor *wgt_dropout(wgt_tensor *x, double p, uint64_t seed);
+/* x + wgt_dropout(h, p, seed) in one kernel (a residual add), the same values;
+ * x and h of one shape. */
+wgt_tensor *wgt_dropout_add(wgt_tensor *x, wgt_tensor *h, double p, uint64_t seed);
 
 /* ------------------------------------------------------ convolutional layers */
 /* NCHW layout, f32 or f16 (f32 arithmetic), the semantics of torch.nn.functional

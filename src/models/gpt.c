@@ -163,6 +163,12 @@ static wgt_tensor *maybe_dropout(wgt_tensor *x, double p, bool training, uint64_
     return training && p > 0 ? wgt_dropout(x, p, mix_seed(seed, site)) : x;
 }
 
+/* x + dropout(h): one kernel forward, and backward one kernel for h only. */
+static wgt_tensor *residual(wgt_tensor *x, wgt_tensor *h, double p, bool training, uint64_t seed, uint64_t site)
+{
+    return training && p > 0 ? wgt_dropout_add(x, h, p, mix_seed(seed, site)) : wgt_add(x, h);
+}
+
 /* One block's attention branch input -> q, k, v [B, H, T, D], views of the
  * projection: qkv [B, T, 3C] -> [B, T, 3, H, D] -> permuted [3, B, H, T, D],
  * sliced along the first dim. The strides are those of slicing the channels
@@ -186,10 +192,10 @@ static wgt_tensor *finish_block(const gpt_model *m, const gpt_block *b, wgt_tens
     const int64_t B = wgt_tensor_dim(x, 0), T = wgt_tensor_dim(x, 1), C = m->config.n_embd;
     const double p = m->config.dropout;
     y = wgt_reshape(wgt_transpose(y, 1, 2), 3, (int64_t[]){B, T, C});
-    x = wgt_add(x, maybe_dropout(wgt_linear(y, b->attn_proj_w, b->attn_proj_b), p, training, seed, site + 1));
+    x = residual(x, wgt_linear(y, b->attn_proj_w, b->attn_proj_b), p, training, seed, site + 1);
     wgt_tensor *h = wgt_layer_norm(x, b->ln2_w, b->ln2_b, 1e-5);
     h = wgt_linear(wgt_gelu(wgt_linear(h, b->fc_w, b->fc_b)), b->mlp_proj_w, b->mlp_proj_b);
-    return wgt_add(x, maybe_dropout(h, p, training, seed, site + 2));
+    return residual(x, h, p, training, seed, site + 2);
 }
 
 /* idx [B, T] at positions pos0.. -> token + position embeddings [B, T, C]. */
