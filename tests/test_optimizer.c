@@ -536,6 +536,35 @@ static void test_clip(wgt_context *ctx, const char *backend)
         wgt_tensor_release(norm);
         for (int k = 0; k < 4; k++) wgt_tensor_release(params[k]);
     }
+    /* 16 gradients (a GPT has dozens), no norm asked for: the partial sums go
+     * through more than one 7-input adding kernel, the scale through the
+     * kernel that takes the square root itself */
+    enum { MANY = 16 };
+    wgt_tensor *many[MANY];
+    float *gm[MANY];
+    double sumsq = 0;
+    for (int k = 0; k < MANY; k++) {
+        int64_t n = 3 + k;
+        many[k] = wgt_zeros(ctx, WGT_F32, 1, &n);
+        gm[k] = random_floats(n, &rng, 0.5f);
+        for (int64_t i = 0; i < n; i++) sumsq += (double)gm[k][i] * gm[k][i];
+        wgt_tensor *gt = wgt_tensor_from_host(ctx, WGT_F32, 1, &n, gm[k]);
+        wgt_tensor_set_grad(many[k], gt);
+        wgt_tensor_release(gt);
+    }
+    CHECK(wgt_clip_grad_norm(many, MANY, 0.5, NULL) == WGT_OK, "%s clip of %d: %s", backend, MANY,
+          wgt_context_error_message(ctx));
+    double scale = 0.5 / (sqrt(sumsq) + 1e-6);
+    for (int k = 0; k < MANY; k++) {
+        int64_t n = 3 + k;
+        double want[3 + MANY];
+        for (int64_t i = 0; i < n; i++) want[i] = gm[k][i] * scale;
+        char what[96];
+        snprintf(what, sizeof(what), "%s clip of %d: gradient %d", backend, MANY, k);
+        check_tensor(wgt_tensor_grad(many[k]), want, n, what);
+        free(gm[k]);
+        wgt_tensor_release(many[k]);
+    }
     wgt_context_clear_error(ctx);
 }
 

@@ -5,7 +5,7 @@
  *   scale = min(1, max_norm / (norm + 1e-6))                f32 []
  *   g     = g * scale                                       each gradient
  *
- * Everything stays on the device: the norm and the scale are scalar tensors
+ * The partial sums are added 7 per kernel. Everything stays on the device: the norm and the scale are scalar tensors
  * that the multiplications broadcast, so no value is read back and the host
  * never waits. Each gradient is replaced by its scaled copy (one kernel; an
  * in-place multiply would need a snapshot of the aliased input on WebGPU).
@@ -31,32 +31,37 @@ wgt_status wgt_clip_grad_norm(wgt_tensor *const *params, int n, double max_norm,
     }
     if (wgt_scope_push(ctx) != WGT_OK) return ctx->status;
     wgt_no_grad_push(ctx);
-    /* Sum of squares per gradient, then over gradients. */
-    wgt_tensor *sums[64], *total = NULL;
-    int n_sums = 0;
+    /* Sum of squares per gradient, then over gradients: the scalar partials
+     * are added 7 at a time by one fused kernel (the running total and 6 new
+     * ones; 7 inputs + the output are the 8 storage bindings WebGPU allows),
+     * not stacked, which copied every scalar in a kernel of its own. */
+    static const char *const sums_of[8] = {NULL, "a", "a + b", "a + b + c", "a + b + c + d", "a + b + c + d + e",
+                                           "a + b + c + d + e + f", "a + b + c + d + e + f + g"};
+    wgt_tensor *terms[7], *total = NULL;
+    int n_terms = 0;
     for (int i = 0; i < n && ctx->status == WGT_OK; i++) {
         wgt_tensor *g = params[i]->grad;
         if (!g) continue;
         wgt_tensor *g32 = g->view.dtype == WGT_F32 ? g : wgt_cast(g, WGT_F32);
         wgt_tensor *sq = g32 ? wgt_sum(wgt_mul(g32, g32), NULL, 0, false) : NULL;
         if (!sq) break;
-        sums[n_sums++] = sq;
-        if (n_sums == 64) { /* fold into the running total: wgt_stack takes a bounded list */
-            wgt_tensor *part = wgt_sum(wgt_stack(sums, n_sums, 0), NULL, 0, false);
-            total = total ? wgt_add(total, part) : part;
-            n_sums = 0;
+        terms[n_terms++] = sq;
+        if (n_terms == 7) {
+            terms[0] = wgt_fused(ctx, sums_of[7], terms, 7);
+            n_terms = terms[0] ? 1 : 0;
         }
     }
-    if (ctx->status == WGT_OK && n_sums > 0) {
-        wgt_tensor *part = wgt_sum(wgt_stack(sums, n_sums, 0), NULL, 0, false);
-        total = total ? wgt_add(total, part) : part;
-    }
+    if (ctx->status == WGT_OK && n_terms > 0)
+        total = n_terms == 1 ? terms[0] : wgt_fused(ctx, sums_of[n_terms], terms, n_terms);
     if (ctx->status == WGT_OK && !total) total = wgt_zeros(ctx, WGT_F32, 0, NULL);
-    wgt_tensor *norm = total ? wgt_sqrt(total) : NULL;
     /* max_norm is a kernel parameter: no upload (which would end the batch)
-     * and no new pipeline when it changes. */
+     * and no new pipeline when it changes. The norm gets a kernel of its own
+     * only when the caller asks for it. */
     double limit = max_norm;
-    wgt_tensor *scale = norm ? wgt_fused_params(ctx, "minimum(p0 / (a + 0.000001), 1)", &norm, 1, &limit, 1) : NULL;
+    wgt_tensor *norm = total && total_norm ? wgt_sqrt(total) : NULL;
+    wgt_tensor *scale = !total ? NULL
+                        : norm ? wgt_fused_params(ctx, "minimum(p0 / (a + 0.000001), 1)", &norm, 1, &limit, 1)
+                               : wgt_fused_params(ctx, "minimum(p0 / (sqrt(a) + 0.000001), 1)", &total, 1, &limit, 1);
     for (int i = 0; scale && i < n && ctx->status == WGT_OK; i++) {
         wgt_tensor *g = params[i]->grad;
         if (!g) continue;
