@@ -385,16 +385,17 @@ static void check_bad_inputs(void)
  * is mostly per-dispatch cost, so a new copy, fill or per-parameter kernel in
  * the step must be a decision, not an accident). The step of `wgt train`:
  * zero_grad, loss with dropout, backward, clip to norm 1 (the factor applied
- * by the update), AdamW, here on a
- * 2-layer, 32-wide, block-16, batch-2 GPT (tied head, no biases, dropout 0.2)
- * on the WebGPU backend, counted by wgt_execution_stats over the third step.
- * Measured on lavapipe (the count does not depend on the adapter, only on
- * the graph): 210 before the non-GEMM work of issue 11 (the same config in
- * `WGT_PROFILE=1 wgt train`), 178 after the pass-through add gradients,
- * the windowed slice gradients of q/k/v and the fused dropout + residual add,
- * 164 after the clip added its partial norms 7 per kernel instead of stacking,
- * 163 once the embedding gradient scattered into its zeros, not a copy of them,
- * 148 with the clip factor applied inside the AdamW update.
+ * by the update), AdamW, here on a 2-layer, 32-wide, block-16, batch-2 GPT
+ * (tied head, no biases, dropout 0.2) on the WebGPU backend, counted by
+ * wgt_execution_stats over the third step. Measured on lavapipe (the count
+ * follows the graph; only a GEMM or reduction taking a multi-pass path on
+ * another adapter could add one, and at these sizes none does there):
+ *   210 before the non-GEMM work of issue 11 (`WGT_PROFILE=1 wgt train`, same config),
+ *   178 with pass-through add gradients, windowed q/k/v slice gradients and
+ *       the fused dropout + residual add,
+ *   164 with the clip adding its partial norms 7 per kernel (no stack),
+ *   163 with the embedding gradient scattered into its zeros, not a copy,
+ *   148 with the clip factor applied inside the AdamW update.
  * Lower it when a change removes dispatches. */
 #define GPT_STEP_DISPATCHES 148
 static void check_dispatches_per_step(void)
