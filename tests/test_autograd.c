@@ -203,6 +203,7 @@ F(f_triu, wgt_triu(in[0], 1))
 F(f_view, wgt_reshape(in[0], 2, (int64_t[]){3, 4}))
 F(f_permute, wgt_permute(in[0], (int[]){2, 0, 1}))
 F(f_slice, wgt_slice(in[0], 1, 1, 6, 2))
+F(f_slice_full, wgt_mul(wgt_slice(in[0], 1, 0, 7, 1), wgt_slice(wgt_exp(in[0]), 0, 0, 3, 1)))
 F(f_expand, wgt_expand(in[0], 3, (int64_t[]){2, 3, 4}))
 F(f_squeeze, wgt_unsqueeze(wgt_squeeze(in[0], 1), 0))
 
@@ -335,6 +336,7 @@ static const grad_case cases[] = {
     {"view", 1, {3}, {{2, 3, 2}}, ANY, f_view},
     {"permute", 1, {3}, {{2, 3, 4}}, ANY, f_permute},
     {"slice", 1, {2}, {{3, 7}}, ANY, f_slice},
+    {"slice_full", 1, {2}, {{3, 7}}, ANY, f_slice_full}, /* whole-axis slices of a leaf and of an intermediate */
     {"slice_windows", 1, {2}, {{3, 8}}, ANY, f_slice_windows},
     {"slice_heads", 1, {3}, {{2, 3, 6}}, ANY, f_slice_heads},
     {"expand", 1, {2}, {{3, 1}}, ANY, f_expand},

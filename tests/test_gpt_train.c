@@ -395,9 +395,10 @@ static void check_bad_inputs(void)
  *       the fused dropout + residual add,
  *   164 with the clip adding its partial norms 7 per kernel (no stack),
  *   163 with the embedding gradient scattered into its zeros, not a copy,
- *   148 with the clip factor applied inside the AdamW update.
+ *   148 with the clip factor applied inside the AdamW update,
+ *   147 with a whole-axis slice (wpe[0:T], T = block_size) passing its gradient on.
  * Lower it when a change removes dispatches. */
-#define GPT_STEP_DISPATCHES 148
+#define GPT_STEP_DISPATCHES 147
 static void check_dispatches_per_step(void)
 {
     wgt_context *ctx = test_webgpu_context();

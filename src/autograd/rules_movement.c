@@ -38,6 +38,10 @@ wgt_status wgt_backward_slice(const wgt_grad_node *node, wgt_tensor *g, wgt_tens
     wgt_context *ctx = g->ctx;
     int axis = (int)node->params.ints[0];
     int64_t start = node->params.ints[1], step = node->params.ints[2], len = g->view.shape[axis];
+    /* the whole axis (positions 0..T of a block_size-T table): g is the
+     * gradient; a leaf gets its own copy, so no two .grad share a buffer */
+    if (start == 0 && step == 1 && len == node->inputs[0]->view.shape[axis])
+        return result(&grads[0], node->inputs[0]->grad_node ? g : wgt_copy(g), ctx);
     wgt_tensor *z = zeros_like(node->inputs[0]);
     if (!z) return ctx->status;
     if (len > 0) {
