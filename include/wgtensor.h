@@ -577,6 +577,9 @@ wgt_tensor *wgt_mse_loss(wgt_tensor *input, wgt_tensor *target, wgt_reduction re
  * when u >= p (p rounded to f32): identical on every backend. 0 <= p < 1; p = 0
  * returns a copy. */
 wgt_tensor *wgt_dropout(wgt_tensor *x, double p, uint64_t seed);
+/* x + wgt_dropout(h, p, seed) in one kernel (a residual add), the same values;
+ * x and h of one shape. */
+wgt_tensor *wgt_dropout_add(wgt_tensor *x, wgt_tensor *h, double p, uint64_t seed);
 
 /* ------------------------------------------------------ convolutional layers */
 /* NCHW layout, f32 or f16 (f32 arithmetic), the semantics of torch.nn.functional
@@ -745,6 +748,11 @@ double wgt_optimizer_lr(const wgt_optimizer *opt);
 /* Gradients are multiplied by scale inside the update (default 1): with
  * gradients summed over k micro-batches, scale 1/k steps with their mean. */
 wgt_status wgt_optimizer_set_grad_scale(wgt_optimizer *opt, double scale);
+/* A device-side factor as well: gradients are also multiplied by scale's one
+ * f32 element (read when a step runs; retained until replaced), e.g. the
+ * factor of wgt_clip_grad_norm_scale, so clipping costs no kernel per
+ * gradient. NULL removes it. */
+wgt_status wgt_optimizer_set_grad_scale_tensor(wgt_optimizer *opt, wgt_tensor *scale);
 /* Calls of wgt_optimizer_step so far (a checkpoint's step counter). */
 int64_t wgt_optimizer_step_count(const wgt_optimizer *opt);
 /* The configuration (with the current lr) and the number of parameters. */
@@ -768,6 +776,11 @@ wgt_status wgt_optimizer_set_steps(wgt_optimizer *opt, int64_t step_count, const
  * norm and the scale stay on the device (no host round trip). total_norm, if
  * not NULL, receives the norm as an f32 [] tensor owned by the caller. */
 wgt_status wgt_clip_grad_norm(wgt_tensor *const *params, int n, double max_norm, wgt_tensor **total_norm);
+/* The same norm, but the gradients are left alone: *scale receives
+ * min(1, max_norm / (norm + 1e-6)) as an f32 [] tensor owned by the caller,
+ * for wgt_optimizer_set_grad_scale_tensor (the update then clips). */
+wgt_status wgt_clip_grad_norm_scale(wgt_tensor *const *params, int n, double max_norm, wgt_tensor **scale,
+                                    wgt_tensor **total_norm);
 
 /* Learning-rate schedules, pure functions of the step (nanoGPT's get_lr):
  * CONSTANT: lr. WARMUP_COSINE: lr * (step + 1) / warmup_steps while step <

@@ -203,6 +203,7 @@ F(f_triu, wgt_triu(in[0], 1))
 F(f_view, wgt_reshape(in[0], 2, (int64_t[]){3, 4}))
 F(f_permute, wgt_permute(in[0], (int[]){2, 0, 1}))
 F(f_slice, wgt_slice(in[0], 1, 1, 6, 2))
+F(f_slice_full, wgt_mul(wgt_slice(in[0], 1, 0, 7, 1), wgt_slice(wgt_exp(in[0]), 0, 0, 3, 1)))
 F(f_expand, wgt_expand(in[0], 3, (int64_t[]){2, 3, 4}))
 F(f_squeeze, wgt_unsqueeze(wgt_squeeze(in[0], 1), 0))
 
@@ -212,6 +213,32 @@ static wgt_tensor *f_split(wgt_context *ctx, wgt_tensor **in)
     if (wgt_split(in[0], 1, (int64_t[]){1, 2, 2}, 3, parts) != WGT_OK) return NULL;
     (void)ctx;
     return wgt_add(wgt_mul(parts[0], parts[0]), wgt_sum(wgt_mul(parts[2], parts[1]), (int[]){1}, 1, true));
+}
+
+/* Slices of an intermediate: autograd writes their gradients into windows of
+ * one buffer (backward.c). Here two disjoint windows, one overlapping both
+ * (added, not written), columns 5..7 read by no slice (zeroed) and the source
+ * itself used too (added to the windowed buffer). The engine runs the
+ * concat's inputs last first, so the order below makes a and b write windows,
+ * then c overlap them, then -h add to the result. */
+static wgt_tensor *f_slice_windows(wgt_context *ctx, wgt_tensor **in)
+{
+    (void)ctx;
+    wgt_tensor *h = wgt_mul(in[0], wgt_binary_scalar(WGT_OP_ADD, in[0], 0.5)); /* [3, 8] */
+    wgt_tensor *parts[4] = {wgt_neg(h), wgt_slice(h, 1, 1, 3, 1), wgt_slice(h, 1, 2, 5, 1), wgt_slice(h, 1, 0, 2, 1)};
+    return wgt_concat(parts, 4, 1);
+}
+
+/* q, k, v as gpt.c takes them: slices of a permuted view, so the windowed
+ * gradient buffer has the permuted layout; slice 1 is unused (a gap). */
+static wgt_tensor *f_slice_heads(wgt_context *ctx, wgt_tensor **in)
+{
+    (void)ctx;
+    wgt_tensor *h = wgt_reshape(wgt_mul(in[0], in[0]), 4, (int64_t[]){2, 3, 3, 2});
+    wgt_tensor *heads = wgt_permute(h, (int[]){2, 0, 1, 3}); /* [3, 2, 3, 2] */
+    wgt_tensor *q = wgt_reshape(wgt_slice(heads, 0, 0, 1, 1), 3, (int64_t[]){2, 3, 2});
+    wgt_tensor *v = wgt_reshape(wgt_slice(heads, 0, 2, 3, 1), 3, (int64_t[]){2, 3, 2});
+    return wgt_add(wgt_mul(q, v), q);
 }
 
 static wgt_tensor *index_tensor(wgt_context *ctx, int ndim, const int64_t *shape, const int32_t *values)
@@ -309,6 +336,9 @@ static const grad_case cases[] = {
     {"view", 1, {3}, {{2, 3, 2}}, ANY, f_view},
     {"permute", 1, {3}, {{2, 3, 4}}, ANY, f_permute},
     {"slice", 1, {2}, {{3, 7}}, ANY, f_slice},
+    {"slice_full", 1, {2}, {{3, 7}}, ANY, f_slice_full}, /* whole-axis slices of a leaf and of an intermediate */
+    {"slice_windows", 1, {2}, {{3, 8}}, ANY, f_slice_windows},
+    {"slice_heads", 1, {3}, {{2, 3, 6}}, ANY, f_slice_heads},
     {"expand", 1, {2}, {{3, 1}}, ANY, f_expand},
     {"squeeze", 1, {3}, {{3, 1, 2}}, ANY, f_squeeze},
     {"gather", 1, {2}, {{2, 4}}, ANY, f_gather},

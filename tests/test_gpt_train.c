@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "models/gpt.h"
 #include "test_util.h"
 
 static const char *WORK = WGT_TEST_WORK_DIR;
@@ -380,6 +381,68 @@ static void check_bad_inputs(void)
     }
 }
 
+/* Dispatches per training step (issue 11: the GPU time of a small-model step
+ * is mostly per-dispatch cost, so a new copy, fill or per-parameter kernel in
+ * the step must be a decision, not an accident). The step of `wgt train`:
+ * zero_grad, loss with dropout, backward, clip to norm 1 (the factor applied
+ * by the update), AdamW, here on a 2-layer, 32-wide, block-16, batch-2 GPT
+ * (tied head, no biases, dropout 0.2) on the WebGPU backend, counted by
+ * wgt_execution_stats over the third step. Measured on lavapipe (the count
+ * follows the graph; only a GEMM or reduction taking a multi-pass path on
+ * another adapter could add one, and at these sizes none does there):
+ *   210 before the non-GEMM work of issue 11 (`WGT_PROFILE=1 wgt train`, same config),
+ *   178 with pass-through add gradients, windowed q/k/v slice gradients and
+ *       the fused dropout + residual add,
+ *   164 with the clip adding its partial norms 7 per kernel (no stack),
+ *   163 with the embedding gradient scattered into its zeros, not a copy,
+ *   148 with the clip factor applied inside the AdamW update,
+ *   147 with a whole-axis slice (wpe[0:T], T = block_size) passing its gradient on.
+ * Lower it when a change removes dispatches. */
+#define GPT_STEP_DISPATCHES 147
+static void check_dispatches_per_step(void)
+{
+    wgt_context *ctx = test_webgpu_context();
+    CHECK(ctx != NULL, "webgpu context");
+    if (!ctx) return;
+    gpt_config cfg = {.n_layer = 2, .n_head = 2, .n_embd = 32, .block_size = 16, .vocab_size = 65, .dropout = 0.2,
+                      .bias = false, .tied_head = true};
+    gpt_model *m = gpt_create(ctx, &cfg, 7);
+    CHECK(m != NULL, "gpt_create: %s", wgt_context_error_message(ctx));
+    wgt_optimizer_config oc;
+    wgt_optimizer_config_init(&oc, WGT_OPTIMIZER_ADAMW);
+    wgt_optimizer *opt = m ? wgt_optimizer_create(gpt_params(m), gpt_param_count(m), &oc) : NULL;
+    CHECK(opt != NULL, "optimizer: %s", wgt_context_error_message(ctx));
+    int32_t tokens[2 * 17];
+    uint32_t rng = 5;
+    for (int i = 0; i < 2 * 17; i++) tokens[i] = (int32_t)(test_xorshift(&rng) % 65);
+    uint64_t counted = 0;
+    for (int step = 0; opt && step < 3; step++) {
+        wgt_scope_push(ctx);
+        wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_I32, 2, (int64_t[]){2, 16}, tokens);
+        wgt_tensor *y = wgt_tensor_from_host(ctx, WGT_I32, 2, (int64_t[]){2, 16}, tokens + 2);
+        wgt_execution_stats before = {0}, after = {0};
+        wgt_execution_stats_get(ctx, &before);
+        wgt_optimizer_zero_grad(opt);
+        wgt_backward(gpt_loss(m, x, y, true, (uint64_t)step));
+        wgt_tensor *clip = NULL; /* the clip inside the update, as wgt train does it */
+        wgt_clip_grad_norm_scale(gpt_params(m), gpt_param_count(m), 1.0, &clip, NULL);
+        wgt_optimizer_set_grad_scale_tensor(opt, clip);
+        wgt_optimizer_step(opt);
+        wgt_optimizer_set_grad_scale_tensor(opt, NULL);
+        wgt_tensor_release(clip);
+        wgt_execution_stats_get(ctx, &after);
+        counted = after.dispatches - before.dispatches;
+        wgt_scope_pop(ctx);
+    }
+    CHECK(wgt_context_status(ctx) == WGT_OK, "training steps: %s", wgt_context_error_message(ctx));
+    printf("  dispatches per training step: %llu (bound %d)\n", (unsigned long long)counted, GPT_STEP_DISPATCHES);
+    CHECK(counted > 0 && counted <= GPT_STEP_DISPATCHES, "%llu dispatches per training step, more than %d",
+          (unsigned long long)counted, GPT_STEP_DISPATCHES);
+    wgt_optimizer_destroy(opt);
+    gpt_destroy(m);
+    wgt_context_destroy(ctx);
+}
+
 int main(void)
 {
     /* OpenMP threads of the wgt children sleep rather than spin: CI machines are busy */
@@ -403,6 +466,7 @@ int main(void)
 #else
     TIMED("cpu training", check_training_falls(cpu, "cpu", 200, 2.80f));
 #endif
+    TIMED("dispatches per step", check_dispatches_per_step());
     TIMED("webgpu training", check_training_falls(cpu, "webgpu", 100, 3.15f));
     TIMED("cpu resume", check_resume(cpu, "cpu"));
     TIMED("webgpu resume", check_resume(cpu, "webgpu"));

@@ -631,6 +631,28 @@ static void test_dropout(wgt_context *ctx, wgt_context *other)
     int64_t mismatch = 0;
     for (int64_t i = 0; dxv && yv && i < n; i++) mismatch += (dxv[i] != 0) != (yv[i] != 0);
     CHECK(dxv && mismatch == 0, "dropout %s backward mask: %lld mismatches", backend_name(ctx), (long long)mismatch);
+    /* dropout_add(r, x) = r + dropout(x): the same mask, one kernel; equal to
+     * the host's float sum and to the two ops on this backend, bit for bit */
+    double *r = random_values(n, -1, 1, WGT_F32);
+    wgt_tensor *rt = upload(ctx, WGT_F32, 2, shape, r);
+    wgt_tensor *ya = wgt_dropout_add(rt, xt, p, seed), *yb = wgt_add(rt, y);
+    double *yav = download(ya), *ybv = download(yb);
+    int64_t off = 0;
+    for (int64_t i = 0; yav && yv && i < n; i++) off += yav[i] != (double)((float)r[i] + (float)yv[i]);
+    CHECK(yav && off == 0, "dropout_add %s: %lld elements differ from r + dropout(x)", backend_name(ctx),
+          (long long)off);
+    CHECK(yav && ybv && memcmp(yav, ybv, sizeof(double) * (size_t)n) == 0,
+          "dropout_add %s: differs from wgt_add(r, wgt_dropout(x))", backend_name(ctx));
+    if (other) {
+        wgt_tensor *xo = upload(other, WGT_F32, 2, shape, x), *ro = upload(other, WGT_F32, 2, shape, r);
+        wgt_tensor *yo = wgt_dropout_add(ro, xo, p, seed);
+        double *yov = download(yo);
+        CHECK(yov && yav && memcmp(yov, yav, sizeof(double) * (size_t)n) == 0, "dropout_add: backends disagree");
+        free(yov);
+        wgt_tensor_release(xo), wgt_tensor_release(ro), wgt_tensor_release(yo);
+    }
+    free(yav), free(ybv), free(r);
+    wgt_tensor_release(ya), wgt_tensor_release(yb), wgt_tensor_release(rt);
     free(ones), free(dxv), free(y0v), free(yv), free(x);
     wgt_tensor_release(gt), wgt_tensor_release(dx), wgt_tensor_release(y0), wgt_tensor_release(y);
     wgt_tensor_release(xt);
@@ -714,7 +736,7 @@ static void test_autograd(wgt_context *ctx)
  * wgt_backward, and each input's gradient against central differences
  * (h = 1e-2, |fd - grad| <= 3e-3 (1 + |grad|)) at up to 6 elements per input. */
 enum { NN_LAYER_NORM_3D, NN_RMS_NORM, NN_RMS_NORM_PLAIN, NN_XENT_NONE, NN_XENT_SUM, NN_MSE_MEAN, NN_MSE_NONE, NN_DROPOUT,
-       NN_LAYER_NORM_BIAS, NN_CASES };
+       NN_LAYER_NORM_BIAS, NN_DROPOUT_ADD, NN_CASES };
 
 static wgt_tensor *nn_case_forward(int id, wgt_tensor **in, wgt_tensor *targets)
 {
@@ -728,6 +750,7 @@ static wgt_tensor *nn_case_forward(int id, wgt_tensor **in, wgt_tensor *targets)
     case NN_MSE_NONE: return wgt_mse_loss(in[0], in[1], WGT_REDUCTION_NONE);
     case NN_DROPOUT: return wgt_dropout(in[0], 0.4, 5);
     case NN_LAYER_NORM_BIAS: return wgt_layer_norm(in[0], NULL, in[1], 1e-5); /* a bias without a weight */
+    case NN_DROPOUT_ADD: return wgt_dropout_add(in[0], in[1], 0.4, 5);
     default: return NULL;
     }
 }
@@ -736,14 +759,17 @@ static void tape_gradcheck(wgt_context *ctx, int id)
 {
     static const char *const names[NN_CASES] = {"layer_norm 3-D", "rms_norm", "rms_norm without weight",
                                                 "cross_entropy NONE", "cross_entropy SUM", "mse_loss MEAN",
-                                                "mse_loss NONE", "dropout", "layer_norm bias only"};
+                                                "mse_loss NONE", "dropout", "layer_norm bias only",
+                                                "dropout_add"};
     int n_in = id == NN_LAYER_NORM_3D                                                                  ? 3
-               : id == NN_RMS_NORM || id == NN_MSE_MEAN || id == NN_MSE_NONE || id == NN_LAYER_NORM_BIAS ? 2
+               : id == NN_RMS_NORM || id == NN_MSE_MEAN || id == NN_MSE_NONE || id == NN_LAYER_NORM_BIAS ||
+                       id == NN_DROPOUT_ADD
+                   ? 2
                                                                                                          : 1;
     int ndim[3] = {2, 1, 1};
     int64_t shapes[3][3] = {{4, 6}, {6}, {6}};
     if (id == NN_LAYER_NORM_3D) ndim[0] = 3, shapes[0][0] = 2, shapes[0][1] = 3, shapes[0][2] = 5, shapes[1][0] = shapes[2][0] = 5;
-    if (id == NN_MSE_MEAN || id == NN_MSE_NONE) ndim[1] = 2, shapes[1][0] = 4, shapes[1][1] = 6;
+    if (id == NN_MSE_MEAN || id == NN_MSE_NONE || id == NN_DROPOUT_ADD) ndim[1] = 2, shapes[1][0] = 4, shapes[1][1] = 6;
     int32_t t[4] = {0, 5, 2, 3}; /* 2 is the ignore_index */
     wgt_scope_push(ctx);
     wgt_tensor *targets = upload_i32(ctx, 1, (int64_t[]){4}, t);
@@ -832,6 +858,12 @@ static void test_bad_input(wgt_context *ctx)
     check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "dropout p NaN");
     CHECK(!wgt_dropout(xi, 0.5, 1), "dropout of i32");
     check_error_and_recover(ctx, WGT_ERR_DTYPE, "dropout dtype");
+    CHECK(!wgt_dropout_add(x, y3, 0.5, 1), "dropout_add of [2, 3] and [3]");
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "dropout_add shapes");
+    CHECK(!wgt_dropout_add(x, x, 1.0, 1), "dropout_add p = 1");
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "dropout_add p = 1");
+    CHECK(!wgt_dropout_add(x, xi, 0.5, 1), "dropout_add of i32");
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "dropout_add dtype");
     /* a malformed kernel call (weight [4] for rows of 3) reaching a backend is
      * refused before anything reads it: the WebGPU kernels index unchecked */
     {

@@ -433,7 +433,94 @@ static void test_hostile_calls(wgt_context *ctx, const char *backend)
     CHECK(s == WGT_ERR_UNSUPPORTED, "%s: f16 parameter view: %s", backend, wgt_status_string(s));
     snprintf(what, sizeof(what), "%s: OPTIMIZER with an f16 parameter", backend);
     check_error_and_recover(ctx, WGT_ERR_UNSUPPORTED, what);
+    c = base; /* a gradient scale of 4 elements, then one in the parameter's buffer */
+    c.n_inputs = 2;
+    c.inputs[1] = g->view;
+    s = wgt_run_kernel(ctx, &c);
+    CHECK(s == WGT_ERR_INVALID_ARGUMENT, "%s: a 16-element gradient scale: %s", backend, wgt_status_string(s));
+    wgt_context_clear_error(ctx);
+    c.inputs[1] = p->view;
+    c.inputs[1].ndim = 0, c.inputs[1].offset = 3;
+    s = wgt_run_kernel(ctx, &c);
+    CHECK(s == WGT_ERR_INVALID_ARGUMENT || wgt_context_backend(ctx) == WGT_BACKEND_CPU,
+          "%s: a gradient scale inside the parameter: %s", backend, wgt_status_string(s));
+    wgt_context_clear_error(ctx);
     wgt_tensor_release(p), wgt_tensor_release(g), wgt_tensor_release(m), wgt_tensor_release(v);
+}
+
+/* wgt_clip_grad_norm_scale + wgt_optimizer_set_grad_scale_tensor (the clip
+ * inside the update, as `wgt train` runs it) gives the parameters and state
+ * of wgt_clip_grad_norm + step, bit for bit, for AdamW and SGD with
+ * momentum, clipping (max_norm 0.5) and not (1e6); grads stay unscaled. */
+static void test_clip_in_update(wgt_context *ctx, const char *backend)
+{
+    const int64_t sizes[3] = {37, 8, 1000};
+    for (int trial = 0; trial < 4; trial++) {
+        double max_norm = trial % 2 ? 1e6 : 0.5;
+        wgt_optimizer_config oc;
+        wgt_optimizer_config_init(&oc, trial < 2 ? WGT_OPTIMIZER_ADAMW : WGT_OPTIMIZER_SGD);
+        if (trial >= 2) oc.momentum = 0.9, oc.lr = 0.1;
+        wgt_tensor *pa[3], *pb[3];
+        float *gr[3];
+        uint32_t rng = 7;
+        for (int k = 0; k < 3; k++) {
+            float *w = random_floats(sizes[k], &rng, 1.0f);
+            gr[k] = random_floats(sizes[k], &rng, 0.5f);
+            pa[k] = wgt_tensor_from_host(ctx, WGT_F32, 1, &sizes[k], w);
+            pb[k] = wgt_tensor_from_host(ctx, WGT_F32, 1, &sizes[k], w);
+            free(w);
+        }
+        wgt_optimizer *oa = wgt_optimizer_create(pa, 3, &oc), *ob = wgt_optimizer_create(pb, 3, &oc);
+        for (int step = 0; oa && ob && step < 2; step++) {
+            for (int k = 0; k < 3; k++) { /* fresh gradients each step (the clip rewrites pa's) */
+                for (int64_t i = 0; i < sizes[k]; i++) gr[k][i] *= -1.25f;
+                wgt_tensor *ga = wgt_tensor_from_host(ctx, WGT_F32, 1, &sizes[k], gr[k]);
+                wgt_tensor *gb = wgt_tensor_from_host(ctx, WGT_F32, 1, &sizes[k], gr[k]);
+                wgt_tensor_set_grad(pa[k], ga), wgt_tensor_set_grad(pb[k], gb);
+                wgt_tensor_release(ga), wgt_tensor_release(gb);
+            }
+            wgt_tensor *scale = NULL;
+            CHECK(wgt_clip_grad_norm(pa, 3, max_norm, NULL) == WGT_OK, "%s: clip", backend);
+            CHECK(wgt_clip_grad_norm_scale(pb, 3, max_norm, &scale, NULL) == WGT_OK && scale,
+                  "%s: clip_grad_norm_scale: %s", backend, wgt_context_error_message(ctx));
+            wgt_optimizer_step(oa);
+            wgt_optimizer_set_grad_scale_tensor(ob, scale);
+            wgt_optimizer_step(ob);
+            wgt_optimizer_set_grad_scale_tensor(ob, NULL);
+            wgt_tensor_release(scale);
+        }
+        CHECK(wgt_context_status(ctx) == WGT_OK, "%s: clip in update: %s", backend, wgt_context_error_message(ctx));
+        for (int k = 0; k < 3; k++) {
+            float *a = malloc(sizeof(float) * (size_t)sizes[k]), *b = malloc(sizeof(float) * (size_t)sizes[k]);
+            wgt_tensor_read(pa[k], a, sizeof(float) * (size_t)sizes[k]);
+            wgt_tensor_read(pb[k], b, sizeof(float) * (size_t)sizes[k]);
+            CHECK(memcmp(a, b, sizeof(float) * (size_t)sizes[k]) == 0,
+                  "%s trial %d: parameter %d differs between clip + step and the clip in the update", backend,
+                  trial, k);
+            free(a), free(b), free(gr[k]);
+        }
+        wgt_optimizer_destroy(oa), wgt_optimizer_destroy(ob);
+        for (int k = 0; k < 3; k++) wgt_tensor_release(pa[k]), wgt_tensor_release(pb[k]);
+    }
+    /* bad scales are refused with a message */
+    int64_t two = 2;
+    wgt_tensor *p = wgt_zeros(ctx, WGT_F32, 1, &two), *s2 = wgt_ones(ctx, WGT_F32, 1, &two);
+    wgt_tensor *si = wgt_ones(ctx, WGT_I32, 0, NULL);
+    wgt_optimizer_config oc;
+    wgt_optimizer_config_init(&oc, WGT_OPTIMIZER_ADAMW);
+    wgt_optimizer *o = wgt_optimizer_create(&p, 1, &oc);
+    char what[96];
+    CHECK(wgt_optimizer_set_grad_scale_tensor(o, s2) == WGT_ERR_INVALID_ARGUMENT, "%s: a 2-element scale", backend);
+    snprintf(what, sizeof(what), "%s: a 2-element gradient scale", backend);
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, what);
+    CHECK(wgt_optimizer_set_grad_scale_tensor(o, si) == WGT_ERR_INVALID_ARGUMENT, "%s: an i32 scale", backend);
+    snprintf(what, sizeof(what), "%s: an i32 gradient scale", backend);
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, what);
+    CHECK(wgt_clip_grad_norm_scale(&p, 1, 1.0, NULL, NULL) == WGT_ERR_INVALID_ARGUMENT, "%s: NULL scale", backend);
+    snprintf(what, sizeof(what), "%s: clip_grad_norm_scale without scale", backend);
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, what);
+    wgt_optimizer_destroy(o);
+    wgt_tensor_release(p), wgt_tensor_release(s2), wgt_tensor_release(si);
 }
 
 /* ------------------------------------------------------------ flat loop */
@@ -536,6 +623,35 @@ static void test_clip(wgt_context *ctx, const char *backend)
         wgt_tensor_release(norm);
         for (int k = 0; k < 4; k++) wgt_tensor_release(params[k]);
     }
+    /* 16 gradients (a GPT has dozens), no norm asked for: the partial sums go
+     * through more than one 7-input adding kernel, the scale through the
+     * kernel that takes the square root itself */
+    enum { MANY = 16 };
+    wgt_tensor *many[MANY];
+    float *gm[MANY];
+    double sumsq = 0;
+    for (int k = 0; k < MANY; k++) {
+        int64_t n = 3 + k;
+        many[k] = wgt_zeros(ctx, WGT_F32, 1, &n);
+        gm[k] = random_floats(n, &rng, 0.5f);
+        for (int64_t i = 0; i < n; i++) sumsq += (double)gm[k][i] * gm[k][i];
+        wgt_tensor *gt = wgt_tensor_from_host(ctx, WGT_F32, 1, &n, gm[k]);
+        wgt_tensor_set_grad(many[k], gt);
+        wgt_tensor_release(gt);
+    }
+    CHECK(wgt_clip_grad_norm(many, MANY, 0.5, NULL) == WGT_OK, "%s clip of %d: %s", backend, MANY,
+          wgt_context_error_message(ctx));
+    double scale = 0.5 / (sqrt(sumsq) + 1e-6);
+    for (int k = 0; k < MANY; k++) {
+        int64_t n = 3 + k;
+        double want[3 + MANY];
+        for (int64_t i = 0; i < n; i++) want[i] = gm[k][i] * scale;
+        char what[96];
+        snprintf(what, sizeof(what), "%s clip of %d: gradient %d", backend, MANY, k);
+        check_tensor(wgt_tensor_grad(many[k]), want, n, what);
+        free(gm[k]);
+        wgt_tensor_release(many[k]);
+    }
     wgt_context_clear_error(ctx);
 }
 
@@ -583,6 +699,7 @@ static void run_backend(wgt_context *ctx, const char *backend)
     test_accumulation_with_backward(ctx, backend);
     test_aliased_gradient(ctx, backend);
     test_clip(ctx, backend);
+    test_clip_in_update(ctx, backend);
     test_bad_input(ctx, backend);
     test_hostile_calls(ctx, backend);
     test_flat_loop(ctx, backend);

@@ -70,6 +70,116 @@ static wgt_status accumulate(wgt_context *ctx, wgt_tensor **slot, wgt_tensor *g,
     return WGT_OK;
 }
 
+/* ---- slice gradients written into windows ----
+ * A slice's gradient is the slice's output gradient placed in zeros of the
+ * source's shape; several slices of one tensor (q, k, v out of a fused qkv
+ * projection) would each make a zero tensor of the full size, copy their part
+ * in, and add the results up: three fills, three copies and two full-size
+ * adds for one [B, T, 3C] gradient. Instead, a step-1 slice of an
+ * intermediate writes its gradient straight into its window of the source
+ * node's gradient buffer, and only the parts no slice wrote are zeroed, once,
+ * before the node's rule runs (or before another gradient is added to it).
+ * The values are the same: a window holds exactly the copied gradient, the
+ * rest zeros. The buffer takes the layout (strides) of the node's forward
+ * output, so when that output is a permuted view (heads split out of qkv),
+ * the gradient flows back through the same permute and reshape as views,
+ * without a copy. */
+
+/* A buffer of x's shape whose strides order the dims as x's do, when x is a
+ * dense permutation of a contiguous block (else contiguous). New reference. */
+static wgt_tensor *alloc_like_layout(wgt_context *ctx, const wgt_tensor *x)
+{
+    const wgt_tensor_view *v = &x->view;
+    int nd = v->ndim, order[WGT_MAX_DIMS], inverse[WGT_MAX_DIMS];
+    for (int i = 0; i < nd; i++) order[i] = i;
+    for (int i = 1; i < nd; i++) /* by stride, largest first (insertion sort: nd <= WGT_MAX_DIMS) */
+        for (int j = i; j > 0 && v->strides[order[j]] > v->strides[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    bool dense = true;
+    int64_t expect = 1, shape[WGT_MAX_DIMS];
+    for (int j = nd - 1; j >= 0; j--) {
+        int d = order[j];
+        shape[j] = v->shape[d];
+        if (v->shape[d] == 0) dense = false;
+        if (v->shape[d] == 1) continue; /* any stride */
+        if (v->strides[d] != expect) dense = false;
+        expect *= v->shape[d];
+    }
+    if (!dense) return wgt_tensor_alloc(ctx, WGT_F32, nd, v->shape, "wgt_backward");
+    wgt_tensor *buf = wgt_tensor_alloc(ctx, WGT_F32, nd, shape, "wgt_backward");
+    if (!buf) return NULL;
+    for (int j = 0; j < nd; j++) inverse[order[j]] = j; /* out dim d is buffer dim inverse[d] */
+    wgt_tensor *out = wgt_permute(buf, inverse);
+    wgt_tensor_release(buf); /* the view keeps the storage */
+    return out;
+}
+
+/* Zeroes the parts of a windowed gradient that no slice wrote; after this it
+ * is an ordinary gradient. */
+static wgt_status finish_windows(wgt_context *ctx, wgt_grad_node *n)
+{
+    if (!n->window_axis1) return WGT_OK;
+    int axis = n->window_axis1 - 1, count = n->n_windows;
+    int64_t (*w)[2] = n->windows;
+    n->window_axis1 = 0;
+    n->n_windows = 0;
+    for (int i = 1; i < count; i++) /* by start */
+        for (int j = i; j > 0 && w[j][0] < w[j - 1][0]; j--) {
+            int64_t a = w[j][0], b = w[j][1];
+            w[j][0] = w[j - 1][0], w[j][1] = w[j - 1][1];
+            w[j - 1][0] = a, w[j - 1][1] = b;
+        }
+    if (wgt_scope_push(ctx) != WGT_OK) return ctx->status;
+    int64_t at = 0, size = n->grad->view.shape[axis];
+    for (int i = 0; i <= count && ctx->status == WGT_OK; i++) {
+        int64_t end = i < count ? w[i][0] : size;
+        if (end > at) wgt_fill(wgt_slice(n->grad, axis, at, end, 1), 0.0);
+        if (i < count) at = w[i][1];
+    }
+    wgt_scope_pop(ctx);
+    return ctx->status;
+}
+
+/* Node n is a slice of an intermediate: writes its gradient into the source
+ * node's windowed gradient. false: not this case (the ordinary rule runs). */
+static bool slice_into_window(wgt_context *ctx, wgt_grad_node *n, wgt_status *s)
+{
+    if (n->op != WGT_OP_SLICE || n->params.ints[2] != 1 || !n->grad || n->grad->view.dtype != WGT_F32) return false;
+    wgt_tensor *x = n->inputs[0];
+    if (!x || !x->grad_node || x->view.dtype != WGT_F32) return false;
+    wgt_grad_node *child = x->grad_node;
+    int axis = (int)n->params.ints[0];
+    int64_t lo = n->params.ints[1], hi = lo + n->grad->view.shape[axis];
+    if (child->grad) {
+        if (child->window_axis1 != axis + 1 || child->n_windows == 8) return false;
+        for (int i = 0; i < child->n_windows; i++)
+            if (lo < child->windows[i][1] && child->windows[i][0] < hi) return false; /* overlap: add instead */
+    } else {
+        wgt_tensor *buf = alloc_like_layout(ctx, x);
+        if (!buf) {
+            *s = ctx->status;
+            return true;
+        }
+        child->grad = own(buf);
+        child->window_axis1 = axis + 1;
+        child->n_windows = 0;
+    }
+    if (hi > lo) {
+        if ((*s = wgt_scope_push(ctx)) != WGT_OK) return true;
+        wgt_assign(wgt_slice(child->grad, axis, lo, hi, 1), n->grad);
+        wgt_scope_pop(ctx);
+        if ((*s = ctx->status) != WGT_OK) return true;
+        child->windows[child->n_windows][0] = lo;
+        child->windows[child->n_windows][1] = hi;
+        child->n_windows++;
+    }
+    *s = WGT_OK;
+    return true;
+}
+
 /* Depth-first collection of every node reachable from root, counting for each
  * the edges from reachable consumers (pending). Nodes are retained in *all. */
 static wgt_status collect(wgt_context *ctx, wgt_grad_node *root, node_list *all)
@@ -121,6 +231,17 @@ oom:
 /* Runs node's rule on its accumulated gradient and sends the results on. */
 static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready, bool keep_graph)
 {
+    wgt_status s = finish_windows(ctx, n);
+    if (s != WGT_OK) return s;
+    if (slice_into_window(ctx, n, &s)) {
+        wgt_grad_node *child = n->inputs[0]->grad_node;
+        if (s == WGT_OK && --child->pending == 0 && !list_push(ready, child))
+            s = wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory");
+        wgt_tensor_unref(n->grad);
+        n->grad = NULL;
+        if (!keep_graph) wgt_tape_node_release_inputs(n);
+        return s;
+    }
     wgt_backward_rule rule = wgt_backward_rule_for(n->op);
     if (!rule)
         return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "wgt_backward: %s has no gradient (not differentiable)",
@@ -128,7 +249,7 @@ static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready,
     wgt_tensor *stack_grads[8] = {0};
     wgt_tensor **grads = n->n_inputs <= 8 ? stack_grads : calloc((size_t)n->n_inputs, sizeof(*grads));
     if (!grads) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory");
-    wgt_status s = wgt_scope_push(ctx);
+    s = wgt_scope_push(ctx);
     if (s == WGT_OK) {
         s = rule(n, n->grad, grads);
         for (int i = 0; i < n->n_inputs; i++) {
@@ -166,7 +287,9 @@ static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready,
         }
         if (in->grad_node) {
             wgt_grad_node *child = in->grad_node;
-            s = accumulate(ctx, &child->grad, g, WGT_F32);
+            s = finish_windows(ctx, child); /* windows first, then the sum */
+            if (s == WGT_OK) s = accumulate(ctx, &child->grad, g, WGT_F32);
+            else wgt_tensor_unref(g);
             if (s == WGT_OK && --child->pending == 0 && !list_push(ready, child))
                 s = wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory");
         } else if (in->requires_grad) {
@@ -244,6 +367,7 @@ wgt_status wgt_backward_ex(wgt_tensor *loss, wgt_tensor *grad_output, bool keep_
     for (size_t i = 0; i < all.count; i++) {
         wgt_tensor_unref(all.items[i]->grad);
         all.items[i]->grad = NULL;
+        all.items[i]->window_axis1 = 0;
         wgt_tape_node_release(all.items[i]);
     }
     free(all.items);

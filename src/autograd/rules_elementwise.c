@@ -164,10 +164,13 @@ static void prune(wgt_expr *d)
 }
 
 /* Builds in d the gradient of e's result with respect to input k: a program
- * over e's inputs plus input n_inputs = the output gradient (F32). Returns
+ * over e's inputs plus input n_inputs = the output gradient (F32). *identity
+ * says the gradient is exactly the output gradient (k is an operand of an
+ * add/sub's plus side, of a copy or an f32 cast, and nothing else). Returns
  * false when it does not fit in WGT_EXPR_MAX_NODES. */
-static bool derive(const wgt_expr *e, int k, wgt_expr *d)
+static bool derive(const wgt_expr *e, int k, wgt_expr *d, bool *identity)
 {
+    *identity = false;
     *d = *e; /* the forward nodes keep their indices: their values are reused */
     int adj[WGT_EXPR_MAX_NODES];
     for (int i = 0; i < WGT_EXPR_MAX_NODES; i++) adj[i] = -1;
@@ -186,6 +189,7 @@ static bool derive(const wgt_expr *e, int k, wgt_expr *d)
         total = total < 0 ? adj[i] : B(WGT_EXPR_ADD, total, adj[i]);
         if (total < 0) return false;
     }
+    *identity = total >= 0 && total == adj[root];
     /* The result must be the last node: a fresh one even when the gradient is
      * an existing node (a + b passes the output gradient straight through). */
     int result = total < 0 ? MUL(wgt_expr_input(d, e->n_inputs, WGT_EXPR_F32), C(0))
@@ -209,18 +213,30 @@ wgt_status wgt_backward_elementwise(const wgt_grad_node *node, wgt_tensor *grad_
         if (!wgt_autograd_input_needs_grad(node, k)) continue;
         wgt_expr *d = malloc(sizeof(*d));
         if (!d) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory");
-        if (!derive(e, k, d)) {
+        bool identity;
+        if (!derive(e, k, d, &identity)) {
             free_expr(d);
             return wgt_error(ctx, WGT_ERR_UNSUPPORTED,
                              "wgt_backward: the gradient program of %s does not fit in %d expression nodes; split "
                              "the expression into smaller wgt_fused calls",
                              wgt_op_name(node->op), WGT_EXPR_MAX_NODES);
         }
+        wgt_tensor *in = node->inputs[k];
+        if (identity && in->grad_node && grad_out->view.dtype == WGT_F32) {
+            /* x + h passes g on unchanged: hand on grad_out itself (summed
+             * where broadcast) instead of a kernel that copies it, one full
+             * read and write per residual add. Only to an intermediate: the
+             * engine never writes a node's gradient in place, while a leaf's
+             * .grad is the user's and must not alias another's. */
+            free_expr(d);
+            grad_inputs[k] = wgt_grad_sum_to_shape(grad_out, in->view.ndim, in->view.shape);
+            if (!grad_inputs[k]) return ctx->status;
+            continue;
+        }
         wgt_tensor *g = wgt_tensor_alloc(ctx, WGT_F32, node->out_ndim, node->out_shape, "wgt_backward");
         wgt_status s = g ? wgt_run_elementwise(ctx, "wgt_backward", d, node->n_inputs + 1, inputs, g) : ctx->status;
         free_expr(d);
         if (s != WGT_OK) return s;
-        wgt_tensor *in = node->inputs[k];
         grad_inputs[k] = wgt_grad_sum_to_shape(g, in->view.ndim, in->view.shape);
         if (!grad_inputs[k]) return ctx->status;
     }

@@ -38,6 +38,10 @@ wgt_status wgt_backward_slice(const wgt_grad_node *node, wgt_tensor *g, wgt_tens
     wgt_context *ctx = g->ctx;
     int axis = (int)node->params.ints[0];
     int64_t start = node->params.ints[1], step = node->params.ints[2], len = g->view.shape[axis];
+    /* the whole axis (positions 0..T of a block_size-T table): g is the
+     * gradient; a leaf gets its own copy, so no two .grad share a buffer */
+    if (start == 0 && step == 1 && len == node->inputs[0]->view.shape[axis])
+        return result(&grads[0], node->inputs[0]->grad_node ? g : wgt_copy(g), ctx);
     wgt_tensor *z = zeros_like(node->inputs[0]);
     if (!z) return ctx->status;
     if (len > 0) {
@@ -74,8 +78,7 @@ wgt_status wgt_backward_gather(const wgt_grad_node *node, wgt_tensor *g, wgt_ten
 {
     if (!wgt_autograd_input_needs_grad(node, 0)) return WGT_OK;
     int axis = (int)node->params.ints[0];
-    wgt_tensor *z = zeros_like(node->inputs[0]);
-    return result(&grads[0], z ? wgt_scatter_add(z, axis, node->inputs[1], g) : NULL, g->ctx);
+    return result(&grads[0], wgt_scatter_add_zeros(node->inputs[0], axis, node->inputs[1], g), g->ctx);
 }
 
 /* inputs: x, index [n]; ints[0]: axis. The index is broadcast to g's shape. */
@@ -88,8 +91,7 @@ wgt_status wgt_backward_index_select(const wgt_grad_node *node, wgt_tensor *g, w
     for (int d = 0; d < g->view.ndim; d++) shape[d] = d == axis ? index->view.shape[0] : 1;
     wgt_tensor *column = wgt_view(index, g->view.ndim, shape);
     wgt_tensor *spread = column ? wgt_expand(column, g->view.ndim, g->view.shape) : NULL;
-    wgt_tensor *z = zeros_like(node->inputs[0]);
-    return result(&grads[0], spread && z ? wgt_scatter_add(z, axis, spread, g) : NULL, g->ctx);
+    return result(&grads[0], spread ? wgt_scatter_add_zeros(node->inputs[0], axis, spread, g) : NULL, g->ctx);
 }
 
 /* inputs: dst, index, src; ints[0]: axis. */
@@ -117,6 +119,5 @@ wgt_status wgt_backward_pad(const wgt_grad_node *node, wgt_tensor *g, wgt_tensor
 /* values' gradient goes back to the positions the saved indices name. */
 wgt_status wgt_backward_topk(const wgt_grad_node *node, wgt_tensor *g, wgt_tensor **grads)
 {
-    wgt_tensor *z = zeros_like(node->inputs[0]);
-    return result(&grads[0], z ? wgt_scatter_add(z, -1, node->saved[0], g) : NULL, g->ctx);
+    return result(&grads[0], wgt_scatter_add_zeros(node->inputs[0], -1, node->saved[0], g), g->ctx);
 }

@@ -50,6 +50,11 @@ typedef struct wgt_grad_node {
     wgt_tensor *grad;                        /* accumulated gradient of the output */
     int pending;                             /* consumers not yet processed */
     uint64_t visit;                          /* pass number of the last visit */
+    /* grad written window by window by step-1 slices of the output (backward.c):
+     * axis + 1 (0: grad is an ordinary sum) and the [start, end) ranges written
+     * so far; the rest of grad is unwritten until the node runs */
+    int window_axis1, n_windows;
+    int64_t windows[8][2];
 } wgt_grad_node;
 
 /* True when grad mode is on for ctx and one of the n (possibly NULL) inputs

@@ -163,18 +163,26 @@ static wgt_tensor *maybe_dropout(wgt_tensor *x, double p, bool training, uint64_
     return training && p > 0 ? wgt_dropout(x, p, mix_seed(seed, site)) : x;
 }
 
-/* x [B, T, C] -> [B, H, T, D]: a view, heads split out of the channels. */
-static wgt_tensor *split_heads(wgt_tensor *x, int64_t B, int64_t T, int64_t H, int64_t D)
+/* x + dropout(h): one kernel forward, and backward one kernel for h only. */
+static wgt_tensor *residual(wgt_tensor *x, wgt_tensor *h, double p, bool training, uint64_t seed, uint64_t site)
 {
-    return wgt_transpose(wgt_reshape(x, 4, (int64_t[]){B, T, H, D}), 1, 2);
+    return training && p > 0 ? wgt_dropout_add(x, h, p, mix_seed(seed, site)) : wgt_add(x, h);
 }
 
-/* One block's attention branch input -> q, k, v [B, H, T, D]. */
+/* One block's attention branch input -> q, k, v [B, H, T, D], views of the
+ * projection: qkv [B, T, 3C] -> [B, T, 3, H, D] -> permuted [3, B, H, T, D],
+ * sliced along the first dim. The strides are those of slicing the channels
+ * and splitting heads, but the three slices share one source: autograd writes
+ * their gradients into its windows, so dq, dk, dv reach the projection's
+ * [B, T, 3C] gradient through views, with no zero fills, adds or copies. */
 static void project_qkv(const gpt_model *m, const gpt_block *b, wgt_tensor *x, wgt_tensor *qkv_out[3])
 {
     const int64_t B = wgt_tensor_dim(x, 0), T = wgt_tensor_dim(x, 1), C = m->config.n_embd, H = m->config.n_head;
+    const int64_t D = C / H;
     wgt_tensor *qkv = wgt_linear(wgt_layer_norm(x, b->ln1_w, b->ln1_b, 1e-5), b->attn_w, b->attn_b); /* [B,T,3C] */
-    for (int i = 0; i < 3; i++) qkv_out[i] = split_heads(wgt_slice(qkv, 2, i * C, (i + 1) * C, 1), B, T, H, C / H);
+    wgt_tensor *heads = wgt_permute(wgt_reshape(qkv, 5, (int64_t[]){B, T, 3, H, D}), (int[]){2, 0, 3, 1, 4});
+    for (int i = 0; i < 3; i++)
+        qkv_out[i] = wgt_reshape(wgt_slice(heads, 0, i, i + 1, 1), 4, (int64_t[]){B, H, T, D});
 }
 
 /* The rest of a block after attention: y [B, H, T, D] -> new residual stream. */
@@ -184,10 +192,10 @@ static wgt_tensor *finish_block(const gpt_model *m, const gpt_block *b, wgt_tens
     const int64_t B = wgt_tensor_dim(x, 0), T = wgt_tensor_dim(x, 1), C = m->config.n_embd;
     const double p = m->config.dropout;
     y = wgt_reshape(wgt_transpose(y, 1, 2), 3, (int64_t[]){B, T, C});
-    x = wgt_add(x, maybe_dropout(wgt_linear(y, b->attn_proj_w, b->attn_proj_b), p, training, seed, site + 1));
+    x = residual(x, wgt_linear(y, b->attn_proj_w, b->attn_proj_b), p, training, seed, site + 1);
     wgt_tensor *h = wgt_layer_norm(x, b->ln2_w, b->ln2_b, 1e-5);
     h = wgt_linear(wgt_gelu(wgt_linear(h, b->fc_w, b->fc_b)), b->mlp_proj_w, b->mlp_proj_b);
-    return wgt_add(x, maybe_dropout(h, p, training, seed, site + 2));
+    return residual(x, h, p, training, seed, site + 2);
 }
 
 /* idx [B, T] at positions pos0.. -> token + position embeddings [B, T, C]. */

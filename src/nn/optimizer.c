@@ -25,6 +25,7 @@ struct wgt_optimizer {
     wgt_context *ctx;
     wgt_optimizer_config config;
     double grad_scale;
+    wgt_tensor *scale_tensor;       /* retained; a [] f32 also multiplying every gradient, or NULL */
     int n_params;
     wgt_tensor **params;            /* retained */
     int states_per_param;           /* 0 (plain SGD), 1 (SGD momentum), 2 (Adam, AdamW) */
@@ -158,6 +159,7 @@ void wgt_optimizer_destroy(wgt_optimizer *opt)
     if (!opt) return;
     for (int i = 0; opt->params && i < opt->n_params; i++) wgt_tensor_unref(opt->params[i]);
     for (int i = 0; opt->state && i < opt->n_params * opt->states_per_param; i++) wgt_tensor_release(opt->state[i]);
+    wgt_tensor_unref(opt->scale_tensor);
     free(opt->params);
     free(opt->state);
     free(opt->state_names);
@@ -196,6 +198,7 @@ static wgt_status step_param(wgt_optimizer *opt, int i)
     call.op_name = "wgt_optimizer_step";
     call.n_inputs = 1;
     call.inputs[0] = g->view;
+    if (opt->scale_tensor) call.inputs[call.n_inputs++] = opt->scale_tensor->view;
     call.n_outputs = 1 + opt->states_per_param;
     call.outputs[0] = p->view;
     for (int k = 0; k < opt->states_per_param; k++) call.outputs[1 + k] = opt->state[i * opt->states_per_param + k]->view;
@@ -254,6 +257,24 @@ wgt_status wgt_optimizer_set_grad_scale(wgt_optimizer *opt, double scale)
         return wgt_error(opt->ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_optimizer_set_grad_scale: scale %g is not finite",
                          scale);
     opt->grad_scale = scale;
+    return WGT_OK;
+}
+
+wgt_status wgt_optimizer_set_grad_scale_tensor(wgt_optimizer *opt, wgt_tensor *scale)
+{
+    const char *op = "wgt_optimizer_set_grad_scale_tensor";
+    if (!opt) return WGT_ERR_INVALID_ARGUMENT;
+    if (scale) {
+        if (scale->ctx != opt->ctx)
+            return wgt_error(opt->ctx, WGT_ERR_CONTEXT_MISMATCH, "%s: the scale is from another context", op);
+        if (scale->view.dtype != WGT_F32 || wgt_shape_numel(scale->view.ndim, scale->view.shape) != 1)
+            return wgt_error(opt->ctx, WGT_ERR_INVALID_ARGUMENT, "%s: the scale must be one f32 element, not %s with "
+                             "%lld elements", op, wgt_dtype_name(scale->view.dtype),
+                             (long long)wgt_shape_numel(scale->view.ndim, scale->view.shape));
+    }
+    wgt_tensor_ref(scale);
+    wgt_tensor_unref(opt->scale_tensor);
+    opt->scale_tensor = scale;
     return WGT_OK;
 }
 

@@ -259,42 +259,46 @@ wgt_tensor *wgt_embedding(wgt_tensor *weight, wgt_tensor *ids)
     return out;
 }
 
-/* dst [...], index i32 and src [same shape, fitting dst outside axis] -> copy of dst
- * with out[c with c[axis] = index[c]] += src[c] */
-wgt_tensor *wgt_scatter_add(wgt_tensor *dst, int axis, wgt_tensor *index, wgt_tensor *src)
+/* Checks scatter_add's arguments (dst gives the dtype and shape) and
+ * normalizes *axis; false + error when they do not fit. */
+static bool scatter_add_check(wgt_context *ctx, const char *op, wgt_tensor *dst, int *axis, wgt_tensor *index,
+                              wgt_tensor *src)
 {
-    const char *op = "wgt_scatter_add";
-    wgt_tensor *args[3] = {dst, index, src};
-    wgt_context *ctx = wgt_op_begin(op, 3, args);
-    if (!ctx || !check_index_dtype(ctx, index, op)) return NULL;
+    if (!check_index_dtype(ctx, index, op)) return false;
     if (dst->view.dtype != WGT_F32 && dst->view.dtype != WGT_I32) {
         wgt_error(ctx, WGT_ERR_DTYPE, "%s: dst dtype %s (f32 and i32 are supported)", op, wgt_dtype_name(dst->view.dtype));
-        return NULL;
+        return false;
     }
     if (src->view.dtype != dst->view.dtype) {
         wgt_error(ctx, WGT_ERR_DTYPE, "%s: src dtype %s differs from dst dtype %s", op, wgt_dtype_name(src->view.dtype),
                   wgt_dtype_name(dst->view.dtype));
-        return NULL;
+        return false;
     }
-    if (dst->view.ndim == 0 || !wgt_normalize_axis(ctx, &axis, dst->view.ndim, op)) {
+    if (dst->view.ndim == 0 || !wgt_normalize_axis(ctx, axis, dst->view.ndim, op)) {
         if (dst->view.ndim == 0) wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: dst is a scalar", op);
-        return NULL;
+        return false;
     }
     bool fits = index->view.ndim == dst->view.ndim && src->view.ndim == dst->view.ndim;
     for (int d = 0; fits && d < dst->view.ndim; d++) {
         if (index->view.shape[d] != src->view.shape[d]) fits = false;
-        if (d != axis && index->view.shape[d] > dst->view.shape[d]) fits = false;
+        if (d != *axis && index->view.shape[d] > dst->view.shape[d]) fits = false;
     }
     if (!fits) {
         char a[160], b[160], c[160];
         wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: index %s and src %s must match and fit dst %s outside axis %d", op,
                   wgt_shape_string(index->view.ndim, index->view.shape, a, sizeof(a)),
                   wgt_shape_string(src->view.ndim, src->view.shape, b, sizeof(b)),
-                  wgt_shape_string(dst->view.ndim, dst->view.shape, c, sizeof(c)), axis);
-        return NULL;
+                  wgt_shape_string(dst->view.ndim, dst->view.shape, c, sizeof(c)), *axis);
+        return false;
     }
-    wgt_tensor *out = wgt_copy(dst);
-    if (!out || wgt_shape_numel(index->view.ndim, index->view.shape) == 0) return out;
+    return true;
+}
+
+/* out[c with c[axis] = index[c]] += src[c], in place. */
+static wgt_status scatter_add_run(wgt_context *ctx, const char *op, wgt_tensor *out, int axis, wgt_tensor *index,
+                                  wgt_tensor *src)
+{
+    if (wgt_shape_numel(index->view.ndim, index->view.shape) == 0) return WGT_OK;
     wgt_kernel_call call = make_call(WGT_KERNEL_SCATTER_ADD, op);
     call.n_inputs = 2;
     call.inputs[0] = index->view;
@@ -302,12 +306,45 @@ wgt_tensor *wgt_scatter_add(wgt_tensor *dst, int axis, wgt_tensor *index, wgt_te
     call.n_outputs = 1;
     call.outputs[0] = out->view;
     call.axis = axis;
-    if (wgt_run_kernel(ctx, &call) != WGT_OK) {
+    return wgt_run_kernel(ctx, &call);
+}
+
+/* dst [...], index i32 and src [same shape, fitting dst outside axis] -> copy of dst
+ * with out[c with c[axis] = index[c]] += src[c] */
+wgt_tensor *wgt_scatter_add(wgt_tensor *dst, int axis, wgt_tensor *index, wgt_tensor *src)
+{
+    const char *op = "wgt_scatter_add";
+    wgt_tensor *args[3] = {dst, index, src};
+    wgt_context *ctx = wgt_op_begin(op, 3, args);
+    if (!ctx || !scatter_add_check(ctx, op, dst, &axis, index, src)) return NULL;
+    wgt_tensor *out = wgt_copy(dst);
+    if (!out) return NULL;
+    if (scatter_add_run(ctx, op, out, axis, index, src) != WGT_OK) {
         wgt_tensor_release(out);
         return NULL;
     }
     struct wgt_grad_node *node = wgt_op_record(&out, WGT_OP_SCATTER_ADD, 3, args);
     if (node) node->params.ints[0] = axis;
+    return out;
+}
+
+/* The gradient of a gather (embedding rows, index_select, topk): src
+ * scatter-added into zeros of like's shape (f32), written in place into the
+ * zeros instead of into a copy of them (wgt_scatter_add's copy of dst is a
+ * full read and write of the table: 300 MB for GPT-2's 50257 x 768
+ * embedding). Not recorded: backward rules run with grad mode off. */
+wgt_tensor *wgt_scatter_add_zeros(const wgt_tensor *like, int axis, wgt_tensor *index, wgt_tensor *src)
+{
+    const char *op = "wgt_scatter_add";
+    wgt_tensor *args[2] = {index, src};
+    wgt_context *ctx = wgt_op_begin(op, 2, args);
+    if (!ctx) return NULL;
+    wgt_tensor *out = wgt_zeros(ctx, WGT_F32, like->view.ndim, like->view.shape);
+    if (!out) return NULL;
+    if (!scatter_add_check(ctx, op, out, &axis, index, src) || scatter_add_run(ctx, op, out, axis, index, src) != WGT_OK) {
+        wgt_tensor_release(out);
+        return NULL;
+    }
     return out;
 }
 

@@ -384,3 +384,56 @@ wgt_tensor *wgt_dropout(wgt_tensor *x, double p, uint64_t seed)
     }
     return out;
 }
+
+/* x + dropout(h, p, seed), the residual add of a transformer block, as ONE
+ * expression kernel: a + where(u >= p, b * 1/(1-p), 0) with u the Philox
+ * uniform of output element i, the same mask and products as wgt_dropout(h)
+ * on h's (= the output's) shape, so the result equals wgt_add(x,
+ * wgt_dropout(h, p, seed)) without writing and re-reading the dropped tensor.
+ * It is recorded as a fused expression: autograd passes the gradient on to x
+ * unchanged and regenerates the mask for h's in one kernel. x, h [...] of one
+ * shape (f32/f16). */
+wgt_tensor *wgt_dropout_add(wgt_tensor *x, wgt_tensor *h, double p, uint64_t seed)
+{
+    const char *op = "wgt_dropout_add";
+    wgt_tensor *args[2] = {x, h};
+    wgt_context *ctx = wgt_op_begin(op, 2, args);
+    if (!ctx) return NULL;
+    if (!wgt_dtype_is_float(x->view.dtype) || !wgt_dtype_is_float(h->view.dtype)) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: x is %s and h is %s, expected f32 or f16", op,
+                  wgt_dtype_name(x->view.dtype), wgt_dtype_name(h->view.dtype));
+        return NULL;
+    }
+    if (x->view.ndim != h->view.ndim ||
+        memcmp(x->view.shape, h->view.shape, sizeof(int64_t) * (size_t)x->view.ndim) != 0) {
+        char a[128], b[128];
+        /* the mask is numbered by h's elements: a broadcast would renumber them */
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: x %s and h %s must have one shape", op,
+                  wgt_shape_string(x->view.ndim, x->view.shape, a, sizeof(a)),
+                  wgt_shape_string(h->view.ndim, h->view.shape, b, sizeof(b)));
+        return NULL;
+    }
+    if (!(p >= 0.0 && p < 1.0)) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: p = %g is outside [0, 1)", op, p);
+        return NULL;
+    }
+    wgt_expr e;
+    wgt_expr_init(&e);
+    e.seed = seed;
+    int xin = wgt_expr_input(&e, 0, WGT_EXPR_F32), hin = wgt_expr_input(&e, 1, WGT_EXPR_F32);
+    if (p > 0) {
+        int keep = wgt_expr_binary(&e, WGT_EXPR_GE, wgt_expr_rand(&e, WGT_EXPR_RAND_UNIFORM),
+                                   wgt_expr_const(&e, p, WGT_EXPR_F32));
+        int scaled = wgt_expr_binary(&e, WGT_EXPR_MUL, hin, wgt_expr_const(&e, 1.0 / (1.0 - p), WGT_EXPR_F32));
+        hin = wgt_expr_where(&e, keep, scaled, wgt_expr_const(&e, 0.0, WGT_EXPR_F32));
+    }
+    wgt_expr_binary(&e, WGT_EXPR_ADD, xin, hin);
+    wgt_dtype dtype = x->view.dtype == WGT_F16 && h->view.dtype == WGT_F16 ? WGT_F16 : WGT_F32;
+    wgt_tensor *out = wgt_tensor_alloc(ctx, dtype, x->view.ndim, x->view.shape, op);
+    if (out && wgt_run_elementwise(ctx, op, &e, 2, args, out) != WGT_OK) {
+        wgt_tensor_release(out);
+        return NULL;
+    }
+    wgt_op_record_expr(&out, WGT_OP_FUSED, 2, args, &e);
+    return out;
+}

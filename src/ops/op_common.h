@@ -39,4 +39,9 @@ struct wgt_grad_node *wgt_op_record_expr(wgt_tensor **out, wgt_op op, int n_inpu
  * tape while grad mode is on; false + error. */
 bool wgt_op_check_inplace(wgt_context *ctx, const wgt_tensor *dst, const char *op);
 
+/* Zeros of like's shape (f32) with src scatter-added along axis (as
+ * wgt_scatter_add, without copying the zeros first; not recorded): the
+ * gradient of the gathering ops. */
+wgt_tensor *wgt_scatter_add_zeros(const wgt_tensor *like, int axis, wgt_tensor *index, wgt_tensor *src);
+
 #endif /* WGT_OP_COMMON_H */

@@ -147,9 +147,16 @@ static wgt_tensor *train_step(trainer *t, int64_t step, double lr)
     char msg[600];
     if (t->ddp && wgt_context_status(t->ctx) == WGT_OK && !ddp_finish_step(t->ddp, msg, sizeof(msg)))
         ddp_abort(t->ddp, msg, 1); /* gradients averaged over the ranks before clipping */
+    /* clipping: the optimizers multiply by the clip factor inside their update */
+    wgt_tensor *clip = NULL;
     if (t->cfg.grad_clip > 0)
-        wgt_clip_grad_norm(gpt_params(t->model), gpt_param_count(t->model), t->cfg.grad_clip, NULL);
-    for (int g = 0; g < 2; g++) wgt_optimizer_step(t->opts[g]);
+        wgt_clip_grad_norm_scale(gpt_params(t->model), gpt_param_count(t->model), t->cfg.grad_clip, &clip, NULL);
+    for (int g = 0; g < 2; g++) {
+        wgt_optimizer_set_grad_scale_tensor(t->opts[g], clip);
+        wgt_optimizer_step(t->opts[g]);
+        wgt_optimizer_set_grad_scale_tensor(t->opts[g], NULL);
+    }
+    wgt_tensor_release(clip);
     return wgt_context_status(t->ctx) == WGT_OK ? loss : NULL;
 }
 

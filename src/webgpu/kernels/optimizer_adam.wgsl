@@ -5,7 +5,8 @@
 //   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // Bindings (after optimizer_common.wgsl): 3 exp_avg (m), 4 exp_avg_sq (v).
-// Prelude: alias V, const DECOUPLED: bool.
+// Prelude: alias V, const DECOUPLED: bool, fn grad_multiplier() -> f32 (grad_scale,
+// times a scale buffer bound after exp_avg_sq when the call has one).
 
 @group(0) @binding(3) var<storage, read_write> exp_avg: array<V>;
 @group(0) @binding(4) var<storage, read_write> exp_avg_sq: array<V>;
@@ -18,7 +19,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     var p = param[params.param_offset + i];
-    var g = grad[params.grad_offset + i] * params.grad_scale;
+    var g = grad[params.grad_offset + i] * grad_multiplier();
     if (DECOUPLED) {
         p = p * params.decay;
     } else if (params.has_weight_decay != 0u) {

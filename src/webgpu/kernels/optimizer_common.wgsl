@@ -18,10 +18,10 @@ struct Params {
     state1_offset: u32,   // Adam exp_avg_sq
     first_step: u32,      // SGD: 1 on the parameter's first step (buffer = grad)
     has_weight_decay: u32,
-    _pad0: u32,
+    scale_offset: u32,    // the scale buffer's element, when the prelude binds one
     lr: f32,
     weight_decay: f32,
-    grad_scale: f32,      // the gradient is multiplied by it first
+    grad_scale: f32,      // the gradient is multiplied by grad_multiplier() (prelude) first
     momentum: f32,        // SGD
     keep: f32,            // SGD: 1 - dampening
     beta1: f32,           // Adam: beta1, 1 - beta1, beta2, 1 - beta2

@@ -15,7 +15,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     let p = param[params.param_offset + i];
-    var g = grad[params.grad_offset + i] * params.grad_scale;
+    var g = grad[params.grad_offset + i] * grad_multiplier();
     if (params.has_weight_decay != 0u) {
         g = g + params.weight_decay * p;
     }
