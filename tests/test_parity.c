@@ -413,9 +413,12 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         out[1] = wgt_mse_loss(x, y, WGT_REDUCTION_MEAN);
         n = 2;
         break;
-    case WGT_OP_DROPOUT: /* the same mask on both backends: exact */
+    case WGT_OP_DROPOUT: /* the same mask on both backends: exact; also the fused residual y + dropout(x) */
         x = upload(ctx, d, 2, v ? SHAPE(300, 301) : SHAPE(7, 13), DOMAIN_SIGNED, 27);
+        y = upload(ctx, d, 2, v ? SHAPE(300, 301) : SHAPE(7, 13), DOMAIN_SIGNED, 32);
         out[0] = wgt_dropout(x, v ? 0.5 : 0.1, 1234 + (uint64_t)v);
+        out[1] = wgt_dropout_add(y, x, v ? 0.5 : 0.1, 1234 + (uint64_t)v);
+        n = 2;
         break;
     case WGT_OP_LINEAR: /* v0 [5, 7, 33] x [19, 33]^T + bias, v1 [64, 32] x [64, 32]^T + bias (whole tiles: no
                            edge checks), v2 transposed x without bias */
