@@ -123,17 +123,17 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     wgt_status st = WGT_OK;
     if (!pipe) {
-        const char *body = webgpu_kernel_source(kernel);
-        if (!body) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, kernel);
+        const char *body = webgpu_kernel_source(kernel), *codes = webgpu_kernel_source("quant_codes");
+        if (!body || !codes) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, kernel);
         char prelude[160] = "";
         if (tiled)
             snprintf(prelude, sizeof(prelude), "const BM: u32 = %du;\nconst BN: u32 = %du;\nconst TM: u32 = %du;\n"
                      "const TN: u32 = %du;\nconst BITS: u32 = %du;\n", tile->bm, tile->bn, tile->tm, tile->tn,
                      call->quant.bits);
-        size_t n = strlen(prelude) + strlen(body) + 1;
+        size_t n = strlen(prelude) + strlen(codes) + strlen(body) + 1;
         char *source = malloc(n);
         if (!source) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s%s", prelude, body);
+        snprintf(source, n, "%s%s%s", prelude, codes, body); /* the code unpacking first (quant_codes.wgsl) */
         st = webgpu_pipeline_create(wg, key, source, NULL, 3, 1, true, false, op, &pipe);
         free(source);
         if (st != WGT_OK) return st;

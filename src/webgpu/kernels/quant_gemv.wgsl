@@ -35,19 +35,6 @@ const ROWS: u32 = (WG / LANES) * R;   // rows per workgroup
 
 var<workgroup> partial: array<vec4<f32>, WG>;   // [lid] -> rows n0 .. n0 + 3
 
-fn bytes4(w: u32) -> vec4<f32> {       // four int8 codes, byte 0 first
-    let v = vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u), bitcast<i32>(w));
-    return vec4<f32>(v >> vec4<u32>(24u));            // arithmetic shifts sign-extend each byte
-}
-
-fn nibbles_lo(w: u32) -> vec4<f32> {   // codes 0..3 of a word of eight 4-bit codes, minus 8
-    return vec4<f32>(vec4<u32>(w, w >> 4u, w >> 8u, w >> 12u) & vec4<u32>(15u)) - vec4<f32>(8.0);
-}
-
-fn nibbles_hi(w: u32) -> vec4<f32> {   // codes 4..7
-    return vec4<f32>(vec4<u32>(w >> 16u, w >> 20u, w >> 24u, w >> 28u) & vec4<u32>(15u)) - vec4<f32>(8.0);
-}
-
 fn dot_word8(w: u32, x0: vec4<f32>) -> f32 { return dot(bytes4(w), x0); }
 fn dot_word4(w: u32, x0: vec4<f32>, x1: vec4<f32>) -> f32 { return dot(nibbles_lo(w), x0) + dot(nibbles_hi(w), x1); }
 

@@ -27,19 +27,6 @@ const WG: u32 = 64u;
 
 var<workgroup> partial: array<array<f32, 64>, 4>;
 
-fn bytes4(w: u32) -> vec4<f32> {       // four int8 codes, byte 0 first
-    let v = vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u), bitcast<i32>(w));
-    return vec4<f32>(v >> vec4<u32>(24u));            // arithmetic shifts sign-extend each byte
-}
-
-fn nibbles_lo(w: u32) -> vec4<f32> {   // codes 0..3 of a word of eight 4-bit codes, minus 8
-    return vec4<f32>(vec4<u32>(w, w >> 4u, w >> 8u, w >> 12u) & vec4<u32>(15u)) - vec4<f32>(8.0);
-}
-
-fn nibbles_hi(w: u32) -> vec4<f32> {   // codes 4..7
-    return vec4<f32>(vec4<u32>(w >> 16u, w >> 20u, w >> 24u, w >> 28u) & vec4<u32>(15u)) - vec4<f32>(8.0);
-}
-
 // dot of 32 codes (8 vec4) of one group with x's 8 vec4 at xa
 fn group_dot(codes: array<vec4<f32>, 8>, xa: u32) -> f32 {
     var d = 0.0;

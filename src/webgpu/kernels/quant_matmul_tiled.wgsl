@@ -48,19 +48,6 @@ const W_LOADS: u32 = (W_QUADS + WG - 1u) / WG;
 var<workgroup> xs: array<vec4<f32>, BM * ROW>;   // [row][k / 4]
 var<workgroup> ws: array<vec4<f32>, BN * ROW>;   // [column][k / 4], dequantized
 
-fn bytes4(w: u32) -> vec4<f32> {       // four int8 codes, byte 0 first
-    let v = vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u), bitcast<i32>(w));
-    return vec4<f32>(v >> vec4<u32>(24u));            // arithmetic shifts sign-extend each byte
-}
-
-fn nibbles_lo(w: u32) -> vec4<f32> {   // codes 0..3 of a word of eight 4-bit codes, minus 8
-    return vec4<f32>(vec4<u32>(w, w >> 4u, w >> 8u, w >> 12u) & vec4<u32>(15u)) - vec4<f32>(8.0);
-}
-
-fn nibbles_hi(w: u32) -> vec4<f32> {   // codes 4..7
-    return vec4<f32>(vec4<u32>(w >> 16u, w >> 20u, w >> 24u, w >> 28u) & vec4<u32>(15u)) - vec4<f32>(8.0);
-}
-
 // One slice's loads, held in registers until the shared tiles are free.
 struct Slice {
     x: array<vec4<f32>, X_LOADS>,
