@@ -63,43 +63,8 @@ bool webgpu_conv_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 
 /* ------------------------------------------------------------ temporaries */
 
-typedef struct conv_views {
-    wgt_tensor_view in[WGT_MAX_KERNEL_INPUTS], out[3];
-    bool in_temp[WGT_MAX_KERNEL_INPUTS], out_temp[3];
-} conv_views;
-
-static wgt_status views_begin(webgpu_backend *wg, const wgt_kernel_call *call, conv_views *v)
-{
-    memset(v, 0, sizeof(*v));
-    wgt_status s = WGT_OK;
-    for (int i = 0; i < call->n_inputs && s == WGT_OK; i++) {
-        v->in[i] = call->inputs[i];
-        if (call->inputs[i].dtype == WGT_F16) {
-            s = webgpu_temp_convert(wg, &call->inputs[i], WGT_F32, &v->in[i], call->op_name);
-            v->in_temp[i] = s == WGT_OK;
-        }
-    }
-    for (int i = 0; i < wgt_conv_call_outputs(call) && s == WGT_OK; i++) {
-        v->out[i] = call->outputs[i];
-        if (call->outputs[i].dtype == WGT_F16) {
-            s = webgpu_temp_alloc(wg, WGT_F32, call->outputs[i].ndim, call->outputs[i].shape, &v->out[i]);
-            v->out_temp[i] = s == WGT_OK;
-        }
-    }
-    return s;
-}
-
-static wgt_status views_finish(webgpu_backend *wg, const wgt_kernel_call *call, conv_views *v, wgt_status s)
-{
-    for (int i = 0; i < 3; i++) {
-        if (!v->out_temp[i]) continue;
-        if (s == WGT_OK) s = webgpu_convert(wg, &v->out[i], &call->outputs[i], call->op_name);
-        webgpu_temp_release(wg, &v->out[i]);
-    }
-    for (int i = 0; i < WGT_MAX_KERNEL_INPUTS; i++)
-        if (v->in_temp[i]) webgpu_temp_release(wg, &v->in[i]);
-    return s;
-}
+/* f16 operands go through f32 temporaries (webgpu_f32_views, f32_views.c):
+ * the conv kernels compute in f32 only. */
 
 /* ---------------------------------------------------------------- pipelines */
 
@@ -321,7 +286,7 @@ static bool use_phases(const wgt_kernel_call *call)
            call->conv.pad_left + call->conv.stride_w * (call->conv.dil_w + 1) < lim;
 }
 
-static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, const conv_views *v)
+static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v)
 {
     const char *op = call->op_name;
     int mode = call->conv.kernel == WGT_CONV_FORWARD ? 0 : call->conv.kernel == WGT_CONV_BACKWARD_INPUT ? 1 : 2;
@@ -467,7 +432,7 @@ static bool use_direct_dx(const wgt_kernel_call *call)
            (call->conv.kh - 1) * call->conv.dil_h < lim && (call->conv.kw - 1) * call->conv.dil_w < lim;
 }
 
-static wgt_status run_direct_dx(webgpu_backend *wg, const wgt_kernel_call *call, const conv_views *v)
+static wgt_status run_direct_dx(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v)
 {
     const char *op = call->op_name;
     direct_params p;
@@ -509,7 +474,7 @@ typedef struct pool_params {
 } pool_params;
 _Static_assert(sizeof(pool_params) % 16 == 0, "pool params");
 
-static wgt_status run_pool(webgpu_backend *wg, const wgt_kernel_call *call, const conv_views *v)
+static wgt_status run_pool(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v)
 {
     const char *op = call->op_name;
     bool forward = call->conv.kernel == WGT_POOL_FORWARD, max = call->conv.pool_mode == WGT_POOL_MAX;
@@ -585,7 +550,7 @@ static wgt_status bn_dispatch(webgpu_backend *wg, const char *file, bool backwar
     return s;
 }
 
-static wgt_status run_batch_norm(webgpu_backend *wg, const wgt_kernel_call *call, const conv_views *v)
+static wgt_status run_batch_norm(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v)
 {
     const char *op = call->op_name;
     bool backward = call->conv.kernel == WGT_BATCH_NORM_BACKWARD, training = call->conv.training;
@@ -655,8 +620,8 @@ static wgt_status run_batch_norm(webgpu_backend *wg, const wgt_kernel_call *call
 
 wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
-    conv_views v;
-    wgt_status s = views_begin(wg, call, &v);
+    webgpu_f32_views v;
+    wgt_status s = webgpu_f32_views_begin(wg, call, wgt_conv_call_outputs(call), &v);
     if (s == WGT_OK) {
         switch (call->conv.kernel) {
         case WGT_CONV_FORWARD:
@@ -671,5 +636,5 @@ wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call)
     }
     /* backward batch norm writes dw/db itself (through the [2, C] temporary) */
     if (call->conv.kernel == WGT_BATCH_NORM_BACKWARD) v.out_temp[1] = v.out_temp[2] = false;
-    return views_finish(wg, call, &v, s);
+    return webgpu_f32_views_finish(wg, call, &v, s);
 }
