@@ -443,6 +443,64 @@ static void check_dispatches_per_step(void)
     wgt_context_destroy(ctx);
 }
 
+/* Peak memory of one training step on the CPU backend, in a fresh context
+ * without guard bytes: 4 layers, 64 wide, batch 16 x block 64, where the
+ * activations kept for backward dominate (weights 2.4 MiB; the forward ends
+ * with 22.4 MiB in use). A tape node keeps only the inputs its rule reads
+ * (core/tape.h: not those of add, dropout_add's x, views, slices, sum/mean,
+ * dropout) and gpt's forward frees the embedding's and each block's
+ * intermediates at their end, so the step peaks at 23.7 MiB; when every node
+ * kept its inputs and the caller's scope held every intermediate until the
+ * step ended, it peaked at 25.7 MiB. What is left is what the rules read
+ * (per block: ln inputs and outputs, qkv, attention out and its transposed
+ * copy, fc and gelu outputs), as in PyTorch. The bound sits between the two:
+ * raise it only for a reason. */
+#define GPT_STEP_PEAK_MIB 24.5
+static void check_step_peak_memory(void)
+{
+    wgt_context_options o;
+    wgt_context_options_init(&o);
+    o.backend = WGT_BACKEND_CPU;
+    o.debug_guards = false; /* guard bytes would count in the peak */
+    wgt_context *ctx = wgt_context_create(&o);
+    CHECK(ctx != NULL && wgt_context_status(ctx) == WGT_OK, "cpu context");
+    if (!ctx || wgt_context_status(ctx) != WGT_OK) {
+        wgt_context_destroy(ctx);
+        return;
+    }
+    gpt_config cfg = {.n_layer = 4, .n_head = 4, .n_embd = 64, .block_size = 64, .vocab_size = 65, .dropout = 0.1,
+                      .bias = true, .tied_head = true};
+    gpt_model *m = gpt_create(ctx, &cfg, 7);
+    CHECK(m != NULL, "gpt_create: %s", wgt_context_error_message(ctx));
+    wgt_optimizer_config oc;
+    wgt_optimizer_config_init(&oc, WGT_OPTIMIZER_ADAMW);
+    wgt_optimizer *opt = m ? wgt_optimizer_create(gpt_params(m), gpt_param_count(m), &oc) : NULL;
+    CHECK(opt != NULL, "optimizer: %s", wgt_context_error_message(ctx));
+    enum { B = 16, T = 64 };
+    static int32_t tokens[B * T + 1];
+    uint32_t rng = 11;
+    for (int i = 0; i < B * T + 1; i++) tokens[i] = (int32_t)(test_xorshift(&rng) % 65);
+    if (opt) {
+        wgt_scope_push(ctx);
+        wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_I32, 2, (int64_t[]){B, T}, tokens);
+        wgt_tensor *y = wgt_tensor_from_host(ctx, WGT_I32, 2, (int64_t[]){B, T}, tokens + 1);
+        wgt_optimizer_zero_grad(opt);
+        wgt_backward(gpt_loss(m, x, y, true, 1));
+        wgt_optimizer_step(opt);
+        wgt_scope_pop(ctx);
+    }
+    CHECK(wgt_context_status(ctx) == WGT_OK, "training step: %s", wgt_context_error_message(ctx));
+    wgt_memory_stats mem = {0};
+    wgt_memory_stats_get(ctx, &mem);
+    double peak = (double)mem.peak_bytes_in_use / 1048576.0;
+    printf("  peak memory of a training step: %.1f MiB (bound %.1f)\n", peak, GPT_STEP_PEAK_MIB);
+    CHECK(peak > 0 && peak <= GPT_STEP_PEAK_MIB, "a training step peaked at %.1f MiB, more than %.1f", peak,
+          GPT_STEP_PEAK_MIB);
+    wgt_optimizer_destroy(opt);
+    gpt_destroy(m);
+    wgt_context_destroy(ctx);
+}
+
 int main(void)
 {
     /* OpenMP threads of the wgt children sleep rather than spin: CI machines are busy */
@@ -466,6 +524,7 @@ int main(void)
 #else
     TIMED("cpu training", check_training_falls(cpu, "cpu", 200, 2.80f));
 #endif
+    TIMED("step peak memory", check_step_peak_memory());
     TIMED("dispatches per step", check_dispatches_per_step());
     TIMED("webgpu training", check_training_falls(cpu, "webgpu", 100, 3.15f));
     TIMED("cpu resume", check_resume(cpu, "cpu"));

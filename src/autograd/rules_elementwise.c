@@ -207,7 +207,10 @@ wgt_status wgt_backward_elementwise(const wgt_grad_node *node, wgt_tensor *grad_
     wgt_context *ctx = grad_out->ctx;
     if (!e) return wgt_error(ctx, WGT_ERR_INTERNAL, "wgt_backward: %s node has no program", wgt_op_name(node->op));
     wgt_tensor *inputs[WGT_MAX_KERNEL_INPUTS + 1];
-    for (int i = 0; i < node->n_inputs; i++) inputs[i] = node->inputs[i];
+    /* an input kept without storage (core/tape.h) is one no derivative program
+     * reads: grad_out, of the output's shape, fills its kernel slot */
+    for (int i = 0; i < node->n_inputs; i++)
+        inputs[i] = node->inputs[i] && node->inputs[i]->view.storage ? node->inputs[i] : grad_out;
     inputs[node->n_inputs] = grad_out;
     for (int k = 0; k < node->n_inputs; k++) {
         if (!wgt_autograd_input_needs_grad(node, k)) continue;

@@ -34,7 +34,13 @@ typedef struct wgt_grad_node {
     int refcount;
     wgt_op op;
     int n_inputs;
-    wgt_tensor **inputs;                     /* retained; NULL for an absent optional input */
+    /* retained; NULL for an absent optional input. An input whose values the
+     * op's rule does not read (and that is not a leaf requiring grad) is a
+     * stand-in: a tensor with the input's view (shape, strides, dtype) and
+     * requires_grad but no storage (view.storage NULL), holding the input's
+     * grad node, so the activation itself is freed as soon as nothing else
+     * needs it (wgt_tape_drop_input_values). */
+    wgt_tensor **inputs;
     int n_saved;
     wgt_tensor *saved[WGT_TAPE_MAX_SAVED];   /* retained, never carry a node of their own */
     wgt_tape_params params;
@@ -64,6 +70,15 @@ bool wgt_tape_wants(wgt_context *ctx, int n, wgt_tensor *const *inputs);
 /* Creates the node that made out and attaches it to out (out must have none).
  * Retains the non-NULL inputs. NULL + error recorded on out's context on OOM. */
 wgt_grad_node *wgt_tape_record(wgt_tensor *out, wgt_op op, int n_inputs, wgt_tensor *const *inputs);
+
+/* Replaces input i by a stand-in without storage (see inputs above), unless it
+ * is a leaf that requires grad. wgt_tape_record does this itself for the ops
+ * whose rule reads no input values; for an elementwise op,
+ * wgt_tape_drop_unread_expr_inputs does it for each input its derivative
+ * programs never read. */
+void wgt_tape_drop_input_values(wgt_grad_node *node, int i);
+struct wgt_expr;
+void wgt_tape_drop_unread_expr_inputs(wgt_grad_node *node, const struct wgt_expr *e);
 
 /* Keeps t alive for backward (retained). false + error when the slots are full. */
 bool wgt_tape_save(wgt_grad_node *node, wgt_tensor *t);

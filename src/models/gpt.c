@@ -205,19 +205,28 @@ static wgt_tensor *embed(const gpt_model *m, wgt_tensor *idx, int64_t pos0)
     return wgt_add(wgt_embedding(m->wte, idx), wgt_slice(m->wpe, 0, pos0, pos0 + T, 1));
 }
 
-/* Hidden states after ln_f, [B, T, C]. Intermediates belong to the caller's scope. */
+/* Hidden states after ln_f, [B, T, C]. The embedding and each block run in
+ * their own scope and hand only their output on, so their intermediates are
+ * freed at their end unless the tape keeps them for backward (a node keeps
+ * only the inputs its rule reads: core/tape.h); the block outputs (which ln_1
+ * and ln_2 read in backward anyway) and the result belong to the caller's
+ * scope. */
 static wgt_tensor *hidden_states(gpt_model *m, wgt_tensor *idx, bool training, uint64_t seed)
 {
     const double p = m->config.dropout;
-    wgt_tensor *x = maybe_dropout(embed(m, idx, 0), p, training, seed, 0);
-    for (int l = 0; l < m->config.n_layer; l++) {
+    if (wgt_scope_push(m->ctx) != WGT_OK) return NULL;
+    wgt_tensor *x = wgt_scope_keep(maybe_dropout(embed(m, idx, 0), p, training, seed, 0));
+    wgt_scope_pop(m->ctx);
+    for (int l = 0; l < m->config.n_layer && x; l++) {
         const gpt_block *b = &m->blocks[l];
         const uint64_t site = 1 + 3 * (uint64_t)l;
+        if (wgt_scope_push(m->ctx) != WGT_OK) return NULL;
         wgt_tensor *qkv[3];
         project_qkv(m, b, x, qkv);
         wgt_tensor *y = wgt_scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], true, training ? p : 0.0,
                                                          mix_seed(seed, site));
-        x = finish_block(m, b, x, y, training, seed, site);
+        x = wgt_scope_keep(finish_block(m, b, x, y, training, seed, site));
+        wgt_scope_pop(m->ctx);
     }
     return wgt_layer_norm(x, m->lnf_w, m->lnf_b, 1e-5);
 }

@@ -126,6 +126,7 @@ wgt_grad_node *wgt_op_record_expr(wgt_tensor **out, wgt_op op, int n_inputs, wgt
     *copy = *expr;
     node->owned = copy;
     node->free_owned = free_owned_expr;
+    wgt_tape_drop_unread_expr_inputs(node, copy);
     return node;
 }
 
