@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "core/backend.h"
 #include "core/internal.h"
 #include "test_util.h"
 

@@ -1,5 +1,6 @@
-/* Autograd state on tensors and contexts: requires_grad, .grad, grad mode,
- * detach. The backward pass itself is in backward.c. */
+/* Autograd state on tensors: requires_grad, .grad, detach. Grad mode (a
+ * context flag the tape reads, and ops switch off) is in core/tape.c; the
+ * backward pass itself is in backward.c. */
 #include <string.h>
 
 #include "autograd/rules.h"
@@ -59,24 +60,6 @@ wgt_status wgt_zero_grad(wgt_tensor *const *tensors, int n)
     }
     return WGT_OK;
 }
-
-wgt_status wgt_no_grad_push(wgt_context *ctx)
-{
-    if (!ctx) return WGT_ERR_INVALID_ARGUMENT;
-    ctx->no_grad_depth++;
-    return WGT_OK;
-}
-
-wgt_status wgt_no_grad_pop(wgt_context *ctx)
-{
-    if (!ctx) return WGT_ERR_INVALID_ARGUMENT;
-    if (ctx->no_grad_depth == 0)
-        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_no_grad_pop: no wgt_no_grad_push is open");
-    ctx->no_grad_depth--;
-    return WGT_OK;
-}
-
-bool wgt_grad_enabled(const wgt_context *ctx) { return ctx && ctx->no_grad_depth == 0; }
 
 wgt_tensor *wgt_detach(wgt_tensor *t)
 {

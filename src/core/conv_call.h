@@ -1,12 +1,12 @@
 /*
  * Inputs and outputs of each WGT_KERNEL_CONV kernel (contracts in
- * src/backend.h), shared by the front-end and both backends so the three
+ * src/core/backend.h), shared by the front-end and both backends so the three
  * agree on the order.
  */
 #ifndef WGT_CORE_CONV_CALL_H
 #define WGT_CORE_CONV_CALL_H
 
-#include "backend.h"
+#include "core/backend.h"
 
 static inline int wgt_conv_call_inputs(const wgt_kernel_call *call)
 {

@@ -8,7 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "backend.h"
+#include "core/backend.h"
 #include "wgtensor.h"
 
 #define WGT_MESSAGE_SIZE 1024

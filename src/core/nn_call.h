@@ -1,6 +1,6 @@
 /*
  * Inputs, outputs and shapes of each WGT_KERNEL_NN kernel (contracts in
- * src/backend.h), shared by both backends so they agree on the order and
+ * src/core/backend.h), shared by both backends so they agree on the order and
  * refuse a malformed call before reading anything: the WebGPU kernels run
  * without implementation bounds checks, so every extent they index must be
  * right.
@@ -8,7 +8,7 @@
 #ifndef WGT_CORE_NN_CALL_H
 #define WGT_CORE_NN_CALL_H
 
-#include "backend.h"
+#include "core/backend.h"
 
 static inline int wgt_nn_call_inputs(const wgt_kernel_call *call)
 {

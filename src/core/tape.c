@@ -134,3 +134,23 @@ bool wgt_tape_save_output(wgt_grad_node *node, wgt_tensor *out)
     wgt_tensor_release(alias);
     return ok;
 }
+
+/* Grad mode: a context flag that wgt_tape_wants reads. It lives here, below
+ * ops, because ops switch it off around their internal work (quant.c). */
+wgt_status wgt_no_grad_push(wgt_context *ctx)
+{
+    if (!ctx) return WGT_ERR_INVALID_ARGUMENT;
+    ctx->no_grad_depth++;
+    return WGT_OK;
+}
+
+wgt_status wgt_no_grad_pop(wgt_context *ctx)
+{
+    if (!ctx) return WGT_ERR_INVALID_ARGUMENT;
+    if (ctx->no_grad_depth == 0)
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_no_grad_pop: no wgt_no_grad_push is open");
+    ctx->no_grad_depth--;
+    return WGT_OK;
+}
+
+bool wgt_grad_enabled(const wgt_context *ctx) { return ctx && ctx->no_grad_depth == 0; }

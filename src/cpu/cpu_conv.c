@@ -1,6 +1,6 @@
 /*
  * CPU reference of the convolution-family kernels (WGT_KERNEL_CONV; contracts
- * in src/backend.h): conv2d forward and both backward passes, max / avg /
+ * in src/core/backend.h): conv2d forward and both backward passes, max / avg /
  * adaptive avg pooling forward and backward, batch norm forward and backward.
  *
  * This backend is what the GPU is compared with, so it is written as the

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "backend.h"
+#include "core/backend.h"
 #include "core/internal.h"
 #include "cpu/cpu_math.h" /* also cpu_f32_bits and friends */
 

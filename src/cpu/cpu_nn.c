@@ -1,6 +1,6 @@
 /*
  * CPU reference of the fused neural-network kernels (WGT_KERNEL_NN; contracts
- * in src/backend.h): layer/rms norm forward and backward, the per-chunk
+ * in src/core/backend.h): layer/rms norm forward and backward, the per-chunk
  * partial sums of the norm's weight and bias gradients, and cross-entropy
  * forward and backward.
  *

@@ -4,7 +4,7 @@
  *   wgt_rope                          x [B, H, T, D] -> [B, H, T, D]
  * plus their internal forms for backward (src/ops/attention_internal.h).
  * Validation happens here, before anything reaches a backend; the kernels are
- * WGT_KERNEL_ATTENTION(_BACKWARD) and WGT_KERNEL_ROPE (src/backend.h).
+ * WGT_KERNEL_ATTENTION(_BACKWARD) and WGT_KERNEL_ROPE (src/core/backend.h).
  *
  * Autograd: attention saves its output and the row logsumexp, so backward
  * recomputes the probabilities without storing a [Tq, Tk] matrix. Node params:

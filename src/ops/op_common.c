@@ -139,3 +139,33 @@ bool wgt_op_check_inplace(wgt_context *ctx, const wgt_tensor *dst, const char *o
               op);
     return false;
 }
+
+/* in viewed as shape (numpy broadcasting: size-1 and missing axes get stride
+ * 0); here, beside the dispatch that broadcasts every input, not in views.c,
+ * so the op plumbing does not call up into the view ops. */
+bool wgt_broadcast_view(wgt_context *ctx, const wgt_tensor_view *in, int ndim, const int64_t *shape, wgt_tensor_view *out,
+                        const char *op)
+{
+    if (in->ndim > ndim) goto mismatch;
+    *out = *in;
+    out->ndim = ndim;
+    for (int i = ndim - 1, j = in->ndim - 1; i >= 0; i--, j--) {
+        int64_t size = j >= 0 ? in->shape[j] : 1;
+        int64_t stride = j >= 0 ? in->strides[j] : 0;
+        if (size == shape[i]) {
+            out->strides[i] = shape[i] == 1 ? 0 : stride;
+        } else if (size == 1) {
+            out->strides[i] = 0;
+        } else {
+            goto mismatch;
+        }
+        out->shape[i] = shape[i];
+    }
+    return true;
+mismatch : {
+    char a[160], b[160];
+    wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: cannot broadcast %s to %s", op,
+              wgt_shape_string(in->ndim, in->shape, a, sizeof(a)), wgt_shape_string(ndim, shape, b, sizeof(b)));
+    return false;
+}
+}

@@ -224,33 +224,6 @@ wgt_tensor *wgt_slice(wgt_tensor *t, int axis, int64_t start, int64_t stop, int6
     return record_view(make_view(t, &v, "wgt_slice"), WGT_OP_SLICE, t, 3, where);
 }
 
-bool wgt_broadcast_view(wgt_context *ctx, const wgt_tensor_view *in, int ndim, const int64_t *shape, wgt_tensor_view *out,
-                        const char *op)
-{
-    if (in->ndim > ndim) goto mismatch;
-    *out = *in;
-    out->ndim = ndim;
-    for (int i = ndim - 1, j = in->ndim - 1; i >= 0; i--, j--) {
-        int64_t size = j >= 0 ? in->shape[j] : 1;
-        int64_t stride = j >= 0 ? in->strides[j] : 0;
-        if (size == shape[i]) {
-            out->strides[i] = shape[i] == 1 ? 0 : stride;
-        } else if (size == 1) {
-            out->strides[i] = 0;
-        } else {
-            goto mismatch;
-        }
-        out->shape[i] = shape[i];
-    }
-    return true;
-mismatch : {
-    char a[160], b[160];
-    wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: cannot broadcast %s to %s", op,
-              wgt_shape_string(in->ndim, in->shape, a, sizeof(a)), wgt_shape_string(ndim, shape, b, sizeof(b)));
-    return false;
-}
-}
-
 wgt_tensor *wgt_expand(wgt_tensor *t, int ndim, const int64_t *shape)
 {
     if (!wgt_op_begin("wgt_expand", 1, &t)) return NULL;

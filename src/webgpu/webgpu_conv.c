@@ -1,5 +1,5 @@
 /*
- * WebGPU convolution-family kernels (WGT_KERNEL_CONV; contracts in src/backend.h):
+ * WebGPU convolution-family kernels (WGT_KERNEL_CONV; contracts in src/core/backend.h):
  *
  *   CONV_FORWARD, CONV_BACKWARD_INPUT, CONV_BACKWARD_WEIGHT
  *                          kernels/conv_gemm.wgsl   implicit GEMM, MODE 0 / 1 / 2

@@ -1,5 +1,5 @@
 /*
- * WebGPU NN kernels (WGT_KERNEL_NN; contracts in src/backend.h):
+ * WebGPU NN kernels (WGT_KERNEL_NN; contracts in src/core/backend.h):
  *
  *   NORM                    kernels/nn_norm.wgsl             one workgroup per row
  *   NORM_BACKWARD           kernels/nn_norm_backward.wgsl    one workgroup per row;

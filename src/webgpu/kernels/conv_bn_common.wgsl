@@ -1,5 +1,5 @@
 // Shared by conv_bn_partials.wgsl and conv_bn_apply.wgsl: batch norm
-// (WGT_KERNEL_CONV BATCH_NORM_FORWARD / _BACKWARD, contracts in src/backend.h)
+// (WGT_KERNEL_CONV BATCH_NORM_FORWARD / _BACKWARD, contracts in src/core/backend.h)
 // over the [N, C, L] view, element e in [0, N L) of channel c at
 // (e / L) C L + c L + e % L.
 //

@@ -1,5 +1,5 @@
 // Shared by conv_pool.wgsl and conv_pool_backward.wgsl (WGT_KERNEL_CONV
-// POOL_FORWARD / POOL_BACKWARD, contracts in src/backend.h): the parameter
+// POOL_FORWARD / POOL_BACKWARD, contracts in src/core/backend.h): the parameter
 // block and PyTorch's window arithmetic. One invocation per output element
 // (forward) or per input element (backward, which gathers: no atomics).
 // Every view is a contiguous run of f32 (f16 goes through f32 temporaries).

@@ -1,4 +1,4 @@
-// Shared by the nn_* kernels (WGT_KERNEL_NN, contracts in src/backend.h): the
+// Shared by the nn_* kernels (WGT_KERNEL_NN, contracts in src/core/backend.h): the
 // parameter block, the folded workgroup id and workgroup sums.
 //
 // Every view is a contiguous run of f32 (f16 data is converted to f32
