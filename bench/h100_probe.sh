@@ -23,8 +23,7 @@ done > "$out/gemm_bwd.txt"
 for v in "" WGT_SCATTER_SORTED=0; do
   echo "== ${v:-default}"; env $v "$W" bench --only scatter_add 2>&1 | grep scatter_add
 done > "$out/scatter.txt"
-for v in WGT_ATTENTION_BACKWARD=rows "" WGT_ATTENTION_DKDV_PREFETCH=1 WGT_ATTENTION_DKDV_TILES=32,32 \
-         WGT_ATTENTION_DKDV_TILES=64,16 WGT_ATTENTION_DQ=blocks WGT_ATTENTION_FORWARD=blocks; do
+for v in WGT_ATTENTION_BACKWARD=rows "" WGT_ATTENTION_DKDV_TILES=32,32 WGT_ATTENTION_DKDV_TILES=64,16; do
   echo "== ${v:-default}"; env $v "$W" bench --only attn_fb 2>&1 | grep attn_fb
 done > "$out/attention.txt"
 gen() { env $1 "$W" generate --bench --shape llama-3.2-1b --weights "$2" --prompt-tokens 512 --max-tokens 64 2>&1 | tail -2; }

@@ -739,10 +739,9 @@ static void check_kernel_variants(wgt_context *ctx)
     }
 }
 
-/* The kernels of 4 invocations per row or key: attention_backward_dkdv (dk
- * and dv in one pass; the default on a GPU, here forced by
- * WGT_ATTENTION_BACKWARD=dkdv), attention_backward_dq and
- * attention_forward_blocks vs the double-precision reference. dkdv:
+/* attention_backward_dkdv (dk and dv in one pass, 4 invocations per key; the
+ * default on a GPU, here forced by WGT_ATTENTION_BACKWARD=dkdv) vs the
+ * double-precision reference:
  * dropout on and off: its own small tiles (8 keys, 4 rows: several key blocks
  * and query tiles, partial last ones) on shapes that cross them, 32-key
  * blocks (with dropout the mask then reaches the dq kernel as bits; with 8
@@ -778,70 +777,7 @@ static void check_block_kernels(wgt_context *ctx)
         check_attention(ctx, label, *c, false, cases[i].dropout);
         unsetenv("WGT_ATTENTION_DKDV_TILES");
     }
-    /* WGT_ATTENTION_DKDV_PREFETCH=1: the next query tile (of the same or the
-     * group's next head) loaded during the current one */
-    setenv("WGT_ATTENTION_DKDV_PREFETCH", "1", 1);
-    static const config prefetch_cases[] = {
-        {2, 4, 2, 37, 45, 64, true},   /* GQA: the tile sequence crosses heads; causal start tiles */
-        {1, 2, 1, 21, 13, 48, false},  /* not causal, Tq > Tk */
-    };
-    for (size_t i = 0; i < sizeof(prefetch_cases) / sizeof(prefetch_cases[0]); i++) {
-        const config *c = &prefetch_cases[i];
-        setenv("WGT_ATTENTION_DKDV_TILES", "32,8", 1);
-        snprintf(label, sizeof(label), "webgpu dkdv prefetch attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s",
-                 (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
-                 (long long)c->D, c->causal ? " causal" : "");
-        check_attention(ctx, label, *c, false, 0.2);
-        unsetenv("WGT_ATTENTION_DKDV_TILES");
-    }
-    unsetenv("WGT_ATTENTION_DKDV_PREFETCH");
-
-    /* attention_backward_dq (WGT_ATTENTION_DQ=blocks): after the dk/dv kernel
-     * with the mask as bits (64-key blocks), after it without (8-key blocks:
-     * dq draws the mask itself), and without dropout */
-    setenv("WGT_ATTENTION_DQ", "blocks", 1);
-    static const struct {
-        config c;
-        double dropout;
-        const char *tiles;
-    } dq_cases[] = {
-        {{1, 2, 1, 70, 70, 64, true}, 0.2, NULL},    /* mask bits, partial row block and key tile */
-        {{2, 2, 1, 37, 45, 48, true}, 0.2, "8,4"},   /* Philox in dq, Tq < Tk, GQA */
-        {{1, 2, 2, 13, 6, 8, true}, 0.0, "8,4"},     /* rows that see no key */
-        {{1, 4, 2, 75, 40, 32, false}, 0.3, NULL},   /* not causal, Tq > Tk, two row blocks */
-    };
-    for (size_t i = 0; i < sizeof(dq_cases) / sizeof(dq_cases[0]); i++) {
-        const config *c = &dq_cases[i].c;
-        if (dq_cases[i].tiles) setenv("WGT_ATTENTION_DKDV_TILES", dq_cases[i].tiles, 1);
-        snprintf(label, sizeof(label), "webgpu dq blocks attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f",
-                 (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
-                 (long long)c->D, c->causal ? " causal" : "", dq_cases[i].dropout);
-        check_attention(ctx, label, *c, false, dq_cases[i].dropout);
-        unsetenv("WGT_ATTENTION_DKDV_TILES");
-    }
-    unsetenv("WGT_ATTENTION_DQ");
     unsetenv("WGT_ATTENTION_BACKWARD");
-
-    /* attention_forward_blocks (WGT_ATTENTION_FORWARD=blocks): out and lse vs
-     * the reference, its lse feeding the default backward */
-    setenv("WGT_ATTENTION_FORWARD", "blocks", 1);
-    static const struct {
-        config c;
-        double dropout;
-    } fwd_cases[] = {
-        {{1, 2, 1, 70, 70, 64, true}, 0.2},    /* causal, partial row block and key tile */
-        {{2, 2, 1, 37, 45, 48, true}, 0.0},    /* Tq < Tk, GQA, D4 = 12 */
-        {{1, 2, 2, 13, 6, 8, true}, 0.3},      /* rows that see no key (lse -inf, zeros) */
-        {{1, 4, 2, 75, 40, 32, false}, 0.25},  /* not causal, Tq > Tk, two row blocks */
-    };
-    for (size_t i = 0; i < sizeof(fwd_cases) / sizeof(fwd_cases[0]); i++) {
-        const config *c = &fwd_cases[i].c;
-        snprintf(label, sizeof(label), "webgpu forward blocks attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f",
-                 (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
-                 (long long)c->D, c->causal ? " causal" : "", fwd_cases[i].dropout);
-        check_attention(ctx, label, *c, false, fwd_cases[i].dropout);
-    }
-    unsetenv("WGT_ATTENTION_FORWARD");
 }
 
 /* ------------------------------------------------------------------ main */

@@ -110,8 +110,7 @@ bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 /* The pipeline of kernel file (after attention_common) with constants D4, BQ,
  * BK and (attention_backward_kv) which gradients it computes (want: bit 0 dk,
  * bit 1 dv; bit 2: MASK_BITS, the dropout mask passed from dk/dv to dq as
- * bits; bit 3: PREFETCH, attention_backward_dkdv loads the next query tile
- * into registers during the current one), cached under a key naming them. */
+ * bits), cached under a key naming them. */
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4, uint32_t bq, uint32_t bk,
                                unsigned want, int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
 {
@@ -124,9 +123,8 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
     char consts[256];
     snprintf(consts, sizeof(consts),
              "const D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
-             "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\nconst PREFETCH: bool = %s;\n",
-             d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false",
-             want & 8 ? "true" : "false");
+             "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\n",
+             d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false");
     size_t n = strlen(consts) + strlen(common) + strlen(body) + 1;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -265,13 +263,12 @@ static uint64_t flash_forward_shared(uint32_t bq, uint32_t bk, uint32_t d4)
  * on an H100 at B 8, H 12, T 1024, D 64 causal it took 0.87 ms with 128-row
  * blocks and 16-key tiles, flash 1.23-1.34 ms, tiled 1.18 ms; see
  * docs/performance.md). */
-typedef enum { FORWARD_FLASH, FORWARD_TILED, FORWARD_ROWS, FORWARD_BLOCKS } forward_kernel;
+typedef enum { FORWARD_FLASH, FORWARD_TILED, FORWARD_ROWS } forward_kernel;
 
 static forward_kernel forward_choice(const webgpu_backend *wg)
 {
     const char *env = getenv("WGT_ATTENTION_FORWARD");
     if (env && strcmp(env, "rows") == 0) return FORWARD_ROWS;
-    if (env && strcmp(env, "blocks") == 0) return FORWARD_BLOCKS;
     if (env && strcmp(env, "flash") == 0) return FORWARD_FLASH;
     if (env && strcmp(env, "tiled") == 0) return FORWARD_TILED;
     return software(wg) ? FORWARD_FLASH : FORWARD_ROWS;
@@ -304,19 +301,6 @@ static uint32_t tiled_forward_rows(const webgpu_backend *wg, const attention_til
     return 0;
 }
 
-/* Rows per workgroup of attention_forward_blocks (4 invocations per row,
- * 32-key tiles; WGT_ATTENTION_FORWARD=blocks, not measured on a GPU yet):
- * 64 where the limits allow (26 KiB at D = 64), 0: use attention_forward. */
-static uint32_t blocks_forward_rows(const webgpu_backend *wg, uint32_t d4)
-{
-    if (d4 > 16) return 0;
-    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
-    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
-    for (uint32_t bq = 64; bq >= 8; bq /= 2)
-        if (4 * bq <= threads && 1024ull * d4 + 148ull * bq <= wg->limits.maxComputeWorkgroupStorageSize) return bq;
-    return 0;
-}
-
 static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
 {
     const char *op = call->op_name;
@@ -329,11 +313,9 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     uint32_t bk = 32, bq = 0;
     if (kernel == FORWARD_FLASH && !(bq = flash_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_TILED;
     if (kernel == FORWARD_TILED && !(bq = tiled_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_ROWS;
-    if (kernel == FORWARD_BLOCKS && !(bq = blocks_forward_rows(wg, d4))) kernel = FORWARD_ROWS;
     uint32_t rows = kernel == FORWARD_ROWS ? t.rows : bq;
     webgpu_pipeline *pipe;
-    wgt_status s = kernel == FORWARD_BLOCKS  ? get_pipeline(wg, "attention_forward_blocks", d4, bq, 32, 0, 3, 2, op, &pipe)
-                   : kernel == FORWARD_FLASH ? get_pipeline(wg, "attention_forward_flash", d4, bq, bk, 0, 3, 2, op, &pipe)
+    wgt_status s = kernel == FORWARD_FLASH   ? get_pipeline(wg, "attention_forward_flash", d4, bq, bk, 0, 3, 2, op, &pipe)
                    : kernel == FORWARD_TILED ? get_pipeline(wg, "attention_forward_tiled", d4, bq, bk, 0, 3, 2, op, &pipe)
                                              : get_pipeline(wg, "attention_forward", d4, t.rows, t.keys, 0, 3, 2, op, &pipe);
     if (s != WGT_OK) return s;
@@ -414,21 +396,6 @@ static bool dkdv_tiles(const webgpu_backend *wg, uint32_t d4, uint32_t *bk, uint
     return 4 * *bk <= threads && dkdv_shared(*bk, *bq, d4) <= shared;
 }
 
-/* Rows per workgroup of attention_backward_dq (4 invocations per row, 32-key
- * tiles): 64 (256 invocations) where the limits allow; false: it does not
- * apply (q and dout rows in registers: D <= 64) or does not fit (24 KiB at
- * D = 64: k, v tiles [32][d4] and the ds tile [32][bq]). */
-static bool dq_block_rows(const webgpu_backend *wg, uint32_t d4, uint32_t *bq)
-{
-    if (d4 > 16) return false;
-    uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
-    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
-    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
-    for (*bq = 64; *bq >= 8; *bq /= 2)
-        if (4 * *bq <= threads && 16ull * 2 * 32 * d4 + 4ull * 32 * *bq <= shared) return true;
-    return false;
-}
-
 static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
 {
     const char *op = call->op_name;
@@ -457,14 +424,8 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     bool tiled_q = tiled && (both || (env && strcmp(env, "q_tiled") == 0));
     uint32_t dkdv_bk = 0, dkdv_bq = 0;
     bool dkdv = !tiled_kv && (env ? strcmp(env, "dkdv") == 0 : !software(wg)) && dkdv_tiles(wg, d4, &dkdv_bk, &dkdv_bq);
-    /* dq: one row per invocation by default; WGT_ATTENTION_DQ=blocks takes
-     * attention_backward_dq (4 invocations per row, dq += ds k as a small GEMM
-     * over shared tiles; not measured on a GPU yet) */
-    const char *dq_env = getenv("WGT_ATTENTION_DQ");
-    uint32_t dq_bq = 0;
-    bool dq_blocks = !tiled_q && dq_env && strcmp(dq_env, "blocks") == 0 && dq_block_rows(wg, d4, &dq_bq);
     uint32_t kv_keys = tiled_kv ? 32 : dkdv ? dkdv_bk : t.kv_keys;
-    uint32_t dq_rows = tiled_q ? q_rows : dq_blocks ? dq_bq : t.rows;
+    uint32_t dq_rows = tiled_q ? q_rows : t.rows;
     bool split = !tiled_kv && !dkdv && d4 > t.joint_d4;
     /* With dropout, attention_backward_dkdv hands its mask to the dq kernel as
      * bits ([rows][ceil(Tk / 32)] words after delta in one buffer: 1/8 byte
@@ -475,24 +436,17 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     bool mask = dkdv && !tiled_q && p.dropout && dkdv_bk % 32 == 0 && !(mask_env && strcmp(mask_env, "0") == 0) &&
                 rows * (1 + words) < UINT32_MAX && rows * (1 + words) * 4 <= wg->limits.maxStorageBufferBindingSize &&
                 rows * (1 + words) * 4 <= wg->limits.maxBufferSize;
-    /* WGT_ATTENTION_DKDV_PREFETCH=1: the dk/dv kernel prefetches the next
-     * query tile into registers (8 more floats per invocation at D = 64; not
-     * measured on a GPU yet) */
-    const char *prefetch_env = getenv("WGT_ATTENTION_DKDV_PREFETCH");
-    bool dkdv_prefetch = prefetch_env && strcmp(prefetch_env, "1") == 0;
     webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;
     wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, t.rows, t.keys, 0, 2, 1, op, &prepare);
     if (s == WGT_OK && tiled_kv)
         s = get_pipeline(wg, "attention_backward_kv_tiled", d4, kv_rows, 32, 3, 6, 2, op, &kv[0]);
     else if (s == WGT_OK && dkdv)
-        s = get_pipeline(wg, "attention_backward_dkdv", d4, dkdv_bq, dkdv_bk, 3 | (mask ? 4 : 0) | (dkdv_prefetch ? 8 : 0),
-                         5, 3, op, &kv[0]);
+        s = get_pipeline(wg, "attention_backward_dkdv", d4, dkdv_bq, dkdv_bk, 3 | (mask ? 4 : 0), 5, 3, op,
+                         &kv[0]);
     else if (s == WGT_OK)
         s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, split ? 1 : 3, 6, 2, op, &kv[0]);
     if (s == WGT_OK && split) s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, 2, 6, 2, op, &kv[1]);
-    if (s == WGT_OK && dq_blocks)
-        s = get_pipeline(wg, "attention_backward_dq", d4, dq_bq, 32, mask ? 4 : 0, 6, 1, op, &dq);
-    else if (s == WGT_OK)
+    if (s == WGT_OK)
         s = get_pipeline(wg, tiled_q ? "attention_backward_q_tiled" : "attention_backward_q", d4, dq_rows, t.keys,
                          mask ? 4 : 0, 6, 1, op, &dq);
     if (s != WGT_OK) return s;

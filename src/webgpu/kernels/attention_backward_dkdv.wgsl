@@ -125,34 +125,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // causal: rows before the first one that sees key j0 see none of the block
     var i_start = 0u;
     if (params.causal != 0u) { i_start = u32(max(i32(j0) - (i32(params.Tk) - i32(params.Tq)), 0)) / BQ * BQ; }
-    // the query tiles of every head of the group, as one sequence (so the next
-    // one is known for the prefetch)
+    // the query tiles of every head of the group, as one sequence
     let tiles_per_head = (params.Tq - i_start + BQ - 1u) / BQ;
     let n_tiles = tiles_per_head * params.group;
-
-    // PREFETCH: the next tile's q and dout quads are loaded into registers
-    // while this one is computed (their latency is otherwise exposed once per
-    // tile: few workgroups fit on a multiprocessor)
-    var qn: array<vec4<f32>, NPF>;
+    var qn: array<vec4<f32>, NPF>;   // this tile's q and dout quads, staged in registers
     var on: array<vec4<f32>, NPF>;
-    if (PREFETCH && n_tiles > 0u) { fetch_tile(&qn, &on, b, g * params.group, i_start, lid); }
 
     for (var t = 0u; t < n_tiles; t++) {
         let h = g * params.group + t / tiles_per_head;
         let i0 = i_start + (t % tiles_per_head) * BQ;
         let row_base = (b * params.H + h) * params.Tq;
         workgroupBarrier();   // the previous tile's update step is done with the tiles
-        if (!PREFETCH) { fetch_tile(&qn, &on, b, h, i0, lid); }
+        fetch_tile(&qn, &on, b, h, i0, lid);
         for (var x = 0u; x < NPF; x++) {
             let s = lid + x * WG;
             if (s < BQ * D4) {
                 q_tile[s] = qn[x];
                 do_tile[s] = on[x];
             }
-        }
-        if (PREFETCH && t + 1u < n_tiles) {
-            fetch_tile(&qn, &on, b, g * params.group + (t + 1u) / tiles_per_head,
-                       i_start + ((t + 1u) % tiles_per_head) * BQ, lid);
         }
         if (params.dropout != 0u) {
             for (var s = lid; s < BQ * BK4; s += WG) {
