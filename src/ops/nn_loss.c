@@ -336,6 +336,17 @@ fail:
 
 /* ------------------------------------------------------------- dropout */
 
+/* value's dropped form in e: where(u >= p, value * 1/(1-p), 0), u the output
+ * element's Philox uniform (e->seed). p and the scale are f32 constants on
+ * both backends, so mask and products are bit-identical; p = 0 keeps value. */
+static int dropout_expr(wgt_expr *e, int value, double p)
+{
+    if (p <= 0) return value;
+    int keep = wgt_expr_binary(e, WGT_EXPR_GE, wgt_expr_rand(e, WGT_EXPR_RAND_UNIFORM), wgt_expr_const(e, p, WGT_EXPR_F32));
+    int scaled = wgt_expr_binary(e, WGT_EXPR_MUL, value, wgt_expr_const(e, 1.0 / (1.0 - p), WGT_EXPR_F32));
+    return wgt_expr_where(e, keep, scaled, wgt_expr_const(e, 0.0, WGT_EXPR_F32));
+}
+
 wgt_tensor *wgt_dropout_apply(wgt_tensor *x, double p, uint64_t seed, const char *op)
 {
     wgt_context *ctx = wgt_op_begin(op, 1, &x);
@@ -348,19 +359,10 @@ wgt_tensor *wgt_dropout_apply(wgt_tensor *x, double p, uint64_t seed, const char
         wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: p = %g is outside [0, 1)", op, p);
         return NULL;
     }
-    /* keep = u >= p with u the element's Philox uniform; kept values * 1/(1-p).
-     * p and the scale are f32 constants on both backends, so the mask and the
-     * products are bit-identical. p = 0 is a plain copy. */
-    wgt_expr e;
+    wgt_expr e; /* p = 0: a plain copy */
     wgt_expr_init(&e);
     e.seed = seed;
-    int xin = wgt_expr_input(&e, 0, WGT_EXPR_F32);
-    if (p > 0) {
-        int keep = wgt_expr_binary(&e, WGT_EXPR_GE, wgt_expr_rand(&e, WGT_EXPR_RAND_UNIFORM),
-                                   wgt_expr_const(&e, p, WGT_EXPR_F32));
-        int scaled = wgt_expr_binary(&e, WGT_EXPR_MUL, xin, wgt_expr_const(&e, 1.0 / (1.0 - p), WGT_EXPR_F32));
-        wgt_expr_where(&e, keep, scaled, wgt_expr_const(&e, 0.0, WGT_EXPR_F32));
-    }
+    dropout_expr(&e, wgt_expr_input(&e, 0, WGT_EXPR_F32), p);
     wgt_tensor *out = wgt_tensor_alloc(ctx, x->view.dtype, x->view.ndim, x->view.shape, op);
     if (out && wgt_run_elementwise(ctx, op, &e, 1, &x, out) != WGT_OK) {
         wgt_tensor_release(out);
@@ -420,14 +422,8 @@ wgt_tensor *wgt_dropout_add(wgt_tensor *x, wgt_tensor *h, double p, uint64_t see
     wgt_expr e;
     wgt_expr_init(&e);
     e.seed = seed;
-    int xin = wgt_expr_input(&e, 0, WGT_EXPR_F32), hin = wgt_expr_input(&e, 1, WGT_EXPR_F32);
-    if (p > 0) {
-        int keep = wgt_expr_binary(&e, WGT_EXPR_GE, wgt_expr_rand(&e, WGT_EXPR_RAND_UNIFORM),
-                                   wgt_expr_const(&e, p, WGT_EXPR_F32));
-        int scaled = wgt_expr_binary(&e, WGT_EXPR_MUL, hin, wgt_expr_const(&e, 1.0 / (1.0 - p), WGT_EXPR_F32));
-        hin = wgt_expr_where(&e, keep, scaled, wgt_expr_const(&e, 0.0, WGT_EXPR_F32));
-    }
-    wgt_expr_binary(&e, WGT_EXPR_ADD, xin, hin);
+    int xin = wgt_expr_input(&e, 0, WGT_EXPR_F32);
+    wgt_expr_binary(&e, WGT_EXPR_ADD, xin, dropout_expr(&e, wgt_expr_input(&e, 1, WGT_EXPR_F32), p));
     wgt_dtype dtype = x->view.dtype == WGT_F16 && h->view.dtype == WGT_F16 ? WGT_F16 : WGT_F32;
     wgt_tensor *out = wgt_tensor_alloc(ctx, dtype, x->view.ndim, x->view.shape, op);
     if (out && wgt_run_elementwise(ctx, op, &e, 2, args, out) != WGT_OK) {
