@@ -702,9 +702,10 @@ static void check_matmul_ex(wgt_context *ctx, const char *name)
 }
 
 /* The WebGPU backend's other attention kernels (chosen by environment
- * variables read on every call) against the same double-precision reference,
- * forward and backward: the default ones run in run_backend. */
-static void check_kernel_variants(wgt_context *ctx)
+ * variables read when a context is created: one context per variant) against
+ * the same double-precision reference, forward and backward: the default ones
+ * run in run_backend. */
+static void check_kernel_variants(void)
 {
     static const char *const variants[][4] = {
         {"WGT_ATTENTION_FORWARD", "rows", "WGT_ATTENTION_BACKWARD", "rows"},   /* a GPU's kernels (its tiles below) */
@@ -720,11 +721,12 @@ static void check_kernel_variants(wgt_context *ctx)
     };
     char label[200];
     for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
-        setenv(variants[v][0], variants[v][1], 1);
-        if (variants[v][2]) setenv(variants[v][2], variants[v][3], 1);
         /* a GPU's kernels and tiles on every shape; each other variant on one
          * (lavapipe compiles every pipeline anew: each costs seconds of CPU) */
-        if (v == 0) setenv("WGT_ATTENTION_TILES", "128,16,128,16,8", 1);
+        const char *env[7] = {variants[v][0], variants[v][1], variants[v][2], variants[v][3], NULL, NULL, NULL};
+        if (v == 0) env[4] = "WGT_ATTENTION_TILES", env[5] = "128,16,128,16,8";
+        wgt_context *ctx = test_context_env(NULL, env);
+        if (!ctx) continue;
         size_t n_configs = v == 0 ? sizeof(configs) / sizeof(configs[0]) : 1;
         for (size_t i = 0; i < n_configs; i++) {
             const config *c = &configs[i];
@@ -733,9 +735,7 @@ static void check_kernel_variants(wgt_context *ctx)
                      (long long)c->Tq, (long long)c->Tk, (long long)c->D, c->causal ? " causal" : "");
             check_attention(ctx, label, *c, false, 0.0);
         }
-        unsetenv(variants[v][0]);
-        if (variants[v][2]) unsetenv(variants[v][2]);
-        unsetenv("WGT_ATTENTION_TILES");
+        wgt_context_destroy(ctx);
     }
 }
 
@@ -747,7 +747,7 @@ static void check_kernel_variants(wgt_context *ctx)
  * blocks (with dropout the mask then reaches the dq kernel as bits; with 8
  * keys dq draws it again) and the default tiles. D <= 64 only (beyond, the
  * former kernels run). */
-static void check_block_kernels(wgt_context *ctx)
+static void check_block_kernels(void)
 {
     static const struct {
         config c;
@@ -766,18 +766,27 @@ static void check_block_kernels(wgt_context *ctx)
         {{1, 2, 2, 13, 6, 8, true}, 0.3, "32,4"},     /* rows that see no key */
     };
     char label[200];
-    setenv("WGT_ATTENTION_BACKWARD", "dkdv", 1);
+    /* the knobs are read when a context is created: one per run of cases with
+     * the same tiles (those share their compiled kernels) */
+    wgt_context *ctx = NULL;
+    const char *ctx_tiles = NULL;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const config *c = &cases[i].c;
-        if (cases[i].tiles) setenv("WGT_ATTENTION_DKDV_TILES", cases[i].tiles, 1);
+        const char *tiles = cases[i].tiles;
+        if (!ctx || (tiles ? !ctx_tiles || strcmp(tiles, ctx_tiles) != 0 : ctx_tiles != NULL)) {
+            wgt_context_destroy(ctx);
+            ctx = test_context_env(NULL, (const char *[]){"WGT_ATTENTION_BACKWARD", "dkdv",
+                                                          "WGT_ATTENTION_DKDV_TILES", tiles, NULL});
+            ctx_tiles = tiles;
+            if (!ctx) return;
+        }
         snprintf(label, sizeof(label), "webgpu dkdv attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f tiles %s",
                  (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
                  (long long)c->D, c->causal ? " causal" : "", cases[i].dropout,
                  cases[i].tiles ? cases[i].tiles : "default");
         check_attention(ctx, label, *c, false, cases[i].dropout);
-        unsetenv("WGT_ATTENTION_DKDV_TILES");
     }
-    unsetenv("WGT_ATTENTION_BACKWARD");
+    wgt_context_destroy(ctx);
 }
 
 /* ------------------------------------------------------------------ main */
@@ -819,8 +828,8 @@ static void run_backend(wgt_context *ctx, wgt_context *other, const char *name)
     snprintf(label, sizeof(label), "%s attention dropout", name);
     check_dropout(ctx, other, label);
     check_attention_bad_input(ctx);
-    if (strcmp(name, "webgpu") == 0) check_kernel_variants(ctx);
-    if (strcmp(name, "webgpu") == 0) check_block_kernels(ctx);
+    if (strcmp(name, "webgpu") == 0) check_kernel_variants();
+    if (strcmp(name, "webgpu") == 0) check_block_kernels();
     check_rope(ctx, name);
     check_rope_grad(ctx, name);
     check_linear(ctx, name);

@@ -686,7 +686,7 @@ static void test_bad_input(wgt_context *ctx, const char *backend)
  * former paths (front-end splits summed by a
  * REDUCE, unphased input gradient, B loads along columns, every load doing
  * its own index divisions). */
-static void test_conv_variants(wgt_context *ctx)
+static void test_conv_variants(void)
 {
     static const char *variants[][8] = {
         {"WGT_CONV_SPLITK", "5", NULL, NULL, NULL, NULL, NULL, NULL},
@@ -698,29 +698,20 @@ static void test_conv_variants(wgt_context *ctx)
         {"WGT_CONV_BK", "16", "WGT_CONV_SPLITK", "45", "WGT_CONV_DBUF", "0", NULL, NULL},
         {"WGT_CONV_SPLITK", "0", "WGT_CONV_PHASES", "0", "WGT_CONV_LOADS", "0", "WGT_CONV_RTAB", "0"},
     };
-    const char *names[] = {"WGT_CONV_SPLITK", "WGT_CONV_TILE", "WGT_CONV_PHASES", "WGT_CONV_LOADS", "WGT_CONV_RTAB",
-                           "WGT_CONV_BK", "WGT_CONV_DBUF", "WGT_CONV_STEM"};
-    enum { N_NAMES = sizeof(names) / sizeof(names[0]) };
-    char saved[N_NAMES][32];
-    bool had[N_NAMES];
-    for (int i = 0; i < N_NAMES; i++) {
-        const char *e = getenv(names[i]);
-        had[i] = e != NULL;
-        snprintf(saved[i], sizeof(saved[i]), "%s", e ? e : "");
-    }
+    /* the knobs are read when a context is created: one context per variant */
     for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
         char label[128] = "webgpu";
         size_t used = strlen(label);
         for (int i = 0; i < 8; i += 2)
-            if (variants[v][i]) {
-                setenv(variants[v][i], variants[v][i + 1], 1);
+            if (variants[v][i])
                 used += (size_t)snprintf(label + used, sizeof(label) - used, " %s=%s", variants[v][i], variants[v][i + 1]);
-            }
+        const char *env[9] = {variants[v][0], variants[v][1], variants[v][2], variants[v][3],
+                              variants[v][4], variants[v][5], variants[v][6], variants[v][7], NULL};
+        wgt_context *ctx = test_context_env(NULL, env);
+        if (!ctx) continue;
         for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++) test_conv_case(ctx, label, &conv_cases[i]);
-        for (int i = 0; i < N_NAMES; i++) {
-            if (had[i]) setenv(names[i], saved[i], 1);
-            else unsetenv(names[i]);
-        }
+        CHECK(wgt_context_status(ctx) == WGT_OK, "%s: context usable: %s", label, wgt_context_error_message(ctx));
+        wgt_context_destroy(ctx);
     }
 }
 
@@ -742,7 +733,7 @@ int main(void)
         test_group_norm(contexts[k], names[k], 4, (const int64_t[]){2, 6, 4, 3}, 3, true);
         test_group_norm(contexts[k], names[k], 3, (const int64_t[]){3, 4, 5}, 4, false);
         test_bad_input(contexts[k], names[k]);
-        if (k == 1) test_conv_variants(contexts[k]);
+        if (k == 1) test_conv_variants();
         CHECK(wgt_context_status(contexts[k]) == WGT_OK, "%s context usable: %s", names[k],
               wgt_context_error_message(contexts[k]));
         wgt_execution_stats es;

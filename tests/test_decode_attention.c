@@ -147,7 +147,9 @@ static double lse_error(const float *got, const double *want, int64_t n)
     return err;
 }
 
-static void check_case(wgt_context *gpu, wgt_context *cpu, const dcase *c, bool expect_decode)
+/* general: a WebGPU context created with WGT_DECODE_ATTN=0 (the knob is read
+ * when a context is created), where the general kernels run; NULL: skip. */
+static void check_case(wgt_context *gpu, wgt_context *general, wgt_context *cpu, const dcase *c, bool expect_decode)
 {
     const int64_t qn = c->B * c->H * c->Tq * c->D, kn = c->B * c->Hkv * c->Tk * c->D, rows = qn / c->D;
     float *q = malloc((size_t)qn * 4), *k = malloc((size_t)kn * 4), *v = malloc((size_t)kn * 4);
@@ -185,17 +187,12 @@ static void check_case(wgt_context *gpu, wgt_context *cpu, const dcase *c, bool 
             le = fmax(le, isinf(cpu_lse[i]) ? (got_lse[i] == cpu_lse[i] ? 0 : INFINITY) : fabs(got_lse[i] - cpu_lse[i]));
         CHECK(le < lse_tol, "%s: WebGPU vs CPU lse difference %.3g", c->name, le);
     }
-    if (expect_decode) { /* the general kernels, switched back on, agree */
-        const char *prev = getenv("WGT_DECODE_ATTN");
-        char *saved = prev ? strdup(prev) : NULL;
-        setenv("WGT_DECODE_ATTN", "0", 1);
-        if (run_case(gpu, c, q, k, v, old, old_lse, &n_old)) {
+    if (expect_decode && general) { /* the general kernels, switched back on, agree */
+        if (run_case(general, c, q, k, v, old, old_lse, &n_old)) {
             CHECK(n_old > 2 || !c->f16, "%s: WGT_DECODE_ATTN=0 still took %llu dispatches", c->name,
                   (unsigned long long)n_old);
             CHECK(out_error(old, want, qn) < tol, "%s: general kernels' error %.3g", c->name, out_error(old, want, qn));
         }
-        if (saved) setenv("WGT_DECODE_ATTN", saved, 1), free(saved);
-        else unsetenv("WGT_DECODE_ATTN");
     }
     free(q), free(k), free(v), free(want), free(want_lse), free(got), free(got_lse);
     free(cpu_out), free(cpu_lse), free(old), free(old_lse);
@@ -221,16 +218,20 @@ int main(void)
         {"d80_group8",               1, 8, 1, 1, 190, 80, true, false, false, 0},
         {"f16_short_tk20",           1, 4, 2, 1, 20, 64, true, true, false, 0},   /* f16: taken at any Tk */
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) check_case(gpu, cpu, &cases[i], true);
+    /* the knob is read when a context is created: one context per setting */
+    wgt_context *general = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "0", NULL});
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) check_case(gpu, general, cpu, &cases[i], true);
+    wgt_context_destroy(general);
 
     /* forced for short K: rows that see no key (Tq > Tk, causal) and a single chunk */
-    setenv("WGT_DECODE_ATTN", "1", 1);
+    wgt_context *forced_gpu = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "1", NULL});
     static const dcase forced[] = {
         {"forced_tq4_tk2_unseen",    1, 2, 1, 4, 2, 16, true, false, false, 0},
         {"forced_f16_tk5",           1, 4, 4, 1, 5, 8, false, true, false, 0},
     };
-    for (size_t i = 0; i < sizeof(forced) / sizeof(forced[0]); i++) check_case(gpu, cpu, &forced[i], false);
-    unsetenv("WGT_DECODE_ATTN");
+    for (size_t i = 0; forced_gpu && i < sizeof(forced) / sizeof(forced[0]); i++)
+        check_case(forced_gpu, NULL, cpu, &forced[i], false);
+    wgt_context_destroy(forced_gpu);
 
     /* bad input still comes back as a status: mismatched heads (H % Hkv != 0) */
     wgt_scope_push(gpu);

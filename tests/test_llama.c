@@ -6,7 +6,7 @@
  *  - prefill + one-token decode steps give the logits of one full forward;
  *  - config / weight errors: unsupported architecture, missing field, missing
  *    tensor, shape mismatch, each refused with a message naming it. */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv, strdup */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,18 +170,30 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen)
                 /* f16 weights take the f32 activations as they are (f32 x f16
                  * products): against WGT_LLAMA_CAST_F16=1, which casts them,
                  * the step saves the casts before q/k/v and gate/up in every
-                 * layer and the one before the head; same token */
+                 * layer and the one before the head; same token. The knob is
+                 * read when a model is built: the same model (seed 7) again */
                 wgt_execution_stats c0, c1;
-                llama_cache_reset(full);
-                wgt_tensor_release(llama_forward(full, toks, 3, false, msg, sizeof(msg)));
-                wgt_synchronize(ctx);
+                const char *was = getenv("WGT_LLAMA_CAST_F16");
+                char *saved_env = was ? strdup(was) : NULL;
                 setenv("WGT_LLAMA_CAST_F16", "1", 1);
-                wgt_execution_stats_get(ctx, &c0);
-                wgt_tensor *lc = llama_forward(full, &toks[3], 1, false, msg, sizeof(msg));
-                const int32_t next_cast = llama_argmax(lc);
-                wgt_tensor_release(lc);
-                wgt_execution_stats_get(ctx, &c1);
-                unsetenv("WGT_LLAMA_CAST_F16");
+                llama_model *mc = llama_create_random(ctx, &cfg, kinds[w], 7, msg, sizeof(msg));
+                if (saved_env) setenv("WGT_LLAMA_CAST_F16", saved_env, 1), free(saved_env);
+                else unsetenv("WGT_LLAMA_CAST_F16");
+                llama_cache *cast_cache = mc ? llama_cache_create(mc, 16, msg, sizeof(msg)) : NULL;
+                CHECK(cast_cache != NULL, "model with WGT_LLAMA_CAST_F16=1: %s", msg);
+                int32_t next_cast = -1;
+                memset(&c0, 0, sizeof(c0)), memset(&c1, 0, sizeof(c1));
+                if (cast_cache) {
+                    wgt_tensor_release(llama_forward(cast_cache, toks, 3, false, msg, sizeof(msg)));
+                    wgt_synchronize(ctx);
+                    wgt_execution_stats_get(ctx, &c0);
+                    wgt_tensor *lc = llama_forward(cast_cache, &toks[3], 1, false, msg, sizeof(msg));
+                    next_cast = llama_argmax(lc);
+                    wgt_tensor_release(lc);
+                    wgt_execution_stats_get(ctx, &c1);
+                }
+                llama_cache_destroy(cast_cache);
+                llama_destroy(mc);
                 const unsigned long long now = s1.dispatches - s0.dispatches, cast = c1.dispatches - c0.dispatches;
                 const unsigned long long saved = 2ull * (unsigned long long)llama_model_config(m)->n_layers + 1;
                 CHECK(cast == now + saved && next_cast == next,

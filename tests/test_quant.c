@@ -228,6 +228,22 @@ static void check_mixed(wgt_context *ctx, const char *backend, int64_t M, int64_
     free(af), free(bf), free(ah), free(bh), free(got);
 }
 
+/* The knobs (WGT_SPLITK, WGT_QUANT_TILE, ...) are read when a context is
+ * created: for a WebGPU ctx, a new one created with env (name, value pairs,
+ * NULL-terminated: test_context_env), else (the CPU has no such knobs) ctx
+ * itself. Give it back with knobs_done. */
+static wgt_context *with_knobs(wgt_context *ctx, const char *const *env)
+{
+    if (wgt_context_backend(ctx) != WGT_BACKEND_WEBGPU) return ctx;
+    wgt_context *k = test_context_env(NULL, env);
+    return k ? k : ctx; /* test_context_env counted the failure */
+}
+
+static void knobs_done(wgt_context *k, wgt_context *ctx)
+{
+    if (k != ctx) wgt_context_destroy(k);
+}
+
 /* The mixed products llama runs (decode and prefill), the f16 emulation, the
  * W x form (matrix first), and the refusals of mixes that are not f32 x f16. */
 static void check_mixed_all(wgt_context *ctx, const char *backend)
@@ -240,16 +256,18 @@ static void check_mixed_all(wgt_context *ctx, const char *backend)
     check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F32);    /* prefill: tiled GEMM, edges */
     check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F16);
     check_mixed(ctx, backend, 20, 33, 64, true, 1, WGT_F32);     /* f16 first, unaligned */
-    setenv("WGT_SPLITK", "2", 1);                                /* split-K: parts in f32, then the reduction */
-    check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F16);
-    unsetenv("WGT_SPLITK");
-    setenv("WGT_MATMUL_CONFIG", "tile128x128k8t", 1);            /* x read along k copied transposed first */
-    check_mixed(ctx, backend, 12, 1024, 32, false, 0, WGT_F32);
-    unsetenv("WGT_MATMUL_CONFIG");
-    setenv("WGT_MATMUL_F16_EMULATE", "1", 1);                    /* devices without shader-f16 */
-    check_mixed(ctx, backend, 37, 70, 96, false, 0, WGT_F32);
-    check_mixed(ctx, backend, 1, 70, 256, false, 0, WGT_F16);
-    unsetenv("WGT_MATMUL_F16_EMULATE");
+    /* split-K: parts in f32, then the reduction */
+    wgt_context *kc = with_knobs(ctx, (const char *[]){"WGT_SPLITK", "2", NULL});
+    check_mixed(kc, backend, 37, 70, 96, false, 0, WGT_F16);
+    knobs_done(kc, ctx);
+    /* x read along k copied transposed first */
+    kc = with_knobs(ctx, (const char *[]){"WGT_MATMUL_CONFIG", "tile128x128k8t", NULL});
+    check_mixed(kc, backend, 12, 1024, 32, false, 0, WGT_F32);
+    knobs_done(kc, ctx);
+    kc = with_knobs(ctx, (const char *[]){"WGT_MATMUL_F16_EMULATE", "1", NULL}); /* no shader-f16 */
+    check_mixed(kc, backend, 37, 70, 96, false, 0, WGT_F32);
+    check_mixed(kc, backend, 1, 70, 256, false, 0, WGT_F16);
+    knobs_done(kc, ctx);
     /* W [N, K] f16 @ x [K, 1] f32: the matrix is a */
     {
         const int64_t N = 45, K = 128;
@@ -306,14 +324,16 @@ static void run(wgt_context *ctx, const char *backend)
         check_bits(ctx, backend, bits, 67, 130, 96);
         /* the larger tiles (8 x 4 and 8 x 8 outputs per invocation; 128 x 128
          * needs 36 KiB of workgroup memory, which lavapipe lacks: 64 x 64 then) */
-        setenv("WGT_QUANT_TILE", "128x64", 1);
-        check_bits(ctx, backend, bits, 131, 129, 64);
-        setenv("WGT_QUANT_TILE", "128x128", 1);
-        check_bits(ctx, backend, bits, 131, 129, 64);
-        unsetenv("WGT_QUANT_TILE");
-        setenv("WGT_QUANT_TILED", "0", 1); /* the old per-column kernel still answers for prefill */
-        check_bits(ctx, backend, bits, 67, 130, 96);
-        unsetenv("WGT_QUANT_TILED");
+        wgt_context *k = with_knobs(ctx, (const char *[]){"WGT_QUANT_TILE", "128x64", NULL});
+        check_bits(k, backend, bits, 131, 129, 64);
+        knobs_done(k, ctx);
+        k = with_knobs(ctx, (const char *[]){"WGT_QUANT_TILE", "128x128", NULL});
+        check_bits(k, backend, bits, 131, 129, 64);
+        knobs_done(k, ctx);
+        /* the old per-column kernel still answers for prefill */
+        k = with_knobs(ctx, (const char *[]){"WGT_QUANT_TILED", "0", NULL});
+        check_bits(k, backend, bits, 67, 130, 96);
+        knobs_done(k, ctx);
     }
     check_f16_matvec(ctx, backend, 70, 256, 0);    /* decode shape, 16-byte loads */
     check_f16_matvec(ctx, backend, 300, 2048, 8);  /* 8 words per invocation: the unrolled loop */
@@ -322,7 +342,9 @@ static void run(wgt_context *ctx, const char *backend)
     check_mixed_all(ctx, backend);
     check_refusals(ctx, backend);
     if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU) { /* a tile name that is not in the table is an error */
-        setenv("WGT_QUANT_TILE", "96x96", 1);
+        wgt_context *bad = with_knobs(ctx, (const char *[]){"WGT_QUANT_TILE", "96x96", NULL});
+        wgt_context *main_ctx = ctx;
+        ctx = bad;
         wgt_scope_push(ctx);
         wgt_tensor *qw = NULL, *qs = NULL;
         wgt_quantize_weight(wgt_ones(ctx, WGT_F32, 2, (int64_t[]){4, 64}), 8, &qw, &qs);
@@ -332,7 +354,8 @@ static void run(wgt_context *ctx, const char *backend)
         check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "WGT_QUANT_TILE=96x96");
         wgt_tensor_release(qw), wgt_tensor_release(qs);
         wgt_scope_pop(ctx);
-        unsetenv("WGT_QUANT_TILE");
+        ctx = main_ctx;
+        knobs_done(bad, ctx);
     }
     CHECK(wgt_context_status(ctx) == WGT_OK, "%s clean: %s", backend, wgt_context_error_message(ctx));
 }

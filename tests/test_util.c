@@ -1,5 +1,7 @@
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include "test_util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int test_passed, test_failed;
@@ -24,18 +26,47 @@ void check_error_and_recover(wgt_context *ctx, wgt_status expected, const char *
     wgt_context_clear_error(ctx); /* a failure above must not cascade into later checks */
 }
 
+static wgt_context *create(const wgt_context_options *o)
+{
+    wgt_context *ctx = wgt_context_create(o);
+    if (!ctx || wgt_context_status(ctx) != WGT_OK) {
+        fprintf(stderr, "FAIL: cannot create %s context: %s\n", o->backend == WGT_BACKEND_CPU ? "cpu" : "webgpu",
+                ctx ? wgt_context_error_message(ctx) : "out of memory");
+        test_failed++;
+        wgt_context_destroy(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
 static wgt_context *make(wgt_backend_kind kind)
 {
     wgt_context_options o;
     wgt_context_options_init(&o);
     o.backend = kind;
-    wgt_context *ctx = wgt_context_create(&o);
-    if (!ctx || wgt_context_status(ctx) != WGT_OK) {
-        fprintf(stderr, "FAIL: cannot create %s context: %s\n", kind == WGT_BACKEND_CPU ? "cpu" : "webgpu",
-                ctx ? wgt_context_error_message(ctx) : "out of memory");
-        test_failed++;
-        wgt_context_destroy(ctx);
-        return NULL;
+    return create(&o);
+}
+
+#define TEST_ENV_MAX 8
+
+wgt_context *test_context_env(const wgt_context_options *options, const char *const *env)
+{
+    wgt_context_options o;
+    if (options) o = *options;
+    else wgt_context_options_init(&o), o.backend = WGT_BACKEND_WEBGPU;
+    char *saved[TEST_ENV_MAX];
+    int n = 0;
+    for (; env && env[2 * n] && n < TEST_ENV_MAX; n++) {
+        const char *name = env[2 * n], *value = env[2 * n + 1], *was = getenv(name);
+        saved[n] = was ? strdup(was) : NULL;
+        if (value) setenv(name, value, 1);
+        else unsetenv(name);
+    }
+    wgt_context *ctx = create(&o);
+    for (int i = n - 1; i >= 0; i--) { /* as it was, last first (a name given twice ends as before) */
+        if (saved[i]) setenv(env[2 * i], saved[i], 1);
+        else unsetenv(env[2 * i]);
+        free(saved[i]);
     }
     return ctx;
 }

@@ -28,6 +28,13 @@ void check_error_and_recover(wgt_context *ctx, wgt_status expected, const char *
 /* A WebGPU context on the default adapter, or NULL after printing why (the
  * test then fails: CI always has lavapipe). */
 wgt_context *test_webgpu_context(void);
+/* A context with the environment changed while it is created, which is when
+ * the library reads its kernel-choice knobs (WGT_SPLITK, WGT_CONV_TILE, ...):
+ * env lists name, value pairs, NULL-terminated (a NULL value unsets the name;
+ * at most 8 pairs). The environment is as before when it returns. options:
+ * NULL for a default WebGPU context. NULL after printing why, as
+ * test_webgpu_context. */
+wgt_context *test_context_env(const wgt_context_options *options, const char *const *env);
 wgt_context *test_cpu_context(void);
 
 /* xorshift32: deterministic test data independent of the library's Philox. */

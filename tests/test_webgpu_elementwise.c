@@ -124,6 +124,19 @@ static pair make_range(wgt_dtype dt, int ndim, const int64_t *shape, const float
 
 static pair make(wgt_dtype dt, int ndim, const int64_t *shape) { return make_range(dt, ndim, shape, range_default, true); }
 
+/* The knobs (WGT_WEBGPU_GRID_LIMIT, WGT_WEBGPU_DISABLE_F16) are read when a
+ * context is created: G becomes a new one created with env (name, value pairs,
+ * NULL-terminated: test_context_env; NULL: none set). G's tensors must be
+ * released first. */
+static bool use_knobs(const char *const *env)
+{
+    CHECK(wgt_context_live_tensors(G) == 0, "WebGPU context leaks %lld tensors",
+          (long long)wgt_context_live_tensors(G));
+    wgt_context_destroy(G);
+    G = test_context_env(NULL, env);
+    return G != NULL;
+}
+
 /* ------------------------------------------------------------- comparison */
 
 static void report_errors(const char *what)
@@ -614,18 +627,21 @@ static void test_large(void)
     int64_t m = (1 << 22) + 3;
     pair x = make(WGT_F32, 1, &m), y = make(WGT_F32, 1, &m);
     compare(binary(WGT_OP_MUL, x, y), "f32 mul 2^22 + 3");
-    setenv("WGT_WEBGPU_GRID_LIMIT", "7", 1);
+    release(x);
+    release(y);
+    if (!use_knobs((const char *[]){"WGT_WEBGPU_GRID_LIMIT", "7", NULL})) return;
+    x = make(WGT_F32, 1, &m), y = make(WGT_F32, 1, &m);
     compare(binary(WGT_OP_ADD, x, y), "f32 add, grid folded into rows of 7 workgroups");
     pair xs = slice(x, 0, 5, m, 3);
     compare(unary(WGT_OP_NEG, xs), "f32 neg strided, grid folded");
     pair h = cast(xs, WGT_F16);
     compare(retain(h), "f32 -> f16 strided, grid folded");
     compare(cast(h, WGT_U8), "f16 -> u8, grid folded");
-    unsetenv("WGT_WEBGPU_GRID_LIMIT");
     release(x);
     release(y);
     release(xs);
     release(h);
+    use_knobs(NULL);
 }
 
 static void test_casts(void);
@@ -635,7 +651,7 @@ static void test_casts(void);
 static void test_f16_paths(void)
 {
     for (int pass = 0; pass < 2; pass++) {
-        if (pass) setenv("WGT_WEBGPU_DISABLE_F16", "1", 1);
+        if (pass && !use_knobs((const char *[]){"WGT_WEBGPU_DISABLE_F16", "1", NULL})) return;
         const char *path = pass ? "portable f16" : "fast f16";
         char what[96];
         int64_t shape[2] = {21, 23};
@@ -655,7 +671,7 @@ static void test_f16_paths(void)
         release(dst); release(t); release(src); release(a); release(b);
         if (pass) test_casts(); /* every dtype pair again, through the portable conversions */
     }
-    unsetenv("WGT_WEBGPU_DISABLE_F16");
+    use_knobs(NULL);
 }
 
 /* An input in the output's own buffer (in place): the backend must read a snapshot. */
@@ -719,6 +735,7 @@ int main(void)
     test_in_place();
     test_pipeline_reuse();
     test_large();
+    if (!G) return test_summary();
     wgt_context_destroy(G);
     wgt_context_destroy(C);
     return test_summary();

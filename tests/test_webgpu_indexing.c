@@ -24,6 +24,10 @@
 #include "test_util.h"
 
 static wgt_context *gpu, *cpu;
+/* A WebGPU context created with WGT_SCATTER_SORTED=0 (the atomic scatter_add
+ * kernel): the knob is read when a context is created. Code that runs on it
+ * sets gpu to it for a while (upload, dispatches and the messages use gpu). */
+static wgt_context *atomic_gpu;
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -432,6 +436,8 @@ static int64_t dispatches(void)
     return (int64_t)st.dispatches;
 }
 
+static void rows_upload(const rows_case *rc, rows_data *d);
+
 static void rows_make(const rows_case *rc, rows_data *d)
 {
     memset(d, 0, sizeof(*d));
@@ -454,6 +460,13 @@ static void rows_make(const rows_case *rc, rows_data *d)
     for (int64_t e = 0; e < P * V * Q; e++) d->dst[e] = rc->dst_random ? (float)rnd_range(-64, 64) / 8.0f : 0.0f;
     /* many significant bits, so the summation order shows in the rounding */
     for (int64_t e = 0; e < P * N * Q; e++) d->src[e] = (float)((double)(int32_t)test_xorshift(&rng_state) / 3e8);
+    rows_upload(rc, d);
+}
+
+/* d's host copies onto gpu and cpu: the operands of rows_scatter. */
+static void rows_upload(const rows_case *rc, rows_data *d)
+{
+    int64_t N = rc->N, Q = rc->Q;
     d->idx_t = upload(WGT_I32, 1, &N, d->idx);
     d->dst_t = upload(WGT_F32, d->ndim, d->dst_shape, d->dst);
     if (rc->transposed_src) {
@@ -476,13 +489,19 @@ static void rows_make(const rows_case *rc, rows_data *d)
     drop(col);
 }
 
-static void rows_free(rows_data *d)
+/* The tensors rows_upload made (not the host copies). */
+static void rows_drop(rows_data *d)
 {
     drop(d->spread);
     drop(d->src_view);
     drop(d->src_t);
     drop(d->dst_t);
     drop(d->idx_t);
+}
+
+static void rows_free(rows_data *d)
+{
+    rows_drop(d);
     free(d->idx);
     free(d->dst);
     free(d->src);
@@ -578,12 +597,17 @@ static void test_scatter_rows_case(const rows_case *rc)
     wgt_tensor_release(again);
 
     /* the atomic kernel still gives the same answer within rounding, in one
-     * dispatch (the sorted path: at least the three sort kernels and the row sum) */
-    setenv("WGT_SCATTER_SORTED", "0", 1);
+     * dispatch (the sorted path: at least the three sort kernels and the row sum):
+     * the same operands on atomic_gpu */
+    wgt_context *sorted_gpu = gpu;
+    gpu = atomic_gpu;
+    rows_data da = d; /* d's host copies, tensors of its own */
+    rows_upload(rc, &da);
     before = dispatches();
-    wgt_tensor *atomic = rows_scatter(&d, true);
+    wgt_tensor *atomic = rows_scatter(&da, true);
     int64_t atomic_dispatches = dispatches() - before;
-    unsetenv("WGT_SCATTER_SORTED");
+    rows_drop(&da);
+    gpu = sorted_gpu;
     snprintf(what, sizeof(what), "scatter_add rows %s (atomic)", rc->what);
     both out_atomic = {atomic, wgt_tensor_retain(out.c)};
     rows_check(what, rc, &d, out_atomic);
@@ -602,10 +626,13 @@ static void test_scatter_rows_out_of_range(void)
     rows_data d;
     rows_make(&rc, &d);
     char messages[2][512];
+    wgt_context *sorted_gpu = gpu;
     for (int path = 0; path < 2; path++) {
-        if (path) setenv("WGT_SCATTER_SORTED", "0", 1);
-        wgt_tensor *out = rows_scatter(&d, true);
-        if (path) unsetenv("WGT_SCATTER_SORTED");
+        gpu = path ? atomic_gpu : sorted_gpu;
+        rows_data dp = d; /* path 1: d's host copies, tensors on atomic_gpu */
+        if (path) rows_upload(&rc, &dp);
+        wgt_tensor *out = rows_scatter(&dp, true);
+        if (path) rows_drop(&dp);
         float v[9 * 7];
         wgt_status s = out ? wgt_tensor_read(out, v, sizeof(v)) : wgt_context_status(gpu);
         snprintf(messages[path], sizeof(messages[path]), "%s", wgt_context_error_message(gpu));
@@ -616,6 +643,7 @@ static void test_scatter_rows_out_of_range(void)
         wgt_context_clear_error(gpu);
         wgt_tensor_release(out);
     }
+    gpu = sorted_gpu;
     /* which of the bad values is named depends on which invocation wrote last */
     for (int path = 0; path < 2; path++) {
         bool named = false;
@@ -642,7 +670,8 @@ static void test_embedding_backward(void)
     const int64_t V = 65, C = 24, ids_shape[2] = {4, 50}, ws[2] = {V, C}, ys[3] = {4, 50, C};
     int32_t ids[200];
     for (int i = 0; i < 200; i++) ids[i] = rnd_range(0, 100) < 50 ? 7 : rnd_range(0, (int32_t)V);
-    both weight = upload_random(WGT_F32, 2, ws);
+    void *wdata = random_data(WGT_F32, V * C);
+    both weight = upload(WGT_F32, 2, ws, wdata);
     both id = upload(WGT_I32, 2, ids_shape, ids);
     float *dy = malloc(200 * C * 4);
     for (int64_t e = 0; e < 200 * C; e++) dy[e] = (float)((double)(int32_t)test_xorshift(&rng_state) / 3e8);
@@ -651,18 +680,27 @@ static void test_embedding_backward(void)
     wgt_tensor_set_requires_grad(weight.c, true);
     int64_t counted[2] = {0, 0};
     float *grads[2] = {NULL, NULL};
+    wgt_context *sorted_gpu = gpu;
     for (int path = 0; path < 2; path++) {
-        if (path) setenv("WGT_SCATTER_SORTED", "0", 1);
-        wgt_zero_grad(&weight.g, 1);
+        /* path 1: the same weight, ids and dy on atomic_gpu */
+        gpu = path ? atomic_gpu : sorted_gpu;
+        wgt_tensor *w = path ? wgt_tensor_from_host(gpu, WGT_F32, 2, ws, wdata) : wgt_tensor_retain(weight.g);
+        wgt_tensor *i = path ? wgt_tensor_from_host(gpu, WGT_I32, 2, ids_shape, ids) : wgt_tensor_retain(id.g);
+        wgt_tensor *dd = path ? wgt_tensor_from_host(gpu, WGT_F32, 3, ys, dy) : wgt_tensor_retain(d.g);
+        if (path) wgt_tensor_set_requires_grad(w, true);
+        wgt_zero_grad(&w, 1);
         int64_t before = dispatches();
-        wgt_tensor *y = wgt_embedding(weight.g, id.g);
-        wgt_status s = y ? wgt_backward_ex(y, d.g, false) : WGT_ERR_INVALID_ARGUMENT;
+        wgt_tensor *y = w && i && dd ? wgt_embedding(w, i) : NULL;
+        wgt_status s = y ? wgt_backward_ex(y, dd, false) : WGT_ERR_INVALID_ARGUMENT;
         counted[path] = dispatches() - before;
-        if (path) unsetenv("WGT_SCATTER_SORTED");
         CHECK(s == WGT_OK, "embedding backward: %s", wgt_context_error_message(gpu));
-        grads[path] = s == WGT_OK ? gpu_bits("embedding backward", wgt_tensor_grad(weight.g)) : NULL;
+        grads[path] = s == WGT_OK ? gpu_bits("embedding backward", wgt_tensor_grad(w)) : NULL;
         wgt_tensor_release(y);
+        wgt_tensor_release(w);
+        wgt_tensor_release(i);
+        wgt_tensor_release(dd);
     }
+    gpu = sorted_gpu;
     CHECK(counted[0] >= counted[1] + 3, "embedding backward did not take the sorted path (%lld vs %lld dispatches)",
           (long long)counted[0], (long long)counted[1]);
     wgt_tensor *yc = wgt_embedding(weight.c, id.c);
@@ -697,6 +735,7 @@ static void test_embedding_backward(void)
     free(grads[0]);
     free(grads[1]);
     free(dy);
+    free(wdata);
     drop(d);
     drop(id);
     drop(weight);
@@ -886,7 +925,12 @@ int main(void)
 {
     gpu = guarded_context(WGT_BACKEND_WEBGPU);
     cpu = guarded_context(WGT_BACKEND_CPU);
-    if (gpu && cpu) {
+    wgt_context_options o;
+    wgt_context_options_init(&o);
+    o.backend = WGT_BACKEND_WEBGPU;
+    o.debug_guards = true;
+    atomic_gpu = test_context_env(&o, (const char *[]){"WGT_SCATTER_SORTED", "0", NULL});
+    if (gpu && cpu && atomic_gpu) {
         test_gather_axes();
         test_index_select_and_embedding();
         test_gather_folded_grid();
@@ -894,6 +938,7 @@ int main(void)
         test_scatter_rows();
         test_topk();
     }
+    wgt_context_destroy(atomic_gpu);
     wgt_context_destroy(gpu);
     wgt_context_destroy(cpu);
     return test_summary();

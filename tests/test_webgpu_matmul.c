@@ -26,6 +26,21 @@
 #include "test_util.h"
 
 static wgt_context *gpu, *cpu;
+static wgt_context_options gpu_options; /* gpu's, for the contexts use_knobs creates */
+
+/* The kernel-choice knobs (WGT_MATMUL_CONFIG, WGT_SPLITK, ...) are read when a
+ * context is created: gpu becomes a new context created with env (name, value
+ * pairs, NULL-terminated: test_context_env; NULL: none set). The environment
+ * itself is left as it was. Tensors of the old gpu must be released first. */
+static void use_knobs(const char *const *env)
+{
+    wgt_context_destroy(gpu);
+    gpu = test_context_env(&gpu_options, env);
+    if (!gpu) {
+        fprintf(stderr, "FAIL: no WebGPU context for the next knob setting\n");
+        exit(test_summary() ? test_summary() : 1);
+    }
+}
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -306,7 +321,7 @@ static void test_transposed_copies(void)
 {
     static const char *const names[] = {"tile128x128k8t"}; /* tile128x128k8w8t differs in its warp layout only */
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        setenv("WGT_MATMUL_CONFIG", names[i], 1);
+        use_knobs((const char *[]){"WGT_MATMUL_CONFIG", names[i], NULL});
         check_mnk(WGT_F32, 1028, 1032, 20, 0, TRANSPOSED);   /* a and b copied, partial tiles */
         check_mnk(WGT_F32, 1024, 1024, 16, 0, 0);            /* a copied */
         check_mnk(WGT_F16, 1024, 1024, 12, TRANSPOSED, TRANSPOSED); /* b copied */
@@ -318,7 +333,7 @@ static void test_transposed_copies(void)
         check_product("folded [2,512,K] x [K,1030], a copied", WGT_F32, 3, a1, 0, 2, b1, 0);
         check_product("folded [2,520,K] x [K,1028] transposed, b copied", WGT_F32, 3, a2, OFFSET, 2, b2, TRANSPOSED);
     }
-    unsetenv("WGT_MATMUL_CONFIG");
+    use_knobs(NULL);
 }
 
 /* Every config in the table, forced, on shapes that reach edges and full tiles. */
@@ -335,7 +350,7 @@ static void test_configs(void)
     /* The transposed-copy configs (tile...t) run their base config's kernel on
      * products this small: test_transposed_copies covers them. */
     for (size_t i = 0; i < sizeof(tiled) / sizeof(tiled[0]); i++) {
-        setenv("WGT_MATMUL_CONFIG", tiled[i], 1);
+        use_knobs((const char *[]){"WGT_MATMUL_CONFIG", tiled[i], NULL});
         check_mnk(WGT_F32, 128, 128, 64, 0, 0);
         check_mnk(WGT_F32, 129, 127, 131, 0, 0);
         check_mnk(WGT_F32, 65, 33, 17, TRANSPOSED, TRANSPOSED);
@@ -348,7 +363,7 @@ static void test_configs(void)
                                        "gemv_cols8x32", "gemv_cols4x64",  "gemv_cols16x16", "gemv_cols32x8",
                                        "gemv_cols8x16"};
     for (size_t i = 0; i < sizeof(gemv) / sizeof(gemv[0]); i++) {
-        setenv("WGT_MATMUL_CONFIG", gemv[i], 1);
+        use_knobs((const char *[]){"WGT_MATMUL_CONFIG", gemv[i], NULL});
         int64_t mat[2] = {130, 520}, vec[1] = {520}, mat_t[2] = {520, 130}, odd[2] = {37, 61}, odd_v[1] = {61};
         check_product("matrix-vector", WGT_F32, 2, mat, 0, 1, vec, 0);
         check_product("vector-matrix", WGT_F32, 1, vec, 0, 2, mat_t, 0);
@@ -356,7 +371,7 @@ static void test_configs(void)
         check_product("matrix-vector odd transposed", WGT_I32, 2, odd, TRANSPOSED, 1, odd_v, 0);
         check_product("vector-matrix f16", WGT_F16, 1, vec, 0, 2, mat_t, 0);
     }
-    unsetenv("WGT_MATMUL_CONFIG");
+    use_knobs(NULL);
 }
 
 /* f16 through f32 temporaries (the path for devices without shader-f16). It
@@ -375,13 +390,13 @@ static void test_f16_emulated(void)
         printf("skipped: f16 emulation (no WebGPU cast yet)\n");
         return;
     }
-    setenv("WGT_MATMUL_F16_EMULATE", "1", 1);
+    use_knobs((const char *[]){"WGT_MATMUL_F16_EMULATE", "1", NULL});
     check_mnk(WGT_F16, 65, 33, 17, 0, TRANSPOSED);
     check_mnk(WGT_F16, 128, 128, 128, TRANSPOSED, 0);
     int64_t a1[4] = {3, 1, 33, 20}, b1[4] = {1, 4, 20, 17}, vec[1] = {20};
     check_product("f16 emulated broadcast", WGT_F16, 4, a1, 0, 4, b1, STEP2);
     check_product("f16 emulated matrix-vector", WGT_F16, 4, a1, OFFSET, 1, vec, 0);
-    unsetenv("WGT_MATMUL_F16_EMULATE");
+    use_knobs(NULL);
 }
 
 /* ------------------------------------------------------------------ split-K */
@@ -439,7 +454,7 @@ static void check_linear(const char *what, wgt_dtype dtype, int ndx, const int64
  * linear's bias added by the reduction, determinism, and bad settings. */
 static void test_split_k(void)
 {
-    unsetenv("WGT_SPLITK");
+    use_knobs(NULL);
     /* automatic: a few tiles and a long K split; a short K does not */
     check_split(WGT_F32, 40, 36, 2500, 0, 0, true);
     check_split(WGT_F32, 40, 36, 1000, 0, 0, false);
@@ -448,12 +463,12 @@ static void test_split_k(void)
     int64_t x1[2] = {20, 2304};
     check_linear("auto [20, 2304] -> 28", WGT_F32, 2, x1, 0, 28, true);
     /* WGT_SPLITK=0 turns it off */
-    setenv("WGT_SPLITK", "0", 1);
+    use_knobs((const char *[]){"WGT_SPLITK", "0", NULL});
     check_split(WGT_F32, 40, 36, 2500, 0, 0, false);
     check_linear("off [20, 2304] -> 28", WGT_F32, 2, x1, 0, 28, false);
 
     /* forced parts on odd sizes, partial tiles, K not a multiple of BK or of the parts */
-    setenv("WGT_SPLITK", "3", 1);
+    use_knobs((const char *[]){"WGT_SPLITK", "3", NULL});
     for (int t = 0; t < 3; t++) {
         check_split(dtypes[t], 37, 29, 301, 0, 0, true);
         check_split(dtypes[t], 33, 70, 130, TRANSPOSED, TRANSPOSED, true);
@@ -472,12 +487,12 @@ static void test_split_k(void)
     CHECK(last_dispatches == 2, "batched split-K: %llu dispatches", (unsigned long long)last_dispatches);
     check_product("split [5,M,K] x [K,N]", WGT_I32, 3, a2, 0, 2, b2, TRANSPOSED);
     /* a broadcast batch folded into M (autograd's dx = dy W), automatic split */
-    unsetenv("WGT_SPLITK");
+    use_knobs(NULL);
     int64_t a3[3] = {4, 6, 2200}, b3[2] = {2200, 10}, a4[3] = {3, 7, 2100};
     check_product("folded [4,6,K] x [K,10]", WGT_F32, 3, a3, STEP2, 2, b3, 0);
     CHECK(last_dispatches == 2, "folded split-K: %llu dispatches", (unsigned long long)last_dispatches);
     check_linear("[3, 7, 2100] -> 9", WGT_F32, 3, a4, OFFSET, 9, true);
-    setenv("WGT_SPLITK", "3", 1);
+    use_knobs((const char *[]){"WGT_SPLITK", "3", NULL});
     /* f16 operands with an f32 result (wgt_matmul_ex, as autograd's f16 matmul rule runs) */
     {
         int64_t sa[2] = {21, 260}, sb[2] = {260, 18};
@@ -493,19 +508,17 @@ static void test_split_k(void)
         for (int i = 0; i < 6; i++) wgt_tensor_release(all[i]);
     }
     /* more parts than BK slices: capped (K = 20: 3 slices of 8) */
-    setenv("WGT_SPLITK", "1000", 1);
+    use_knobs((const char *[]){"WGT_SPLITK", "1000", NULL});
     check_split(WGT_F32, 30, 30, 20, 0, 0, true);
     check_split(WGT_F32, 30, 30, 5, 0, 0, false); /* one slice: nothing to split */
     /* with a forced tile config, large tiles */
-    setenv("WGT_SPLITK", "5", 1);
-    setenv("WGT_MATMUL_CONFIG", "tile128x128k8", 1);
+    use_knobs((const char *[]){"WGT_SPLITK", "5", "WGT_MATMUL_CONFIG", "tile128x128k8", NULL});
     check_split(WGT_F32, 130, 129, 333, TRANSPOSED, 0, true);
-    setenv("WGT_MATMUL_CONFIG", "tile64x64k16b", 1);
+    use_knobs((const char *[]){"WGT_SPLITK", "5", "WGT_MATMUL_CONFIG", "tile64x64k16b", NULL});
     check_split(WGT_F32, 70, 68, 400, 0, TRANSPOSED, true);
-    unsetenv("WGT_MATMUL_CONFIG");
 
     /* deterministic: the parts are added in a fixed order, so two runs agree bit for bit */
-    setenv("WGT_SPLITK", "7", 1);
+    use_knobs((const char *[]){"WGT_SPLITK", "7", NULL});
     int64_t sa[2] = {45, 900}, sb[2] = {900, 38};
     void *da = random_data(WGT_F32, 45 * 900, false), *db = random_data(WGT_F32, 900 * 38, false);
     wgt_tensor *ga = wgt_tensor_from_host(gpu, WGT_F32, 2, sa, da), *gb = wgt_tensor_from_host(gpu, WGT_F32, 2, sb, db);
@@ -520,18 +533,32 @@ static void test_split_k(void)
     free(h2);
     wgt_tensor_release(r1);
     wgt_tensor_release(r2);
+    wgt_tensor_release(ga);
+    wgt_tensor_release(gb);
 
-    /* a malformed setting is an error with a message, and the context stays usable */
-    setenv("WGT_SPLITK", "four", 1);
+    /* a malformed setting is an error with a message at the product (the
+     * context is still created), and the context stays usable */
+    use_knobs((const char *[]){"WGT_SPLITK", "four", NULL});
+    da = random_data(WGT_F32, 45 * 900, false), db = random_data(WGT_F32, 900 * 38, false);
+    ga = wgt_tensor_from_host(gpu, WGT_F32, 2, sa, da), gb = wgt_tensor_from_host(gpu, WGT_F32, 2, sb, db);
     wgt_tensor *bad = ga && gb ? wgt_matmul(ga, gb) : NULL;
     CHECK(bad == NULL && wgt_context_status(gpu) == WGT_ERR_INVALID_ARGUMENT &&
-              strstr(wgt_context_error_message(gpu), "WGT_SPLITK") != NULL,
+              strstr(wgt_context_error_message(gpu), "WGT_SPLITK=\"four\"") != NULL,
           "WGT_SPLITK=four accepted: %s", wgt_context_error_message(gpu));
     wgt_tensor_release(bad);
     wgt_context_clear_error(gpu);
-    unsetenv("WGT_SPLITK");
-    wgt_tensor *ok = ga && gb ? wgt_matmul(ga, gb) : NULL;
-    CHECK(ok != NULL, "matmul after a bad WGT_SPLITK: %s", wgt_context_error_message(gpu));
+    wgt_tensor *ok = wgt_binary_scalar(WGT_OP_MUL, ga, 2.0);
+    CHECK(ok != NULL, "an op after a bad WGT_SPLITK: %s", wgt_context_error_message(gpu));
+    wgt_tensor_release(ok);
+    wgt_tensor_release(ga);
+    wgt_tensor_release(gb);
+    /* without it, the same product runs */
+    use_knobs(NULL);
+    ga = wgt_tensor_from_host(gpu, WGT_F32, 2, sa, da), gb = wgt_tensor_from_host(gpu, WGT_F32, 2, sb, db);
+    free(da);
+    free(db);
+    ok = ga && gb ? wgt_matmul(ga, gb) : NULL;
+    CHECK(ok != NULL, "matmul without a bad WGT_SPLITK: %s", wgt_context_error_message(gpu));
     wgt_tensor_release(ok);
     wgt_tensor_release(ga);
     wgt_tensor_release(gb);
@@ -570,6 +597,12 @@ int main(void)
     o.backend = WGT_BACKEND_WEBGPU;
     o.debug_guards = true;
     o.wait_timeout_ms = 120000; /* lavapipe runs the large grids slowly */
+    /* the knobs are read when a context is created: none set for gpu */
+    unsetenv("WGT_MATMUL_CONFIG");
+    unsetenv("WGT_MATMUL_F16_EMULATE");
+    unsetenv("WGT_SPLITK");
+    unsetenv("WGT_SPLITK_TARGET");
+    gpu_options = o;
     gpu = wgt_context_create(&o);
     if (!gpu || wgt_context_status(gpu) != WGT_OK) {
         fprintf(stderr, "FAIL: no WebGPU context: %s\n", gpu ? wgt_context_error_message(gpu) : "out of memory");
@@ -578,10 +611,6 @@ int main(void)
     }
     cpu = test_cpu_context();
     if (!cpu) return test_summary();
-    unsetenv("WGT_MATMUL_CONFIG");
-    unsetenv("WGT_MATMUL_F16_EMULATE");
-    unsetenv("WGT_SPLITK");
-    unsetenv("WGT_SPLITK_TARGET");
     run_group("split_k", test_split_k);
     run_group("shapes", test_shapes);
     run_group("layouts", test_layouts);

@@ -191,6 +191,24 @@ static void assign_case(wgt_context *ctx, uint32_t *result, bool guarded)
     wgt_context_clear_error(ctx);
 }
 
+/* G and GG again, created with env (name, value pairs: test_context_env), as
+ * the knobs WGT_WEBGPU_GRID_LIMIT and WGT_WEBGPU_TRANSPOSE are read when a
+ * context is created. False when one could not be created. */
+static bool recreate(const char *const *env)
+{
+    CHECK(wgt_context_live_tensors(G) == 0, "WebGPU context leaks %lld tensors",
+          (long long)wgt_context_live_tensors(G));
+    wgt_context_destroy(G);
+    wgt_context_destroy(GG);
+    wgt_context_options o;
+    wgt_context_options_init(&o);
+    o.backend = WGT_BACKEND_WEBGPU;
+    G = test_context_env(&o, env);
+    o.debug_guards = true;
+    GG = test_context_env(&o, env);
+    return G && GG;
+}
+
 int main(void)
 {
     G = test_webgpu_context();
@@ -228,15 +246,15 @@ int main(void)
     }
 
     /* The 2-D grid fold without a huge tensor: 17 x 9 tiles in rows of 4. */
-    setenv("WGT_WEBGPU_GRID_LIMIT", "4", 1);
-    run_case("513x257 t grid fold", WGT_F32, 2, (const int64_t[]){513, 257}, t01, true);
-    run_case("[3,40,50] p021 grid fold", WGT_I32, 3, (const int64_t[]){3, 40, 50}, p021, true);
-    unsetenv("WGT_WEBGPU_GRID_LIMIT");
+    if (recreate((const char *[]){"WGT_WEBGPU_GRID_LIMIT", "4", NULL})) {
+        run_case("513x257 t grid fold", WGT_F32, 2, (const int64_t[]){513, 257}, t01, true);
+        run_case("[3,40,50] p021 grid fold", WGT_I32, 3, (const int64_t[]){3, 40, 50}, p021, true);
+    }
 
     /* Other tile configs (each falls back to 32x8 where the device lacks the limits). */
     static const char *const configs[] = {"64x8", "64x4", "32x4", "32x32"};
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
-        setenv("WGT_WEBGPU_TRANSPOSE", configs[i], 1);
+        if (!recreate((const char *[]){"WGT_WEBGPU_TRANSPOSE", configs[i], NULL})) break;
         char label[64];
         snprintf(label, sizeof label, "513x257 t tile %s", configs[i]);
         run_case(label, WGT_F32, 2, (const int64_t[]){513, 257}, t01, true);
@@ -245,9 +263,8 @@ int main(void)
         snprintf(label, sizeof label, "[20,24,36] p210 tile %s", configs[i]);
         run_case(label, WGT_F32, 3, (const int64_t[]){20, 24, 36}, p210, true);
     }
-    unsetenv("WGT_WEBGPU_TRANSPOSE");
 
-    CHECK(wgt_context_live_tensors(G) == 0, "WebGPU context leaks %lld tensors",
+    CHECK(!G || wgt_context_live_tensors(G) == 0, "WebGPU context leaks %lld tensors",
           (long long)wgt_context_live_tensors(G));
     wgt_context_destroy(GG);
     wgt_context_destroy(G);

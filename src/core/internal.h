@@ -33,6 +33,11 @@ struct wgt_context {
     uint64_t backward_passes;       /* numbers the visits of each wgt_backward */
     wgt_grad_ready_fn grad_hook;    /* wgt_backward_set_grad_hook; NULL: none */
     void *grad_hook_user;
+    /* Kernel-choice knobs the op floor reads, from the environment when the
+     * context is created (src/runtime/context_create.c); the WebGPU backend's
+     * own are in its struct (src/webgpu/knobs.h). */
+    bool conv_frontend_splits;      /* WGT_CONV_SPLITK=0: the backend's split-K is off, so the ops floor splits
+                                     * the convolution weight gradient itself (the former path); default false */
 };
 
 struct wgt_tensor {

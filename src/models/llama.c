@@ -233,6 +233,8 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
     m->weights = weights;
     m->wdtype = weights == LLAMA_WEIGHTS_F32 ? WGT_F32 : WGT_F16;
     m->bits = weights == LLAMA_WEIGHTS_Q8 ? 8 : weights == LLAMA_WEIGHTS_Q4 ? 4 : 0;
+    const char *cast = getenv("WGT_LLAMA_CAST_F16");
+    m->cast_f16 = cast && strcmp(cast, "1") == 0;
     const int64_t C = cfg->hidden_size, V = cfg->vocab_size, F = cfg->intermediate_size, D = cfg->head_dim;
     const int64_t QD = cfg->n_heads * D, KD = cfg->n_kv_heads * D;
     const wgt_dtype W = m->wdtype;

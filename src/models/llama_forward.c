@@ -67,15 +67,6 @@ void llama_cache_reset(llama_cache *c)
     if (c) c->length = 0;
 }
 
-/* WGT_LLAMA_CAST_F16=1: the old path, which rounds f32 activations to f16
- * (one cast dispatch each) before f16-weight projections: to measure what the
- * f32 x f16 products save, and to compare outputs. */
-static bool cast_activations(void)
-{
-    const char *env = getenv("WGT_LLAMA_CAST_F16");
-    return env && strcmp(env, "1") == 0;
-}
-
 /* x [T, in] f32 -> [T, out] f32. f16 weights: x f32 (as it comes) or f16 (the
  * attention output of an f16 cache) times the f16 W^T, a view, accumulated and
  * stored in f32 (wgt_matmul_ex; f32 x f16 needs no cast of x to f16).
@@ -87,7 +78,7 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
         return bias ? wgt_add(y, bias) : y;
     }
     if (m->wdtype == WGT_F32) return wgt_linear(x, w, bias);
-    if (x && cast_activations() && wgt_tensor_dtype(x) != WGT_F16) x = wgt_cast(x, WGT_F16);
+    if (x && m->cast_f16 && wgt_tensor_dtype(x) != WGT_F16) x = wgt_cast(x, WGT_F16);
     wgt_tensor *y = wgt_matmul_ex(x, wgt_transpose(w, 0, 1), WGT_F32);
     return bias ? wgt_add(y, bias) : y;
 }
@@ -103,8 +94,7 @@ static bool f16_activations(const llama_model *m) { return m->wdtype == WGT_F16 
  * is read as f32 by the kernel, no cast dispatch */
 static wgt_tensor *project_f16(const llama_model *m, wgt_tensor *x, wgt_tensor *w)
 {
-    (void)m;
-    if (x && cast_activations() && wgt_tensor_dtype(x) != WGT_F16) x = wgt_cast(x, WGT_F16);
+    if (x && m->cast_f16 && wgt_tensor_dtype(x) != WGT_F16) x = wgt_cast(x, WGT_F16);
     return wgt_matmul_ex(x, wgt_transpose(w, 0, 1), WGT_F16);
 }
 

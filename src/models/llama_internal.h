@@ -39,6 +39,12 @@ struct llama_model {
     wgt_tensor *rope_lo, *rope_hi;
     wgt_tensor *rope_pass;                    /* [G + 2, 1, 1, 1, 1] of the tables' dtype: 1 for v (llama3) */
     uint64_t weight_bytes;
+    /* WGT_LLAMA_CAST_F16=1 when the model was built: the old path, which
+     * rounds f32 activations to f16 (one cast dispatch each) before f16-weight
+     * projections, to measure what the f32 x f16 products save and to compare
+     * outputs. Read once here (this floor sees only the public API, not the
+     * context's knobs); default false. */
+    bool cast_f16;
 };
 
 struct llama_cache {

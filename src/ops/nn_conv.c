@@ -191,11 +191,11 @@ wgt_tensor *wgt_conv2d_input_grad(wgt_tensor *dy, wgt_tensor *w, int64_t h, int6
  * a GPU to get enough workgroups (a GEMM with a long K and a small output).
  * The WebGPU backend splits by itself (split-K into a temporary, knowing its
  * tiles), so this asks for one split unless WGT_CONV_SPLITK=0 turns its own
- * off (the former path, for comparison); the CPU reference sums in one. */
+ * off (the former path, for comparison; ctx->conv_frontend_splits, read when
+ * the context was created); the CPU reference sums in one. */
 static int64_t weight_grad_splits(wgt_context *ctx, int64_t k_per_group, int64_t cols, int64_t groups, int64_t total)
 {
-    const char *own = getenv("WGT_CONV_SPLITK");
-    if (ctx->backend_kind == WGT_BACKEND_CPU || total <= 0 || !own || strcmp(own, "0") != 0) return 1;
+    if (ctx->backend_kind == WGT_BACKEND_CPU || total <= 0 || !ctx->conv_frontend_splits) return 1;
     int64_t tiles = ((k_per_group + 63) / 64) * ((cols + 63) / 64) * groups;
     int64_t want = (512 + tiles - 1) / tiles; /* about 4 workgroups per SM of a large GPU */
     int64_t most = total / 256;               /* each split still sums at least 256 terms */

@@ -40,6 +40,14 @@ static void apply_environment(wgt_context_options *o)
     }
 }
 
+/* The ops floor's kernel-choice knobs (wgt_context's last fields), read once
+ * here rather than on every op call. */
+static void read_op_knobs(wgt_context *ctx)
+{
+    const char *conv_splitk = getenv("WGT_CONV_SPLITK");
+    ctx->conv_frontend_splits = conv_splitk && strcmp(conv_splitk, "0") == 0;
+}
+
 wgt_context *wgt_context_create(const wgt_context_options *options)
 {
     wgt_context *ctx = calloc(1, sizeof(*ctx));
@@ -47,6 +55,7 @@ wgt_context *wgt_context_create(const wgt_context_options *options)
     if (options) ctx->options = *options;
     else wgt_context_options_init(&ctx->options);
     apply_environment(&ctx->options);
+    read_op_knobs(ctx);
 
     wgt_backend_kind kind = ctx->options.backend;
     if (kind == WGT_BACKEND_WEBGPU || kind == WGT_BACKEND_AUTO) {

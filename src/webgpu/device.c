@@ -407,6 +407,7 @@ wgt_backend *wgt_webgpu_backend_create(wgt_context *ctx, const wgt_context_optio
     wg->base.ctx = ctx;
     sweep_parked_devices();
     wgt_fault_from_environment(&wg->base.fault);
+    webgpu_knobs_read(&wg->knobs);
     wg->timeout_ms = options->wait_timeout_ms ? options->wait_timeout_ms : 10000; /* until the adapter is known */
     wg->instance = create_instance(wants_gl(options));
     if (!wg->instance) {

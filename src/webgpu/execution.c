@@ -267,24 +267,14 @@ WGPUComputePassEncoder webgpu_open_pass(webgpu_backend *wg)
 }
 
 /* Dispatches per batch: WEBGPU_BATCH_DISPATCHES, or WGT_BATCH_DISPATCHES=n in
- * [1, WEBGPU_BATCH_DISPATCHES_MAX] (read once). With 256, a decoded token's
- * ~250 dispatches fit one batch and the GPU waited until the host had recorded
- * all of them; smaller batches let it start on the first layers meanwhile. */
-static uint32_t batch_limit(void)
-{
-    static uint32_t limit;
-    if (!limit) {
-        const char *env = getenv("WGT_BATCH_DISPATCHES");
-        long n = env ? strtol(env, NULL, 10) : 0;
-        limit = n >= 1 && n <= WEBGPU_BATCH_DISPATCHES_MAX ? (uint32_t)n : WEBGPU_BATCH_DISPATCHES;
-    }
-    return limit;
-}
-
+ * [1, WEBGPU_BATCH_DISPATCHES_MAX] (wg->knobs.batch_dispatches, read when the
+ * context was created). With 256, a decoded token's ~250 dispatches fit one
+ * batch and the GPU waited until the host had recorded all of them; smaller
+ * batches let it start on the first layers meanwhile. */
 wgt_status webgpu_dispatch_recorded(webgpu_backend *wg)
 {
     if (wg->profiler) end_pass(wg);
     wg->exec.dispatches++;
-    if (++wg->batch_dispatches >= batch_limit()) return webgpu_flush(wg);
+    if (++wg->batch_dispatches >= wg->knobs.batch_dispatches) return webgpu_flush(wg);
     return WGT_OK;
 }

@@ -136,7 +136,7 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
 }
 
 /* Tile sizes. WGT_ATTENTION_TILES="rows,keys,kv_keys,kv_rows,joint_d4" replaces
- * the defaults (read on every call, for experiments on a GPU; values that are
+ * the defaults (read when the context is created, for experiments on a GPU; values that are
  * not powers of two in [4, 1024] keep the defaults); the device's limits then
  * shrink them where needed. */
 typedef struct attention_tiles {
@@ -161,10 +161,8 @@ static attention_tiles choose_tiles(const webgpu_backend *wg, uint32_t d4)
      * (B 8, H 12, T 1024, D 64 causal): 128 rows, 16 keys, 128 kv keys, 16 kv
      * rows. Software adapters: those of the register-blocked kernels. */
     attention_tiles t = software(wg) ? (attention_tiles){64, 32, 64, 32, 8} : (attention_tiles){128, 16, 128, 16, 8};
-    const char *env = getenv("WGT_ATTENTION_TILES");
-    unsigned v[5];
-    if (env && sscanf(env, "%u,%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5 && tile_ok(v[0]) &&
-        tile_ok(v[1]) && tile_ok(v[2]) && tile_ok(v[3]))
+    const unsigned *v = wg->knobs.attention_tiles; /* WGT_ATTENTION_TILES */
+    if (wg->knobs.attention_tiles_set && tile_ok(v[0]) && tile_ok(v[1]) && tile_ok(v[2]) && tile_ok(v[3]))
         t = (attention_tiles){v[0], v[1], v[2], v[3], v[4]};
     uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup, shared = wg->limits.maxComputeWorkgroupStorageSize;
     if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
@@ -267,11 +265,12 @@ typedef enum { FORWARD_FLASH, FORWARD_TILED, FORWARD_ROWS } forward_kernel;
 
 static forward_kernel forward_choice(const webgpu_backend *wg)
 {
-    const char *env = getenv("WGT_ATTENTION_FORWARD");
-    if (env && strcmp(env, "rows") == 0) return FORWARD_ROWS;
-    if (env && strcmp(env, "flash") == 0) return FORWARD_FLASH;
-    if (env && strcmp(env, "tiled") == 0) return FORWARD_TILED;
-    return software(wg) ? FORWARD_FLASH : FORWARD_ROWS;
+    switch (wg->knobs.attention_forward) {
+    case WEBGPU_ATTN_FORWARD_ROWS: return FORWARD_ROWS;
+    case WEBGPU_ATTN_FORWARD_FLASH: return FORWARD_FLASH;
+    case WEBGPU_ATTN_FORWARD_TILED: return FORWARD_TILED;
+    default: return software(wg) ? FORWARD_FLASH : FORWARD_ROWS;
+    }
 }
 
 /* Rows per workgroup of attention_forward_flash (0: does not fit), keys per
@@ -387,9 +386,8 @@ static bool dkdv_tiles(const webgpu_backend *wg, uint32_t d4, uint32_t *bk, uint
     if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
     *bk = 64;
     *bq = 32;
-    unsigned v[2];
-    const char *env = getenv("WGT_ATTENTION_DKDV_TILES");
-    if (env && sscanf(env, "%u,%u", &v[0], &v[1]) == 2 && tile_ok(v[0]) && tile_ok(v[1]) && v[0] >= 8)
+    const unsigned *v = wg->knobs.attention_dkdv_tiles; /* WGT_ATTENTION_DKDV_TILES */
+    if (wg->knobs.attention_dkdv_tiles_set && tile_ok(v[0]) && tile_ok(v[1]) && v[0] >= 8)
         *bk = v[0], *bq = v[1];
     while (*bk > 8 && 4 * *bk > threads) *bk /= 2;
     while (*bq > 4 && dkdv_shared(*bk, *bq, d4) > shared) *bq /= 2;
@@ -418,12 +416,14 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
      * register-blocked ones on a software adapter.
      * WGT_ATTENTION_BACKWARD=dkdv, =rows (the former GPU default), =tiled,
      * =kv_tiled or =q_tiled picks. */
-    const char *env = getenv("WGT_ATTENTION_BACKWARD");
-    bool both = env ? strcmp(env, "tiled") == 0 : software(wg);
-    bool tiled_kv = tiled && (both || (env && strcmp(env, "kv_tiled") == 0));
-    bool tiled_q = tiled && (both || (env && strcmp(env, "q_tiled") == 0));
+    webgpu_attn_backward env = wg->knobs.attention_backward;
+    bool unset = env == WEBGPU_ATTN_BACKWARD_DEFAULT;
+    bool both = unset ? software(wg) : env == WEBGPU_ATTN_BACKWARD_TILED;
+    bool tiled_kv = tiled && (both || env == WEBGPU_ATTN_BACKWARD_KV_TILED);
+    bool tiled_q = tiled && (both || env == WEBGPU_ATTN_BACKWARD_Q_TILED);
     uint32_t dkdv_bk = 0, dkdv_bq = 0;
-    bool dkdv = !tiled_kv && (env ? strcmp(env, "dkdv") == 0 : !software(wg)) && dkdv_tiles(wg, d4, &dkdv_bk, &dkdv_bq);
+    bool dkdv = !tiled_kv && (unset ? !software(wg) : env == WEBGPU_ATTN_BACKWARD_DKDV) &&
+                dkdv_tiles(wg, d4, &dkdv_bk, &dkdv_bq);
     uint32_t kv_keys = tiled_kv ? 32 : dkdv ? dkdv_bk : t.kv_keys;
     uint32_t dq_rows = tiled_q ? q_rows : t.rows;
     bool split = !tiled_kv && !dkdv && d4 > t.joint_d4;
@@ -432,8 +432,7 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
      * per weight), so Philox runs once per weight in the backward instead of
      * twice. WGT_ATTENTION_DROPOUT_MASK=0 turns it off (dq draws again). */
     uint64_t rows = (uint64_t)p.B * p.H * p.Tq, words = ((uint64_t)p.Tk + 31) / 32;
-    const char *mask_env = getenv("WGT_ATTENTION_DROPOUT_MASK");
-    bool mask = dkdv && !tiled_q && p.dropout && dkdv_bk % 32 == 0 && !(mask_env && strcmp(mask_env, "0") == 0) &&
+    bool mask = dkdv && !tiled_q && p.dropout && dkdv_bk % 32 == 0 && wg->knobs.attention_dropout_mask &&
                 rows * (1 + words) < UINT32_MAX && rows * (1 + words) * 4 <= wg->limits.maxStorageBufferBindingSize &&
                 rows * (1 + words) * 4 <= wg->limits.maxBufferSize;
     webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;

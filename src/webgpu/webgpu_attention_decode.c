@@ -69,10 +69,8 @@ static bool kv_readable(const wgt_tensor_view *x)
 
 bool webgpu_attention_decode_wanted(const webgpu_backend *wg, const wgt_kernel_call *call)
 {
-    (void)wg;
-    const char *env = getenv("WGT_DECODE_ATTN");
-    if (env && strcmp(env, "0") == 0) return false;
-    bool forced = env && strcmp(env, "1") == 0;
+    if (wg->knobs.decode_attn == WEBGPU_DECODE_ATTN_OFF) return false;
+    bool forced = wg->knobs.decode_attn == WEBGPU_DECODE_ATTN_FORCED;
     if (call->kind != WGT_KERNEL_ATTENTION || call->n_inputs != 3 || call->n_outputs != 2) return false;
     const wgt_tensor_view *q = &call->inputs[0], *k = &call->inputs[1], *v = &call->inputs[2];
     const wgt_tensor_view *out = &call->outputs[0], *lse = &call->outputs[1];

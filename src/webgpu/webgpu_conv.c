@@ -124,13 +124,6 @@ static const conv_tile conv_tiles[] = {
 #define CONV_SPLIT_MIN 256u    /* each split sums at least this many of the N OH OW terms */
 #define CONV_SPLIT_MAX 1024u
 
-/* An environment knob set to "0" turns that path off (for A/B timing). */
-static bool knob_off(const char *name)
-{
-    const char *e = getenv(name);
-    return e && strcmp(e, "0") == 0;
-}
-
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 /* Workgroup memory of a tile with `pad` vec4s after each row of r, the r_info
@@ -168,16 +161,14 @@ typedef struct gemm_plan {
  * WGT_CONV_SPLITK=<n> forces n (tests and tuning); WGT_CONV_SPLIT_TARGET=<n>
  * sets the target (on a GPU with a different SM count, or to trade the
  * last wave's idle SMs against more partial traffic). */
-static void choose_splits(const conv_tile *t, uint64_t rows, uint64_t cols, uint64_t z, uint64_t depth,
-                          bool fill_only, uint64_t *splits, uint64_t *len)
+static void choose_splits(const webgpu_knobs *k, const conv_tile *t, uint64_t rows, uint64_t cols, uint64_t z,
+                          uint64_t depth, bool fill_only, uint64_t *splits, uint64_t *len)
 {
-    const char *target_env = getenv("WGT_CONV_SPLIT_TARGET");
-    uint64_t target = target_env && atoi(target_env) > 0 ? (uint64_t)atoi(target_env) : CONV_SPLIT_TARGET;
+    uint64_t target = k->conv_split_target > 0 ? k->conv_split_target : CONV_SPLIT_TARGET;
     uint64_t base = cdiv(rows, t->bm) * cdiv(cols, t->bn) * z, s = cdiv(target, base);
     uint64_t most = depth / CONV_SPLIT_MIN;
     if (fill_only && base >= CONV_FILL) s = 1;
-    const char *env = getenv("WGT_CONV_SPLITK");
-    if (env && atoi(env) > 0) s = (uint64_t)atoi(env), most = depth;
+    if (k->conv_splits > 0) s = k->conv_splits, most = depth;
     if (s > most) s = most;
     if (s > CONV_SPLIT_MAX) s = CONV_SPLIT_MAX;
     if (s < 1) s = 1;
@@ -193,14 +184,13 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
                              bool own_splits, bool fill_only, uint64_t out_size)
 {
     uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
-    bool new_loads = !knob_off("WGT_CONV_LOADS"), few_rows_ok = !knob_off("WGT_CONV_STEM");
-    bool rtab = !knob_off("WGT_CONV_RTAB"), dbuf = !knob_off("WGT_CONV_DBUF");
-    const char *env = getenv("WGT_CONV_TILE");
+    const webgpu_knobs *k = &wg->knobs;
+    bool new_loads = k->conv_loads, few_rows_ok = k->conv_stem, rtab = k->conv_rtab, dbuf = k->conv_dbuf;
+    const char *env = k->conv_tile[0] ? k->conv_tile : NULL;
     /* BK 8 by default: the MATMUL kernel measured BK = 16 slower on H100 and
      * H200 everywhere (register pressure; here also half the gathered columns
      * per invocation); WGT_CONV_BK=16 for comparison */
-    const char *bk_env = getenv("WGT_CONV_BK");
-    uint32_t bk = bk_env && strcmp(bk_env, "16") == 0 ? 16u : 8u;
+    uint32_t bk = k->conv_bk;
     gemm_plan best;
     memset(&best, 0, sizeof(best));
     bool found = false;
@@ -217,7 +207,7 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
         gemm_plan p = {tv, 0, rtab && tile_shared(t, 0, true, false) <= shared, false, 1, len};
         p.dbuf = dbuf && tile_shared(t, 0, p.rtab, true) <= shared;
         p.pad = new_loads && tile_shared(t, 1, p.rtab, p.dbuf) <= shared ? 1u : 0u;
-        if (own_splits) choose_splits(t, rows, cols, z, len, fill_only, &p.splits, &p.split_len);
+        if (own_splits) choose_splits(k, t, rows, cols, z, len, fill_only, &p.splits, &p.split_len);
         if (old_rule) {
             /* the former rule: 128 x 128 when there are CONV_OLD_BIG_TILES of them, else 64 x 64 */
             bool big = cdiv(rows, 128) * cdiv(cols, 128) * z >= CONV_OLD_BIG_TILES;
@@ -278,9 +268,9 @@ static wgt_status splitk_reduce(webgpu_backend *wg, const wgt_tensor_view *src, 
 /* Whether the input gradient runs one GEMM per stride phase (at stride 1,
  * one phase: the same GEMM with the simplest loads), unless the phase
  * arithmetic (pad + stride dil) would overflow the kernel's i32. */
-static bool use_phases(const wgt_kernel_call *call)
+static bool use_phases(const webgpu_backend *wg, const wgt_kernel_call *call)
 {
-    if (knob_off("WGT_CONV_PHASES")) return false;
+    if (!wg->knobs.conv_phases) return false;
     const int64_t lim = (int64_t)1 << 30;
     return call->conv.pad_top + call->conv.stride_h * (call->conv.dil_h + 1) < lim &&
            call->conv.pad_left + call->conv.stride_w * (call->conv.dil_w + 1) < lim;
@@ -301,7 +291,7 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     p.groups = u32of(call->conv.groups);
     p.cg = p.c / p.groups, p.kg = p.k / p.groups;
     uint64_t taps = (uint64_t)p.kh * p.kw, wsize = (uint64_t)p.k * p.cg * taps;
-    bool phased = mode == 1 && use_phases(call);
+    bool phased = mode == 1 && use_phases(wg, call);
     uint64_t z = p.groups, fe_splits = 1, plan_len = 0, out_size = wsize;
     p.phases = 1;
     switch (mode) {
@@ -333,7 +323,7 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
         plan_len = fe_splits == 1 ? p.depth : len;
         break;
     }
-    bool own_splits = fe_splits == 1 && !knob_off("WGT_CONV_SPLITK");
+    bool own_splits = fe_splits == 1 && wg->knobs.conv_own_splitk;
     gemm_plan plan = choose_plan(wg, p.rows, p.cols, z, plan_len, own_splits, mode != 2, out_size);
     const conv_tile *tile = &plan.tile;
     uint64_t splits = own_splits ? plan.splits : 1;
@@ -368,8 +358,8 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
                          (unsigned long long)limit);
     if (gx == 0 || gy == 0 || z == 0) return WGT_OK;
 
-    bool new_loads = !knob_off("WGT_CONV_LOADS"), along_r = mode == 2 && new_loads, rtab = plan.rtab;
-    if (getenv("WGT_CONV_DEBUG")) /* the plan of every call, to check the choices on a new GPU */
+    bool new_loads = wg->knobs.conv_loads, along_r = mode == 2 && new_loads, rtab = plan.rtab;
+    if (wg->knobs.conv_debug) /* the plan of every call, to check the choices on a new GPU */
         fprintf(stderr, "wgt conv: %s mode %d rows %u cols %u depth %llu z %llu: tile %s bk %u pad %u rtab %d dbuf %d "
                 "splits %llu x %u%s\n", op, mode, p.rows, p.cols, (unsigned long long)plan_len, (unsigned long long)z,
                 tile->name, tile->bk, plan.pad, (int)rtab, (int)plan.dbuf,
@@ -421,11 +411,10 @@ _Static_assert(sizeof(direct_params) % 16 == 0, "conv direct params");
  * CONV_DIRECT_MAX_CG channels per group (the GEMM's rows: its smallest tile,
  * 8 rows, would waste 5/8 of its work on the stem's 3), unless
  * WGT_CONV_STEM=0; the tap arithmetic must fit the kernel's i32. */
-static bool use_direct_dx(const wgt_kernel_call *call)
+static bool use_direct_dx(const webgpu_backend *wg, const wgt_kernel_call *call)
 {
-    if (call->conv.kernel != WGT_CONV_BACKWARD_INPUT || knob_off("WGT_CONV_STEM")) return false;
-    const char *tile = getenv("WGT_CONV_TILE");
-    if (tile && strcmp(tile, "old") == 0) return false;
+    if (call->conv.kernel != WGT_CONV_BACKWARD_INPUT || !wg->knobs.conv_stem) return false;
+    if (strcmp(wg->knobs.conv_tile, "old") == 0) return false;
     const int64_t lim = (int64_t)1 << 30;
     return call->conv.c / call->conv.groups <= CONV_DIRECT_MAX_CG &&
            call->conv.h + call->conv.pad_top < lim && call->conv.w + call->conv.pad_left < lim &&
@@ -451,7 +440,7 @@ static wgt_status run_direct_dx(webgpu_backend *wg, const wgt_kernel_call *call,
     const wgt_tensor_view *dy = &v->in[0], *w = &v->in[1], *dx = &v->out[0];
     p.w_offset = (uint32_t)w->offset, p.dy_offset = (uint32_t)dy->offset, p.dx_offset = (uint32_t)dx->offset;
     if (total == 0) return WGT_OK;
-    if (getenv("WGT_CONV_DEBUG"))
+    if (wg->knobs.conv_debug)
         fprintf(stderr, "wgt conv: %s direct input gradient cg %u k/g %u, %llu pixels\n", op, p.cg, p.kg,
                 (unsigned long long)total);
     char key[48], prelude[32];
@@ -626,7 +615,9 @@ wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call)
         switch (call->conv.kernel) {
         case WGT_CONV_FORWARD:
         case WGT_CONV_BACKWARD_INPUT:
-        case WGT_CONV_BACKWARD_WEIGHT: s = use_direct_dx(call) ? run_direct_dx(wg, call, &v) : run_gemm(wg, call, &v); break;
+        case WGT_CONV_BACKWARD_WEIGHT:
+            s = use_direct_dx(wg, call) ? run_direct_dx(wg, call, &v) : run_gemm(wg, call, &v);
+            break;
         case WGT_POOL_FORWARD:
         case WGT_POOL_BACKWARD: s = run_pool(wg, call, &v); break;
         case WGT_BATCH_NORM_FORWARD:

@@ -62,12 +62,6 @@ static void view_extent(const wgt_tensor_view *v, int64_t *lo, int64_t *hi)
 
 /* ------------------------------------------------------------------ planning */
 
-static bool f16_disabled_by_env(void)
-{
-    const char *s = getenv("WGT_WEBGPU_DISABLE_F16");
-    return s && s[0] && strcmp(s, "0") != 0;
-}
-
 /* Bindings are array<vec4<u32>> where the buffer holds whole vec4s. */
 static bool buffer_is_vec4(WGPUBuffer buffer) { return wgpuBufferGetSize(buffer) % 16 == 0; }
 
@@ -353,7 +347,7 @@ static wgt_status plan_call(webgpu_backend *wg, const wgt_kernel_call *call, ew_
         plan->mode[0] = EW_MODE_STRIDED; /* a contiguous output of an odd-sized buffer too */
         plan->vec4_binding[ob] = false;
         if (wgt_dtype_size(out->dtype) == 4) plan->store = EW_STORE_WORD;
-        else if (out->dtype == WGT_F16 && wg->has_f16 && !f16_disabled_by_env()) plan->store = EW_STORE_HALF;
+        else if (out->dtype == WGT_F16 && wg->has_f16 && !wg->knobs.disable_f16) plan->store = EW_STORE_HALF;
         else plan->store = EW_STORE_ATOMIC;
         if (nd == 0) { /* a strided path needs a dim to walk */
             nd = plan->ndim = 1;
@@ -363,7 +357,7 @@ static wgt_status plan_call(webgpu_backend *wg, const wgt_kernel_call *call, ew_
     }
     bool any_f16 = false;
     for (int v = 0; v < n_views; v++) any_f16 |= views[v]->dtype == WGT_F16;
-    if (any_f16 && !f16_disabled_by_env()) f16_hardware_conversions(wg, &plan->f16_hw_widen, &plan->f16_hw_narrow);
+    if (any_f16 && !wg->knobs.disable_f16) f16_hardware_conversions(wg, &plan->f16_hw_widen, &plan->f16_hw_narrow);
     for (int k = 0; k < call->n_inputs; k++) {
         int v = k + 1;
         bool aligned = (((views[v]->offset - (int64_t)shift) % chunk) + chunk) % chunk == 0;
@@ -537,8 +531,7 @@ wgt_status webgpu_elementwise_run(webgpu_backend *wg, const wgt_kernel_call *cal
     if (s != WGT_OK) return s;
     uint32_t x, y;
     uint64_t groups = (L.chunks + EW_WORKGROUP - 1) / EW_WORKGROUP;
-    const char *fold = getenv("WGT_WEBGPU_GRID_LIMIT"); /* testing aid: fold into 2-D sooner */
-    uint64_t row = fold ? strtoull(fold, NULL, 10) : 0;
+    uint64_t row = wg->knobs.grid_limit; /* testing aid: fold into 2-D sooner */
     if (row > 0 && row < groups && (groups + row - 1) / row <= wg->limits.maxComputeWorkgroupsPerDimension) {
         x = (uint32_t)row;
         y = (uint32_t)((groups + row - 1) / row);

@@ -289,12 +289,11 @@ static wgt_status run_gather(webgpu_backend *wg, const wgt_tensor_view *x_in, co
  * output element is owned by one invocation), an index constant off the axis
  * (index_select's broadcast index: stride 0 or size 1 on every other dim), and
  * temporaries within the binding limit. WGT_SCATTER_SORTED=0 says no (the
- * atomic kernel, for comparison); read per call so tests can switch it. */
+ * atomic kernel, for comparison; read when the context was created). */
 static bool scatter_sorted_applies(webgpu_backend *wg, const wgt_tensor_view *index, const wgt_tensor_view *out,
                                    int axis)
 {
-    const char *env = getenv("WGT_SCATTER_SORTED");
-    if (env && env[0] == '0') return false;
+    if (!wg->knobs.scatter_sorted) return false;
     if (out->dtype != WGT_F32 || !wgt_view_is_contiguous(out)) return false;
     for (int d = 0; d < index->ndim; d++)
         if (d != axis && index->shape[d] != 1 && index->strides[d] != 0) return false;

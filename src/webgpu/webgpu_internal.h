@@ -19,6 +19,7 @@
  *   profiler.c          timestamp queries, per-op report, trace file
  *   profiler_control.c  the user's profiler calls (enable, report, trace)
  *   tuner.c             GEMM autotuning and its on-disk cache
+ *   knobs.c             the kernel-choice environment knobs, read once at creation
  *   custom_kernel.c     caller-supplied WGSL
  *   webgpu_backend.c    the vtable; routes kernel calls to the family files
  *   webgpu_<family>.c   kernels: elementwise (+ _codegen: generated WGSL),
@@ -38,6 +39,7 @@
 #include <webgpu.h>
 
 #include "core/internal.h"
+#include "webgpu/knobs.h"
 #include "webgpu/tune_bucket.h"
 
 #define WEBGPU_PARAMS_MAX 1024          /* bytes of one dispatch's uniform block */
@@ -137,6 +139,7 @@ typedef struct webgpu_backend {
     WGPULimits limits;                  /* as granted to the device */
     bool has_f16, has_subgroups, has_timestamps;
     uint32_t timeout_ms;
+    webgpu_knobs knobs;                 /* kernel-choice knobs, read from the environment at creation (knobs.h) */
 
     webgpu_allocator allocator;
     webgpu_pipeline_cache pipelines;

@@ -191,12 +191,12 @@ static bool config_fits(const webgpu_backend *wg, const matmul_config *c)
            shared <= wg->limits.maxComputeWorkgroupStorageSize;
 }
 
-/* The config WGT_MATMUL_CONFIG names, if it is of this kernel kind and fits
- * (read on every call, so experiments and tests can switch it). */
+/* The config WGT_MATMUL_CONFIG names (read when the context was created), if
+ * it is of this kernel kind and fits. */
 static const matmul_config *forced_config(const webgpu_backend *wg, matmul_kernel kernel)
 {
-    const char *name = getenv("WGT_MATMUL_CONFIG");
-    if (!name || !*name) return NULL;
+    const char *name = wg->knobs.matmul_config;
+    if (!*name) return NULL;
     const matmul_config *c = find_config(name);
     return c && c->kernel == kernel && config_fits(wg, c) ? c : NULL;
 }
@@ -238,16 +238,6 @@ const char *webgpu_matmul_tiled_config_name(const webgpu_backend *wg, int i)
 #define SPLITK_MIN_PART_K 512
 #define SPLITK_MAX_TEMP_BYTES ((int64_t)256 << 20)
 
-/* A non-negative integer from the environment: fallback when unset, -1 when malformed. */
-static int64_t env_count(const char *name, int64_t fallback)
-{
-    const char *v = getenv(name);
-    if (!v || !*v) return fallback;
-    char *end = NULL;
-    long long n = strtoll(v, &end, 10);
-    return (*end || n < 0 || n > 1000000) ? -1 : (int64_t)n;
-}
-
 /* Elements of one part's partial sums: the output, padded to whole vec4s. */
 static int64_t splitk_stride(const matmul_problem *p) { return ceil_div(p->batches * p->M * p->N, 4) * 4; }
 
@@ -258,10 +248,9 @@ static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, c
 {
     if (part_k) *part_k = p->K > 0 ? p->K : 1;
     int64_t tiles = ceil_div(p->M, c->bm) * ceil_div(p->N, c->bn) * p->batches;
-    int64_t parts = env_count("WGT_SPLITK", -1);
+    int64_t parts = wg->knobs.splitk;
     if (parts < 0) { /* automatic */
-        int64_t target = env_count("WGT_SPLITK_TARGET", SPLITK_TARGET);
-        if (target <= 0) target = SPLITK_TARGET;
+        int64_t target = wg->knobs.splitk_target > 0 ? wg->knobs.splitk_target : SPLITK_TARGET;
         if (p->K < SPLITK_MIN_K || 2 * tiles >= target) return 1;
         parts = target / tiles;
         if (parts > p->K / SPLITK_MIN_PART_K) parts = p->K / SPLITK_MIN_PART_K;
@@ -555,12 +544,11 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
 {
     const wgt_tensor_view *a = p->a, *b = p->b;
     int nd = a->ndim;
-    if (env_count("WGT_SPLITK", 0) < 0 || env_count("WGT_SPLITK_TARGET", 0) < 0)
+    if (wg->knobs.splitk_malformed)
         return wgt_error(wg->base.ctx, WGT_ERR_INVALID_ARGUMENT,
                          "%s: WGT_SPLITK=\"%s\", WGT_SPLITK_TARGET=\"%s\": each must be a count "
                          "(WGT_SPLITK=0: no split-K)",
-                         op, getenv("WGT_SPLITK") ? getenv("WGT_SPLITK") : "",
-                         getenv("WGT_SPLITK_TARGET") ? getenv("WGT_SPLITK_TARGET") : "");
+                         op, wg->knobs.splitk_text, wg->knobs.splitk_target_text);
     const matmul_config *c = choose_tiled(wg, p);
     if (!c) return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matmul tile config fits this device", op);
     matmul_operand oa = {a->offset, p->M, a->strides[nd - 2], p->K, a->strides[nd - 1], p->a_batch};
@@ -655,11 +643,10 @@ static bool octets_aligned(const matmul_problem *p, const matmul_operand *o)
  * llama's activations against f16 weights), so its prelude is its own
  * (S = u32, load_x8 for the vector; bias and out as f16 or f32).
  * WGT_GEMV_HALF=0 keeps matmul_gemv_rows (vec4<f16> loads) instead. */
-static bool gemv_half_wanted(const matmul_problem *p, const wgt_tensor_view *mat, const matmul_operand *om,
-                             const matmul_operand *ov)
+static bool gemv_half_wanted(const webgpu_backend *wg, const matmul_problem *p, const wgt_tensor_view *mat,
+                             const matmul_operand *om, const matmul_operand *ov)
 {
-    const char *env = getenv("WGT_GEMV_HALF");
-    if (env && strcmp(env, "0") == 0) return false;
+    if (!wg->knobs.gemv_half) return false;
     return mat->dtype == WGT_F16 && octets_aligned(p, om) && octets_aligned(p, ov);
 }
 
@@ -744,7 +731,7 @@ static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const ch
     const matmul_config *c = choose_gemv(wg, kernel, p->K);
     if (!c || !config_fits(wg, c))
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matrix-vector config fits this device", op);
-    if (kernel == KERNEL_GEMV_ROWS && gemv_half_wanted(p, mat, &om, &ov))
+    if (kernel == KERNEL_GEMV_ROWS && gemv_half_wanted(wg, p, mat, &om, &ov))
         return run_gemv_half(wg, p, c, &om, &ov, mat_is_a, op);
     bool vec4;
     char key[160], consts[200];
@@ -952,8 +939,7 @@ wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     if (wgt_shape_numel(out->ndim, out->shape) == 0) return WGT_OK;
     if (a->dtype == WGT_F16 || b->dtype == WGT_F16) {
-        const char *emulate = getenv("WGT_MATMUL_F16_EMULATE");
-        if (!wg->has_f16 || (emulate && strcmp(emulate, "1") == 0)) return run_f16_emulated(wg, call);
+        if (!wg->has_f16 || wg->knobs.matmul_f16_emulate) return run_f16_emulated(wg, call);
     }
     return run_native(wg, a, b, call->n_inputs == 3 ? &call->inputs[2] : NULL, out, call->op_name);
 }

@@ -107,15 +107,11 @@ typedef struct nn_shape {
  * flight per thread, fewer levels in the workgroup sums), 64..256. The norm
  * kernels' choice can be forced with env WGT_WEBGPU_NORM_THREADS=64|128|256
  * (for tuning on a new GPU). */
-static nn_shape shape_for(uint64_t slots, uint32_t width, bool caches)
+static nn_shape shape_for(const webgpu_backend *wg, uint64_t slots, uint32_t width, bool caches)
 {
     nn_shape sh = {64, width, 1, false};
     while (sh.threads < NN_MAX_THREADS && (uint64_t)sh.threads * 4 <= slots) sh.threads *= 2;
-    const char *env = caches ? getenv("WGT_WEBGPU_NORM_THREADS") : NULL;
-    if (env && *env) {
-        long v = strtol(env, NULL, 10);
-        if (v == 64 || v == 128 || v == 256) sh.threads = (uint32_t)v;
-    }
+    if (caches && wg->knobs.norm_threads) sh.threads = wg->knobs.norm_threads;
     if (caches) {
         uint64_t per_thread = (slots + sh.threads - 1) / sh.threads;
         if (per_thread == 0) per_thread = 1;
@@ -196,7 +192,7 @@ static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     const wgt_tensor_view *b = call->nn.has_bias ? &v->in[k++] : x;
     const wgt_tensor_view *y = &v->out[0], *stats = &v->out[1];
     uint32_t width = vec_width(pr->d, (const wgt_tensor_view *[]){x, y, w, b}, 4);
-    nn_shape sh = shape_for(pr->d / width, width, true);
+    nn_shape sh = shape_for(wg, pr->d / width, width, true);
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, "nn_norm", &sh, 3, 2, call->op_name, &p);
     if (s != WGT_OK) return s;
@@ -233,7 +229,7 @@ static wgt_status norm_partials(webgpu_backend *wg, const wgt_kernel_call *call,
     wgt_status s = bias_stand_in(wg, &db, &scratch);
     if (s != WGT_OK) return s;
     uint32_t width = vec_width(pr->d, (const wgt_tensor_view *[]){x, dy, dw, db}, 4);
-    nn_shape sh = shape_for(pr->d / width, width, false);
+    nn_shape sh = shape_for(wg, pr->d / width, width, false);
     webgpu_pipeline *p;
     s = get_pipeline(wg, "nn_norm_param_grads", &sh, 3, 2, call->op_name, &p);
     if (s == WGT_OK) {
@@ -302,7 +298,7 @@ static wgt_status run_norm_backward(webgpu_backend *wg, const wgt_kernel_call *c
     /* with partials, dw (and db) are written too */
     const wgt_tensor_view *views[6] = {x, w, dy, dx, &v->out[1], &v->out[2]};
     uint32_t width = vec_width(pr->d, views, partials ? (call->nn.has_bias ? 6 : 5) : 4);
-    nn_shape sh = shape_for(pr->d / width, width, true);
+    nn_shape sh = shape_for(wg, pr->d / width, width, true);
     if (partials && sh.cached && sh.cache <= 4) return run_norm_backward_fused(wg, call, v, &sh, width, pr);
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, "nn_norm_backward", &sh, 4, 1, call->op_name, &p);
@@ -356,7 +352,7 @@ static wgt_status run_cross_entropy(webgpu_backend *wg, const wgt_kernel_call *c
 {
     const wgt_tensor_view *logits = &v->in[0], *targets = &v->in[1], *loss = &v->out[0], *lse = &v->out[1];
     uint32_t width = vec_width(pr->d, &logits, 1);
-    nn_shape sh = shape_for(pr->d / width, width, false);
+    nn_shape sh = shape_for(wg, pr->d / width, width, false);
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, "nn_cross_entropy", &sh, 3, 2, call->op_name, &p);
     if (s != WGT_OK) return s;
@@ -374,7 +370,7 @@ static wgt_status run_cross_entropy_backward(webgpu_backend *wg, const wgt_kerne
     const wgt_tensor_view *logits = &v->in[0], *targets = &v->in[1], *lse = &v->in[2], *g = &v->in[3];
     const wgt_tensor_view *dl = &v->out[0];
     uint32_t width = vec_width(pr->d, (const wgt_tensor_view *[]){logits, dl}, 2);
-    nn_shape sh = shape_for(pr->d / width, width, false);
+    nn_shape sh = shape_for(wg, pr->d / width, width, false);
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, "nn_cross_entropy_backward", &sh, 4, 1, call->op_name, &p);
     if (s != WGT_OK) return s;

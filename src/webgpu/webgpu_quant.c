@@ -54,8 +54,8 @@ static uint64_t quant_tile_shared(const quant_tile *t) { return (uint64_t)(t->bm
 static const quant_tile *choose_tile(const webgpu_backend *wg, int64_t M, int64_t N)
 {
     const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
-    const char *env = getenv("WGT_QUANT_TILE");
-    bool known = !env || !*env;
+    const char *env = wg->knobs.quant_tile;
+    bool known = !*env;
     for (int i = 0; !known && i < QUANT_N_TILES; i++) {
         char name[32];
         snprintf(name, sizeof(name), "%dx%d", quant_tiles[i].bm, quant_tiles[i].bn);
@@ -108,15 +108,14 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
     p.x_offset = (uint32_t)(x->offset / 4), p.q_offset = (uint32_t)(q->offset / 4);
     p.s_offset = (uint32_t)s->offset, p.out_offset = (uint32_t)out->offset;
     p.row_blocks = (uint32_t)((M + QUANT_ROWS - 1) / QUANT_ROWS);
-    const char *env = getenv("WGT_QUANT_GEMV"), *tiled_env = getenv("WGT_QUANT_TILED");
-    const bool gemv = M == 1 && !(env && strcmp(env, "0") == 0);
-    const bool tiled = M >= QUANT_TILED_MIN_M && !(tiled_env && strcmp(tiled_env, "0") == 0);
+    const bool gemv = M == 1 && wg->knobs.quant_gemv;
+    const bool tiled = M >= QUANT_TILED_MIN_M && wg->knobs.quant_tiled;
     const char *kernel = gemv ? "quant_gemv" : tiled ? "quant_matmul_tiled" : "quant_matmul";
     const quant_tile *tile = tiled ? choose_tile(wg, M, N) : NULL;
     if (tiled && !tile)
         return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: [%lld, %lld] x [%lld, %lld]^T: WGT_QUANT_TILE=\"%s\" "
                          "names no tile (128x128, 128x64 or 64x64)", op, (long long)M, (long long)K, (long long)N,
-                         (long long)K, getenv("WGT_QUANT_TILE"));
+                         (long long)K, wg->knobs.quant_tile);
     char key[96];
     if (tiled) snprintf(key, sizeof(key), "%s:%dx%d:%d", kernel, tile->bm, tile->bn, call->quant.bits);
     else snprintf(key, sizeof(key), "%s", kernel);

@@ -28,11 +28,8 @@ static void cached_shape(webgpu_backend *wg, uint64_t n4, uint32_t *threads, uin
 {
     uint32_t limit = wg->limits.maxComputeInvocationsPerWorkgroup, most = CACHE_MAX;
     if (wg->limits.maxComputeWorkgroupSizeX < limit) limit = wg->limits.maxComputeWorkgroupSizeX;
-    const char *env = getenv("WGT_WEBGPU_SOFTMAX_CACHE");
-    if (env && *env) {
-        long v = strtol(env, NULL, 10);
-        most = v <= 0 ? 0 : v >= (long)CACHE_MAX ? CACHE_MAX : (uint32_t)v;
-    }
+    int env = wg->knobs.softmax_cache; /* -1: unset */
+    if (env >= 0) most = env >= (int)CACHE_MAX ? CACHE_MAX : (uint32_t)env;
     *threads = *cache = 0;
     for (uint32_t t = WEBGPU_ROWS_THREADS; most && t <= 1024 && t <= limit; t *= 2) {
         if (n4 <= (uint64_t)t * most) {

@@ -56,9 +56,8 @@ static void tile_config(const webgpu_backend *wg, int *tile, int *wg_y)
 {
     *tile = 32;
     *wg_y = 8;
-    const char *s = getenv("WGT_WEBGPU_TRANSPOSE");
-    int t = 0, y = 0;
-    if (!s || sscanf(s, "%dx%d", &t, &y) != 2) return;
+    int t = wg->knobs.transpose_tile, y = wg->knobs.transpose_rows;
+    if (!t && !y) return; /* unset */
     bool ok = (t == 32 || t == 64) && y >= 1 && y <= 32 && (y & (y - 1)) == 0 && t % y == 0 &&
               (uint32_t)(32 * y) <= wg->limits.maxComputeInvocationsPerWorkgroup &&
               (uint32_t)y <= wg->limits.maxComputeWorkgroupSizeY &&
@@ -198,8 +197,7 @@ wgt_status webgpu_transpose_run(webgpu_backend *wg, const wgt_kernel_call *call)
     }
 
     uint32_t gx, gy;
-    const char *fold = getenv("WGT_WEBGPU_GRID_LIMIT"); /* testing aid: fold into 2-D sooner */
-    uint64_t row = fold ? strtoull(fold, NULL, 10) : 0;
+    uint64_t row = wg->knobs.grid_limit; /* testing aid: fold into 2-D sooner */
     if (row > 0 && row < P.tiles && (P.tiles + row - 1) / row <= wg->limits.maxComputeWorkgroupsPerDimension) {
         gx = (uint32_t)row;
         gy = (uint32_t)((P.tiles + row - 1) / row);

@@ -1,0 +1,147 @@
+/*
+ * The kernel-choice knobs (knobs.h), read from the environment once, when the
+ * backend is created: a kernel call reads webgpu_backend.knobs instead of
+ * walking the environment (a convolution read about ten variables per call),
+ * and a setenv on another thread cannot race with a running op.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "webgpu/knobs.h"
+#include "webgpu/webgpu_internal.h"
+
+/* The variable's text, NULL when unset. */
+static const char *env(const char *name) { return getenv(name); }
+
+/* Unset, "" or anything but "0" keeps the path on; "0" turns it off. */
+static bool on_unless_zero(const char *name)
+{
+    const char *v = env(name);
+    return !(v && strcmp(v, "0") == 0);
+}
+
+/* The text into a fixed buffer ("" when unset). Names longer than the buffer
+ * are cut; every name the kernels compare with is shorter, so a cut name
+ * matches none of them, as the whole one did not. */
+static void copy_text(char *dst, size_t size, const char *name)
+{
+    const char *v = env(name);
+    snprintf(dst, size, "%s", v ? v : "");
+}
+
+/* A non-negative count: -1 when unset or empty, -2 when malformed (not a
+ * number in [0, 1000000]). */
+static int64_t count(const char *name)
+{
+    const char *v = env(name);
+    if (!v || !*v) return -1;
+    char *end = NULL;
+    long long n = strtoll(v, &end, 10);
+    return (*end || n < 0 || n > 1000000) ? -2 : (int64_t)n;
+}
+
+/* atoi's value when > 0, else 0 (the convolution's counts). */
+static uint64_t positive(const char *name)
+{
+    const char *v = env(name);
+    int n = v ? atoi(v) : 0;
+    return n > 0 ? (uint64_t)n : 0;
+}
+
+static void read_general(webgpu_knobs *k)
+{
+    const char *f16 = env("WGT_WEBGPU_DISABLE_F16");
+    k->disable_f16 = f16 && f16[0] && strcmp(f16, "0") != 0;
+    const char *fold = env("WGT_WEBGPU_GRID_LIMIT");
+    k->grid_limit = fold ? strtoull(fold, NULL, 10) : 0;
+    const char *batch = env("WGT_BATCH_DISPATCHES");
+    long n = batch ? strtol(batch, NULL, 10) : 0;
+    k->batch_dispatches = n >= 1 && n <= WEBGPU_BATCH_DISPATCHES_MAX ? (uint32_t)n : WEBGPU_BATCH_DISPATCHES;
+    const char *tr = env("WGT_WEBGPU_TRANSPOSE");
+    int t = 0, y = 0;
+    if (tr && sscanf(tr, "%dx%d", &t, &y) == 2) k->transpose_tile = t, k->transpose_rows = y;
+    const char *norm = env("WGT_WEBGPU_NORM_THREADS");
+    if (norm && *norm) {
+        long v = strtol(norm, NULL, 10);
+        if (v == 64 || v == 128 || v == 256) k->norm_threads = (uint32_t)v;
+    }
+    const char *cache = env("WGT_WEBGPU_SOFTMAX_CACHE");
+    k->softmax_cache = -1;
+    if (cache && *cache) {
+        long v = strtol(cache, NULL, 10);
+        k->softmax_cache = v <= 0 ? 0 : v >= 1024 ? 1024 : (int)v; /* the kernel caps it further */
+    }
+}
+
+static void read_matmul(webgpu_knobs *k)
+{
+    copy_text(k->matmul_config, sizeof(k->matmul_config), "WGT_MATMUL_CONFIG");
+    int64_t parts = count("WGT_SPLITK"), target = count("WGT_SPLITK_TARGET");
+    k->splitk_malformed = parts == -2 || target == -2;
+    k->splitk = parts >= 0 ? parts : -1;
+    k->splitk_target = target > 0 ? target : -1;
+    copy_text(k->splitk_text, sizeof(k->splitk_text), "WGT_SPLITK");
+    copy_text(k->splitk_target_text, sizeof(k->splitk_target_text), "WGT_SPLITK_TARGET");
+    k->gemv_half = on_unless_zero("WGT_GEMV_HALF");
+    const char *emulate = env("WGT_MATMUL_F16_EMULATE");
+    k->matmul_f16_emulate = emulate && strcmp(emulate, "1") == 0;
+}
+
+static void read_conv(webgpu_knobs *k)
+{
+    copy_text(k->conv_tile, sizeof(k->conv_tile), "WGT_CONV_TILE");
+    const char *bk = env("WGT_CONV_BK");
+    k->conv_bk = bk && strcmp(bk, "16") == 0 ? 16u : 8u;
+    k->conv_splits = positive("WGT_CONV_SPLITK");
+    k->conv_own_splitk = on_unless_zero("WGT_CONV_SPLITK");
+    k->conv_split_target = positive("WGT_CONV_SPLIT_TARGET");
+    k->conv_loads = on_unless_zero("WGT_CONV_LOADS");
+    k->conv_stem = on_unless_zero("WGT_CONV_STEM");
+    k->conv_rtab = on_unless_zero("WGT_CONV_RTAB");
+    k->conv_dbuf = on_unless_zero("WGT_CONV_DBUF");
+    k->conv_phases = on_unless_zero("WGT_CONV_PHASES");
+    k->conv_debug = env("WGT_CONV_DEBUG") != NULL;
+}
+
+static void read_attention(webgpu_knobs *k)
+{
+    const char *tiles = env("WGT_ATTENTION_TILES");
+    unsigned *v = k->attention_tiles;
+    k->attention_tiles_set = tiles && sscanf(tiles, "%u,%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5;
+    const char *fwd = env("WGT_ATTENTION_FORWARD");
+    k->attention_forward = !fwd                       ? WEBGPU_ATTN_FORWARD_DEFAULT
+                           : strcmp(fwd, "rows") == 0  ? WEBGPU_ATTN_FORWARD_ROWS
+                           : strcmp(fwd, "flash") == 0 ? WEBGPU_ATTN_FORWARD_FLASH
+                           : strcmp(fwd, "tiled") == 0 ? WEBGPU_ATTN_FORWARD_TILED
+                                                       : WEBGPU_ATTN_FORWARD_DEFAULT;
+    const char *bwd = env("WGT_ATTENTION_BACKWARD");
+    k->attention_backward = !bwd                          ? WEBGPU_ATTN_BACKWARD_DEFAULT
+                            : strcmp(bwd, "dkdv") == 0     ? WEBGPU_ATTN_BACKWARD_DKDV
+                            : strcmp(bwd, "tiled") == 0    ? WEBGPU_ATTN_BACKWARD_TILED
+                            : strcmp(bwd, "kv_tiled") == 0 ? WEBGPU_ATTN_BACKWARD_KV_TILED
+                            : strcmp(bwd, "q_tiled") == 0  ? WEBGPU_ATTN_BACKWARD_Q_TILED
+                                                           : WEBGPU_ATTN_BACKWARD_ROWS;
+    const char *dkdv = env("WGT_ATTENTION_DKDV_TILES");
+    unsigned *d = k->attention_dkdv_tiles;
+    k->attention_dkdv_tiles_set = dkdv && sscanf(dkdv, "%u,%u", &d[0], &d[1]) == 2;
+    k->attention_dropout_mask = on_unless_zero("WGT_ATTENTION_DROPOUT_MASK");
+    const char *decode = env("WGT_DECODE_ATTN");
+    k->decode_attn = decode && strcmp(decode, "0") == 0   ? WEBGPU_DECODE_ATTN_OFF
+                     : decode && strcmp(decode, "1") == 0 ? WEBGPU_DECODE_ATTN_FORCED
+                                                          : WEBGPU_DECODE_ATTN_AUTO;
+}
+
+void webgpu_knobs_read(webgpu_knobs *k)
+{
+    memset(k, 0, sizeof(*k));
+    read_general(k);
+    read_matmul(k);
+    read_conv(k);
+    read_attention(k);
+    copy_text(k->quant_tile, sizeof(k->quant_tile), "WGT_QUANT_TILE");
+    k->quant_gemv = on_unless_zero("WGT_QUANT_GEMV");
+    k->quant_tiled = on_unless_zero("WGT_QUANT_TILED");
+    const char *sorted = env("WGT_SCATTER_SORTED");
+    k->scatter_sorted = !(sorted && sorted[0] == '0');
+}

@@ -1,0 +1,120 @@
+/*
+ * The WebGPU backend's kernel-choice knobs: environment variables that switch
+ * a kernel, a tile or a former path (for A/B timing, tuning on a new GPU and
+ * tests). They are read once, when the backend (the context) is created
+ * (webgpu_knobs_read, called by wgt_webgpu_backend_create), into
+ * webgpu_backend.knobs; the kernels read that struct, never the environment.
+ * To try another setting, set the variable and create a new context.
+ *
+ * Each field says which variable fills it, what it switches and its value
+ * when the variable is unset. The names and values are the ones README.md and
+ * docs/performance.md list. Checks that need the device (limits) or a file's
+ * own tables stay at the call site.
+ */
+#ifndef WGT_WEBGPU_KNOBS_H
+#define WGT_WEBGPU_KNOBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* WGT_ATTENTION_FORWARD: which forward kernel runs. */
+typedef enum {
+    WEBGPU_ATTN_FORWARD_DEFAULT, /* unset (or another value): flash on a software adapter, else rows */
+    WEBGPU_ATTN_FORWARD_ROWS,    /* "rows": attention_forward, one row per invocation */
+    WEBGPU_ATTN_FORWARD_FLASH,   /* "flash": attention_forward_flash */
+    WEBGPU_ATTN_FORWARD_TILED,   /* "tiled" */
+} webgpu_attn_forward;
+
+/* WGT_ATTENTION_BACKWARD: which backward kernels run. */
+typedef enum {
+    WEBGPU_ATTN_BACKWARD_DEFAULT,  /* unset: register-blocked on a software adapter, else dkdv */
+    WEBGPU_ATTN_BACKWARD_DKDV,     /* "dkdv": dk and dv in one pass */
+    WEBGPU_ATTN_BACKWARD_TILED,    /* "tiled": both register-blocked */
+    WEBGPU_ATTN_BACKWARD_KV_TILED, /* "kv_tiled" */
+    WEBGPU_ATTN_BACKWARD_Q_TILED,  /* "q_tiled" */
+    WEBGPU_ATTN_BACKWARD_ROWS,     /* "rows" or any other value: one row per invocation (the former GPU default) */
+} webgpu_attn_backward;
+
+/* WGT_DECODE_ATTN: the decode attention kernel. */
+typedef enum {
+    WEBGPU_DECODE_ATTN_AUTO,   /* unset or another value: f16 inputs, or f32 with many keys */
+    WEBGPU_DECODE_ATTN_OFF,    /* "0": never (the general kernels) */
+    WEBGPU_DECODE_ATTN_FORCED, /* "1": whenever the shapes allow, however few the keys */
+} webgpu_decode_attn;
+
+typedef struct webgpu_knobs {
+    /* ---- general (webgpu_elementwise.c, webgpu_transpose.c, execution.c) */
+    bool disable_f16;          /* WGT_WEBGPU_DISABLE_F16 set, not "" or "0": packed f16 (no f16 stores, no
+                                * hardware f16 conversions) even where shader-f16 exists; default false */
+    uint64_t grid_limit;       /* WGT_WEBGPU_GRID_LIMIT=<n>: elementwise and transpose grids fold into 2-D rows
+                                * of n workgroups sooner (a testing aid); default 0: only past the device limit */
+    uint32_t batch_dispatches; /* WGT_BATCH_DISPATCHES=n in [1, WEBGPU_BATCH_DISPATCHES_MAX]: submit every n
+                                * dispatches; default (unset or out of range) WEBGPU_BATCH_DISPATCHES (64) */
+    int transpose_tile, transpose_rows; /* WGT_WEBGPU_TRANSPOSE=TxY: the transpose's tile and workgroup rows
+                                * where the device allows them; default 0, 0: 32 x 8 */
+    uint32_t norm_threads;     /* WGT_WEBGPU_NORM_THREADS=64|128|256: threads per row of the register-cached
+                                * norm kernels; default 0 (another value too): chosen from the row */
+    int softmax_cache;         /* WGT_WEBGPU_SOFTMAX_CACHE=<n>: the most vec4 per thread of the register-cached
+                                * softmax (0: that kernel off; capped at the kernel's 8); default -1: 8 */
+
+    /* ---- GEMM (webgpu_matmul.c) */
+    char matmul_config[64];    /* WGT_MATMUL_CONFIG=<name>: force that tile config where it is of the kernel
+                                * kind and fits; default "": the heuristic / tuned choice */
+    int64_t splitk;            /* WGT_SPLITK=<parts>: force that many K parts (0 or 1: off); default -1
+                                * (unset, empty or malformed): automatic */
+    int64_t splitk_target;     /* WGT_SPLITK_TARGET=<workgroups> the automatic split-K aims at; default -1
+                                * (unset, empty, malformed or 0): SPLITK_TARGET (264) */
+    bool splitk_malformed;     /* WGT_SPLITK or WGT_SPLITK_TARGET is not a count in [0, 1000000]: every tiled
+                                * product fails with WGT_ERR_INVALID_ARGUMENT quoting both texts */
+    char splitk_text[32], splitk_target_text[32]; /* those texts, for that message */
+    bool gemv_half;            /* WGT_GEMV_HALF=0 turns off matmul_gemv_half (16-byte loads of f16
+                                * matrices) for matmul_gemv_rows; default true */
+    bool matmul_f16_emulate;   /* WGT_MATMUL_F16_EMULATE=1: f16 products through f32 temporaries as on a
+                                * device without shader-f16; default false */
+
+    /* ---- convolution (webgpu_conv.c) */
+    char conv_tile[16];        /* WGT_CONV_TILE=<name> (64, 128, 64x128, 128x64, 16x256, 8x512): force that
+                                * tile; "old": the former rule (128 x 128 or 64 x 64, BK 16, no direct input
+                                * gradient); default "": the modelled cheapest */
+    uint32_t conv_bk;          /* WGT_CONV_BK=16: slices of 16 instead of the default 8 */
+    uint64_t conv_splits;      /* WGT_CONV_SPLITK=<n> > 0: force n splits of the reduction; default 0: chosen */
+    bool conv_own_splitk;      /* WGT_CONV_SPLITK=0 turns the backend's split-K off (the front-end then splits
+                                * the weight gradient: the former path); default true */
+    uint64_t conv_split_target; /* WGT_CONV_SPLIT_TARGET=<n> > 0: workgroups split-K aims at; default 0:
+                                 * CONV_SPLIT_TARGET (512) */
+    bool conv_loads;           /* WGT_CONV_LOADS=0: the former loads (no padding, B not along r); default true */
+    bool conv_stem;            /* WGT_CONV_STEM=0: no few-row tiles and no direct input gradient; default true */
+    bool conv_rtab;            /* WGT_CONV_RTAB=0: no r_info table in workgroup memory; default true */
+    bool conv_dbuf;            /* WGT_CONV_DBUF=0: no double buffering; default true */
+    bool conv_phases;          /* WGT_CONV_PHASES=0: the input gradient in one GEMM, not one per stride
+                                * phase; default true */
+    bool conv_debug;           /* WGT_CONV_DEBUG set (any value): print every call's plan to stderr;
+                                * default false */
+
+    /* ---- attention (webgpu_attention.c, webgpu_attention_decode.c) */
+    bool attention_tiles_set;  /* WGT_ATTENTION_TILES="rows,keys,kv_keys,kv_rows,joint_d4" (five counts):   */
+    unsigned attention_tiles[5]; /* replace the default tiles where the first four are powers of two in
+                                  * [4, 1024]; default unset: the adapter's defaults */
+    webgpu_attn_forward attention_forward;   /* WGT_ATTENTION_FORWARD, above */
+    webgpu_attn_backward attention_backward; /* WGT_ATTENTION_BACKWARD, above */
+    bool attention_dkdv_tiles_set; /* WGT_ATTENTION_DKDV_TILES="bk,bq": the dk/dv kernel's tiles where    */
+    unsigned attention_dkdv_tiles[2]; /* powers of two (bk >= 8); default unset: 64, 32 */
+    bool attention_dropout_mask; /* WGT_ATTENTION_DROPOUT_MASK=0: the dq kernel draws the dropout mask again
+                                  * instead of reading dk/dv's bits; default true */
+    webgpu_decode_attn decode_attn; /* WGT_DECODE_ATTN, above */
+
+    /* ---- quantized matmul (webgpu_quant.c) */
+    char quant_tile[32];       /* WGT_QUANT_TILE=<bm>x<bn> (128x128, 128x64, 64x64): force that tile where it
+                                * fits (a name of no tile is an error); default "": chosen */
+    bool quant_gemv;           /* WGT_QUANT_GEMV=0: one-row products through the general kernel; default true */
+    bool quant_tiled;          /* WGT_QUANT_TILED=0: prefill through the per-column kernel; default true */
+
+    /* ---- indexing (webgpu_indexing.c) */
+    bool scatter_sorted;       /* WGT_SCATTER_SORTED starting with '0': the atomic scatter_add instead of the
+                                * sorted path; default true */
+} webgpu_knobs;
+
+/* Fills k from the environment (every field; defaults where unset). */
+void webgpu_knobs_read(webgpu_knobs *k);
+
+#endif
