@@ -104,9 +104,15 @@ static const char *SPIN_WGSL =
     "    if (acc == -1.0) { b[0] = acc; }\n"
     "}\n";
 
-static wgt_status run_spin(wgt_context *ctx, wgt_tensor *t, uint32_t groups)
+/* `units` of spin work: that many workgroups of 60,000 iterations. Past the
+ * 65,535 workgroups a dimension may have (a GPU runs thousands of groups at
+ * once, so its calibration asks for more) the loop grows instead: `loops`
+ * times 60,000 iterations over units / loops groups. */
+static wgt_status run_spin(wgt_context *ctx, wgt_tensor *t, uint64_t units)
 {
-    uint32_t params[4] = {60000, 0, 0, 0};
+    uint64_t loops = (units + 65534) / 65535;
+    uint32_t groups = (uint32_t)((units + loops - 1) / loops);
+    uint32_t params[4] = {(uint32_t)(60000 * loops), 0, 0, 0};
     wgt_custom_kernel k = {0};
     k.wgsl = SPIN_WGSL;
     k.entry_point = "main";
@@ -125,15 +131,16 @@ static wgt_status run_spin(wgt_context *ctx, wgt_tensor *t, uint32_t groups)
 static uint32_t calibrate_spin(wgt_context *ctx, wgt_tensor *t, double target_ms)
 {
     uint32_t groups = 1;
-    for (int round = 0; round < 12; round++) {
+    for (int round = 0; round < 24; round++) {
         double best = 1e30;
         for (int k = 0; k < 3; k++) {
             double start = now_ms();
             if (run_spin(ctx, t, groups) != WGT_OK || wgt_synchronize(ctx) != WGT_OK) return 0;
             best = fmin(best, now_ms() - start);
         }
-        if (best > target_ms / 4 || groups >= 1024)
-            return (uint32_t)fmax(1, fmin(groups * target_ms / fmax(best, 1), 1600));
+        /* a GPU needs about 100,000 units for 200 ms (an H100: 1,600 took 3 ms) */
+        if (best > target_ms / 4 || groups >= (1u << 22))
+            return (uint32_t)fmax(1, fmin(groups * target_ms / fmax(best, 1), 1u << 22));
         groups *= 2;
     }
     return groups;
@@ -439,7 +446,7 @@ static void test_progress_and_stuck(void)
     int64_t k = 4;
     wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_F32, 1, &k, v); /* made before the device is stuck */
     wgt_tensor *z = wgt_tensor_from_host(ctx, WGT_F32, 1, &k, v);
-    s = run_spin(ctx, t, iters * 80); /* ~16 s at the calibrated speed: still past the 3 s deadline when the machine gets 5x less busy than during calibration */
+    s = run_spin(ctx, t, (uint64_t)iters * 80); /* ~16 s at the calibrated speed: still past the 3 s deadline when the machine gets 5x less busy than during calibration */
     start = now_ms();
     s = s == WGT_OK ? wgt_synchronize(ctx) : s;
     double waited = now_ms() - start;
@@ -478,7 +485,7 @@ static void test_progress_and_stuck(void)
     wgt_tensor_release(x);
 
     /* destroy while stuck keeps a bound (no wait on the stuck work) */
-    s = run_spin(ctx, t, iters * 80); /* ~16 s at the calibrated speed: still past the 3 s deadline when the machine gets 5x less busy than during calibration */
+    s = run_spin(ctx, t, (uint64_t)iters * 80); /* ~16 s at the calibrated speed: still past the 3 s deadline when the machine gets 5x less busy than during calibration */
     s = s == WGT_OK ? wgt_synchronize(ctx) : s;
     CHECK(s == WGT_ERR_TIMEOUT, "second stuck kernel: %s", wgt_status_string(s));
     wgt_tensor_release(t);
@@ -656,14 +663,22 @@ static int real_oom_child(wgt_backend_kind kind)
     getrlimit(RLIMIT_AS, &rl);
     rl.rlim_cur = pages * (unsigned long long)sysconf(_SC_PAGESIZE) + (1ull << 30);
     if (setrlimit(RLIMIT_AS, &rl) != 0) return 4;
-    int64_t n = (100 << 20) / 4; /* 100 MiB tensors until the limit */
-    wgt_tensor *held[32];
+    /* 100 MiB tensors until the limit; a discrete GPU's memory is not in the
+     * address space, so past 32 of them 256 MiB ones (within WebGPU's default
+     * buffer size limit) until the device itself runs out, at most 512 GiB */
+    enum { SMALL = 32, LARGE = 2048 };
+    static wgt_tensor *held[SMALL + LARGE];
+    int64_t n = (100 << 20) / 4, n_large = (256 << 20) / 4;
     int count = 0;
-    while (count < 32 && (held[count] = wgt_zeros(ctx, WGT_F32, 1, &n)) != NULL) count++;
+    while (count < SMALL && (held[count] = wgt_zeros(ctx, WGT_F32, 1, &n)) != NULL) count++;
+    while (count >= SMALL && count < SMALL + LARGE && (held[count] = wgt_zeros(ctx, WGT_F32, 1, &n_large)) != NULL)
+        count++;
     wgt_status s = wgt_context_status(ctx);
-    printf("%s real OOM after %d x 100 MiB: %s: %s\n", kind == WGT_BACKEND_CPU ? "cpu" : "webgpu", count,
-           wgt_status_string(s), wgt_context_error_message(ctx));
-    int bad = s != WGT_ERR_OUT_OF_MEMORY || !strstr(wgt_context_error_message(ctx), "bytes") || count == 32;
+    printf("%s real OOM after %d x 100 MiB + %d x 256 MiB: %s: %s\n", kind == WGT_BACKEND_CPU ? "cpu" : "webgpu",
+           count < SMALL ? count : SMALL, count > SMALL ? count - SMALL : 0, wgt_status_string(s),
+           wgt_context_error_message(ctx));
+    int bad = s != WGT_ERR_OUT_OF_MEMORY || !strstr(wgt_context_error_message(ctx), "bytes") ||
+              count == SMALL + LARGE;
     for (int i = 0; i < count; i++) wgt_tensor_release(held[i]);
     wgt_context_clear_error(ctx);
     if (!small_round_trip(ctx)) {
