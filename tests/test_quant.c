@@ -16,6 +16,9 @@
  *    element kernels), prefill GEMMs (either operand f16, the f16 emulation)
  *    against a double reference of the unrounded f32 x: the error must be far
  *    below what rounding x to f16 would cost (the cast the mix replaces);
+ *  - wgt_linear_ex: f32 or f16 x against f16 weights plus an f32 or f16 bias
+ *    (decode's residual stream), decode and prefill shapes, split-K, the f16
+ *    emulation; an f32 result equal bit for bit to matmul_ex followed by add;
  *  - refusals: bits, shapes, dtypes, x requiring grad; the context stays usable. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
@@ -228,6 +231,103 @@ static void check_mixed(wgt_context *ctx, const char *backend, int64_t M, int64_
     free(af), free(bf), free(ah), free(bh), free(got);
 }
 
+/* wgt_linear_ex: x [M, K] (f32 with a full mantissa, or f16) times an f16
+ * weight [N, K]^T plus a bias [N] of bias_dtype (llama's decode passes the
+ * f32 residual stream as it), out_dtype. Against a double reference; an f32
+ * result must equal wgt_add(bias, wgt_matmul_ex(x, W^T, f32)) bit for bit
+ * (the same f32 sums; one rounding of sum + bias either way), which is what
+ * lets llama fold its residual adds into the projections. */
+static void check_linear_ex(wgt_context *ctx, const char *backend, int64_t M, int64_t N, int64_t K, bool x_f16,
+                            wgt_dtype bias_dtype, wgt_dtype out_dtype)
+{
+    uint32_t seed = (uint32_t)(M * 17 + N * 5 + K + x_f16 * 9000 + bias_dtype * 300 + out_dtype);
+    float *xf = malloc((size_t)(M * K) * sizeof(float)), *bf = malloc((size_t)N * sizeof(float));
+    uint16_t *xh = malloc((size_t)(M * K) * 2), *wh = malloc((size_t)(N * K) * 2), *bh = malloc((size_t)N * 2);
+    float *got = malloc((size_t)(M * N) * sizeof(float)), *sep = malloc((size_t)(M * N) * sizeof(float));
+    for (int64_t i = 0; i < M * K; i++) {
+        xf[i] = ((float)(test_xorshift(&seed) % 2000001) - 1000000.0f) / 500000.0f;
+        xh[i] = test_f32_to_f16(xf[i]);
+        if (x_f16) xf[i] = test_f16_to_f32(xh[i]);
+    }
+    for (int64_t i = 0; i < N * K; i++) wh[i] = test_f32_to_f16(((float)(test_xorshift(&seed) % 2001) - 1000.0f) / 1000.0f);
+    for (int64_t i = 0; i < N; i++) {
+        bf[i] = ((float)(test_xorshift(&seed) % 2000001) - 1000000.0f) / 100000.0f;
+        bh[i] = test_f32_to_f16(bf[i]);
+        if (bias_dtype == WGT_F16) bf[i] = test_f16_to_f32(bh[i]);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *x = x_f16 ? wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){M, K}, xh)
+                          : wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){M, K}, xf);
+    wgt_tensor *w = wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){N, K}, wh);
+    wgt_tensor *b = bias_dtype == WGT_F16 ? wgt_tensor_from_host(ctx, WGT_F16, 1, (int64_t[]){N}, bh)
+                                          : wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){N}, bf);
+    wgt_tensor *y = wgt_linear_ex(x, w, b, out_dtype);
+    CHECK(!y || wgt_tensor_dtype(y) == out_dtype, "%s linear_ex: result dtype", backend);
+    if (y && out_dtype != WGT_F32) y = wgt_cast(y, WGT_F32);
+    wgt_tensor *y2 = wgt_add(b, wgt_matmul_ex(x, wgt_transpose(w, 0, 1), WGT_F32));
+    bool read = y && y2 && wgt_tensor_read(y, got, (size_t)(M * N) * 4) == WGT_OK &&
+                wgt_tensor_read(y2, sep, (size_t)(M * N) * 4) == WGT_OK;
+    CHECK(read, "%s linear_ex %s x f16 + %s bias -> %s [%lld, %lld, %lld]: %s", backend, x_f16 ? "f16" : "f32",
+          wgt_dtype_name(bias_dtype), wgt_dtype_name(out_dtype), (long long)M, (long long)N, (long long)K,
+          wgt_context_error_message(ctx));
+    if (read) {
+        double err = 0;
+        int bad = 0;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double ref = bf[n];
+                for (int64_t k = 0; k < K; k++) ref += (double)xf[m * K + k] * test_f16_to_f32(wh[n * K + k]);
+                const double e = fabs(got[m * N + n] - ref);
+                if (out_dtype == WGT_F32) err = fmax(err, e);
+                else bad += e > fabs(ref) * (1.0 / 2048) + 1e-4;
+                if (out_dtype == WGT_F32) bad += memcmp(&got[m * N + n], &sep[m * N + n], 4) != 0;
+            }
+        CHECK(err <= 2e-5 * sqrt((double)K) && bad == 0,
+              "%s linear_ex %s x f16 + %s bias -> %s [%lld, %lld, %lld]: max error %.3g, %d outputs off (f16: more "
+              "than half an ulp; f32: unequal to matmul_ex + add)", backend, x_f16 ? "f16" : "f32",
+              wgt_dtype_name(bias_dtype), wgt_dtype_name(out_dtype), (long long)M, (long long)N, (long long)K, err, bad);
+    }
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+    free(xf), free(bf), free(xh), free(wh), free(bh), free(got), free(sep);
+}
+
+static void check_linear_ex_all(wgt_context *ctx, const char *backend)
+{
+    check_linear_ex(ctx, backend, 1, 70, 256, false, WGT_F32, WGT_F32);  /* decode o-proj / down: 16-byte loads */
+    check_linear_ex(ctx, backend, 1, 300, 2048, true, WGT_F32, WGT_F32); /* f16 x (the f16 cache's attention) */
+    check_linear_ex(ctx, backend, 1, 33, 100, false, WGT_F32, WGT_F32);  /* K % 8 != 0: the rows kernel */
+    check_linear_ex(ctx, backend, 1, 70, 256, false, WGT_F16, WGT_F16);  /* f16 bias and out */
+    check_linear_ex(ctx, backend, 37, 70, 96, false, WGT_F32, WGT_F32);  /* prefill: tiled GEMM */
+    check_linear_ex(ctx, backend, 37, 70, 96, true, WGT_F32, WGT_F16);
+    setenv("WGT_SPLITK", "2", 1); /* the bias added by the reduction */
+    check_linear_ex(ctx, backend, 37, 70, 96, false, WGT_F32, WGT_F32);
+    unsetenv("WGT_SPLITK");
+    setenv("WGT_MATMUL_F16_EMULATE", "1", 1); /* devices without shader-f16: an f32 bias is bound as it is */
+    check_linear_ex(ctx, backend, 1, 70, 256, false, WGT_F32, WGT_F32);
+    check_linear_ex(ctx, backend, 37, 70, 96, true, WGT_F16, WGT_F32);
+    unsetenv("WGT_MATMUL_F16_EMULATE");
+    wgt_scope_push(ctx);
+    wgt_tensor *x = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 8}), *w32 = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){3, 8});
+    wgt_tensor *wh = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){3, 8}), *bh = wgt_ones(ctx, WGT_F16, 1, (int64_t[]){3});
+    wgt_tensor *b32 = wgt_ones(ctx, WGT_F32, 1, (int64_t[]){3});
+    CHECK(wgt_linear_ex(x, w32, bh, WGT_F32) == NULL, "%s: linear_ex f32 operands with an f16 bias refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "linear_ex f16 bias");
+    CHECK(wgt_linear_ex(x, w32, b32, WGT_F16) == NULL, "%s: linear_ex f32 -> f16 refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "linear_ex f32 -> f16");
+    CHECK(wgt_linear_ex(x, wh, wgt_ones(ctx, WGT_F32, 1, (int64_t[]){4}), WGT_F32) == NULL,
+          "%s: linear_ex bias [4] for 3 outputs refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "linear_ex bias shape");
+    wgt_tensor_set_requires_grad(x, true);
+    CHECK(wgt_linear_ex(x, wh, b32, WGT_F32) == NULL, "%s: linear_ex f32 x f16 with grad refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_UNSUPPORTED, "linear_ex with grad");
+    wgt_tensor *plain = wgt_linear_ex(x, w32, b32, WGT_F32); /* wgt_linear's arguments: its gradient too */
+    CHECK(plain && wgt_tensor_requires_grad(plain), "%s: linear_ex of wgt_linear's dtypes records a gradient: %s",
+          backend, wgt_context_error_message(ctx));
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+}
+
 /* The mixed products llama runs (decode and prefill), the f16 emulation, the
  * W x form (matrix first), and the refusals of mixes that are not f32 x f16. */
 static void check_mixed_all(wgt_context *ctx, const char *backend)
@@ -320,6 +420,7 @@ static void run(wgt_context *ctx, const char *backend)
     check_f16_matvec(ctx, backend, 33, 100, 0);    /* K % 8 != 0: vec4<f16> kernel */
     check_f16_matvec(ctx, backend, 40, 512, 3);    /* x at an odd offset: element loads */
     check_mixed_all(ctx, backend);
+    check_linear_ex_all(ctx, backend);
     check_refusals(ctx, backend);
     if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU) { /* a tile name that is not in the table is an error */
         setenv("WGT_QUANT_TILE", "96x96", 1);

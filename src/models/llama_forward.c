@@ -92,6 +92,28 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
     return bias ? wgt_add(y, bias) : y;
 }
 
+/* WGT_LLAMA_DECODE_FUSE=0: decode records the unfused layer (residual adds
+ * as their own dispatches), to time what the fusions save on a GPU. */
+static bool decode_fused(void)
+{
+    const char *env = getenv("WGT_LLAMA_DECODE_FUSE");
+    return !(env && strcmp(env, "0") == 0);
+}
+
+/* x + h W^T for the residual stream x [T, C] f32: in decode (T = 1, float
+ * weights) x is the projection's bias, added to its f32 sums in the GEMV's
+ * epilogue (wgt_linear_ex): one dispatch instead of two, the same sum
+ * (fl(acc + x) = fl(x + fl(acc)): acc is already f32). */
+static wgt_tensor *project_add(const llama_model *m, wgt_tensor *x, wgt_tensor *h, wgt_tensor *w, wgt_tensor *scales)
+{
+    if (!x || !h || scales || wgt_tensor_dim(x, 0) != 1 || !decode_fused())
+        return wgt_add(x, project(m, h, w, scales, NULL));
+    wgt_tensor *bias = wgt_reshape(x, 1, (int64_t[]){wgt_tensor_dim(x, 1)});
+    if (m->wdtype == WGT_F32) return wgt_linear(h, w, bias);
+    if (cast_activations() && wgt_tensor_dtype(h) != WGT_F16) h = wgt_cast(h, WGT_F16);
+    return wgt_linear_ex(h, w, bias, WGT_F32);
+}
+
 /* Whether projections feeding only elementwise work (q, k, v; gate, up) store
  * f16 (f16 weights without biases): what follows (rotation, SwiGLU) then
  * writes f16 that the KV cache, attention and the next projection take as it
@@ -150,7 +172,8 @@ static wgt_tensor *heads(wgt_tensor *x, int64_t T, int64_t n, int64_t D)
     return wgt_permute(wgt_reshape(x, 4, (int64_t[]){1, T, n, D}), (int[]){0, 2, 1, 3});
 }
 
-static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t T)
+/* x + attention(h): the residual stream x [T, C] and h = RMSNorm(x) */
+static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, wgt_tensor *h, int64_t T)
 {
     const llama_model *m = c->model;
     const llama_layer *L = &m->layers[l];
@@ -189,10 +212,11 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
     wgt_tensor *y = wgt_scaled_dot_product_attention(q, kc, vc, true, 0.0, 0); /* [1, H, T, D] */
     y = wgt_reshape(wgt_permute(y, (int[]){0, 2, 1, 3}), 2, (int64_t[]){T, H * D});
     if (m->bits) y = wgt_cast(y, WGT_F32); /* the quantized kernel reads f32; f16 weights take y as it is */
-    return project(m, y, L->wo, L->so, NULL);
+    return project_add(m, x, y, L->wo, L->so);
 }
 
-static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_tensor *h)
+/* x + MLP(h): the residual stream x [T, C] and h = RMSNorm(x) */
+static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_tensor *x, wgt_tensor *h)
 {
     const int64_t F = m->cfg.intermediate_size;
     /* [T, 2F]: gate | up; f16 with f16 weights, so is the SwiGLU below */
@@ -200,7 +224,7 @@ static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_ten
     wgt_tensor *in[2] = {wgt_slice(gu, 1, 0, F, 1), wgt_slice(gu, 1, F, 2 * F, 1)};
     /* SwiGLU in one elementwise kernel: silu(gate) * up */
     wgt_tensor *act = in[0] && in[1] ? wgt_fused(m->ctx, "a / (1 + exp(-a)) * b", in, 2) : NULL;
-    return project(m, act, L->w_down, L->s_down, NULL);
+    return project_add(m, x, act, L->w_down, L->s_down);
 }
 
 wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool all_logits, char *msg,
@@ -235,8 +259,8 @@ wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool
          * prefill holds one layer's activations at a time, not all of them */
         const llama_layer *L = &m->layers[l];
         wgt_scope_push(ctx);
-        x = wgt_add(x, attention_block(c, l, wgt_rms_norm(x, L->attn_norm, eps), T));
-        x = wgt_scope_keep(wgt_add(x, mlp_block(m, L, wgt_rms_norm(x, L->mlp_norm, eps))));
+        x = attention_block(c, l, x, wgt_rms_norm(x, L->attn_norm, eps), T);
+        x = wgt_scope_keep(mlp_block(m, L, x, wgt_rms_norm(x, L->mlp_norm, eps)));
         wgt_scope_pop(ctx);
     }
     if (!all_logits) x = wgt_slice(x, 0, T - 1, T, 1);

@@ -7,7 +7,9 @@
  * f16 (either order; f32 or f16 result): activations against f16 weights
  * without a cast of the activations first (inference only: no gradient).
  * wgt_linear: x [..., in] @ weight[out, in]^T + bias, one MATMUL call with the
- * weight read transposed in place and the bias in the GEMM's epilogue. */
+ * weight read transposed in place and the bias in the GEMM's epilogue;
+ * wgt_linear_ex: the same with wgt_matmul_ex's dtypes and an f32 bias (LLM
+ * decode's residual stream added in the epilogue), inference only. */
 #include <string.h>
 
 #include "core/tape.h"
@@ -155,16 +157,40 @@ static bool leading_dims_fold(const wgt_tensor_view *v, int n)
     return true;
 }
 
-static bool check_linear_args(wgt_context *ctx, const char *op, wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
+/* Whether x, weight, bias and out_dtype are wgt_linear's (one float dtype). */
+static bool linear_plain(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype)
+{
+    const wgt_dtype t = x->view.dtype;
+    return wgt_dtype_is_float(t) && weight->view.dtype == t && (!bias || bias->view.dtype == t) && out_dtype == t;
+}
+
+/* wgt_linear_ex's dtypes (see wgtensor.h); wgt_linear's are a subset. */
+static bool linear_ex_dtypes(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype)
+{
+    const wgt_dtype tx = x->view.dtype, tw = weight->view.dtype;
+    if ((tx != WGT_F32 && tx != WGT_F16) || (tw != WGT_F32 && tw != WGT_F16)) return false;
+    if (tx == tw ? out_dtype != tx && !(tx == WGT_F16 && out_dtype == WGT_F32)
+                 : out_dtype != WGT_F32 && out_dtype != WGT_F16)
+        return false;
+    if (!bias) return true;
+    const wgt_dtype tb = bias->view.dtype;
+    return tb == WGT_F32 || (tb == WGT_F16 && (tx == WGT_F16 || tw == WGT_F16));
+}
+
+static bool check_linear_args(wgt_context *ctx, const char *op, wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias,
+                              wgt_dtype out_dtype, bool ex)
 {
     char xs[160], ws[160], bs[160];
     const wgt_tensor_view *vx = &x->view, *vw = &weight->view;
     wgt_shape_string(vx->ndim, vx->shape, xs, sizeof(xs));
     wgt_shape_string(vw->ndim, vw->shape, ws, sizeof(ws));
-    if (!wgt_dtype_is_float(vx->dtype) || vw->dtype != vx->dtype || (bias && bias->view.dtype != vx->dtype)) {
-        wgt_error(ctx, WGT_ERR_DTYPE, "%s: x %s, weight %s%s%s: need one float dtype (f32 or f16)", op,
-                  wgt_dtype_name(vx->dtype), wgt_dtype_name(vw->dtype), bias ? ", bias " : "",
-                  bias ? wgt_dtype_name(bias->view.dtype) : "");
+    if (ex ? !linear_ex_dtypes(x, weight, bias, out_dtype) : !linear_plain(x, weight, bias, out_dtype)) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: x %s, weight %s%s%s -> %s: %s", op, wgt_dtype_name(vx->dtype),
+                  wgt_dtype_name(vw->dtype), bias ? ", bias " : "", bias ? wgt_dtype_name(bias->view.dtype) : "",
+                  wgt_dtype_name(out_dtype),
+                  ex ? "need x, weight f32 or f16 with a result wgt_matmul_ex gives, a bias f32 (or f16 with an f16 "
+                       "operand)"
+                     : "need one float dtype (f32 or f16)");
         return false;
     }
     if (vx->ndim < 1 || vw->ndim != 2 || vw->shape[1] != vx->shape[vx->ndim - 1]) {
@@ -179,25 +205,35 @@ static bool check_linear_args(wgt_context *ctx, const char *op, wgt_tensor *x, w
     return true;
 }
 
-wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
+/* wgt_linear (ex false: one dtype, out_dtype is x's) and wgt_linear_ex */
+static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
+                          const char *op)
 {
-    const char *op = "wgt_linear";
     wgt_tensor *args[3] = {x, weight, bias};
     wgt_context *ctx = wgt_op_begin(op, 2, args); /* bias is optional */
     if (!ctx) return NULL;
     if (bias && !wgt_op_begin(op, 3, args)) return NULL;
-    if (!check_linear_args(ctx, op, x, weight, bias)) return NULL;
+    if (!ex) out_dtype = x->view.dtype;
+    if (!check_linear_args(ctx, op, x, weight, bias, out_dtype, ex)) return NULL;
+    const bool plain = linear_plain(x, weight, bias, out_dtype);
+    if (!plain && wgt_tape_wants(ctx, bias ? 3 : 2, args)) {
+        wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: x %s, weight %s -> %s has no gradient rule; an argument requires grad "
+                  "(use wgt_linear's one dtype, or run under wgt_no_grad_push)", op, wgt_dtype_name(x->view.dtype),
+                  wgt_dtype_name(weight->view.dtype), wgt_dtype_name(out_dtype));
+        return NULL;
+    }
     const wgt_tensor_view *vx = &x->view, *vw = &weight->view;
     int nd = vx->ndim;
     int64_t in = vw->shape[1], out_features = vw->shape[0];
     int64_t shape[WGT_MAX_DIMS];
     memcpy(shape, vx->shape, sizeof(shape));
     shape[nd - 1] = out_features;
-    wgt_tensor *out = wgt_tensor_alloc(ctx, vx->dtype, nd, shape, op);
+    wgt_tensor *out = wgt_tensor_alloc(ctx, out_dtype, nd, shape, op);
     if (!out) return NULL;
     int64_t rows = wgt_shape_numel(nd - 1, vx->shape);
     wgt_status s = WGT_OK;
     if (rows > 0 && out_features > 0 && in == 0) { /* empty sums: the bias alone */
+        /* (wgt_assign converts an f32 bias to out's dtype as the kernels' epilogue does) */
         s = bias ? wgt_assign(out, bias) : wgt_fill(out, 0.0);
     } else if (rows > 0 && out_features > 0) {
         /* a: x as [rows, in] when its leading dims fold (one GEMM), else
@@ -244,6 +280,20 @@ wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
         wgt_tensor_release(out);
         return NULL;
     }
-    wgt_op_record(&out, WGT_OP_LINEAR, 3, args); /* no params: the inputs say it all */
+    if (plain) wgt_op_record(&out, WGT_OP_LINEAR, 3, args); /* no params: the inputs say it all */
     return out;
+}
+
+wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
+{
+    return linear(x, weight, bias, WGT_F32, false, "wgt_linear");
+}
+
+wgt_tensor *wgt_linear_ex(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype)
+{
+    if (x && (unsigned)out_dtype >= WGT_DTYPE_COUNT) {
+        wgt_error(x->ctx, WGT_ERR_DTYPE, "wgt_linear_ex: invalid out_dtype %d", (int)out_dtype);
+        return NULL;
+    }
+    return linear(x, weight, bias, out_dtype, true, "wgt_linear_ex");
 }

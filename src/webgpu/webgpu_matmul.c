@@ -30,12 +30,14 @@
  * written as f16 when the device has shader-f16, otherwise through f32
  * temporaries (also forced by WGT_MATMUL_F16_EMULATE=1, for tests). f16
  * operands may write an f32 out (wgt_matmul_ex): the sums are stored unrounded.
- * f32 times f16 (wgt_matmul_ex, either order, f32 or f16 out, no bias): each
+ * f32 times f16 (wgt_matmul_ex, either order, f32 or f16 out): each
  * operand is bound with its own element type (SA, SB) and widened to f32 as it
  * is loaded, so llama's f32 activations meet f16 weights without a cast.
  *
- * Linear's bias [N] (optional inputs[2]) is a specialization of every kernel
- * (BIAS, bound at binding 4): the epilogue adds it before the store, so
+ * Linear's bias [N] (optional inputs[2]; a's dtype, or f32 for wgt_linear_ex,
+ * whose decode passes the f32 residual stream, or f16 beside an f16 operand)
+ * is a specialization of every kernel (BIAS, bound at binding 4, bound as its
+ * own dtype): the epilogue adds it before the store, so
  * linear costs one dispatch. linear's weight [out, in] is b transposed, which
  * the loaders read in place (B_QUAD_K quads along its rows), as they read a
  * transposed a for the weight gradient x^T dy.
@@ -374,21 +376,23 @@ static const char *dtype_prelude(wgt_dtype dtype)
     }
 }
 
+/* WGSL element type of an operand of dtype d. */
+static const char *wgsl_type(wgt_dtype d) { return d == WGT_F16 ? "f16" : d == WGT_I32 ? "i32" : "f32"; }
+
 /* The output type O and the bias specialization (see matmul_common.wgsl). */
 static void epilogue_prelude(const matmul_problem *p, int bias_binding, char *buf, size_t size)
 {
+    /* the bias as its own dtype (f32, or f16 where the prelude enables f16) */
     if (p->bias)
         snprintf(buf, size,
-                 "alias O = %s;\nconst BIAS: bool = true;\n@group(0) @binding(%d) var<storage, read> bias: array<S>;\n"
+                 "alias O = %s;\nconst BIAS: bool = true;\n@group(0) @binding(%d) var<storage, read> bias: array<%s>;\n"
                  "fn bias_load(i: u32) -> T { return T(bias[i]); }\n",
-                 p->out->dtype == WGT_F32 ? "f32" : "S", bias_binding);
+                 p->out->dtype == WGT_F32 ? "f32" : "S", bias_binding, wgsl_type(p->bias->dtype));
     else
         snprintf(buf, size, "alias O = %s;\nconst BIAS: bool = false;\nfn bias_load(i: u32) -> T { return T(); }\n",
                  p->out->dtype == WGT_F32 ? "f32" : "S");
 }
 
-/* WGSL element type of an operand of dtype d. */
-static const char *wgsl_type(wgt_dtype d) { return d == WGT_F16 ? "f16" : d == WGT_I32 ? "i32" : "f32"; }
 
 /* The cached pipeline under key + the epilogue's specialization, or a new one
  * from prelude + matmul_common + kernel file (bindings a, b, out, bias), or for
@@ -402,7 +406,8 @@ static wgt_status get_pipeline_ex(webgpu_backend *wg, const matmul_problem *p, c
 {
     bool reduce = strcmp(file, "matmul_splitk_reduce") == 0, mixed = sa != sb;
     char key[224];
-    snprintf(key, sizeof(key), "%s:o%s:bias%d%s%s%s", base_key, wgt_dtype_name(p->out->dtype), p->bias != NULL,
+    snprintf(key, sizeof(key), "%s:o%s:bias%s%s%s%s", base_key, wgt_dtype_name(p->out->dtype),
+             p->bias ? wgt_dtype_name(p->bias->dtype) : "0",
              mixed ? ":a" : "", mixed ? wgt_dtype_name(sa) : "", mixed ? wgt_dtype_name(sb) : "");
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
@@ -668,8 +673,8 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
 {
     const bool vec_f32 = (mat_is_a ? p->b : p->a)->dtype == WGT_F32;
     char key[160];
-    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%d:x%s", c->name, wgt_dtype_name(p->out->dtype),
-             p->bias != NULL, vec_f32 ? "f32" : "f16");
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s", c->name, wgt_dtype_name(p->out->dtype),
+             p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16");
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
@@ -683,15 +688,16 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
                                    "    let w = b[i];\n"
                                    "    return array(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),\n"
                                    "                 vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));\n}\n";
-        char prelude[1024];
+        char prelude[1024], bias[160];
+        snprintf(bias, sizeof(bias),
+                 p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<%s>;\n"
+                           "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
+                         : "fn bias_load(i: u32) -> T { return T(); }\n%s",
+                 p->bias ? wgsl_type(p->bias->dtype) : "");
         snprintf(prelude, sizeof(prelude),
                  "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
                  "const ROW_THREADS: u32 = %du;\n",
-                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false",
-                 p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<f16>;\n"
-                           "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
-                         : "fn bias_load(i: u32) -> T { return T(); }\n",
-                 c->threads);
+                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads);
         size_t n = strlen(prelude) + strlen(common) + strlen(body) + 1;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -901,6 +907,7 @@ static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *ca
     const char *op = call->op_name;
     const wgt_tensor_view *out = &call->outputs[0];
     bool has_bias = call->n_inputs == 3, direct = out->dtype == WGT_F32;
+    const bool conv_bias = has_bias && call->inputs[2].dtype != WGT_F32;
     wgt_tensor_view ta, tb, tbias, tout;
     memset(&ta, 0, sizeof(ta));
     memset(&tb, 0, sizeof(tb));
@@ -911,15 +918,15 @@ static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *ca
     wgt_status s = conv_a ? convert_to_f32(wg, &call->inputs[0], &ta, op) : WGT_OK;
     if (s != WGT_OK) return s;
     if (conv_b) s = convert_to_f32(wg, &call->inputs[1], &tb, op);
-    if (s == WGT_OK && has_bias) s = convert_to_f32(wg, &call->inputs[2], &tbias, op);
+    if (s == WGT_OK && conv_bias) s = convert_to_f32(wg, &call->inputs[2], &tbias, op);
     if (s == WGT_OK && !direct) s = webgpu_temp_alloc(wg, WGT_F32, out->ndim, out->shape, &tout);
     if (s == WGT_OK)
-        s = run_native(wg, conv_a ? &ta : &call->inputs[0], conv_b ? &tb : &call->inputs[1], has_bias ? &tbias : NULL,
-                       direct ? out : &tout, op);
+        s = run_native(wg, conv_a ? &ta : &call->inputs[0], conv_b ? &tb : &call->inputs[1],
+                       conv_bias ? &tbias : has_bias ? &call->inputs[2] : NULL, direct ? out : &tout, op);
     if (s == WGT_OK && !direct) s = webgpu_convert(wg, &tout, out, op);
     if (conv_a) webgpu_temp_release(wg, &ta);
     if (conv_b) webgpu_temp_release(wg, &tb);
-    if (has_bias) webgpu_temp_release(wg, &tbias);
+    if (conv_bias) webgpu_temp_release(wg, &tbias);
     if (!direct) webgpu_temp_release(wg, &tout);
     return s;
 }
@@ -932,16 +939,16 @@ bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     wgt_dtype t = a->dtype;
     if (t != WGT_F32 && t != WGT_F16 && t != WGT_I32) return false;
-    if (b->dtype != t) { /* f32 x f16, either order: f32 or f16 out, no bias */
+    if (b->dtype != t) { /* f32 x f16, either order: f32 or f16 out */
         bool floats = (t == WGT_F32 && b->dtype == WGT_F16) || (t == WGT_F16 && b->dtype == WGT_F32);
-        if (!floats || call->n_inputs != 2 || (out->dtype != WGT_F32 && out->dtype != WGT_F16)) return false;
+        if (!floats || (out->dtype != WGT_F32 && out->dtype != WGT_F16)) return false;
     } else if (out->dtype != t && !(t == WGT_F16 && out->dtype == WGT_F32)) {
         return false;
     }
-    if (call->n_inputs == 3) {
+    if (call->n_inputs == 3) { /* bias: a's dtype, f32 (wgt_linear_ex's residual), or f16 beside an f16 operand */
         const wgt_tensor_view *bias = &call->inputs[2];
-        if (t == WGT_I32 || bias->dtype != t || bias->ndim != 1 || bias->shape[0] != b->shape[b->ndim - 1])
-            return false;
+        bool dtype_ok = bias->dtype == t || bias->dtype == WGT_F32 || (bias->dtype == WGT_F16 && b->dtype == WGT_F16);
+        if (t == WGT_I32 || !dtype_ok || bias->ndim != 1 || bias->shape[0] != b->shape[b->ndim - 1]) return false;
     }
     if (a->ndim < 2 || a->ndim != b->ndim || a->ndim != out->ndim) return false;
     return a->ndim - 2 <= MATMUL_MAX_BATCH_DIMS;
