@@ -483,6 +483,15 @@ wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias);
  * Arguments wgt_linear takes give wgt_linear (with its gradient); others have
  * no gradient rule (WGT_ERR_UNSUPPORTED when one requires grad). */
 wgt_tensor *wgt_linear_ex(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype);
+/* An LLM MLP's gate/up projection and SwiGLU in one call (one dispatch in
+ * decode on WebGPU): weight [2F, in] holds gate row i at row 2i and up row i
+ * at row 2i + 1 (interleaved), x [..., in] -> [..., F] in out_dtype =
+ * silu(g) * u as wgt_fused("a / (1 + exp(-a)) * b") computes it, where
+ * gu = wgt_linear_ex(x, weight, NULL, out_dtype), g = gu[..., 0::2] and
+ * u = gu[..., 1::2] (so g and u are rounded to out_dtype first, and the
+ * values are those of the two calls). No gradient (WGT_ERR_UNSUPPORTED when
+ * x or weight requires grad). */
+wgt_tensor *wgt_linear_swiglu_ex(wgt_tensor *x, wgt_tensor *weight, wgt_dtype out_dtype);
 /* Quantized linear for inference (LLM decode and prefill): x [..., K] f32 ->
  * [..., N] f32 = x W^T, with W [N, K] stored group-wise: each run of 32
  * weights along K shares one f32 scale, scales f32 [N, K/32]; K % 32 == 0.

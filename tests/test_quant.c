@@ -19,6 +19,9 @@
  *  - wgt_linear_ex: f32 or f16 x against f16 weights plus an f32 or f16 bias
  *    (decode's residual stream), decode and prefill shapes, split-K, the f16
  *    emulation; an f32 result equal bit for bit to matmul_ex followed by add;
+ *  - wgt_linear_swiglu_ex (gate/up rows interleaved, SwiGLU in the decode
+ *    GEMV's epilogue): bit for bit the linear_ex + fused SwiGLU it replaces,
+ *    fused and unfused shapes, f16 and f32 out, against a double reference;
  *  - refusals: bits, shapes, dtypes, x requiring grad; the context stays usable. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
@@ -328,6 +331,112 @@ static void check_linear_ex_all(wgt_context *ctx, const char *backend)
     wgt_context_clear_error(ctx);
 }
 
+/* wgt_linear_swiglu_ex: x [M, K] (f32 with a full mantissa, or f16) times
+ * weight [2F, K] (f16, or f32: w_f32) whose rows 2i, 2i + 1 are gate and up,
+ * -> [M, F] out_dtype. The result must equal, bit for bit, the two calls it
+ * stands for (wgt_linear_ex to out_dtype, then wgt_fused of the SwiGLU over
+ * the even and odd columns), and a double reference within the roundings. On
+ * WebGPU decode shapes (M = 1, f16 rows of 16-byte words, K up to 8192) take
+ * the GEMV's SwiGLU epilogue; the rest the product then the elementwise kernel. */
+static void check_linear_swiglu(wgt_context *ctx, const char *backend, int64_t M, int64_t F, int64_t K, bool x_f16,
+                                bool w_f32, wgt_dtype out_dtype)
+{
+    uint32_t seed = (uint32_t)(M * 19 + F * 3 + K + x_f16 * 7000 + w_f32 * 500 + out_dtype);
+    const int64_t N = 2 * F;
+    float *xf = malloc((size_t)(M * K) * sizeof(float)), *wf = malloc((size_t)(N * K) * sizeof(float));
+    uint16_t *xh = malloc((size_t)(M * K) * 2), *wh = malloc((size_t)(N * K) * 2);
+    float *got = malloc((size_t)(M * F) * sizeof(float)), *two = malloc((size_t)(M * F) * sizeof(float));
+    for (int64_t i = 0; i < M * K; i++) {
+        xf[i] = ((float)(test_xorshift(&seed) % 2000001) - 1000000.0f) / 1000000.0f;
+        xh[i] = test_f32_to_f16(xf[i]);
+        if (x_f16) xf[i] = test_f16_to_f32(xh[i]);
+    }
+    const float scale = 3.0f / sqrtf((float)K); /* sums of a few units: the SwiGLU's curved part */
+    for (int64_t i = 0; i < N * K; i++) {
+        wf[i] = ((float)(test_xorshift(&seed) % 2001) - 1000.0f) / 1000.0f * scale;
+        wh[i] = test_f32_to_f16(wf[i]);
+        if (!w_f32) wf[i] = test_f16_to_f32(wh[i]);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *x = x_f16 ? wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){M, K}, xh)
+                          : wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){M, K}, xf);
+    wgt_tensor *w = w_f32 ? wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, wf)
+                          : wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){N, K}, wh);
+    wgt_tensor *y = wgt_linear_swiglu_ex(x, w, out_dtype);
+    CHECK(!y || (wgt_tensor_dtype(y) == out_dtype && wgt_tensor_dim(y, 1) == F), "%s linear_swiglu: result", backend);
+    if (y && out_dtype != WGT_F32) y = wgt_cast(y, WGT_F32);
+    wgt_tensor *gu = wgt_linear_ex(x, w, NULL, out_dtype);
+    wgt_tensor *in[2] = {gu ? wgt_slice(gu, 1, 0, N, 2) : NULL, gu ? wgt_slice(gu, 1, 1, N, 2) : NULL};
+    wgt_tensor *y2 = in[0] && in[1] ? wgt_fused(ctx, "a / (1 + exp(-a)) * b", in, 2) : NULL;
+    if (y2 && out_dtype != WGT_F32) y2 = wgt_cast(y2, WGT_F32);
+    bool read = y && y2 && wgt_tensor_read(y, got, (size_t)(M * F) * 4) == WGT_OK &&
+                wgt_tensor_read(y2, two, (size_t)(M * F) * 4) == WGT_OK;
+    CHECK(read, "%s linear_swiglu %s x %s -> %s [%lld, %lld] x [%lld, %lld]: %s", backend, x_f16 ? "f16" : "f32",
+          w_f32 ? "f32" : "f16", wgt_dtype_name(out_dtype), (long long)M, (long long)K, (long long)K, (long long)N,
+          wgt_context_error_message(ctx));
+    if (read) {
+        int unequal = 0, off = 0;
+        const double tol = out_dtype == WGT_F32 ? 1e-5 : 3.0 / 2048; /* f16: g, u and the result rounded */
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t i = 0; i < F; i++) {
+                double g = 0, u = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    g += (double)xf[m * K + k] * wf[2 * i * K + k];
+                    u += (double)xf[m * K + k] * wf[(2 * i + 1) * K + k];
+                }
+                const double ref = g / (1 + exp(-g)) * u;
+                unequal += memcmp(&got[m * F + i], &two[m * F + i], 4) != 0;
+                off += fabs(got[m * F + i] - ref) > tol * (fabs(ref) + fabs(g * u)) + 1e-5;
+            }
+        CHECK(unequal == 0 && off == 0,
+              "%s linear_swiglu %s x %s -> %s [%lld, %lld] x [%lld, %lld]: %d outputs differ from linear_ex + "
+              "fused SwiGLU, %d from the double reference", backend, x_f16 ? "f16" : "f32", w_f32 ? "f32" : "f16",
+              wgt_dtype_name(out_dtype), (long long)M, (long long)K, (long long)K, (long long)N, unequal, off);
+    }
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+    free(xf), free(wf), free(xh), free(wh), free(got), free(two);
+}
+
+static void check_linear_swiglu_all(wgt_context *ctx, const char *backend)
+{
+    check_linear_swiglu(ctx, backend, 1, 70, 256, false, false, WGT_F16);   /* decode: the GEMV's epilogue */
+    check_linear_swiglu(ctx, backend, 1, 300, 2048, false, false, WGT_F16); /* the unrolled loop, 8 rows a group */
+    check_linear_swiglu(ctx, backend, 1, 35, 512, true, false, WGT_F16);    /* f16 x; F odd: a last half group */
+    check_linear_swiglu(ctx, backend, 1, 70, 256, false, false, WGT_F32);   /* f32 out */
+    check_linear_swiglu(ctx, backend, 1, 10, 16384, false, false, WGT_F16); /* 256 lanes a row: two calls */
+    check_linear_swiglu(ctx, backend, 1, 33, 100, false, false, WGT_F16);   /* K % 8 != 0: two calls */
+    check_linear_swiglu(ctx, backend, 1, 40, 64, false, true, WGT_F32);     /* f32 weights: two calls */
+    check_linear_swiglu(ctx, backend, 5, 70, 96, false, false, WGT_F16);    /* prefill: two calls */
+    check_linear_swiglu(ctx, backend, 37, 70, 96, true, false, WGT_F32);
+    setenv("WGT_MATMUL_F16_EMULATE", "1", 1); /* devices without shader-f16 */
+    check_linear_swiglu(ctx, backend, 1, 70, 256, false, false, WGT_F16);
+    unsetenv("WGT_MATMUL_F16_EMULATE");
+    wgt_execution_stats s0, s1;
+    if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU && wgt_execution_stats_get(ctx, &s0) == WGT_OK) {
+        wgt_scope_push(ctx); /* decode's shape is one dispatch: projection and SwiGLU */
+        wgt_tensor *xd = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 256});
+        wgt_tensor *wd = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){140, 256});
+        wgt_synchronize(ctx);
+        wgt_execution_stats_get(ctx, &s0);
+        wgt_tensor *yd = wgt_linear_swiglu_ex(xd, wd, WGT_F16);
+        wgt_execution_stats_get(ctx, &s1);
+        CHECK(yd && s1.dispatches - s0.dispatches == 1, "%s: decode linear_swiglu took %llu dispatches (1 expected)",
+              backend, (unsigned long long)(s1.dispatches - s0.dispatches));
+        wgt_scope_pop(ctx);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *x = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 8}), *w3 = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){3, 8});
+    CHECK(wgt_linear_swiglu_ex(x, w3, WGT_F16) == NULL, "%s: linear_swiglu of 3 rows refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "linear_swiglu odd rows");
+    wgt_tensor *w4 = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){4, 8});
+    wgt_tensor_set_requires_grad(w4, true);
+    CHECK(wgt_linear_swiglu_ex(x, w4, WGT_F32) == NULL, "%s: linear_swiglu with grad refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_UNSUPPORTED, "linear_swiglu with grad");
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+}
+
 /* The mixed products llama runs (decode and prefill), the f16 emulation, the
  * W x form (matrix first), and the refusals of mixes that are not f32 x f16. */
 static void check_mixed_all(wgt_context *ctx, const char *backend)
@@ -421,6 +530,7 @@ static void run(wgt_context *ctx, const char *backend)
     check_f16_matvec(ctx, backend, 40, 512, 3);    /* x at an odd offset: element loads */
     check_mixed_all(ctx, backend);
     check_linear_ex_all(ctx, backend);
+    check_linear_swiglu_all(ctx, backend);
     check_refusals(ctx, backend);
     if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU) { /* a tile name that is not in the table is an error */
         setenv("WGT_QUANT_TILE", "96x96", 1);

@@ -219,11 +219,21 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, wgt_ten
 static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_tensor *x, wgt_tensor *h)
 {
     const int64_t F = m->cfg.intermediate_size;
-    /* [T, 2F]: gate | up; f16 with f16 weights, so is the SwiGLU below */
-    wgt_tensor *gu = f16_activations(m) ? project_f16(m, h, L->w_gate_up) : project(m, h, L->w_gate_up, L->s_gate_up, NULL);
-    wgt_tensor *in[2] = {wgt_slice(gu, 1, 0, F, 1), wgt_slice(gu, 1, F, 2 * F, 1)};
-    /* SwiGLU in one elementwise kernel: silu(gate) * up */
-    wgt_tensor *act = in[0] && in[1] ? wgt_fused(m->ctx, "a / (1 + exp(-a)) * b", in, 2) : NULL;
+    wgt_tensor *act;
+    if (h && wgt_tensor_dim(h, 0) == 1 && !m->bits && decode_fused()) {
+        /* decode: the projection and the SwiGLU in one call (one GEMV whose
+         * workgroups hold a gate row and its up row: interleaved at load),
+         * the values of the two calls below */
+        if (m->wdtype == WGT_F16 && cast_activations()) h = wgt_cast(h, WGT_F16);
+        act = wgt_linear_swiglu_ex(h, L->w_gate_up, f16_activations(m) ? WGT_F16 : WGT_F32);
+    } else {
+        /* [T, 2F]: gate and up interleaved; f16 with f16 weights, so is the SwiGLU below */
+        wgt_tensor *gu = f16_activations(m) ? project_f16(m, h, L->w_gate_up)
+                                            : project(m, h, L->w_gate_up, L->s_gate_up, NULL);
+        wgt_tensor *in[2] = {wgt_slice(gu, 1, 0, 2 * F, 2), wgt_slice(gu, 1, 1, 2 * F, 2)};
+        /* SwiGLU in one elementwise kernel: silu(gate) * up (the text of wgt_linear_swiglu_ex's epilogue) */
+        act = in[0] && in[1] ? wgt_fused(m->ctx, "a / (1 + exp(-a)) * b", in, 2) : NULL;
+    }
     return project_add(m, x, act, L->w_down, L->s_down);
 }
 

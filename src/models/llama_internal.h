@@ -18,10 +18,11 @@ typedef struct llama_layer {
     wgt_tensor *sq, *sk, *sv, *so, *s_gate, *s_up, *s_down;
     /* After loading, q/k/v and gate/up are joined along their output rows
      * (and the separate tensors dropped): one GEMV each instead of three and
-     * two per decode step. Quantized rows concatenate as they are (the groups
-     * run along the input dim). */
+     * two per decode step. Quantized rows concatenate (interleave) as they
+     * are (the groups run along the input dim). */
     wgt_tensor *w_qkv, *s_qkv, *b_qkv;        /* [(H + 2 Hkv) D, C] */
-    wgt_tensor *w_gate_up, *s_gate_up;        /* [2 F, C] */
+    wgt_tensor *w_gate_up, *s_gate_up;        /* [2 F, C]: gate row i at 2i, up row i at 2i + 1
+                                                 (interleaved: wgt_linear_swiglu_ex in decode) */
 } llama_layer;
 
 struct llama_model {

@@ -9,7 +9,9 @@
  * wgt_linear: x [..., in] @ weight[out, in]^T + bias, one MATMUL call with the
  * weight read transposed in place and the bias in the GEMM's epilogue;
  * wgt_linear_ex: the same with wgt_matmul_ex's dtypes and an f32 bias (LLM
- * decode's residual stream added in the epilogue), inference only. */
+ * decode's residual stream added in the epilogue), inference only;
+ * wgt_linear_swiglu_ex: linear_ex over interleaved gate/up rows with the
+ * SwiGLU in the product's epilogue (MATMUL's swiglu), inference only. */
 #include <string.h>
 
 #include "core/tape.h"
@@ -205,9 +207,10 @@ static bool check_linear_args(wgt_context *ctx, const char *op, wgt_tensor *x, w
     return true;
 }
 
-/* wgt_linear (ex false: one dtype, out_dtype is x's) and wgt_linear_ex */
+/* wgt_linear (ex false: one dtype, out_dtype is x's), wgt_linear_ex and
+ * (swiglu) wgt_linear_swiglu_ex */
 static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
-                          const char *op)
+                          bool swiglu, const char *op)
 {
     wgt_tensor *args[3] = {x, weight, bias};
     wgt_context *ctx = wgt_op_begin(op, 2, args); /* bias is optional */
@@ -215,7 +218,13 @@ static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, w
     if (bias && !wgt_op_begin(op, 3, args)) return NULL;
     if (!ex) out_dtype = x->view.dtype;
     if (!check_linear_args(ctx, op, x, weight, bias, out_dtype, ex)) return NULL;
-    const bool plain = linear_plain(x, weight, bias, out_dtype);
+    if (swiglu && weight->view.shape[0] % 2) {
+        char ws[160];
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: weight %s: need [2F, in] (gate and up rows interleaved)", op,
+                  wgt_shape_string(weight->view.ndim, weight->view.shape, ws, sizeof(ws)));
+        return NULL;
+    }
+    const bool plain = !swiglu && linear_plain(x, weight, bias, out_dtype);
     if (!plain && wgt_tape_wants(ctx, bias ? 3 : 2, args)) {
         wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: x %s, weight %s -> %s has no gradient rule; an argument requires grad "
                   "(use wgt_linear's one dtype, or run under wgt_no_grad_push)", op, wgt_dtype_name(x->view.dtype),
@@ -227,12 +236,12 @@ static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, w
     int64_t in = vw->shape[1], out_features = vw->shape[0];
     int64_t shape[WGT_MAX_DIMS];
     memcpy(shape, vx->shape, sizeof(shape));
-    shape[nd - 1] = out_features;
+    shape[nd - 1] = swiglu ? out_features / 2 : out_features;
     wgt_tensor *out = wgt_tensor_alloc(ctx, out_dtype, nd, shape, op);
     if (!out) return NULL;
     int64_t rows = wgt_shape_numel(nd - 1, vx->shape);
     wgt_status s = WGT_OK;
-    if (rows > 0 && out_features > 0 && in == 0) { /* empty sums: the bias alone */
+    if (rows > 0 && out_features > 0 && in == 0) { /* empty sums: the bias alone (SwiGLU of zeros: zeros) */
         /* (wgt_assign converts an f32 bias to out's dtype as the kernels' epilogue does) */
         s = bias ? wgt_assign(out, bias) : wgt_fill(out, 0.0);
     } else if (rows > 0 && out_features > 0) {
@@ -256,8 +265,8 @@ static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, w
             a.strides[1] = vx->strides[nd - 1];
             o.ndim = 2;
             o.shape[0] = rows;
-            o.shape[1] = out_features;
-            o.strides[0] = out_features;
+            o.shape[1] = shape[nd - 1];
+            o.strides[0] = shape[nd - 1];
             o.strides[1] = 1;
         }
         int ndim = a.ndim;
@@ -274,6 +283,7 @@ static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, w
         call.inputs[1] = b;
         if (bias) call.inputs[2] = bias->view;
         call.outputs[0] = o;
+        call.matmul.swiglu = swiglu;
         s = wgt_run_kernel(ctx, &call);
     }
     if (s != WGT_OK) {
@@ -286,7 +296,7 @@ static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, w
 
 wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
 {
-    return linear(x, weight, bias, WGT_F32, false, "wgt_linear");
+    return linear(x, weight, bias, WGT_F32, false, false, "wgt_linear");
 }
 
 wgt_tensor *wgt_linear_ex(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype)
@@ -295,5 +305,14 @@ wgt_tensor *wgt_linear_ex(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, w
         wgt_error(x->ctx, WGT_ERR_DTYPE, "wgt_linear_ex: invalid out_dtype %d", (int)out_dtype);
         return NULL;
     }
-    return linear(x, weight, bias, out_dtype, true, "wgt_linear_ex");
+    return linear(x, weight, bias, out_dtype, true, false, "wgt_linear_ex");
+}
+
+wgt_tensor *wgt_linear_swiglu_ex(wgt_tensor *x, wgt_tensor *weight, wgt_dtype out_dtype)
+{
+    if (x && (unsigned)out_dtype >= WGT_DTYPE_COUNT) {
+        wgt_error(x->ctx, WGT_ERR_DTYPE, "wgt_linear_swiglu_ex: invalid out_dtype %d", (int)out_dtype);
+        return NULL;
+    }
+    return linear(x, weight, NULL, out_dtype, true, true, "wgt_linear_swiglu_ex");
 }

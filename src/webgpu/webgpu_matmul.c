@@ -15,7 +15,9 @@
  *   matmul_gemv_cols  M == 1 or N == 1 when the outputs are contiguous in the
  *                     matrix (x @ W): 4 outputs per invocation, k split K_SPLIT ways
  *   matmul_gemv_half  the rows case for f16 rows (16-byte words) and an f16 or f32 vector
- *                     (decode's f16 weight matvecs; WGT_GEMV_HALF=0: the rows kernel)
+ *                     (decode's f16 weight matvecs; WGT_GEMV_HALF=0: the rows kernel);
+ *                     with SWIGLU, rows 2i and 2i + 1 give out[i] = SwiGLU of the two
+ *                     (wgt_linear_swiglu_ex in decode: see run_swiglu)
  * Each is specialized by a prelude of WGSL consts: element types, tile sizes,
  * whether edge checks are needed (CHECK), and per operand whether a thread's
  * quads of 4 elements run along k and load as one aligned vec4. Pipelines are
@@ -146,6 +148,7 @@ typedef struct matmul_problem {
     int batch_ndim;
     int64_t batch_shape[MATMUL_MAX_BATCH_DIMS], a_batch[MATMUL_MAX_BATCH_DIMS], b_batch[MATMUL_MAX_BATCH_DIMS];
     wgt_tensor_view folded[3];     /* 2-D a, b, out when a broadcast batch was folded into M (make_problem) */
+    bool swiglu;                   /* run_gemv_half's SwiGLU epilogue (run_swiglu): out holds N / 2 */
 } matmul_problem;
 
 /* One operand as a tile loader sees it: an outer dim (m for a, n for b) and k. */
@@ -673,8 +676,8 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
 {
     const bool vec_f32 = (mat_is_a ? p->b : p->a)->dtype == WGT_F32;
     char key[160];
-    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s", c->name, wgt_dtype_name(p->out->dtype),
-             p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16");
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s", c->name, wgt_dtype_name(p->out->dtype),
+             p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16", p->swiglu ? ":swiglu" : "");
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
@@ -696,12 +699,31 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
                  p->bias ? wgsl_type(p->bias->dtype) : "");
         snprintf(prelude, sizeof(prelude),
                  "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
-                 "const ROW_THREADS: u32 = %du;\n",
-                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads);
-        size_t n = strlen(prelude) + strlen(common) + strlen(body) + 1;
+                 "const ROW_THREADS: u32 = %du;\nconst SWIGLU: bool = %s;\n",
+                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads,
+                 p->swiglu ? "true" : "false");
+        /* the SwiGLU epilogue: WGT_SWIGLU_EXPR as webgpu_elementwise_codegen.c
+         * writes it (its exp, each step's rounding pinned by ew_opaque, whose
+         * uniform zero is split_stride: 0 in the GEMV kernels), stored as an
+         * elementwise f16 store rounds (nearest even) */
+        char swiglu[1024];
+        snprintf(swiglu, sizeof(swiglu),
+                 p->swiglu ? "fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params.split_stride); }\n"
+                             "fn swiglu_store(g: O, u: O) -> O {\n"
+                             "    let a = f32(g);\n"
+                             "    let v = ew_opaque(ew_opaque(a / ew_opaque(1.0 + ew_exp(ew_neg(a)))) * f32(u));\n"
+                             "    return %s;\n}\n"
+                           : "fn swiglu_store(g: O, u: O) -> O { return g; }\n%s",
+                 !p->swiglu ? "" : p->out->dtype == WGT_F32 ? "v" : "O(ew_f16_to_f32_exact(ew_f32_to_f16_exact(v)))");
+        const char *ew_common = p->swiglu ? webgpu_kernel_source("elementwise_common") : "";
+        const char *ew_math = p->swiglu ? webgpu_kernel_source("elementwise_math") : "";
+        if (!ew_common || !ew_math)
+            return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: the elementwise snippets are not embedded", op);
+        size_t n = strlen(prelude) + strlen(swiglu) + strlen(ew_common) + strlen(ew_math) + strlen(common) +
+                   strlen(body) + 4;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s%s%s", prelude, common, body);
+        snprintf(source, n, "%s%s%s\n%s\n%s%s", prelude, swiglu, ew_common, ew_math, common, body);
         static const bool read_only[4] = {true, true, false, true}; /* a, b, out, bias */
         wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, p->bias ? 4 : 3, read_only, true, false,
                                                  false, op, &pipe);
@@ -722,6 +744,7 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
     q.tiles_m = (uint32_t)per_batch;
     q.tiles_n = 1;
     q.group_m = 1;
+    q.split_stride = 0; /* the SwiGLU epilogue's uniform zero (ew_opaque) */
     if (p->bias) {
         q.bias_offset = (uint32_t)p->bias->offset;
         q.bias_row = mat_is_a ? 0u : (uint32_t)p->bias->strides[0];
@@ -732,26 +755,51 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
 
 /* M == 1 or N == 1: y[i] = sum_k mat[i, k] * x[k] with mat = a (N == 1) or b
  * transposed (M == 1, N > 1). */
-static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const char *op)
+/* How run_gemv sees a matrix-vector problem: which operand is the matrix, the
+ * operands, the kernel and its config (NULL when none fits). */
+typedef struct gemv_plan {
+    bool mat_is_a;
+    const wgt_tensor_view *mat, *vec;
+    matmul_operand om, ov;
+    matmul_kernel kernel;
+    const matmul_config *c;
+    bool half;                     /* matmul_gemv_half */
+} gemv_plan;
+
+static void plan_gemv(const webgpu_backend *wg, const matmul_problem *p, gemv_plan *g)
 {
     const wgt_tensor_view *a = p->a, *b = p->b;
     int nd = a->ndim;
-    bool mat_is_a = p->N == 1;
-    const wgt_tensor_view *mat = mat_is_a ? a : b, *vec = mat_is_a ? b : a;
-    matmul_operand om = {mat->offset, mat_is_a ? p->M : p->N,
-                         mat_is_a ? a->strides[nd - 2] : b->strides[nd - 1], p->K,
-                         mat_is_a ? a->strides[nd - 1] : b->strides[nd - 2], mat_is_a ? p->a_batch : p->b_batch};
-    matmul_operand ov = {vec->offset, 1, 0, p->K, mat_is_a ? b->strides[nd - 2] : a->strides[nd - 1],
-                         mat_is_a ? p->b_batch : p->a_batch};
+    g->mat_is_a = p->N == 1;
+    const bool mat_is_a = g->mat_is_a;
+    g->mat = mat_is_a ? a : b;
+    g->vec = mat_is_a ? b : a;
+    g->om = (matmul_operand){g->mat->offset, mat_is_a ? p->M : p->N,
+                             mat_is_a ? a->strides[nd - 2] : b->strides[nd - 1], p->K,
+                             mat_is_a ? a->strides[nd - 1] : b->strides[nd - 2], mat_is_a ? p->a_batch : p->b_batch};
+    g->ov = (matmul_operand){g->vec->offset, 1, 0, p->K, mat_is_a ? b->strides[nd - 2] : a->strides[nd - 1],
+                             mat_is_a ? p->b_batch : p->a_batch};
     /* contiguous outputs in the matrix (and not along k): the column kernel */
-    matmul_kernel kernel = (om.outer > 1 && om.outer_stride == 1 && !(om.k > 1 && om.k_stride == 1))
-                               ? KERNEL_GEMV_COLS
-                               : KERNEL_GEMV_ROWS;
-    const matmul_config *c = choose_gemv(wg, kernel, p->K);
-    if (!c || !config_fits(wg, c))
-        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matrix-vector config fits this device", op);
-    if (kernel == KERNEL_GEMV_ROWS && gemv_half_wanted(p, mat, &om, &ov))
-        return run_gemv_half(wg, p, c, &om, &ov, mat_is_a, op);
+    g->kernel = (g->om.outer > 1 && g->om.outer_stride == 1 && !(g->om.k > 1 && g->om.k_stride == 1))
+                    ? KERNEL_GEMV_COLS
+                    : KERNEL_GEMV_ROWS;
+    g->c = choose_gemv(wg, g->kernel, p->K);
+    if (g->c && !config_fits(wg, g->c)) g->c = NULL;
+    g->half = g->c && g->kernel == KERNEL_GEMV_ROWS && gemv_half_wanted(p, g->mat, &g->om, &g->ov);
+}
+
+static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const char *op)
+{
+    const wgt_tensor_view *a = p->a;
+    gemv_plan g;
+    plan_gemv(wg, p, &g);
+    const bool mat_is_a = g.mat_is_a;
+    const wgt_tensor_view *mat = g.mat, *vec = g.vec;
+    const matmul_operand om = g.om, ov = g.ov;
+    const matmul_kernel kernel = g.kernel;
+    const matmul_config *c = g.c;
+    if (!c) return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matrix-vector config fits this device", op);
+    if (g.half) return run_gemv_half(wg, p, c, &om, &ov, mat_is_a, op);
     bool vec4;
     char key[160], consts[200];
     const char *file;
@@ -954,10 +1002,78 @@ bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
     return a->ndim - 2 <= MATMUL_MAX_BATCH_DIMS;
 }
 
+/* MATMUL with the SwiGLU epilogue (wgt_linear_swiglu_ex; see backend.h). A
+ * decode product (one row, one batch) that takes matmul_gemv_half with an even
+ * number of rows per workgroup computes it in the epilogue: the workgroup
+ * holding rows 2i (gate) and 2i + 1 (up) of the matrix writes out[i], one
+ * dispatch for projection and SwiGLU. Anything else runs the two calls the
+ * CPU backend runs: the product into a temporary [.., M, N], then the
+ * elementwise SwiGLU of its even and odd columns. */
+static wgt_status run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
+    const char *op = call->op_name;
+    const int n = out->ndim;
+    if ((out->dtype != WGT_F32 && out->dtype != WGT_F16) || call->n_inputs != 2 || b->ndim != n ||
+        b->shape[n - 1] != 2 * out->shape[n - 1])
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: a SwiGLU epilogue of %s out, %d inputs", op,
+                         wgt_dtype_name(out->dtype), call->n_inputs);
+    wgt_tensor_view gu = *out; /* the product's [.., M, N] (contiguous, as the temporary below) */
+    gu.shape[n - 1] = b->shape[n - 1];
+    wgt_contiguous_strides(n, gu.shape, gu.strides);
+    if (!emulate && a->shape[n - 2] == 1 && gu.shape[n - 1] > 1) {
+        matmul_problem p;
+        wgt_status s = make_problem(wg, a, b, NULL, &gu, op, &p);
+        if (s != WGT_OK) return s;
+        gemv_plan g;
+        plan_gemv(wg, &p, &g);
+        if (p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && g.c->threads <= 128 && g.om.outer % 2 == 0) {
+            p.swiglu = true;
+            p.out = out; /* its offset; N / 2 outputs */
+            return run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
+        }
+    }
+    wgt_expr e;
+    char err[160];
+    const wgt_expr_type types[2] = {WGT_EXPR_F32, WGT_EXPR_F32};
+    if (wgt_expr_parse(WGT_SWIGLU_EXPR, 2, types, &e, err, (int)sizeof(err)))
+        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: SwiGLU expression: %s", op, err);
+    wgt_tensor_view tmp;
+    wgt_status s = webgpu_temp_alloc(wg, out->dtype, n, gu.shape, &tmp);
+    if (s != WGT_OK) return s;
+    wgt_kernel_call mm = *call;
+    mm.outputs[0] = tmp;
+    mm.matmul.swiglu = false;
+    s = webgpu_matmul_run(wg, &mm);
+    if (s == WGT_OK) {
+        wgt_kernel_call ew;
+        memset(&ew, 0, sizeof(ew));
+        ew.kind = WGT_KERNEL_ELEMENTWISE;
+        ew.op_name = op;
+        ew.expr = &e;
+        ew.n_inputs = 2;
+        for (int i = 0; i < 2; i++) { /* columns 2j + i: gate, up */
+            ew.inputs[i] = tmp;
+            ew.inputs[i].shape[n - 1] = out->shape[n - 1];
+            ew.inputs[i].strides[n - 1] = 2;
+            ew.inputs[i].offset = i;
+        }
+        ew.n_outputs = 1;
+        ew.outputs[0] = *out;
+        s = webgpu_elementwise_run(wg, &ew);
+    }
+    webgpu_temp_release(wg, &tmp);
+    return s;
+}
+
 wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     if (wgt_shape_numel(out->ndim, out->shape) == 0) return WGT_OK;
+    if (call->matmul.swiglu) {
+        const char *emulate = getenv("WGT_MATMUL_F16_EMULATE");
+        return run_swiglu(wg, call, !wg->has_f16 || (emulate && strcmp(emulate, "1") == 0));
+    }
     if (a->dtype == WGT_F16 || b->dtype == WGT_F16) {
         const char *emulate = getenv("WGT_MATMUL_F16_EMULATE");
         if (!wg->has_f16 || (emulate && strcmp(emulate, "1") == 0)) return run_f16_emulated(wg, call);

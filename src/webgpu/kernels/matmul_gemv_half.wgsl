@@ -16,6 +16,11 @@
 // halves and K % 8 == 0 (webgpu_matmul.c checks).
 // ROW_THREADS invocations per row (prelude), as matmul_gemv_rows;
 // params.tiles_m = workgroups per batch = ceil(I / ROWS).
+// SWIGLU (prelude; wgt_linear_swiglu_ex in LLM decode): rows 2i and 2i + 1
+// are an MLP's gate and up rows (interleaved at load), and y [I / 2] gets
+// swiglu_store(gate sum, up sum) (silu(g) * u, see webgpu_matmul.c) at
+// out_offset + i: the projection and the SwiGLU in one dispatch. One batch,
+// I and ROWS even, no bias.
 
 const WG: u32 = 256u;
 const ROWS: u32 = WG / ROW_THREADS;   // rows per workgroup
@@ -63,6 +68,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var s = ROW_THREADS / 2u; s > 0u; s >>= 1u) {
         if (lane < s) { partial[lid] += partial[lid + s]; }
         workgroupBarrier();
+    }
+    if (SWIGLU) {
+        // one batch, M and ROWS even: rows 2i (gate) and 2i + 1 (up) are in
+        // this workgroup; their sums as O stores them, then the SwiGLU
+        if (lane == 0u && row < params.M && (row & 1u) == 0u) {
+            out[params.out_offset + row / 2u] = swiglu_store(O(partial[lid]), O(partial[lid + ROW_THREADS]));
+        }
+        return;
     }
     if (lane == 0u && row < params.M) { out[base.z + row] = finish(partial[lid], row, 0u); }
 }
