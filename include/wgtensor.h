@@ -492,6 +492,13 @@ wgt_tensor *wgt_linear_ex(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, w
  * values are those of the two calls). No gradient (WGT_ERR_UNSUPPORTED when
  * x or weight requires grad). */
 wgt_tensor *wgt_linear_swiglu_ex(wgt_tensor *x, wgt_tensor *weight, wgt_dtype out_dtype);
+/* An RMSNorm, then a projection (swiglu false: wgt_linear_ex with no bias) or
+ * a projection and SwiGLU (swiglu true: wgt_linear_swiglu_ex), the values of
+ * those two calls on wgt_rms_norm(x, norm_weight, eps) bit for bit; one
+ * dispatch in LLM decode on WebGPU (the norm computed in the product's
+ * prologue: f32 x [1, K], f16 weight). No gradient. */
+wgt_tensor *wgt_rms_norm_linear_ex(wgt_tensor *x, wgt_tensor *norm_weight, double eps, wgt_tensor *weight,
+                                   wgt_dtype out_dtype, bool swiglu);
 /* Quantized linear for inference (LLM decode and prefill): x [..., K] f32 ->
  * [..., N] f32 = x W^T, with W [N, K] stored group-wise: each run of 32
  * weights along K shares one f32 scale, scales f32 [N, K/32]; K % 32 == 0.

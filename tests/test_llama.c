@@ -183,14 +183,18 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen)
                 wgt_execution_stats_get(ctx, &c1);
                 unsetenv("WGT_LLAMA_CAST_F16");
                 const unsigned long long now = s1.dispatches - s0.dispatches, cast = c1.dispatches - c0.dispatches;
-                const unsigned long long saved = 2ull * (unsigned long long)llama_model_config(m)->n_layers + 1;
+                /* 2 casts a layer and 1 before the head; with the casts the
+                 * attention norm is its own dispatch again, where the fused
+                 * step computes it in the q/k/v projection */
+                const unsigned long long saved = 3ull * (unsigned long long)llama_model_config(m)->n_layers + 1;
                 CHECK(cast == now + saved && next_cast == next,
                       "f16 decode step: %llu dispatches, %llu with the casts (%llu fewer expected); tokens %d, %d", now,
                       cast, saved, next, next_cast);
                 /* the residual adds in the o-proj and down GEMVs' epilogues,
-                 * the SwiGLU in the gate/up GEMV's: against
-                 * WGT_LLAMA_DECODE_FUSE=0 three dispatches fewer per layer,
-                 * the same logits bit for bit */
+                 * the SwiGLU in the gate/up GEMV's, the attention RMSNorm in
+                 * the qkv GEMV's prologue (=3: the MLP's in the gate/up
+                 * GEMV's too): against WGT_LLAMA_DECODE_FUSE=0 four (five)
+                 * dispatches fewer per layer, the same logits bit for bit */
                 float fused[50], unfused[50];
                 llama_cache_reset(full);
                 wgt_tensor_release(llama_forward(full, toks, 3, false, msg, sizeof(msg)));
@@ -208,11 +212,28 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen)
                 CHECK(lu && wgt_tensor_read(lu, unfused, sizeof(unfused)) == WGT_OK, "unfused decode step: %s", msg);
                 wgt_tensor_release(lu);
                 const unsigned long long unf = c1.dispatches - c0.dispatches;
-                const unsigned long long adds = 3ull * (unsigned long long)llama_model_config(m)->n_layers;
+                const unsigned long long adds = 4ull * (unsigned long long)llama_model_config(m)->n_layers;
                 /* now counts the argmax too */
                 CHECK(unf == now - 1 + adds && memcmp(fused, unfused, sizeof(fused)) == 0,
                       "f16 decode step: %llu dispatches fused, %llu unfused (%llu more expected); logits %s", now - 1,
                       unf, adds, memcmp(fused, unfused, sizeof(fused)) ? "differ" : "equal");
+                float level3[50];
+                llama_cache_reset(full);
+                wgt_tensor_release(llama_forward(full, toks, 3, false, msg, sizeof(msg)));
+                wgt_synchronize(ctx);
+                setenv("WGT_LLAMA_DECODE_FUSE", "3", 1);
+                wgt_execution_stats_get(ctx, &c0);
+                wgt_tensor *l3 = llama_forward(full, &toks[3], 1, false, msg, sizeof(msg));
+                wgt_execution_stats_get(ctx, &c1);
+                unsetenv("WGT_LLAMA_DECODE_FUSE");
+                CHECK(l3 && wgt_tensor_read(l3, level3, sizeof(level3)) == WGT_OK, "decode step, fuse 3: %s", msg);
+                wgt_tensor_release(l3);
+                CHECK(c1.dispatches - c0.dispatches == now - 1 - (unsigned long long)llama_model_config(m)->n_layers &&
+                          memcmp(fused, level3, sizeof(fused)) == 0,
+                      "f16 decode step with the gate/up norm fused too: %llu dispatches (%llu expected); logits %s",
+                      (unsigned long long)(c1.dispatches - c0.dispatches),
+                      now - 1 - (unsigned long long)llama_model_config(m)->n_layers,
+                      memcmp(fused, level3, sizeof(fused)) ? "differ" : "equal");
             }
         }
         CHECK(llama_cache_length(inc) == 9, "cache length 9 after 5 + 4 tokens");

@@ -22,6 +22,8 @@
  *  - wgt_linear_swiglu_ex (gate/up rows interleaved, SwiGLU in the decode
  *    GEMV's epilogue): bit for bit the linear_ex + fused SwiGLU it replaces,
  *    fused and unfused shapes, f16 and f32 out, against a double reference;
+ *  - wgt_rms_norm_linear_ex (RMSNorm in the decode GEMV's prologue, with or
+ *    without the SwiGLU epilogue): bit for bit wgt_rms_norm + the product;
  *  - refusals: bits, shapes, dtypes, x requiring grad; the context stays usable. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
@@ -437,6 +439,125 @@ static void check_linear_swiglu_all(wgt_context *ctx, const char *backend)
     wgt_context_clear_error(ctx);
 }
 
+/* wgt_rms_norm_linear_ex: x [M, K] f32 (at element offset x_offset), an f32
+ * norm weight [K], weight [N, K] f16 (or f32: w_f32), swiglu or not, ->
+ * out_dtype. The result must equal, bit for bit, the calls it stands for
+ * (wgt_rms_norm, then wgt_linear_ex or wgt_linear_swiglu_ex), and a double
+ * reference within the roundings. On WebGPU the decode shapes (one row, f16
+ * rows of 16-byte words, K * 4 bytes in workgroup memory) normalize in the
+ * GEMV's prologue; the rest run the NORM kernel, then the product. */
+static void check_rms_norm_linear(wgt_context *ctx, const char *backend, int64_t M, int64_t N, int64_t K,
+                                  int64_t x_offset, bool w_f32, bool swiglu, wgt_dtype out_dtype)
+{
+    uint32_t seed = (uint32_t)(M * 23 + N * 7 + K + x_offset * 3 + w_f32 * 900 + swiglu * 77 + out_dtype);
+    const int64_t nx = M * K + x_offset, F = swiglu ? N / 2 : N;
+    const double eps = 1e-5;
+    float *xf = malloc((size_t)nx * sizeof(float)), *g = malloc((size_t)K * sizeof(float));
+    float *wf = malloc((size_t)(N * K) * sizeof(float)), *got = malloc((size_t)(M * F) * sizeof(float));
+    float *two = malloc((size_t)(M * F) * sizeof(float));
+    uint16_t *wh = malloc((size_t)(N * K) * 2);
+    for (int64_t i = 0; i < nx; i++) xf[i] = ((float)(test_xorshift(&seed) % 2000001) - 1000000.0f) / 250000.0f;
+    for (int64_t i = 0; i < K; i++) g[i] = 0.5f + (float)(test_xorshift(&seed) % 1001) / 1000.0f;
+    const float scale = 2.0f / sqrtf((float)K);
+    for (int64_t i = 0; i < N * K; i++) {
+        wf[i] = ((float)(test_xorshift(&seed) % 2001) - 1000.0f) / 1000.0f * scale;
+        wh[i] = test_f32_to_f16(wf[i]);
+        if (!w_f32) wf[i] = test_f16_to_f32(wh[i]);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *xall = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){nx}, xf);
+    wgt_tensor *x = wgt_reshape(wgt_slice(xall, 0, x_offset, nx, 1), 2, (int64_t[]){M, K});
+    wgt_tensor *gt = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){K}, g);
+    wgt_tensor *w = w_f32 ? wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, wf)
+                          : wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){N, K}, wh);
+    wgt_tensor *y = wgt_rms_norm_linear_ex(x, gt, eps, w, out_dtype, swiglu);
+    CHECK(!y || (wgt_tensor_dtype(y) == out_dtype && wgt_tensor_dim(y, 1) == F), "%s rms_norm_linear: result", backend);
+    if (y && out_dtype != WGT_F32) y = wgt_cast(y, WGT_F32);
+    wgt_tensor *h = wgt_rms_norm(x, gt, eps);
+    wgt_tensor *y2 = swiglu ? wgt_linear_swiglu_ex(h, w, out_dtype) : wgt_linear_ex(h, w, NULL, out_dtype);
+    if (y2 && out_dtype != WGT_F32) y2 = wgt_cast(y2, WGT_F32);
+    bool read = y && y2 && wgt_tensor_read(y, got, (size_t)(M * F) * 4) == WGT_OK &&
+                wgt_tensor_read(y2, two, (size_t)(M * F) * 4) == WGT_OK;
+    CHECK(read, "%s rms_norm_linear [%lld, %lld] x %s [%lld, %lld]%s -> %s: %s", backend, (long long)M, (long long)K,
+          w_f32 ? "f32" : "f16", (long long)N, (long long)K, swiglu ? " swiglu" : "", wgt_dtype_name(out_dtype),
+          wgt_context_error_message(ctx));
+    if (read) {
+        int unequal = 0, off = 0;
+        const double tol = out_dtype == WGT_F32 ? 2e-5 : 3.0 / 2048;
+        double *hn = malloc((size_t)K * sizeof(double));
+        for (int64_t m = 0; m < M; m++) {
+            double ss = 0;
+            for (int64_t k = 0; k < K; k++) ss += (double)xf[x_offset + m * K + k] * xf[x_offset + m * K + k];
+            const double r = 1.0 / sqrt(ss / (double)K + eps);
+            for (int64_t k = 0; k < K; k++) hn[k] = xf[x_offset + m * K + k] * r * g[k];
+            for (int64_t i = 0; i < F; i++) {
+                double s0 = 0, s1 = 0;
+                const int64_t r0 = swiglu ? 2 * i : i;
+                for (int64_t k = 0; k < K; k++) {
+                    s0 += hn[k] * wf[r0 * K + k];
+                    if (swiglu) s1 += hn[k] * wf[(r0 + 1) * K + k];
+                }
+                const double ref = swiglu ? s0 / (1 + exp(-s0)) * s1 : s0;
+                const double mag = swiglu ? fabs(ref) + fabs(s0 * s1) : fabs(ref) + 1.0;
+                unequal += memcmp(&got[m * F + i], &two[m * F + i], 4) != 0;
+                off += fabs(got[m * F + i] - ref) > tol * mag + 1e-5;
+            }
+        }
+        free(hn);
+        CHECK(unequal == 0 && off == 0,
+              "%s rms_norm_linear [%lld, %lld] (x offset %lld) x %s [%lld, %lld]%s -> %s: %d outputs differ from "
+              "rms_norm + linear, %d from the double reference", backend, (long long)M, (long long)K,
+              (long long)x_offset, w_f32 ? "f32" : "f16", (long long)N, (long long)K, swiglu ? " swiglu" : "",
+              wgt_dtype_name(out_dtype), unequal, off);
+    }
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+    free(xf), free(g), free(wf), free(got), free(two), free(wh);
+}
+
+static void check_rms_norm_linear_all(wgt_context *ctx, const char *backend)
+{
+    check_rms_norm_linear(ctx, backend, 1, 70, 256, 0, false, false, WGT_F16);    /* decode: the GEMV's prologue */
+    check_rms_norm_linear(ctx, backend, 1, 300, 2048, 8, false, false, WGT_F32);  /* 256 norm threads, offset x */
+    check_rms_norm_linear(ctx, backend, 1, 140, 64, 0, false, true, WGT_F16);     /* with the SwiGLU epilogue */
+    check_rms_norm_linear(ctx, backend, 1, 600, 2048, 0, false, true, WGT_F16);
+    check_rms_norm_linear(ctx, backend, 1, 40, 8192, 0, false, false, WGT_F32);   /* past workgroup memory: 2 calls */
+    check_rms_norm_linear(ctx, backend, 1, 33, 100, 0, false, false, WGT_F32);    /* K % 8 != 0: 2 calls */
+    check_rms_norm_linear(ctx, backend, 1, 40, 64, 0, true, false, WGT_F32);      /* f32 weights: 2 calls */
+    check_rms_norm_linear(ctx, backend, 5, 70, 96, 0, false, true, WGT_F16);      /* prefill: 2 (3) calls */
+    setenv("WGT_MATMUL_F16_EMULATE", "1", 1);
+    check_rms_norm_linear(ctx, backend, 1, 70, 256, 0, false, true, WGT_F16);
+    unsetenv("WGT_MATMUL_F16_EMULATE");
+    wgt_execution_stats s0, s1;
+    if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU && wgt_execution_stats_get(ctx, &s0) == WGT_OK) {
+        wgt_scope_push(ctx); /* decode's shape is one dispatch: norm, projection and SwiGLU */
+        wgt_tensor *xd = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 256}), *gd = wgt_ones(ctx, WGT_F32, 1, (int64_t[]){256});
+        wgt_tensor *wd = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){140, 256});
+        wgt_synchronize(ctx);
+        wgt_execution_stats_get(ctx, &s0);
+        wgt_tensor *yd = wgt_rms_norm_linear_ex(xd, gd, 1e-6, wd, WGT_F16, true);
+        wgt_execution_stats_get(ctx, &s1);
+        CHECK(yd && s1.dispatches - s0.dispatches == 1, "%s: decode rms_norm_linear took %llu dispatches (1 expected)",
+              backend, (unsigned long long)(s1.dispatches - s0.dispatches));
+        wgt_scope_pop(ctx);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *x = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 8}), *g8 = wgt_ones(ctx, WGT_F32, 1, (int64_t[]){8});
+    wgt_tensor *w = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){4, 8});
+    CHECK(wgt_rms_norm_linear_ex(x, wgt_ones(ctx, WGT_F32, 1, (int64_t[]){7}), 1e-5, w, WGT_F32, false) == NULL,
+          "%s: rms_norm_linear with a [7] norm weight refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "rms_norm_linear norm weight");
+    CHECK(wgt_rms_norm_linear_ex(x, g8, -1.0, w, WGT_F32, false) == NULL, "%s: rms_norm_linear eps -1 refused",
+          backend);
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "rms_norm_linear eps");
+    wgt_tensor_set_requires_grad(g8, true);
+    CHECK(wgt_rms_norm_linear_ex(x, g8, 1e-5, w, WGT_F32, false) == NULL, "%s: rms_norm_linear with grad refused",
+          backend);
+    check_error_and_recover(ctx, WGT_ERR_UNSUPPORTED, "rms_norm_linear with grad");
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+}
+
 /* The mixed products llama runs (decode and prefill), the f16 emulation, the
  * W x form (matrix first), and the refusals of mixes that are not f32 x f16. */
 static void check_mixed_all(wgt_context *ctx, const char *backend)
@@ -531,6 +652,7 @@ static void run(wgt_context *ctx, const char *backend)
     check_mixed_all(ctx, backend);
     check_linear_ex_all(ctx, backend);
     check_linear_swiglu_all(ctx, backend);
+    check_rms_norm_linear_all(ctx, backend);
     check_refusals(ctx, backend);
     if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU) { /* a tile name that is not in the table is an error */
         setenv("WGT_QUANT_TILE", "96x96", 1);

@@ -271,6 +271,12 @@ typedef struct wgt_kernel_call {
          * store it), the result rounded once more (what an ELEMENTWISE call of
          * the program over those stored values writes). No bias. */
         bool swiglu;
+        /* RMSNorm prologue (wgt_rms_norm_linear_ex): inputs[2] is not a bias
+         * but an f32 norm weight [K], and a (f32, rows contiguous) is read as
+         * the NN NORM kernel's rms output of its rows with that weight and
+         * norm_eps (the values that kernel would write). */
+        bool norm;
+        double norm_eps;
     } matmul;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */
         wgt_optimizer_kind kind; /* SGD, ADAM, ADAMW */

@@ -238,7 +238,10 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
     case WGT_KERNEL_SOFTMAX:
         return dtype_in(x->dtype, FLOAT_DTYPES) && dtype_in(out->dtype, FLOAT_DTYPES);
     case WGT_KERNEL_MATMUL:
-        /* a bias of a's dtype, or f32 (wgt_linear_ex: the residual stream), or f16 beside an f16 operand */
+        /* a bias of a's dtype, or f32 (wgt_linear_ex: the residual stream), or f16 beside an f16 operand;
+         * with norm inputs[2] is an f32 norm weight for f32 a */
+        if (call->matmul.norm && (call->n_inputs != 3 || x->dtype != WGT_F32 || call->inputs[2].dtype != WGT_F32))
+            return false;
         if (call->n_inputs == 3 &&
             (x->dtype == WGT_I32 ||
              (call->inputs[2].dtype != x->dtype && call->inputs[2].dtype != WGT_F32 &&

@@ -16,7 +16,8 @@
  * the packing temp, the f32 one read in place, f32 or f16 out.
  * Batches run one after the other, each product split over the backend's
  * OpenMP threads (see blas_product). The SwiGLU epilogue (call->matmul.swiglu)
- * is the product into a temporary, then the elementwise SwiGLU (matmul_swiglu).
+ * is the product into a temporary, then the elementwise SwiGLU (matmul_swiglu);
+ * the RMSNorm prologue (norm) the NN NORM kernel into a temporary first.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -287,8 +288,65 @@ static wgt_status matmul_swiglu(cpu_backend *b, const wgt_kernel_call *call)
     return s;
 }
 
+/* MATMUL with the RMSNorm prologue (wgt_rms_norm_linear_ex): the NN NORM
+ * kernel (rms, the weight in inputs[2]) writes a's rows into a temporary,
+ * then the product (and its SwiGLU epilogue, if any) reads that: the values
+ * of the two calls by definition. */
+static wgt_status matmul_norm(cpu_backend *b, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *a = &call->inputs[0];
+    const int n = a->ndim;
+    if (a->dtype != WGT_F32 || call->n_inputs != 3 || !wgt_view_is_contiguous(a))
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "RMSNorm prologue: %s a, %d inputs (contiguous f32, 3)",
+                        wgt_dtype_name(a->dtype), call->n_inputs);
+    const int64_t d = a->shape[n - 1], rows = d ? cpu_numel(n, a->shape) / d : 0;
+    wgt_tensor_view y = *a, stats;
+    memset(&stats, 0, sizeof(stats));
+    y.offset = 0;
+    y.storage = wgt_storage_create(b->base.ctx, (size_t)(rows * d) * 4 + 4, call->op_name);
+    stats.dtype = WGT_F32;
+    stats.ndim = 2;
+    stats.shape[0] = rows, stats.shape[1] = 2;
+    stats.strides[0] = 2, stats.strides[1] = 1;
+    stats.storage = y.storage ? wgt_storage_create(b->base.ctx, (size_t)(rows * 2) * 4 + 4, call->op_name) : NULL;
+    wgt_status s = stats.storage ? WGT_OK : wgt_context_status(b->base.ctx);
+    if (s == WGT_OK) {
+        wgt_kernel_call nn;
+        memset(&nn, 0, sizeof(nn));
+        nn.kind = WGT_KERNEL_NN;
+        nn.op_name = call->op_name;
+        nn.nn.kernel = WGT_NN_NORM;
+        nn.nn.rms = true;
+        nn.nn.eps = call->matmul.norm_eps;
+        nn.nn.has_weight = true;
+        nn.n_inputs = 2;
+        for (int i = 0; i < 2; i++) { /* x and y as the norm's [rows, d] */
+            wgt_tensor_view *v = i ? &nn.outputs[0] : &nn.inputs[0];
+            *v = i ? y : *a;
+            v->ndim = 2;
+            v->shape[0] = rows, v->shape[1] = d;
+            v->strides[0] = d, v->strides[1] = 1;
+        }
+        nn.inputs[1] = call->inputs[2];
+        nn.n_outputs = 2;
+        nn.outputs[1] = stats;
+        s = cpu_run_nn(b, &nn);
+    }
+    if (s == WGT_OK) {
+        wgt_kernel_call mm = *call;
+        mm.inputs[0] = y;
+        mm.n_inputs = 2;
+        mm.matmul.norm = false;
+        s = cpu_run_matmul(b, &mm);
+    }
+    if (stats.storage) wgt_storage_release(b->base.ctx, stats.storage);
+    if (y.storage) wgt_storage_release(b->base.ctx, y.storage);
+    return s;
+}
+
 wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)
 {
+    if (call->matmul.norm) return matmul_norm(b, call);
     if (call->matmul.swiglu) return matmul_swiglu(b, call);
     const wgt_tensor_view *a = &call->inputs[0], *bv = &call->inputs[1], *out = &call->outputs[0];
     char as[96], bs[96], os[96];

@@ -92,13 +92,23 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
     return bias ? wgt_add(y, bias) : y;
 }
 
-/* WGT_LLAMA_DECODE_FUSE=0: decode records the unfused layer (residual adds
- * as their own dispatches), to time what the fusions save on a GPU. */
-static bool decode_fused(void)
+/* WGT_LLAMA_DECODE_FUSE, to time each step on a GPU: 0 records the unfused
+ * decode layer (13 dispatches), 1 the epilogue fusions only (residual adds in
+ * the o and down GEMVs, SwiGLU in the gate/up GEMV: 10), 2 (the default) also
+ * the attention RMSNorm in the q/k/v GEMV's prologue (9), 3 the MLP's in the
+ * gate/up GEMV's too (8). Every workgroup of a GEMV recomputes its prologue's
+ * norm (reads of 8 bytes an input against 16 a row group's weights), a cost
+ * that grows with the rows where the dispatch saved does not: on lavapipe
+ * (llama-3.2-1b-slice) the q/k/v norm is free, the gate/up one (16384 rows)
+ * made decode 20% slower. */
+static int decode_fuse_level(void)
 {
     const char *env = getenv("WGT_LLAMA_DECODE_FUSE");
-    return !(env && strcmp(env, "0") == 0);
+    const int level = env && env[0] >= '0' && env[0] <= '3' && !env[1] ? env[0] - '0' : 2;
+    return level;
 }
+
+static bool decode_fused(void) { return decode_fuse_level() >= 1; }
 
 /* x + h W^T for the residual stream x [T, C] f32: in decode (T = 1, float
  * weights) x is the projection's bias, added to its f32 sums in the GEMV's
@@ -172,8 +182,18 @@ static wgt_tensor *heads(wgt_tensor *x, int64_t T, int64_t n, int64_t D)
     return wgt_permute(wgt_reshape(x, 4, (int64_t[]){1, T, n, D}), (int[]){0, 2, 1, 3});
 }
 
-/* x + attention(h): the residual stream x [T, C] and h = RMSNorm(x) */
-static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, wgt_tensor *h, int64_t T)
+/* The fused decode's RMSNorm in the next projection's prologue: one row, f16
+ * weights (wgt_rms_norm_linear_ex; the old cast path normalizes first). Not
+ * the head's: its 128256 rows (Llama-3.2) would renormalize the row in ~16000
+ * workgroups to save one dispatch a token (see decode_fuse_level). */
+static bool norm_in_projection(const llama_model *m, wgt_tensor *x)
+{
+    return x && wgt_tensor_dim(x, 0) == 1 && m->wdtype == WGT_F16 && !m->bits && !cast_activations() &&
+           decode_fuse_level() >= 2;
+}
+
+/* x + attention(RMSNorm(x)) for the residual stream x [T, C] */
+static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t T)
 {
     const llama_model *m = c->model;
     const llama_layer *L = &m->layers[l];
@@ -184,7 +204,13 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, wgt_ten
     /* f16 q, k, v only with the llama3 tables (f16 too): wgt_rope's kernel
      * reads and writes f16 through f32 copies (two more dispatches) */
     const bool f16 = f16_activations(m) && m->rope_lo && !L->b_qkv && !L->q_norm;
-    wgt_tensor *qkv = f16 ? project_f16(m, h, L->w_qkv) : project(m, h, L->w_qkv, L->s_qkv, L->b_qkv);
+    wgt_tensor *qkv;
+    if (norm_in_projection(m, x) && !L->b_qkv) { /* f16 q, k, v, or f32 sums as project's */
+        qkv = wgt_rms_norm_linear_ex(x, L->attn_norm, eps, L->w_qkv, f16 ? WGT_F16 : WGT_F32, false);
+    } else {
+        wgt_tensor *h = wgt_rms_norm(x, L->attn_norm, eps);
+        qkv = f16 ? project_f16(m, h, L->w_qkv) : project(m, h, L->w_qkv, L->s_qkv, L->b_qkv);
+    }
     wgt_tensor *q, *k = NULL, *v = wgt_slice(qkv, 1, (H + Hkv) * D, (H + 2 * Hkv) * D, 1);
     /* append to the cache (cast to its dtype), attend over the prefix; causal is
      * bottom-right aligned, so prompt token i sees cache rows <= pos0 + i */
@@ -215,18 +241,23 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, wgt_ten
     return project_add(m, x, y, L->wo, L->so);
 }
 
-/* x + MLP(h): the residual stream x [T, C] and h = RMSNorm(x) */
-static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_tensor *x, wgt_tensor *h)
+/* x + MLP(RMSNorm(x)) for the residual stream x [T, C] */
+static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_tensor *x)
 {
     const int64_t F = m->cfg.intermediate_size;
-    wgt_tensor *act;
-    if (h && wgt_tensor_dim(h, 0) == 1 && !m->bits && decode_fused()) {
-        /* decode: the projection and the SwiGLU in one call (one GEMV whose
-         * workgroups hold a gate row and its up row: interleaved at load),
-         * the values of the two calls below */
+    const double eps = m->cfg.rms_eps;
+    wgt_tensor *act, *h = NULL;
+    if (norm_in_projection(m, x) && decode_fuse_level() >= 3) {
+        /* decode, WGT_LLAMA_DECODE_FUSE=3: norm, projection and SwiGLU in one
+         * call (one GEMV whose workgroups normalize the row, then hold a gate
+         * row and its up row: interleaved at load), the values of the calls below */
+        act = wgt_rms_norm_linear_ex(x, L->mlp_norm, eps, L->w_gate_up, WGT_F16, true);
+    } else if (x && wgt_tensor_dim(x, 0) == 1 && !m->bits && decode_fused()) {
+        h = wgt_rms_norm(x, L->mlp_norm, eps);
         if (m->wdtype == WGT_F16 && cast_activations()) h = wgt_cast(h, WGT_F16);
         act = wgt_linear_swiglu_ex(h, L->w_gate_up, f16_activations(m) ? WGT_F16 : WGT_F32);
     } else {
+        h = wgt_rms_norm(x, L->mlp_norm, eps);
         /* [T, 2F]: gate and up interleaved; f16 with f16 weights, so is the SwiGLU below */
         wgt_tensor *gu = f16_activations(m) ? project_f16(m, h, L->w_gate_up)
                                             : project(m, h, L->w_gate_up, L->s_gate_up, NULL);
@@ -269,8 +300,8 @@ wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool
          * prefill holds one layer's activations at a time, not all of them */
         const llama_layer *L = &m->layers[l];
         wgt_scope_push(ctx);
-        x = attention_block(c, l, x, wgt_rms_norm(x, L->attn_norm, eps), T);
-        x = wgt_scope_keep(mlp_block(m, L, x, wgt_rms_norm(x, L->mlp_norm, eps)));
+        x = attention_block(c, l, x, T);
+        x = wgt_scope_keep(mlp_block(m, L, x));
         wgt_scope_pop(ctx);
     }
     if (!all_logits) x = wgt_slice(x, 0, T - 1, T, 1);

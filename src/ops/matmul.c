@@ -11,7 +11,10 @@
  * wgt_linear_ex: the same with wgt_matmul_ex's dtypes and an f32 bias (LLM
  * decode's residual stream added in the epilogue), inference only;
  * wgt_linear_swiglu_ex: linear_ex over interleaved gate/up rows with the
- * SwiGLU in the product's epilogue (MATMUL's swiglu), inference only. */
+ * SwiGLU in the product's epilogue (MATMUL's swiglu), inference only;
+ * wgt_rms_norm_linear_ex: either of those after an RMSNorm of x's rows, done
+ * in the product's prologue (MATMUL's norm), inference only. */
+#include <math.h>
 #include <string.h>
 
 #include "core/tape.h"
@@ -209,8 +212,19 @@ static bool check_linear_args(wgt_context *ctx, const char *op, wgt_tensor *x, w
 
 /* wgt_linear (ex false: one dtype, out_dtype is x's), wgt_linear_ex and
  * (swiglu) wgt_linear_swiglu_ex */
+static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
+                               bool swiglu, wgt_tensor *norm_weight, double eps, const char *op);
+
 static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
                           bool swiglu, const char *op)
+{
+    return linear_norm(x, weight, bias, out_dtype, ex, swiglu, NULL, 0.0, op);
+}
+
+/* linear with (norm_weight) an RMSNorm of x's rows in the product's prologue
+ * (MATMUL's norm: norm_weight in the bias slot; wgt_rms_norm_linear_ex) */
+static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
+                               bool swiglu, wgt_tensor *norm_weight, double eps, const char *op)
 {
     wgt_tensor *args[3] = {x, weight, bias};
     wgt_context *ctx = wgt_op_begin(op, 2, args); /* bias is optional */
@@ -224,7 +238,7 @@ static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, w
                   wgt_shape_string(weight->view.ndim, weight->view.shape, ws, sizeof(ws)));
         return NULL;
     }
-    const bool plain = !swiglu && linear_plain(x, weight, bias, out_dtype);
+    const bool plain = !swiglu && !norm_weight && linear_plain(x, weight, bias, out_dtype);
     if (!plain && wgt_tape_wants(ctx, bias ? 3 : 2, args)) {
         wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: x %s, weight %s -> %s has no gradient rule; an argument requires grad "
                   "(use wgt_linear's one dtype, or run under wgt_no_grad_push)", op, wgt_dtype_name(x->view.dtype),
@@ -242,6 +256,7 @@ static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, w
     int64_t rows = wgt_shape_numel(nd - 1, vx->shape);
     wgt_status s = WGT_OK;
     if (rows > 0 && out_features > 0 && in == 0) { /* empty sums: the bias alone (SwiGLU of zeros: zeros) */
+        (void)norm_weight; /* (an empty row normalizes to nothing) */
         /* (wgt_assign converts an f32 bias to out's dtype as the kernels' epilogue does) */
         s = bias ? wgt_assign(out, bias) : wgt_fill(out, 0.0);
     } else if (rows > 0 && out_features > 0) {
@@ -251,7 +266,7 @@ static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, w
         memset(&call, 0, sizeof(call));
         call.kind = WGT_KERNEL_MATMUL;
         call.op_name = op;
-        call.n_inputs = bias ? 3 : 2;
+        call.n_inputs = bias || norm_weight ? 3 : 2;
         call.n_outputs = 1;
         wgt_tensor_view a = *vx, b = *vw, o = out->view;
         if (nd == 1 || leading_dims_fold(vx, nd - 1)) {
@@ -282,8 +297,11 @@ static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, w
         call.inputs[0] = a;
         call.inputs[1] = b;
         if (bias) call.inputs[2] = bias->view;
+        if (norm_weight) call.inputs[2] = norm_weight->view;
         call.outputs[0] = o;
         call.matmul.swiglu = swiglu;
+        call.matmul.norm = norm_weight != NULL;
+        call.matmul.norm_eps = eps;
         s = wgt_run_kernel(ctx, &call);
     }
     if (s != WGT_OK) {
@@ -315,4 +333,39 @@ wgt_tensor *wgt_linear_swiglu_ex(wgt_tensor *x, wgt_tensor *weight, wgt_dtype ou
         return NULL;
     }
     return linear(x, weight, NULL, out_dtype, true, true, "wgt_linear_swiglu_ex");
+}
+
+wgt_tensor *wgt_rms_norm_linear_ex(wgt_tensor *x, wgt_tensor *norm_weight, double eps, wgt_tensor *weight,
+                                   wgt_dtype out_dtype, bool swiglu)
+{
+    const char *op = "wgt_rms_norm_linear_ex";
+    wgt_tensor *args[3] = {x, norm_weight, weight};
+    wgt_context *ctx = wgt_op_begin(op, 3, args);
+    if (!ctx) return NULL;
+    if (wgt_tape_wants(ctx, 3, args)) {
+        wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: no gradient rule; an argument requires grad (run under "
+                  "wgt_no_grad_push)", op);
+        return NULL;
+    }
+    const wgt_tensor_view *vx = &x->view, *vg = &norm_weight->view;
+    const int nd = vx->ndim;
+    /* the kernel's case: f32 x whose rows are contiguous, an f32 [K] weight
+     * (contiguous), a valid eps; anything else is the two calls it stands for
+     * (which also report what is wrong with the arguments) */
+    bool direct = vx->dtype == WGT_F32 && vg->dtype == WGT_F32 && nd >= 1 && vg->ndim == 1 &&
+                  vg->shape[0] == vx->shape[nd - 1] && vg->strides[0] == 1 && eps >= 0 && isfinite(eps) &&
+                  wgt_view_is_contiguous(vx);
+    if (!direct) {
+        wgt_tensor *h = wgt_rms_norm(x, norm_weight, eps);
+        if (!h) return NULL;
+        wgt_scope_remove(h);
+        wgt_tensor *y = swiglu ? wgt_linear_swiglu_ex(h, weight, out_dtype) : wgt_linear_ex(h, weight, NULL, out_dtype);
+        wgt_tensor_release(h);
+        return y;
+    }
+    if ((unsigned)out_dtype >= WGT_DTYPE_COUNT) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: invalid out_dtype %d", op, (int)out_dtype);
+        return NULL;
+    }
+    return linear_norm(x, weight, NULL, out_dtype, true, swiglu, norm_weight, eps, op);
 }

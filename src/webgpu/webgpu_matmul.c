@@ -17,7 +17,9 @@
  *   matmul_gemv_half  the rows case for f16 rows (16-byte words) and an f16 or f32 vector
  *                     (decode's f16 weight matvecs; WGT_GEMV_HALF=0: the rows kernel);
  *                     with SWIGLU, rows 2i and 2i + 1 give out[i] = SwiGLU of the two
- *                     (wgt_linear_swiglu_ex in decode: see run_swiglu)
+ *                     (wgt_linear_swiglu_ex in decode: see run_swiglu); with NORM, the
+ *                     f32 vector is RMS-normalized into workgroup memory first
+ *                     (wgt_rms_norm_linear_ex in decode: see run_norm)
  * Each is specialized by a prelude of WGSL consts: element types, tile sizes,
  * whether edge checks are needed (CHECK), and per operand whether a thread's
  * quads of 4 elements run along k and load as one aligned vec4. Pipelines are
@@ -132,6 +134,8 @@ typedef struct matmul_params {
     uint32_t a_batch[MATMUL_MAX_BATCH_DIMS];
     uint32_t b_batch[MATMUL_MAX_BATCH_DIMS];
     uint32_t bias_offset, bias_row, bias_col, split_stride;
+    float norm_eps;
+    uint32_t norm_offset, norm_pad0, norm_pad1;
 } matmul_params;
 
 /* Mirrors struct ReduceParams of matmul_splitk_reduce.wgsl. */
@@ -149,6 +153,8 @@ typedef struct matmul_problem {
     int64_t batch_shape[MATMUL_MAX_BATCH_DIMS], a_batch[MATMUL_MAX_BATCH_DIMS], b_batch[MATMUL_MAX_BATCH_DIMS];
     wgt_tensor_view folded[3];     /* 2-D a, b, out when a broadcast batch was folded into M (make_problem) */
     bool swiglu;                   /* run_gemv_half's SwiGLU epilogue (run_swiglu): out holds N / 2 */
+    const wgt_tensor_view *norm;   /* run_gemv_half's RMSNorm prologue (run_norm): its weight [K] f32 */
+    double norm_eps;
 } matmul_problem;
 
 /* One operand as a tile loader sees it: an outer dim (m for a, n for b) and k. */
@@ -676,22 +682,36 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
 {
     const bool vec_f32 = (mat_is_a ? p->b : p->a)->dtype == WGT_F32;
     char key[160];
-    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s", c->name, wgt_dtype_name(p->out->dtype),
-             p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16", p->swiglu ? ":swiglu" : "");
+    /* the RMSNorm prologue: the vector's K / 4 slots normalized into workgroup memory (HX) by the
+     * threads nn_norm.wgsl would use (NORM_THREADS), then read from there */
+    const uint32_t norm_threads = p->norm ? webgpu_norm_row_threads((uint64_t)(p->K / 4)) : 0;
+    const int64_t hx = p->norm ? p->K / 4 : 1;
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld", c->name,
+             wgt_dtype_name(p->out->dtype), p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16",
+             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
         if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel matmul_gemv_half is not embedded", op);
         /* load_x8(i): the vector's 8 elements 8i.. as two vec4<f32> (f16: one
          * 16-byte word unpacked; f32: two vec4s) */
-        const char *x8 = vec_f32 ? "alias SB = f32;\n"
+        const char *x8 = p->norm ? "alias SB = f32;\n"
+                                   "@group(0) @binding(4) var<storage, read> nw: array<vec4<f32>>;\n"
+                                   "fn norm_w(i: u32) -> vec4<f32> { return nw[i]; }\n"
+                                   "fn norm_x(i: u32) -> vec4<f32> { return b[i]; }\n"
+                                   "fn load_x8(i: u32) -> array<vec4<f32>, 2> { return array(hx[2u * i], hx[2u * i + 1u]); }\n"
+                         : vec_f32 ? "alias SB = f32;\n"
+                                   "fn norm_w(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
+                                   "fn norm_x(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
                                    "fn load_x8(i: u32) -> array<vec4<f32>, 2> { return array(b[2u * i], b[2u * i + 1u]); }\n"
                                  : "alias SB = u32;\n"
+                                   "fn norm_w(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
+                                   "fn norm_x(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
                                    "fn load_x8(i: u32) -> array<vec4<f32>, 2> {\n"
                                    "    let w = b[i];\n"
                                    "    return array(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),\n"
                                    "                 vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));\n}\n";
-        char prelude[1024], bias[160];
+        char prelude[2048], bias[160];
         snprintf(bias, sizeof(bias),
                  p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<%s>;\n"
                            "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
@@ -699,9 +719,10 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
                  p->bias ? wgsl_type(p->bias->dtype) : "");
         snprintf(prelude, sizeof(prelude),
                  "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
-                 "const ROW_THREADS: u32 = %du;\nconst SWIGLU: bool = %s;\n",
+                 "const ROW_THREADS: u32 = %du;\nconst SWIGLU: bool = %s;\n"
+                 "const NORM: bool = %s;\nconst NORM_THREADS: u32 = %uu;\nconst HX: u32 = %lldu;\n",
                  x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads,
-                 p->swiglu ? "true" : "false");
+                 p->swiglu ? "true" : "false", p->norm ? "true" : "false", norm_threads, (long long)hx);
         /* the SwiGLU epilogue: WGT_SWIGLU_EXPR as webgpu_elementwise_codegen.c
          * writes it (its exp, each step's rounding pinned by ew_opaque, whose
          * uniform zero is split_stride: 0 in the GEMV kernels), stored as an
@@ -725,8 +746,8 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
         snprintf(source, n, "%s%s%s\n%s\n%s%s", prelude, swiglu, ew_common, ew_math, common, body);
         static const bool read_only[4] = {true, true, false, true}; /* a, b, out, bias */
-        wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, p->bias ? 4 : 3, read_only, true, false,
-                                                 false, op, &pipe);
+        wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, p->bias || p->norm ? 4 : 3, read_only, true,
+                                                 false, false, op, &pipe);
         free(source);
         if (s != WGT_OK) return s;
     }
@@ -750,7 +771,13 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
         q.bias_row = mat_is_a ? 0u : (uint32_t)p->bias->strides[0];
     }
     fill_batches(p, om->batch_strides, ov->batch_strides, &q);
-    return dispatch(wg, pipe, mat_is_a ? p->a : p->b, mat_is_a ? p->b : p->a, p, &q, per_batch * p->batches, op);
+    matmul_problem bound = *p; /* the norm's weight takes the bias binding (4) */
+    if (p->norm) {
+        q.norm_eps = (float)p->norm_eps;
+        q.norm_offset = (uint32_t)p->norm->offset;
+        bound.bias = p->norm;
+    }
+    return dispatch(wg, pipe, mat_is_a ? p->a : p->b, mat_is_a ? p->b : p->a, &bound, &q, per_batch * p->batches, op);
 }
 
 /* M == 1 or N == 1: y[i] = sum_k mat[i, k] * x[k] with mat = a (N == 1) or b
@@ -993,6 +1020,10 @@ bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
     } else if (out->dtype != t && !(t == WGT_F16 && out->dtype == WGT_F32)) {
         return false;
     }
+    if (call->matmul.norm) /* inputs[2]: an f32 norm weight [K] for f32 a */
+        return call->n_inputs == 3 && t == WGT_F32 && call->inputs[2].dtype == WGT_F32 && call->inputs[2].ndim == 1 &&
+               call->inputs[2].shape[0] == a->shape[a->ndim - 1] && a->ndim >= 2 && a->ndim == b->ndim &&
+               a->ndim == out->ndim && a->ndim - 2 <= MATMUL_MAX_BATCH_DIMS;
     if (call->n_inputs == 3) { /* bias: a's dtype, f32 (wgt_linear_ex's residual), or f16 beside an f16 operand */
         const wgt_tensor_view *bias = &call->inputs[2];
         bool dtype_ok = bias->dtype == t || bias->dtype == WGT_F32 || (bias->dtype == WGT_F16 && b->dtype == WGT_F16);
@@ -1066,13 +1097,95 @@ static wgt_status run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bo
     return s;
 }
 
+/* MATMUL with the RMSNorm prologue (wgt_rms_norm_linear_ex; see backend.h).
+ * A decode product (an f32 row, one batch) that takes matmul_gemv_half, whose
+ * vector fits workgroup memory, normalizes the row there first, as nn_norm.wgsl
+ * does (the same threads and summation order, so the same values), and reads
+ * it from there: one dispatch for norm and projection (and the SwiGLU
+ * epilogue, where run_swiglu would take it). Anything else runs the NN NORM
+ * kernel into a temporary, then the product. */
+static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
+    const wgt_tensor_view *nw = &call->inputs[2];
+    const char *op = call->op_name;
+    const int n = a->ndim;
+    if (a->dtype != WGT_F32 || nw->dtype != WGT_F32 || !wgt_view_is_contiguous(a))
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: an RMSNorm prologue of %s a", op,
+                         wgt_dtype_name(a->dtype));
+    const int64_t K = a->shape[n - 1];
+    const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    if (!emulate && a->shape[n - 2] == 1 && K % 4 == 0 && nw->offset % 4 == 0 &&
+        (uint64_t)K * 4 + 256 * 4 <= shared) {
+        wgt_tensor_view full = *out; /* the product's [.., 1, N] (SwiGLU: out holds N / 2) */
+        full.shape[n - 1] = b->shape[n - 1];
+        wgt_contiguous_strides(n, full.shape, full.strides);
+        matmul_problem p;
+        wgt_status s = make_problem(wg, a, b, NULL, &full, op, &p);
+        if (s != WGT_OK) return s;
+        gemv_plan g;
+        plan_gemv(wg, &p, &g);
+        bool ok = p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && b->shape[n - 1] > 1;
+        if (ok && call->matmul.swiglu) ok = g.c->threads <= 128 && g.om.outer % 2 == 0;
+        if (ok) {
+            p.norm = nw;
+            p.norm_eps = call->matmul.norm_eps;
+            if (call->matmul.swiglu) {
+                p.swiglu = true;
+                p.out = out;
+            }
+            return run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
+        }
+    }
+    const int64_t rows = K ? wgt_shape_numel(n, a->shape) / K : 0;
+    wgt_tensor_view y, stats;
+    wgt_status s = webgpu_temp_alloc(wg, WGT_F32, n, a->shape, &y);
+    if (s != WGT_OK) return s;
+    s = webgpu_temp_alloc(wg, WGT_F32, 2, (int64_t[]){rows, 2}, &stats);
+    if (s != WGT_OK) {
+        webgpu_temp_release(wg, &y);
+        return s;
+    }
+    wgt_kernel_call nn;
+    memset(&nn, 0, sizeof(nn));
+    nn.kind = WGT_KERNEL_NN;
+    nn.op_name = op;
+    nn.nn.kernel = WGT_NN_NORM;
+    nn.nn.rms = true;
+    nn.nn.eps = call->matmul.norm_eps;
+    nn.nn.has_weight = true;
+    nn.n_inputs = 2;
+    for (int i = 0; i < 2; i++) { /* x and y as the norm's [rows, K] */
+        wgt_tensor_view *v = i ? &nn.outputs[0] : &nn.inputs[0];
+        *v = i ? y : *a;
+        v->ndim = 2;
+        v->shape[0] = rows, v->shape[1] = K;
+        v->strides[0] = K, v->strides[1] = 1;
+    }
+    nn.inputs[1] = *nw;
+    nn.n_outputs = 2;
+    nn.outputs[1] = stats;
+    s = webgpu_nn_run(wg, &nn);
+    if (s == WGT_OK) {
+        wgt_kernel_call mm = *call;
+        mm.inputs[0] = y;
+        mm.n_inputs = 2;
+        mm.matmul.norm = false;
+        s = webgpu_matmul_run(wg, &mm);
+    }
+    webgpu_temp_release(wg, &stats);
+    webgpu_temp_release(wg, &y);
+    return s;
+}
+
 wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     if (wgt_shape_numel(out->ndim, out->shape) == 0) return WGT_OK;
-    if (call->matmul.swiglu) {
+    if (call->matmul.norm || call->matmul.swiglu) {
         const char *emulate = getenv("WGT_MATMUL_F16_EMULATE");
-        return run_swiglu(wg, call, !wg->has_f16 || (emulate && strcmp(emulate, "1") == 0));
+        const bool emulated = !wg->has_f16 || (emulate && strcmp(emulate, "1") == 0);
+        return call->matmul.norm ? run_norm(wg, call, emulated) : run_swiglu(wg, call, emulated);
     }
     if (a->dtype == WGT_F16 || b->dtype == WGT_F16) {
         const char *emulate = getenv("WGT_MATMUL_F16_EMULATE");

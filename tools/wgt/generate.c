@@ -26,7 +26,7 @@ static void usage(FILE *f)
             "usage: wgt generate --model DIR --prompt TEXT [--max-tokens N] [--quantize q8|q4] [--context N]\n"
             "                    [--temperature T] [--top-k K] [--top-p P] [--seed S] [--repetition-penalty R]\n"
             "                    [--no-bos] [--backend cpu|webgpu] [--adapter A]\n"
-            "       wgt generate --bench [--shape llama-3.2-1b|tiny|tiny-llama3] [--weights f16|f32|q8|q4] [--prompt-tokens N]\n"
+            "       wgt generate --bench [--shape llama-3.2-1b|llama-3.2-1b-slice|tiny|tiny-llama3] [--weights f16|f32|q8|q4] [--prompt-tokens N]\n"
             "                    [--max-tokens N] [--json FILE]\n"
             "  defaults: 128 tokens, f16 weights, greedy (temperature 0), context = prompt + tokens\n"
             "  --quantize q8|q4 (= --weights): projections quantized at load, 32 weights per scale\n");
@@ -261,8 +261,11 @@ static bool bench_shape(const char *name, llama_config *c)
 {
     *c = (llama_config){.model_type = "llama", .rms_eps = 1e-5, .bos_token_id = -1, .eos_token_id = -1,
                         .tie_embeddings = true};
-    if (strcmp(name, "llama-3.2-1b") == 0) {
+    if (strcmp(name, "llama-3.2-1b") == 0 || strcmp(name, "llama-3.2-1b-slice") == 0) {
         c->vocab_size = 128256, c->hidden_size = 2048, c->intermediate_size = 8192, c->n_layers = 16;
+        /* -slice: its layers' shape, 2 of them, and a 2048-token vocabulary (a lavapipe-sized check of the
+         * per-layer dispatches: each layer records what a Llama-3.2-1B layer does) */
+        if (name[12]) c->vocab_size = 2048, c->n_layers = 2;
         c->n_heads = 32, c->n_kv_heads = 8, c->head_dim = 64, c->max_position = 131072, c->rope_theta = 500000.0;
         c->rope_llama3 = true, c->rope_factor = 32, c->rope_low_freq_factor = 1, c->rope_high_freq_factor = 4;
         c->rope_original_max = 8192;
@@ -284,7 +287,7 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
 {
     llama_config cfg;
     char msg[1024] = "";
-    if (!bench_shape(a->shape, &cfg)) return fprintf(stderr, "wgt generate: --shape llama-3.2-1b, tiny or tiny-llama3\n"), 2;
+    if (!bench_shape(a->shape, &cfg)) return fprintf(stderr, "wgt generate: --shape llama-3.2-1b, llama-3.2-1b-slice, tiny or tiny-llama3\n"), 2;
     const char *wname = weights_name(a->weights);
     llama_model *m = llama_create_random(ctx, &cfg, a->weights, 1234, msg, sizeof(msg));
     if (!m) return fprintf(stderr, "wgt generate --bench: %s\n", msg), 1;
