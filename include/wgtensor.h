@@ -475,6 +475,30 @@ wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype);
  * = x @ weight^T + bias. One GEMM: weight is read transposed in place and the
  * bias is added in the GEMM's epilogue. f32 or f16 (all three one dtype). */
 wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias);
+/* wgt_linear with wgt_matmul_ex's dtypes: x and weight f32 or f16 (mixed or
+ * not), the result in out_dtype (as wgt_matmul_ex(x, weight^T, out_dtype)
+ * allows); bias [out] or NULL, f32 (any operands) or f16 (when x or weight is
+ * f16), added to the f32 sums before they are rounded to out_dtype. One
+ * dispatch: LLM decode passes the residual stream as the bias, x + h W^T.
+ * Arguments wgt_linear takes give wgt_linear (with its gradient); others have
+ * no gradient rule (WGT_ERR_UNSUPPORTED when one requires grad). */
+wgt_tensor *wgt_linear_ex(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype);
+/* An LLM MLP's gate/up projection and SwiGLU in one call (one dispatch in
+ * decode on WebGPU): weight [2F, in] holds gate row i at row 2i and up row i
+ * at row 2i + 1 (interleaved), x [..., in] -> [..., F] in out_dtype =
+ * silu(g) * u as wgt_fused("a / (1 + exp(-a)) * b") computes it, where
+ * gu = wgt_linear_ex(x, weight, NULL, out_dtype), g = gu[..., 0::2] and
+ * u = gu[..., 1::2] (so g and u are rounded to out_dtype first, and the
+ * values are those of the two calls). No gradient (WGT_ERR_UNSUPPORTED when
+ * x or weight requires grad). */
+wgt_tensor *wgt_linear_swiglu_ex(wgt_tensor *x, wgt_tensor *weight, wgt_dtype out_dtype);
+/* An RMSNorm, then a projection (swiglu false: wgt_linear_ex with no bias) or
+ * a projection and SwiGLU (swiglu true: wgt_linear_swiglu_ex), the values of
+ * those two calls on wgt_rms_norm(x, norm_weight, eps) bit for bit; one
+ * dispatch in LLM decode on WebGPU (the norm computed in the product's
+ * prologue: f32 x [1, K], f16 weight). No gradient. */
+wgt_tensor *wgt_rms_norm_linear_ex(wgt_tensor *x, wgt_tensor *norm_weight, double eps, wgt_tensor *weight,
+                                   wgt_dtype out_dtype, bool swiglu);
 /* Quantized linear for inference (LLM decode and prefill): x [..., K] f32 ->
  * [..., N] f32 = x W^T, with W [N, K] stored group-wise: each run of 32
  * weights along K shares one f32 scale, scales f32 [N, K/32]; K % 32 == 0.

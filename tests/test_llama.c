@@ -116,6 +116,43 @@ static void check_fixture(wgt_context *ctx, const char *name, const char *backen
     free(prompt), free(want), free(greedy);
 }
 
+/* The llama knobs (WGT_LLAMA_CAST_F16, WGT_LLAMA_DECODE_FUSE) are read when a
+ * model is built: the model of check_cache (seed 7) built again with env
+ * name=value, 3 tokens prefilled, then one decode step of toks[3] with its
+ * argmax. Returns the step's dispatches (argmax included); its logits [50]
+ * into logits and the token into *token. */
+static unsigned long long step_with(wgt_context *ctx, const llama_config *cfg, llama_weights kind, const char *name,
+                                    const char *value, const int32_t *toks, float *logits, int32_t *token)
+{
+    char msg[256] = "";
+    const char *was = getenv(name);
+    char *saved = was ? strdup(was) : NULL;
+    setenv(name, value, 1);
+    llama_model *m = llama_create_random(ctx, cfg, kind, 7, msg, sizeof(msg));
+    if (saved) setenv(name, saved, 1), free(saved);
+    else unsetenv(name);
+    llama_cache *c = m ? llama_cache_create(m, 16, msg, sizeof(msg)) : NULL;
+    CHECK(c != NULL, "model with %s=%s: %s", name, value, msg);
+    wgt_execution_stats c0, c1;
+    memset(&c0, 0, sizeof(c0)), memset(&c1, 0, sizeof(c1));
+    memset(logits, 0, 50 * sizeof(float));
+    if (c) {
+        wgt_tensor_release(llama_forward(c, toks, 3, false, msg, sizeof(msg)));
+        wgt_synchronize(ctx);
+        wgt_execution_stats_get(ctx, &c0);
+        wgt_tensor *l = llama_forward(c, &toks[3], 1, false, msg, sizeof(msg));
+        const int32_t t = llama_argmax(l);
+        wgt_execution_stats_get(ctx, &c1);
+        CHECK(l && wgt_tensor_read(l, logits, 50 * sizeof(float)) == WGT_OK, "decode step with %s=%s: %s", name,
+              value, msg);
+        if (token) *token = t;
+        wgt_tensor_release(l);
+    }
+    llama_cache_destroy(c);
+    llama_destroy(m);
+    return c1.dispatches - c0.dispatches;
+}
+
 /* Prefill of 5 tokens then 4 decode steps gives the last rows of one 9-token
  * forward. qwen: the Qwen2/3 features (q/k/v biases, per-head q/k norms) and
  * llama3 rope scaling, which no fixture covers, at least run consistently. */
@@ -172,33 +209,42 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen)
                  * the step saves the casts before q/k/v and gate/up in every
                  * layer and the one before the head; same token. The knob is
                  * read when a model is built: the same model (seed 7) again */
-                wgt_execution_stats c0, c1;
-                const char *was = getenv("WGT_LLAMA_CAST_F16");
-                char *saved_env = was ? strdup(was) : NULL;
-                setenv("WGT_LLAMA_CAST_F16", "1", 1);
-                llama_model *mc = llama_create_random(ctx, &cfg, kinds[w], 7, msg, sizeof(msg));
-                if (saved_env) setenv("WGT_LLAMA_CAST_F16", saved_env, 1), free(saved_env);
-                else unsetenv("WGT_LLAMA_CAST_F16");
-                llama_cache *cast_cache = mc ? llama_cache_create(mc, 16, msg, sizeof(msg)) : NULL;
-                CHECK(cast_cache != NULL, "model with WGT_LLAMA_CAST_F16=1: %s", msg);
                 int32_t next_cast = -1;
-                memset(&c0, 0, sizeof(c0)), memset(&c1, 0, sizeof(c1));
-                if (cast_cache) {
-                    wgt_tensor_release(llama_forward(cast_cache, toks, 3, false, msg, sizeof(msg)));
-                    wgt_synchronize(ctx);
-                    wgt_execution_stats_get(ctx, &c0);
-                    wgt_tensor *lc = llama_forward(cast_cache, &toks[3], 1, false, msg, sizeof(msg));
-                    next_cast = llama_argmax(lc);
-                    wgt_tensor_release(lc);
-                    wgt_execution_stats_get(ctx, &c1);
-                }
-                llama_cache_destroy(cast_cache);
-                llama_destroy(mc);
-                const unsigned long long now = s1.dispatches - s0.dispatches, cast = c1.dispatches - c0.dispatches;
-                const unsigned long long saved = 2ull * (unsigned long long)llama_model_config(m)->n_layers + 1;
+                float fused[50], unfused[50], level3[50], cast_logits[50];
+                const unsigned long long cast = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_CAST_F16", "1", toks,
+                                                          cast_logits, &next_cast);
+                /* 2 casts a layer and 1 before the head; with the casts the
+                 * attention norm is its own dispatch again, where the fused
+                 * step computes it in the q/k/v projection */
+                const unsigned long long now = s1.dispatches - s0.dispatches;
+                const unsigned long long saved = 3ull * (unsigned long long)llama_model_config(m)->n_layers + 1;
                 CHECK(cast == now + saved && next_cast == next,
                       "f16 decode step: %llu dispatches, %llu with the casts (%llu fewer expected); tokens %d, %d", now,
                       cast, saved, next, next_cast);
+                /* the residual adds in the o-proj and down GEMVs' epilogues,
+                 * the SwiGLU in the gate/up GEMV's, the attention RMSNorm in
+                 * the qkv GEMV's prologue (=3: the MLP's in the gate/up
+                 * GEMV's too): against WGT_LLAMA_DECODE_FUSE=0 four (five)
+                 * dispatches fewer per layer, the same logits bit for bit.
+                 * The step_with counts include the argmax, as `now` does. */
+                llama_cache_reset(full);
+                wgt_tensor_release(llama_forward(full, toks, 3, false, msg, sizeof(msg)));
+                wgt_tensor *lf = llama_forward(full, &toks[3], 1, false, msg, sizeof(msg));
+                CHECK(lf && wgt_tensor_read(lf, fused, sizeof(fused)) == WGT_OK, "fused decode step: %s", msg);
+                wgt_tensor_release(lf);
+                const unsigned long long unf =
+                    step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "0", toks, unfused, NULL);
+                const unsigned long long adds = 4ull * (unsigned long long)llama_model_config(m)->n_layers;
+                CHECK(unf == now + adds && memcmp(fused, unfused, sizeof(fused)) == 0,
+                      "f16 decode step: %llu dispatches fused, %llu unfused (%llu more expected); logits %s", now,
+                      unf, adds, memcmp(fused, unfused, sizeof(fused)) ? "differ" : "equal");
+                const unsigned long long l3 =
+                    step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "3", toks, level3, NULL);
+                CHECK(l3 == now - (unsigned long long)llama_model_config(m)->n_layers &&
+                          memcmp(fused, level3, sizeof(fused)) == 0,
+                      "f16 decode step with the gate/up norm fused too: %llu dispatches (%llu expected); logits %s",
+                      l3, now - (unsigned long long)llama_model_config(m)->n_layers,
+                      memcmp(fused, level3, sizeof(fused)) ? "differ" : "equal");
             }
         }
         CHECK(llama_cache_length(inc) == 9, "cache length 9 after 5 + 4 tokens");

@@ -16,6 +16,14 @@
  *    element kernels), prefill GEMMs (either operand f16, the f16 emulation)
  *    against a double reference of the unrounded f32 x: the error must be far
  *    below what rounding x to f16 would cost (the cast the mix replaces);
+ *  - wgt_linear_ex: f32 or f16 x against f16 weights plus an f32 or f16 bias
+ *    (decode's residual stream), decode and prefill shapes, split-K, the f16
+ *    emulation; an f32 result equal bit for bit to matmul_ex followed by add;
+ *  - wgt_linear_swiglu_ex (gate/up rows interleaved, SwiGLU in the decode
+ *    GEMV's epilogue): bit for bit the linear_ex + fused SwiGLU it replaces,
+ *    fused and unfused shapes, f16 and f32 out, against a double reference;
+ *  - wgt_rms_norm_linear_ex (RMSNorm in the decode GEMV's prologue, with or
+ *    without the SwiGLU epilogue): bit for bit wgt_rms_norm + the product;
  *  - refusals: bits, shapes, dtypes, x requiring grad; the context stays usable. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
@@ -244,6 +252,329 @@ static void knobs_done(wgt_context *k, wgt_context *ctx)
     if (k != ctx) wgt_context_destroy(k);
 }
 
+/* wgt_linear_ex: x [M, K] (f32 with a full mantissa, or f16) times an f16
+ * weight [N, K]^T plus a bias [N] of bias_dtype (llama's decode passes the
+ * f32 residual stream as it), out_dtype. Against a double reference; an f32
+ * result must equal wgt_add(bias, wgt_matmul_ex(x, W^T, f32)) bit for bit
+ * (the same f32 sums; one rounding of sum + bias either way), which is what
+ * lets llama fold its residual adds into the projections. */
+static void check_linear_ex(wgt_context *ctx, const char *backend, int64_t M, int64_t N, int64_t K, bool x_f16,
+                            wgt_dtype bias_dtype, wgt_dtype out_dtype)
+{
+    uint32_t seed = (uint32_t)(M * 17 + N * 5 + K + x_f16 * 9000 + bias_dtype * 300 + out_dtype);
+    float *xf = malloc((size_t)(M * K) * sizeof(float)), *bf = malloc((size_t)N * sizeof(float));
+    uint16_t *xh = malloc((size_t)(M * K) * 2), *wh = malloc((size_t)(N * K) * 2), *bh = malloc((size_t)N * 2);
+    float *got = malloc((size_t)(M * N) * sizeof(float)), *sep = malloc((size_t)(M * N) * sizeof(float));
+    for (int64_t i = 0; i < M * K; i++) {
+        xf[i] = ((float)(test_xorshift(&seed) % 2000001) - 1000000.0f) / 500000.0f;
+        xh[i] = test_f32_to_f16(xf[i]);
+        if (x_f16) xf[i] = test_f16_to_f32(xh[i]);
+    }
+    for (int64_t i = 0; i < N * K; i++) wh[i] = test_f32_to_f16(((float)(test_xorshift(&seed) % 2001) - 1000.0f) / 1000.0f);
+    for (int64_t i = 0; i < N; i++) {
+        bf[i] = ((float)(test_xorshift(&seed) % 2000001) - 1000000.0f) / 100000.0f;
+        bh[i] = test_f32_to_f16(bf[i]);
+        if (bias_dtype == WGT_F16) bf[i] = test_f16_to_f32(bh[i]);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *x = x_f16 ? wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){M, K}, xh)
+                          : wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){M, K}, xf);
+    wgt_tensor *w = wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){N, K}, wh);
+    wgt_tensor *b = bias_dtype == WGT_F16 ? wgt_tensor_from_host(ctx, WGT_F16, 1, (int64_t[]){N}, bh)
+                                          : wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){N}, bf);
+    wgt_tensor *y = wgt_linear_ex(x, w, b, out_dtype);
+    CHECK(!y || wgt_tensor_dtype(y) == out_dtype, "%s linear_ex: result dtype", backend);
+    if (y && out_dtype != WGT_F32) y = wgt_cast(y, WGT_F32);
+    wgt_tensor *y2 = wgt_add(b, wgt_matmul_ex(x, wgt_transpose(w, 0, 1), WGT_F32));
+    bool read = y && y2 && wgt_tensor_read(y, got, (size_t)(M * N) * 4) == WGT_OK &&
+                wgt_tensor_read(y2, sep, (size_t)(M * N) * 4) == WGT_OK;
+    CHECK(read, "%s linear_ex %s x f16 + %s bias -> %s [%lld, %lld, %lld]: %s", backend, x_f16 ? "f16" : "f32",
+          wgt_dtype_name(bias_dtype), wgt_dtype_name(out_dtype), (long long)M, (long long)N, (long long)K,
+          wgt_context_error_message(ctx));
+    if (read) {
+        double err = 0;
+        int bad = 0;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double ref = bf[n];
+                for (int64_t k = 0; k < K; k++) ref += (double)xf[m * K + k] * test_f16_to_f32(wh[n * K + k]);
+                const double e = fabs(got[m * N + n] - ref);
+                if (out_dtype == WGT_F32) err = fmax(err, e);
+                else bad += e > fabs(ref) * (1.0 / 2048) + 1e-4;
+                if (out_dtype == WGT_F32) bad += memcmp(&got[m * N + n], &sep[m * N + n], 4) != 0;
+            }
+        CHECK(err <= 2e-5 * sqrt((double)K) && bad == 0,
+              "%s linear_ex %s x f16 + %s bias -> %s [%lld, %lld, %lld]: max error %.3g, %d outputs off (f16: more "
+              "than half an ulp; f32: unequal to matmul_ex + add)", backend, x_f16 ? "f16" : "f32",
+              wgt_dtype_name(bias_dtype), wgt_dtype_name(out_dtype), (long long)M, (long long)N, (long long)K, err, bad);
+    }
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+    free(xf), free(bf), free(xh), free(wh), free(bh), free(got), free(sep);
+}
+
+static void check_linear_ex_all(wgt_context *ctx, const char *backend)
+{
+    check_linear_ex(ctx, backend, 1, 70, 256, false, WGT_F32, WGT_F32);  /* decode o-proj / down: 16-byte loads */
+    check_linear_ex(ctx, backend, 1, 300, 2048, true, WGT_F32, WGT_F32); /* f16 x (the f16 cache's attention) */
+    check_linear_ex(ctx, backend, 1, 33, 100, false, WGT_F32, WGT_F32);  /* K % 8 != 0: the rows kernel */
+    check_linear_ex(ctx, backend, 1, 70, 256, false, WGT_F16, WGT_F16);  /* f16 bias and out */
+    check_linear_ex(ctx, backend, 37, 70, 96, false, WGT_F32, WGT_F32);  /* prefill: tiled GEMM */
+    check_linear_ex(ctx, backend, 37, 70, 96, true, WGT_F32, WGT_F16);
+    wgt_context *kc = with_knobs(ctx, (const char *[]){"WGT_SPLITK", "2", NULL}); /* the bias added by the reduction */
+    check_linear_ex(kc, backend, 37, 70, 96, false, WGT_F32, WGT_F32);
+    knobs_done(kc, ctx);
+    /* devices without shader-f16: an f32 bias is bound as it is */
+    kc = with_knobs(ctx, (const char *[]){"WGT_MATMUL_F16_EMULATE", "1", NULL});
+    check_linear_ex(kc, backend, 1, 70, 256, false, WGT_F32, WGT_F32);
+    check_linear_ex(kc, backend, 37, 70, 96, true, WGT_F16, WGT_F32);
+    knobs_done(kc, ctx);
+    wgt_scope_push(ctx);
+    wgt_tensor *x = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 8}), *w32 = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){3, 8});
+    wgt_tensor *wh = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){3, 8}), *bh = wgt_ones(ctx, WGT_F16, 1, (int64_t[]){3});
+    wgt_tensor *b32 = wgt_ones(ctx, WGT_F32, 1, (int64_t[]){3});
+    CHECK(wgt_linear_ex(x, w32, bh, WGT_F32) == NULL, "%s: linear_ex f32 operands with an f16 bias refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "linear_ex f16 bias");
+    CHECK(wgt_linear_ex(x, w32, b32, WGT_F16) == NULL, "%s: linear_ex f32 -> f16 refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "linear_ex f32 -> f16");
+    CHECK(wgt_linear_ex(x, wh, wgt_ones(ctx, WGT_F32, 1, (int64_t[]){4}), WGT_F32) == NULL,
+          "%s: linear_ex bias [4] for 3 outputs refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "linear_ex bias shape");
+    wgt_tensor_set_requires_grad(x, true);
+    CHECK(wgt_linear_ex(x, wh, b32, WGT_F32) == NULL, "%s: linear_ex f32 x f16 with grad refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_UNSUPPORTED, "linear_ex with grad");
+    wgt_tensor *plain = wgt_linear_ex(x, w32, b32, WGT_F32); /* wgt_linear's arguments: its gradient too */
+    CHECK(plain && wgt_tensor_requires_grad(plain), "%s: linear_ex of wgt_linear's dtypes records a gradient: %s",
+          backend, wgt_context_error_message(ctx));
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+}
+
+/* wgt_linear_swiglu_ex: x [M, K] (f32 with a full mantissa, or f16) times
+ * weight [2F, K] (f16, or f32: w_f32) whose rows 2i, 2i + 1 are gate and up,
+ * -> [M, F] out_dtype. The result must equal, bit for bit, the two calls it
+ * stands for (wgt_linear_ex to out_dtype, then wgt_fused of the SwiGLU over
+ * the even and odd columns), and a double reference within the roundings. On
+ * WebGPU decode shapes (M = 1, f16 rows of 16-byte words, K up to 8192) take
+ * the GEMV's SwiGLU epilogue; the rest the product then the elementwise kernel. */
+static void check_linear_swiglu(wgt_context *ctx, const char *backend, int64_t M, int64_t F, int64_t K, bool x_f16,
+                                bool w_f32, wgt_dtype out_dtype)
+{
+    uint32_t seed = (uint32_t)(M * 19 + F * 3 + K + x_f16 * 7000 + w_f32 * 500 + out_dtype);
+    const int64_t N = 2 * F;
+    float *xf = malloc((size_t)(M * K) * sizeof(float)), *wf = malloc((size_t)(N * K) * sizeof(float));
+    uint16_t *xh = malloc((size_t)(M * K) * 2), *wh = malloc((size_t)(N * K) * 2);
+    float *got = malloc((size_t)(M * F) * sizeof(float)), *two = malloc((size_t)(M * F) * sizeof(float));
+    for (int64_t i = 0; i < M * K; i++) {
+        xf[i] = ((float)(test_xorshift(&seed) % 2000001) - 1000000.0f) / 1000000.0f;
+        xh[i] = test_f32_to_f16(xf[i]);
+        if (x_f16) xf[i] = test_f16_to_f32(xh[i]);
+    }
+    const float scale = 3.0f / sqrtf((float)K); /* sums of a few units: the SwiGLU's curved part */
+    for (int64_t i = 0; i < N * K; i++) {
+        wf[i] = ((float)(test_xorshift(&seed) % 2001) - 1000.0f) / 1000.0f * scale;
+        wh[i] = test_f32_to_f16(wf[i]);
+        if (!w_f32) wf[i] = test_f16_to_f32(wh[i]);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *x = x_f16 ? wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){M, K}, xh)
+                          : wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){M, K}, xf);
+    wgt_tensor *w = w_f32 ? wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, wf)
+                          : wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){N, K}, wh);
+    wgt_tensor *y = wgt_linear_swiglu_ex(x, w, out_dtype);
+    CHECK(!y || (wgt_tensor_dtype(y) == out_dtype && wgt_tensor_dim(y, 1) == F), "%s linear_swiglu: result", backend);
+    if (y && out_dtype != WGT_F32) y = wgt_cast(y, WGT_F32);
+    wgt_tensor *gu = wgt_linear_ex(x, w, NULL, out_dtype);
+    wgt_tensor *in[2] = {gu ? wgt_slice(gu, 1, 0, N, 2) : NULL, gu ? wgt_slice(gu, 1, 1, N, 2) : NULL};
+    wgt_tensor *y2 = in[0] && in[1] ? wgt_fused(ctx, "a / (1 + exp(-a)) * b", in, 2) : NULL;
+    if (y2 && out_dtype != WGT_F32) y2 = wgt_cast(y2, WGT_F32);
+    bool read = y && y2 && wgt_tensor_read(y, got, (size_t)(M * F) * 4) == WGT_OK &&
+                wgt_tensor_read(y2, two, (size_t)(M * F) * 4) == WGT_OK;
+    CHECK(read, "%s linear_swiglu %s x %s -> %s [%lld, %lld] x [%lld, %lld]: %s", backend, x_f16 ? "f16" : "f32",
+          w_f32 ? "f32" : "f16", wgt_dtype_name(out_dtype), (long long)M, (long long)K, (long long)K, (long long)N,
+          wgt_context_error_message(ctx));
+    if (read) {
+        int unequal = 0, off = 0;
+        const double tol = out_dtype == WGT_F32 ? 1e-5 : 3.0 / 2048; /* f16: g, u and the result rounded */
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t i = 0; i < F; i++) {
+                double g = 0, u = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    g += (double)xf[m * K + k] * wf[2 * i * K + k];
+                    u += (double)xf[m * K + k] * wf[(2 * i + 1) * K + k];
+                }
+                const double ref = g / (1 + exp(-g)) * u;
+                unequal += memcmp(&got[m * F + i], &two[m * F + i], 4) != 0;
+                off += fabs(got[m * F + i] - ref) > tol * (fabs(ref) + fabs(g * u)) + 1e-5;
+            }
+        CHECK(unequal == 0 && off == 0,
+              "%s linear_swiglu %s x %s -> %s [%lld, %lld] x [%lld, %lld]: %d outputs differ from linear_ex + "
+              "fused SwiGLU, %d from the double reference", backend, x_f16 ? "f16" : "f32", w_f32 ? "f32" : "f16",
+              wgt_dtype_name(out_dtype), (long long)M, (long long)K, (long long)K, (long long)N, unequal, off);
+    }
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+    free(xf), free(wf), free(xh), free(wh), free(got), free(two);
+}
+
+static void check_linear_swiglu_all(wgt_context *ctx, const char *backend)
+{
+    check_linear_swiglu(ctx, backend, 1, 70, 256, false, false, WGT_F16);   /* decode: the GEMV's epilogue */
+    check_linear_swiglu(ctx, backend, 1, 300, 2048, false, false, WGT_F16); /* the unrolled loop, 8 rows a group */
+    check_linear_swiglu(ctx, backend, 1, 35, 512, true, false, WGT_F16);    /* f16 x; F odd: a last half group */
+    check_linear_swiglu(ctx, backend, 1, 70, 256, false, false, WGT_F32);   /* f32 out */
+    check_linear_swiglu(ctx, backend, 1, 10, 16384, false, false, WGT_F16); /* 256 lanes a row: two calls */
+    check_linear_swiglu(ctx, backend, 1, 33, 100, false, false, WGT_F16);   /* K % 8 != 0: two calls */
+    check_linear_swiglu(ctx, backend, 1, 40, 64, false, true, WGT_F32);     /* f32 weights: two calls */
+    check_linear_swiglu(ctx, backend, 5, 70, 96, false, false, WGT_F16);    /* prefill: two calls */
+    check_linear_swiglu(ctx, backend, 37, 70, 96, true, false, WGT_F32);
+    wgt_context *kc = with_knobs(ctx, (const char *[]){"WGT_MATMUL_F16_EMULATE", "1", NULL}); /* no shader-f16 */
+    check_linear_swiglu(kc, backend, 1, 70, 256, false, false, WGT_F16);
+    knobs_done(kc, ctx);
+    wgt_execution_stats s0, s1;
+    if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU && wgt_execution_stats_get(ctx, &s0) == WGT_OK) {
+        wgt_scope_push(ctx); /* decode's shape is one dispatch: projection and SwiGLU */
+        wgt_tensor *xd = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 256});
+        wgt_tensor *wd = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){140, 256});
+        wgt_synchronize(ctx);
+        wgt_execution_stats_get(ctx, &s0);
+        wgt_tensor *yd = wgt_linear_swiglu_ex(xd, wd, WGT_F16);
+        wgt_execution_stats_get(ctx, &s1);
+        CHECK(yd && s1.dispatches - s0.dispatches == 1, "%s: decode linear_swiglu took %llu dispatches (1 expected)",
+              backend, (unsigned long long)(s1.dispatches - s0.dispatches));
+        wgt_scope_pop(ctx);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *x = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 8}), *w3 = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){3, 8});
+    CHECK(wgt_linear_swiglu_ex(x, w3, WGT_F16) == NULL, "%s: linear_swiglu of 3 rows refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "linear_swiglu odd rows");
+    wgt_tensor *w4 = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){4, 8});
+    wgt_tensor_set_requires_grad(w4, true);
+    CHECK(wgt_linear_swiglu_ex(x, w4, WGT_F32) == NULL, "%s: linear_swiglu with grad refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_UNSUPPORTED, "linear_swiglu with grad");
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+}
+
+/* wgt_rms_norm_linear_ex: x [M, K] f32 (at element offset x_offset), an f32
+ * norm weight [K], weight [N, K] f16 (or f32: w_f32), swiglu or not, ->
+ * out_dtype. The result must equal, bit for bit, the calls it stands for
+ * (wgt_rms_norm, then wgt_linear_ex or wgt_linear_swiglu_ex), and a double
+ * reference within the roundings. On WebGPU the decode shapes (one row, f16
+ * rows of 16-byte words, K * 4 bytes in workgroup memory) normalize in the
+ * GEMV's prologue; the rest run the NORM kernel, then the product. */
+static void check_rms_norm_linear(wgt_context *ctx, const char *backend, int64_t M, int64_t N, int64_t K,
+                                  int64_t x_offset, bool w_f32, bool swiglu, wgt_dtype out_dtype)
+{
+    uint32_t seed = (uint32_t)(M * 23 + N * 7 + K + x_offset * 3 + w_f32 * 900 + swiglu * 77 + out_dtype);
+    const int64_t nx = M * K + x_offset, F = swiglu ? N / 2 : N;
+    const double eps = 1e-5;
+    float *xf = malloc((size_t)nx * sizeof(float)), *g = malloc((size_t)K * sizeof(float));
+    float *wf = malloc((size_t)(N * K) * sizeof(float)), *got = malloc((size_t)(M * F) * sizeof(float));
+    float *two = malloc((size_t)(M * F) * sizeof(float));
+    uint16_t *wh = malloc((size_t)(N * K) * 2);
+    for (int64_t i = 0; i < nx; i++) xf[i] = ((float)(test_xorshift(&seed) % 2000001) - 1000000.0f) / 250000.0f;
+    for (int64_t i = 0; i < K; i++) g[i] = 0.5f + (float)(test_xorshift(&seed) % 1001) / 1000.0f;
+    const float scale = 2.0f / sqrtf((float)K);
+    for (int64_t i = 0; i < N * K; i++) {
+        wf[i] = ((float)(test_xorshift(&seed) % 2001) - 1000.0f) / 1000.0f * scale;
+        wh[i] = test_f32_to_f16(wf[i]);
+        if (!w_f32) wf[i] = test_f16_to_f32(wh[i]);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *xall = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){nx}, xf);
+    wgt_tensor *x = wgt_reshape(wgt_slice(xall, 0, x_offset, nx, 1), 2, (int64_t[]){M, K});
+    wgt_tensor *gt = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){K}, g);
+    wgt_tensor *w = w_f32 ? wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, wf)
+                          : wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){N, K}, wh);
+    wgt_tensor *y = wgt_rms_norm_linear_ex(x, gt, eps, w, out_dtype, swiglu);
+    CHECK(!y || (wgt_tensor_dtype(y) == out_dtype && wgt_tensor_dim(y, 1) == F), "%s rms_norm_linear: result", backend);
+    if (y && out_dtype != WGT_F32) y = wgt_cast(y, WGT_F32);
+    wgt_tensor *h = wgt_rms_norm(x, gt, eps);
+    wgt_tensor *y2 = swiglu ? wgt_linear_swiglu_ex(h, w, out_dtype) : wgt_linear_ex(h, w, NULL, out_dtype);
+    if (y2 && out_dtype != WGT_F32) y2 = wgt_cast(y2, WGT_F32);
+    bool read = y && y2 && wgt_tensor_read(y, got, (size_t)(M * F) * 4) == WGT_OK &&
+                wgt_tensor_read(y2, two, (size_t)(M * F) * 4) == WGT_OK;
+    CHECK(read, "%s rms_norm_linear [%lld, %lld] x %s [%lld, %lld]%s -> %s: %s", backend, (long long)M, (long long)K,
+          w_f32 ? "f32" : "f16", (long long)N, (long long)K, swiglu ? " swiglu" : "", wgt_dtype_name(out_dtype),
+          wgt_context_error_message(ctx));
+    if (read) {
+        int unequal = 0, off = 0;
+        const double tol = out_dtype == WGT_F32 ? 2e-5 : 3.0 / 2048;
+        double *hn = malloc((size_t)K * sizeof(double));
+        for (int64_t m = 0; m < M; m++) {
+            double ss = 0;
+            for (int64_t k = 0; k < K; k++) ss += (double)xf[x_offset + m * K + k] * xf[x_offset + m * K + k];
+            const double r = 1.0 / sqrt(ss / (double)K + eps);
+            for (int64_t k = 0; k < K; k++) hn[k] = xf[x_offset + m * K + k] * r * g[k];
+            for (int64_t i = 0; i < F; i++) {
+                double s0 = 0, s1 = 0;
+                const int64_t r0 = swiglu ? 2 * i : i;
+                for (int64_t k = 0; k < K; k++) {
+                    s0 += hn[k] * wf[r0 * K + k];
+                    if (swiglu) s1 += hn[k] * wf[(r0 + 1) * K + k];
+                }
+                const double ref = swiglu ? s0 / (1 + exp(-s0)) * s1 : s0;
+                const double mag = swiglu ? fabs(ref) + fabs(s0 * s1) : fabs(ref) + 1.0;
+                unequal += memcmp(&got[m * F + i], &two[m * F + i], 4) != 0;
+                off += fabs(got[m * F + i] - ref) > tol * mag + 1e-5;
+            }
+        }
+        free(hn);
+        CHECK(unequal == 0 && off == 0,
+              "%s rms_norm_linear [%lld, %lld] (x offset %lld) x %s [%lld, %lld]%s -> %s: %d outputs differ from "
+              "rms_norm + linear, %d from the double reference", backend, (long long)M, (long long)K,
+              (long long)x_offset, w_f32 ? "f32" : "f16", (long long)N, (long long)K, swiglu ? " swiglu" : "",
+              wgt_dtype_name(out_dtype), unequal, off);
+    }
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+    free(xf), free(g), free(wf), free(got), free(two), free(wh);
+}
+
+static void check_rms_norm_linear_all(wgt_context *ctx, const char *backend)
+{
+    check_rms_norm_linear(ctx, backend, 1, 70, 256, 0, false, false, WGT_F16);    /* decode: the GEMV's prologue */
+    check_rms_norm_linear(ctx, backend, 1, 300, 2048, 8, false, false, WGT_F32);  /* 256 norm threads, offset x */
+    check_rms_norm_linear(ctx, backend, 1, 140, 64, 0, false, true, WGT_F16);     /* with the SwiGLU epilogue */
+    check_rms_norm_linear(ctx, backend, 1, 600, 2048, 0, false, true, WGT_F16);
+    check_rms_norm_linear(ctx, backend, 1, 40, 8192, 0, false, false, WGT_F32);   /* past workgroup memory: 2 calls */
+    check_rms_norm_linear(ctx, backend, 1, 33, 100, 0, false, false, WGT_F32);    /* K % 8 != 0: 2 calls */
+    check_rms_norm_linear(ctx, backend, 1, 40, 64, 0, true, false, WGT_F32);      /* f32 weights: 2 calls */
+    check_rms_norm_linear(ctx, backend, 5, 70, 96, 0, false, true, WGT_F16);      /* prefill: 2 (3) calls */
+    wgt_context *kc = with_knobs(ctx, (const char *[]){"WGT_MATMUL_F16_EMULATE", "1", NULL});
+    check_rms_norm_linear(kc, backend, 1, 70, 256, 0, false, true, WGT_F16);
+    knobs_done(kc, ctx);
+    wgt_execution_stats s0, s1;
+    if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU && wgt_execution_stats_get(ctx, &s0) == WGT_OK) {
+        wgt_scope_push(ctx); /* decode's shape is one dispatch: norm, projection and SwiGLU */
+        wgt_tensor *xd = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 256}), *gd = wgt_ones(ctx, WGT_F32, 1, (int64_t[]){256});
+        wgt_tensor *wd = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){140, 256});
+        wgt_synchronize(ctx);
+        wgt_execution_stats_get(ctx, &s0);
+        wgt_tensor *yd = wgt_rms_norm_linear_ex(xd, gd, 1e-6, wd, WGT_F16, true);
+        wgt_execution_stats_get(ctx, &s1);
+        CHECK(yd && s1.dispatches - s0.dispatches == 1, "%s: decode rms_norm_linear took %llu dispatches (1 expected)",
+              backend, (unsigned long long)(s1.dispatches - s0.dispatches));
+        wgt_scope_pop(ctx);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *x = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 8}), *g8 = wgt_ones(ctx, WGT_F32, 1, (int64_t[]){8});
+    wgt_tensor *w = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){4, 8});
+    CHECK(wgt_rms_norm_linear_ex(x, wgt_ones(ctx, WGT_F32, 1, (int64_t[]){7}), 1e-5, w, WGT_F32, false) == NULL,
+          "%s: rms_norm_linear with a [7] norm weight refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "rms_norm_linear norm weight");
+    CHECK(wgt_rms_norm_linear_ex(x, g8, -1.0, w, WGT_F32, false) == NULL, "%s: rms_norm_linear eps -1 refused",
+          backend);
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "rms_norm_linear eps");
+    wgt_tensor_set_requires_grad(g8, true);
+    CHECK(wgt_rms_norm_linear_ex(x, g8, 1e-5, w, WGT_F32, false) == NULL, "%s: rms_norm_linear with grad refused",
+          backend);
+    check_error_and_recover(ctx, WGT_ERR_UNSUPPORTED, "rms_norm_linear with grad");
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+}
+
 /* The mixed products llama runs (decode and prefill), the f16 emulation, the
  * W x form (matrix first), and the refusals of mixes that are not f32 x f16. */
 static void check_mixed_all(wgt_context *ctx, const char *backend)
@@ -340,6 +671,9 @@ static void run(wgt_context *ctx, const char *backend)
     check_f16_matvec(ctx, backend, 33, 100, 0);    /* K % 8 != 0: vec4<f16> kernel */
     check_f16_matvec(ctx, backend, 40, 512, 3);    /* x at an odd offset: element loads */
     check_mixed_all(ctx, backend);
+    check_linear_ex_all(ctx, backend);
+    check_linear_swiglu_all(ctx, backend);
+    check_rms_norm_linear_all(ctx, backend);
     check_refusals(ctx, backend);
     if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU) { /* a tile name that is not in the table is an error */
         wgt_context *bad = with_knobs(ctx, (const char *[]){"WGT_QUANT_TILE", "96x96", NULL});

@@ -214,6 +214,10 @@ typedef enum wgt_reduce_kind {
  *              Room for f16 parameters: an f32 master copy would be one more
  *              state view, the f16 param written from it.
  */
+/* SwiGLU of an LLM MLP, silu(a) * b, as the wgt_fused text both backends
+ * evaluate for MATMUL's swiglu epilogue */
+#define WGT_SWIGLU_EXPR "a / (1 + exp(-a)) * b"
+
 typedef struct wgt_kernel_call {
     wgt_kernel_kind kind;
     const char *op_name;         /* public call name, for messages and profiling */
@@ -260,6 +264,20 @@ typedef struct wgt_kernel_call {
     struct {                     /* QMATMUL */
         int bits;                /* 8 or 4 */
     } quant;
+    struct {                     /* MATMUL */
+        /* SwiGLU epilogue (wgt_linear_swiglu_ex): out is [.., M, N / 2] and
+         * out[.., m, i] = WGT_SWIGLU_EXPR of g, u = the sums of columns 2i and
+         * 2i + 1 each rounded to out's dtype (the product as out's dtype would
+         * store it), the result rounded once more (what an ELEMENTWISE call of
+         * the program over those stored values writes). No bias. */
+        bool swiglu;
+        /* RMSNorm prologue (wgt_rms_norm_linear_ex): inputs[2] is not a bias
+         * but an f32 norm weight [K], and a (f32, rows contiguous) is read as
+         * the NN NORM kernel's rms output of its rows with that weight and
+         * norm_eps (the values that kernel would write). */
+        bool norm;
+        double norm_eps;
+    } matmul;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */
         wgt_optimizer_kind kind; /* SGD, ADAM, ADAMW */
         double lr, weight_decay;

@@ -238,10 +238,18 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
     case WGT_KERNEL_SOFTMAX:
         return dtype_in(x->dtype, FLOAT_DTYPES) && dtype_in(out->dtype, FLOAT_DTYPES);
     case WGT_KERNEL_MATMUL:
-        if (call->n_inputs == 3 && (call->inputs[2].dtype != x->dtype || x->dtype == WGT_I32)) return false;
+        /* a bias of a's dtype, or f32 (wgt_linear_ex: the residual stream), or f16 beside an f16 operand;
+         * with norm inputs[2] is an f32 norm weight for f32 a */
+        if (call->matmul.norm && (call->n_inputs != 3 || x->dtype != WGT_F32 || call->inputs[2].dtype != WGT_F32))
+            return false;
+        if (call->n_inputs == 3 &&
+            (x->dtype == WGT_I32 ||
+             (call->inputs[2].dtype != x->dtype && call->inputs[2].dtype != WGT_F32 &&
+              !(call->inputs[2].dtype == WGT_F16 && call->inputs[1].dtype == WGT_F16))))
+            return false;
         if (x->dtype != call->inputs[1].dtype) /* f32 x f16 either order (wgt_matmul_ex), f32 or f16 out */
             return dtype_in(x->dtype, FLOAT_DTYPES) && dtype_in(call->inputs[1].dtype, FLOAT_DTYPES) &&
-                   dtype_in(out->dtype, FLOAT_DTYPES) && call->n_inputs == 2;
+                   dtype_in(out->dtype, FLOAT_DTYPES);
         return dtype_in(x->dtype, FLOAT_DTYPES | DTYPE_BIT(WGT_I32)) && call->inputs[1].dtype == x->dtype &&
                (out->dtype == x->dtype || (x->dtype == WGT_F16 && out->dtype == WGT_F32));
     case WGT_KERNEL_ATTENTION:

@@ -15,7 +15,9 @@
  * f32 x f16 (wgt_matmul_ex, either order): the f16 operand is widened into
  * the packing temp, the f32 one read in place, f32 or f16 out.
  * Batches run one after the other, each product split over the backend's
- * OpenMP threads (see blas_product).
+ * OpenMP threads (see blas_product). The SwiGLU epilogue (call->matmul.swiglu)
+ * is the product into a temporary, then the elementwise SwiGLU (matmul_swiglu);
+ * the RMSNorm prologue (norm) the NN NORM kernel into a temporary first.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -236,8 +238,116 @@ static matrix last_two_dims(const wgt_tensor_view *v)
                     .row_stride = v->strides[n - 2], .col_stride = v->strides[n - 1]};
 }
 
+/* MATMUL with the SwiGLU epilogue (wgt_linear_swiglu_ex): the product into a
+ * temporary [.., M, N] of out's dtype, then the ELEMENTWISE kernel of
+ * WGT_SWIGLU_EXPR over its even and odd columns into out: by definition the
+ * values of the two calls, the reference the WebGPU backend's fused GEMV
+ * epilogue is held to. */
+static wgt_status matmul_swiglu(cpu_backend *b, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *out = &call->outputs[0], *bv = &call->inputs[1];
+    const int n = out->ndim;
+    wgt_expr e;
+    char err[160];
+    const wgt_expr_type types[2] = {WGT_EXPR_F32, WGT_EXPR_F32};
+    if ((out->dtype != WGT_F32 && out->dtype != WGT_F16) || n < 2 || bv->ndim != n ||
+        bv->shape[n - 1] != 2 * out->shape[n - 1])
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "SwiGLU epilogue: %s out of %lld columns for %lld products",
+                        wgt_dtype_name(out->dtype), (long long)out->shape[n - 1], (long long)bv->shape[bv->ndim - 1]);
+    if (wgt_expr_parse(WGT_SWIGLU_EXPR, 2, types, &e, err, (int)sizeof(err)))
+        return cpu_fail(b, call, WGT_ERR_INTERNAL, "SwiGLU expression: %s", err);
+    wgt_tensor_view gu = *out;
+    gu.shape[n - 1] = bv->shape[n - 1];
+    wgt_contiguous_strides(n, gu.shape, gu.strides);
+    gu.offset = 0;
+    gu.storage = wgt_storage_create(b->base.ctx, (size_t)cpu_numel(n, gu.shape) * cpu_dtype_size(gu.dtype) + 4,
+                                    call->op_name);
+    if (!gu.storage) return wgt_context_status(b->base.ctx);
+    wgt_kernel_call mm = *call;
+    mm.outputs[0] = gu;
+    mm.matmul.swiglu = false;
+    wgt_status s = cpu_run_matmul(b, &mm);
+    if (s == WGT_OK) {
+        wgt_kernel_call ew;
+        memset(&ew, 0, sizeof(ew));
+        ew.kind = WGT_KERNEL_ELEMENTWISE;
+        ew.op_name = call->op_name;
+        ew.expr = &e;
+        ew.n_inputs = 2;
+        for (int i = 0; i < 2; i++) { /* columns 2j + i: gate, up */
+            ew.inputs[i] = gu;
+            ew.inputs[i].shape[n - 1] = out->shape[n - 1];
+            ew.inputs[i].strides[n - 1] = 2;
+            ew.inputs[i].offset = i;
+        }
+        ew.n_outputs = 1;
+        ew.outputs[0] = *out;
+        s = cpu_run_elementwise(b, &ew);
+    }
+    wgt_storage_release(b->base.ctx, gu.storage);
+    return s;
+}
+
+/* MATMUL with the RMSNorm prologue (wgt_rms_norm_linear_ex): the NN NORM
+ * kernel (rms, the weight in inputs[2]) writes a's rows into a temporary,
+ * then the product (and its SwiGLU epilogue, if any) reads that: the values
+ * of the two calls by definition. */
+static wgt_status matmul_norm(cpu_backend *b, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *a = &call->inputs[0];
+    const int n = a->ndim;
+    if (a->dtype != WGT_F32 || call->n_inputs != 3 || !wgt_view_is_contiguous(a))
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "RMSNorm prologue: %s a, %d inputs (contiguous f32, 3)",
+                        wgt_dtype_name(a->dtype), call->n_inputs);
+    const int64_t d = a->shape[n - 1], rows = d ? cpu_numel(n, a->shape) / d : 0;
+    wgt_tensor_view y = *a, stats;
+    memset(&stats, 0, sizeof(stats));
+    y.offset = 0;
+    y.storage = wgt_storage_create(b->base.ctx, (size_t)(rows * d) * 4 + 4, call->op_name);
+    stats.dtype = WGT_F32;
+    stats.ndim = 2;
+    stats.shape[0] = rows, stats.shape[1] = 2;
+    stats.strides[0] = 2, stats.strides[1] = 1;
+    stats.storage = y.storage ? wgt_storage_create(b->base.ctx, (size_t)(rows * 2) * 4 + 4, call->op_name) : NULL;
+    wgt_status s = stats.storage ? WGT_OK : wgt_context_status(b->base.ctx);
+    if (s == WGT_OK) {
+        wgt_kernel_call nn;
+        memset(&nn, 0, sizeof(nn));
+        nn.kind = WGT_KERNEL_NN;
+        nn.op_name = call->op_name;
+        nn.nn.kernel = WGT_NN_NORM;
+        nn.nn.rms = true;
+        nn.nn.eps = call->matmul.norm_eps;
+        nn.nn.has_weight = true;
+        nn.n_inputs = 2;
+        for (int i = 0; i < 2; i++) { /* x and y as the norm's [rows, d] */
+            wgt_tensor_view *v = i ? &nn.outputs[0] : &nn.inputs[0];
+            *v = i ? y : *a;
+            v->ndim = 2;
+            v->shape[0] = rows, v->shape[1] = d;
+            v->strides[0] = d, v->strides[1] = 1;
+        }
+        nn.inputs[1] = call->inputs[2];
+        nn.n_outputs = 2;
+        nn.outputs[1] = stats;
+        s = cpu_run_nn(b, &nn);
+    }
+    if (s == WGT_OK) {
+        wgt_kernel_call mm = *call;
+        mm.inputs[0] = y;
+        mm.n_inputs = 2;
+        mm.matmul.norm = false;
+        s = cpu_run_matmul(b, &mm);
+    }
+    if (stats.storage) wgt_storage_release(b->base.ctx, stats.storage);
+    if (y.storage) wgt_storage_release(b->base.ctx, y.storage);
+    return s;
+}
+
 wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)
 {
+    if (call->matmul.norm) return matmul_norm(b, call);
+    if (call->matmul.swiglu) return matmul_swiglu(b, call);
     const wgt_tensor_view *a = &call->inputs[0], *bv = &call->inputs[1], *out = &call->outputs[0];
     char as[96], bs[96], os[96];
     int n = a->ndim;

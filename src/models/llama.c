@@ -219,6 +219,25 @@ static wgt_tensor *join_rows(llama_model *m, wgt_tensor **a, wgt_tensor **b, wgt
     return joined;
 }
 
+/* Interleaves the rows of a and b [R, cols] into [2R, cols] (a's row i at 2i,
+ * b's at 2i + 1), held by the model, and drops them: gate/up, so that a
+ * decode GEMV's workgroup holds both rows of each SwiGLU output
+ * (wgt_linear_swiglu_ex). NULL a: returns NULL with ok untouched. */
+static wgt_tensor *interleave_rows(llama_model *m, wgt_tensor **a, wgt_tensor **b, bool *ok)
+{
+    if (!*a) return NULL;
+    wgt_tensor *parts[2] = {*a, *b};
+    wgt_scope_push(m->ctx);
+    wgt_tensor *pairs = wgt_stack(parts, 2, 1); /* [R, 2, cols], contiguous */
+    wgt_tensor *joined = wgt_tensor_retain(
+        pairs ? wgt_reshape(pairs, 2, (int64_t[]){2 * wgt_tensor_dim(*a, 0), wgt_tensor_dim(*a, 1)}) : NULL);
+    wgt_scope_pop(m->ctx);
+    wgt_tensor_release(*a), wgt_tensor_release(*b);
+    *a = *b = NULL;
+    if (!joined) *ok = false;
+    return joined;
+}
+
 static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weights weights, weight_source *src,
                           char *msg, size_t msg_size)
 {
@@ -235,6 +254,8 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
     m->bits = weights == LLAMA_WEIGHTS_Q8 ? 8 : weights == LLAMA_WEIGHTS_Q4 ? 4 : 0;
     const char *cast = getenv("WGT_LLAMA_CAST_F16");
     m->cast_f16 = cast && strcmp(cast, "1") == 0;
+    const char *fuse = getenv("WGT_LLAMA_DECODE_FUSE");
+    m->decode_fuse = fuse && fuse[0] >= '0' && fuse[0] <= '3' && !fuse[1] ? fuse[0] - '0' : 2;
     const int64_t C = cfg->hidden_size, V = cfg->vocab_size, F = cfg->intermediate_size, D = cfg->head_dim;
     const int64_t QD = cfg->n_heads * D, KD = cfg->n_kv_heads * D;
     const wgt_dtype W = m->wdtype;
@@ -263,8 +284,8 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
             L->w_qkv = join_rows(m, &L->wq, &L->wk, &L->wv, &ok);
             L->s_qkv = join_rows(m, &L->sq, &L->sk, &L->sv, &ok);
             L->b_qkv = join_rows(m, &L->bq, &L->bk, &L->bv, &ok);
-            L->w_gate_up = join_rows(m, &L->w_gate, &L->w_up, NULL, &ok);
-            L->s_gate_up = join_rows(m, &L->s_gate, &L->s_up, NULL, &ok);
+            L->w_gate_up = interleave_rows(m, &L->w_gate, &L->w_up, &ok);
+            L->s_gate_up = interleave_rows(m, &L->s_gate, &L->s_up, &ok);
             if (!ok) snprintf(msg, msg_size, "joining layer %d's projections: %s", l, wgt_context_error_message(ctx));
         }
     }

@@ -83,6 +83,33 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
     return bias ? wgt_add(y, bias) : y;
 }
 
+/* WGT_LLAMA_DECODE_FUSE (read when the model is built), to time each step on a GPU: 0 records the unfused
+ * decode layer (13 dispatches), 1 the epilogue fusions only (residual adds in
+ * the o and down GEMVs, SwiGLU in the gate/up GEMV: 10), 2 (the default) also
+ * the attention RMSNorm in the q/k/v GEMV's prologue (9), 3 the MLP's in the
+ * gate/up GEMV's too (8). Every workgroup of a GEMV recomputes its prologue's
+ * norm (reads of 8 bytes an input against 16 a row group's weights), a cost
+ * that grows with the rows where the dispatch saved does not: on lavapipe
+ * (llama-3.2-1b-slice) the q/k/v norm is free, the gate/up one (16384 rows)
+ * made decode 20% slower. */
+static int decode_fuse_level(const llama_model *m) { return m->decode_fuse; }
+
+static bool decode_fused(const llama_model *m) { return decode_fuse_level(m) >= 1; }
+
+/* x + h W^T for the residual stream x [T, C] f32: in decode (T = 1, float
+ * weights) x is the projection's bias, added to its f32 sums in the GEMV's
+ * epilogue (wgt_linear_ex): one dispatch instead of two, the same sum
+ * (fl(acc + x) = fl(x + fl(acc)): acc is already f32). */
+static wgt_tensor *project_add(const llama_model *m, wgt_tensor *x, wgt_tensor *h, wgt_tensor *w, wgt_tensor *scales)
+{
+    if (!x || !h || scales || wgt_tensor_dim(x, 0) != 1 || !decode_fused(m))
+        return wgt_add(x, project(m, h, w, scales, NULL));
+    wgt_tensor *bias = wgt_reshape(x, 1, (int64_t[]){wgt_tensor_dim(x, 1)});
+    if (m->wdtype == WGT_F32) return wgt_linear(h, w, bias);
+    if (m->cast_f16 && wgt_tensor_dtype(h) != WGT_F16) h = wgt_cast(h, WGT_F16);
+    return wgt_linear_ex(h, w, bias, WGT_F32);
+}
+
 /* Whether projections feeding only elementwise work (q, k, v; gate, up) store
  * f16 (f16 weights without biases): what follows (rotation, SwiGLU) then
  * writes f16 that the KV cache, attention and the next projection take as it
@@ -140,7 +167,18 @@ static wgt_tensor *heads(wgt_tensor *x, int64_t T, int64_t n, int64_t D)
     return wgt_permute(wgt_reshape(x, 4, (int64_t[]){1, T, n, D}), (int[]){0, 2, 1, 3});
 }
 
-static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t T)
+/* The fused decode's RMSNorm in the next projection's prologue: one row, f16
+ * weights (wgt_rms_norm_linear_ex; the old cast path normalizes first). Not
+ * the head's: its 128256 rows (Llama-3.2) would renormalize the row in ~16000
+ * workgroups to save one dispatch a token (see decode_fuse_level). */
+static bool norm_in_projection(const llama_model *m, wgt_tensor *x)
+{
+    return x && wgt_tensor_dim(x, 0) == 1 && m->wdtype == WGT_F16 && !m->bits && !m->cast_f16 &&
+           decode_fuse_level(m) >= 2;
+}
+
+/* x + attention(RMSNorm(x)) for the residual stream x [T, C] */
+static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t T)
 {
     const llama_model *m = c->model;
     const llama_layer *L = &m->layers[l];
@@ -151,7 +189,13 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
     /* f16 q, k, v only with the llama3 tables (f16 too): wgt_rope's kernel
      * reads and writes f16 through f32 copies (two more dispatches) */
     const bool f16 = f16_activations(m) && m->rope_lo && !L->b_qkv && !L->q_norm;
-    wgt_tensor *qkv = f16 ? project_f16(m, h, L->w_qkv) : project(m, h, L->w_qkv, L->s_qkv, L->b_qkv);
+    wgt_tensor *qkv;
+    if (norm_in_projection(m, x) && !L->b_qkv) { /* f16 q, k, v, or f32 sums as project's */
+        qkv = wgt_rms_norm_linear_ex(x, L->attn_norm, eps, L->w_qkv, f16 ? WGT_F16 : WGT_F32, false);
+    } else {
+        wgt_tensor *h = wgt_rms_norm(x, L->attn_norm, eps);
+        qkv = f16 ? project_f16(m, h, L->w_qkv) : project(m, h, L->w_qkv, L->s_qkv, L->b_qkv);
+    }
     wgt_tensor *q, *k = NULL, *v = wgt_slice(qkv, 1, (H + Hkv) * D, (H + 2 * Hkv) * D, 1);
     /* append to the cache (cast to its dtype), attend over the prefix; causal is
      * bottom-right aligned, so prompt token i sees cache rows <= pos0 + i */
@@ -179,18 +223,34 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *h, int64_t
     wgt_tensor *y = wgt_scaled_dot_product_attention(q, kc, vc, true, 0.0, 0); /* [1, H, T, D] */
     y = wgt_reshape(wgt_permute(y, (int[]){0, 2, 1, 3}), 2, (int64_t[]){T, H * D});
     if (m->bits) y = wgt_cast(y, WGT_F32); /* the quantized kernel reads f32; f16 weights take y as it is */
-    return project(m, y, L->wo, L->so, NULL);
+    return project_add(m, x, y, L->wo, L->so);
 }
 
-static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_tensor *h)
+/* x + MLP(RMSNorm(x)) for the residual stream x [T, C] */
+static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_tensor *x)
 {
     const int64_t F = m->cfg.intermediate_size;
-    /* [T, 2F]: gate | up; f16 with f16 weights, so is the SwiGLU below */
-    wgt_tensor *gu = f16_activations(m) ? project_f16(m, h, L->w_gate_up) : project(m, h, L->w_gate_up, L->s_gate_up, NULL);
-    wgt_tensor *in[2] = {wgt_slice(gu, 1, 0, F, 1), wgt_slice(gu, 1, F, 2 * F, 1)};
-    /* SwiGLU in one elementwise kernel: silu(gate) * up */
-    wgt_tensor *act = in[0] && in[1] ? wgt_fused(m->ctx, "a / (1 + exp(-a)) * b", in, 2) : NULL;
-    return project(m, act, L->w_down, L->s_down, NULL);
+    const double eps = m->cfg.rms_eps;
+    wgt_tensor *act, *h = NULL;
+    if (norm_in_projection(m, x) && decode_fuse_level(m) >= 3) {
+        /* decode, WGT_LLAMA_DECODE_FUSE=3: norm, projection and SwiGLU in one
+         * call (one GEMV whose workgroups normalize the row, then hold a gate
+         * row and its up row: interleaved at load), the values of the calls below */
+        act = wgt_rms_norm_linear_ex(x, L->mlp_norm, eps, L->w_gate_up, WGT_F16, true);
+    } else if (x && wgt_tensor_dim(x, 0) == 1 && !m->bits && decode_fused(m)) {
+        h = wgt_rms_norm(x, L->mlp_norm, eps);
+        if (m->wdtype == WGT_F16 && m->cast_f16) h = wgt_cast(h, WGT_F16);
+        act = wgt_linear_swiglu_ex(h, L->w_gate_up, f16_activations(m) ? WGT_F16 : WGT_F32);
+    } else {
+        h = wgt_rms_norm(x, L->mlp_norm, eps);
+        /* [T, 2F]: gate and up interleaved; f16 with f16 weights, so is the SwiGLU below */
+        wgt_tensor *gu = f16_activations(m) ? project_f16(m, h, L->w_gate_up)
+                                            : project(m, h, L->w_gate_up, L->s_gate_up, NULL);
+        wgt_tensor *in[2] = {wgt_slice(gu, 1, 0, 2 * F, 2), wgt_slice(gu, 1, 1, 2 * F, 2)};
+        /* SwiGLU in one elementwise kernel: silu(gate) * up (the text of wgt_linear_swiglu_ex's epilogue) */
+        act = in[0] && in[1] ? wgt_fused(m->ctx, "a / (1 + exp(-a)) * b", in, 2) : NULL;
+    }
+    return project_add(m, x, act, L->w_down, L->s_down);
 }
 
 wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool all_logits, char *msg,
@@ -225,8 +285,8 @@ wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool
          * prefill holds one layer's activations at a time, not all of them */
         const llama_layer *L = &m->layers[l];
         wgt_scope_push(ctx);
-        x = wgt_add(x, attention_block(c, l, wgt_rms_norm(x, L->attn_norm, eps), T));
-        x = wgt_scope_keep(wgt_add(x, mlp_block(m, L, wgt_rms_norm(x, L->mlp_norm, eps))));
+        x = attention_block(c, l, x, T);
+        x = wgt_scope_keep(mlp_block(m, L, x));
         wgt_scope_pop(ctx);
     }
     if (!all_logits) x = wgt_slice(x, 0, T - 1, T, 1);

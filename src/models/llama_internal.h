@@ -18,10 +18,11 @@ typedef struct llama_layer {
     wgt_tensor *sq, *sk, *sv, *so, *s_gate, *s_up, *s_down;
     /* After loading, q/k/v and gate/up are joined along their output rows
      * (and the separate tensors dropped): one GEMV each instead of three and
-     * two per decode step. Quantized rows concatenate as they are (the groups
-     * run along the input dim). */
+     * two per decode step. Quantized rows concatenate (interleave) as they
+     * are (the groups run along the input dim). */
     wgt_tensor *w_qkv, *s_qkv, *b_qkv;        /* [(H + 2 Hkv) D, C] */
-    wgt_tensor *w_gate_up, *s_gate_up;        /* [2 F, C] */
+    wgt_tensor *w_gate_up, *s_gate_up;        /* [2 F, C]: gate row i at 2i, up row i at 2i + 1
+                                                 (interleaved: wgt_linear_swiglu_ex in decode) */
 } llama_layer;
 
 struct llama_model {
@@ -45,6 +46,10 @@ struct llama_model {
      * outputs. Read once here (this floor sees only the public API, not the
      * context's knobs); default false. */
     bool cast_f16;
+    /* WGT_LLAMA_DECODE_FUSE when the model was built (0..3, default 2): how
+     * much of a decode step's work rides in the projections (llama_forward.c,
+     * decode_fuse_level) */
+    int decode_fuse;
 };
 
 struct llama_cache {

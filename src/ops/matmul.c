@@ -7,7 +7,14 @@
  * f16 (either order; f32 or f16 result): activations against f16 weights
  * without a cast of the activations first (inference only: no gradient).
  * wgt_linear: x [..., in] @ weight[out, in]^T + bias, one MATMUL call with the
- * weight read transposed in place and the bias in the GEMM's epilogue. */
+ * weight read transposed in place and the bias in the GEMM's epilogue;
+ * wgt_linear_ex: the same with wgt_matmul_ex's dtypes and an f32 bias (LLM
+ * decode's residual stream added in the epilogue), inference only;
+ * wgt_linear_swiglu_ex: linear_ex over interleaved gate/up rows with the
+ * SwiGLU in the product's epilogue (MATMUL's swiglu), inference only;
+ * wgt_rms_norm_linear_ex: either of those after an RMSNorm of x's rows, done
+ * in the product's prologue (MATMUL's norm), inference only. */
+#include <math.h>
 #include <string.h>
 
 #include "core/tape.h"
@@ -155,16 +162,40 @@ static bool leading_dims_fold(const wgt_tensor_view *v, int n)
     return true;
 }
 
-static bool check_linear_args(wgt_context *ctx, const char *op, wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
+/* Whether x, weight, bias and out_dtype are wgt_linear's (one float dtype). */
+static bool linear_plain(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype)
+{
+    const wgt_dtype t = x->view.dtype;
+    return wgt_dtype_is_float(t) && weight->view.dtype == t && (!bias || bias->view.dtype == t) && out_dtype == t;
+}
+
+/* wgt_linear_ex's dtypes (see wgtensor.h); wgt_linear's are a subset. */
+static bool linear_ex_dtypes(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype)
+{
+    const wgt_dtype tx = x->view.dtype, tw = weight->view.dtype;
+    if ((tx != WGT_F32 && tx != WGT_F16) || (tw != WGT_F32 && tw != WGT_F16)) return false;
+    if (tx == tw ? out_dtype != tx && !(tx == WGT_F16 && out_dtype == WGT_F32)
+                 : out_dtype != WGT_F32 && out_dtype != WGT_F16)
+        return false;
+    if (!bias) return true;
+    const wgt_dtype tb = bias->view.dtype;
+    return tb == WGT_F32 || (tb == WGT_F16 && (tx == WGT_F16 || tw == WGT_F16));
+}
+
+static bool check_linear_args(wgt_context *ctx, const char *op, wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias,
+                              wgt_dtype out_dtype, bool ex)
 {
     char xs[160], ws[160], bs[160];
     const wgt_tensor_view *vx = &x->view, *vw = &weight->view;
     wgt_shape_string(vx->ndim, vx->shape, xs, sizeof(xs));
     wgt_shape_string(vw->ndim, vw->shape, ws, sizeof(ws));
-    if (!wgt_dtype_is_float(vx->dtype) || vw->dtype != vx->dtype || (bias && bias->view.dtype != vx->dtype)) {
-        wgt_error(ctx, WGT_ERR_DTYPE, "%s: x %s, weight %s%s%s: need one float dtype (f32 or f16)", op,
-                  wgt_dtype_name(vx->dtype), wgt_dtype_name(vw->dtype), bias ? ", bias " : "",
-                  bias ? wgt_dtype_name(bias->view.dtype) : "");
+    if (ex ? !linear_ex_dtypes(x, weight, bias, out_dtype) : !linear_plain(x, weight, bias, out_dtype)) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: x %s, weight %s%s%s -> %s: %s", op, wgt_dtype_name(vx->dtype),
+                  wgt_dtype_name(vw->dtype), bias ? ", bias " : "", bias ? wgt_dtype_name(bias->view.dtype) : "",
+                  wgt_dtype_name(out_dtype),
+                  ex ? "need x, weight f32 or f16 with a result wgt_matmul_ex gives, a bias f32 (or f16 with an f16 "
+                       "operand)"
+                     : "need one float dtype (f32 or f16)");
         return false;
     }
     if (vx->ndim < 1 || vw->ndim != 2 || vw->shape[1] != vx->shape[vx->ndim - 1]) {
@@ -179,25 +210,54 @@ static bool check_linear_args(wgt_context *ctx, const char *op, wgt_tensor *x, w
     return true;
 }
 
-wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
+/* wgt_linear (ex false: one dtype, out_dtype is x's), wgt_linear_ex and
+ * (swiglu) wgt_linear_swiglu_ex */
+static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
+                               bool swiglu, wgt_tensor *norm_weight, double eps, const char *op);
+
+static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
+                          bool swiglu, const char *op)
 {
-    const char *op = "wgt_linear";
+    return linear_norm(x, weight, bias, out_dtype, ex, swiglu, NULL, 0.0, op);
+}
+
+/* linear with (norm_weight) an RMSNorm of x's rows in the product's prologue
+ * (MATMUL's norm: norm_weight in the bias slot; wgt_rms_norm_linear_ex) */
+static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
+                               bool swiglu, wgt_tensor *norm_weight, double eps, const char *op)
+{
     wgt_tensor *args[3] = {x, weight, bias};
     wgt_context *ctx = wgt_op_begin(op, 2, args); /* bias is optional */
     if (!ctx) return NULL;
     if (bias && !wgt_op_begin(op, 3, args)) return NULL;
-    if (!check_linear_args(ctx, op, x, weight, bias)) return NULL;
+    if (!ex) out_dtype = x->view.dtype;
+    if (!check_linear_args(ctx, op, x, weight, bias, out_dtype, ex)) return NULL;
+    if (swiglu && weight->view.shape[0] % 2) {
+        char ws[160];
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: weight %s: need [2F, in] (gate and up rows interleaved)", op,
+                  wgt_shape_string(weight->view.ndim, weight->view.shape, ws, sizeof(ws)));
+        return NULL;
+    }
+    const bool plain = !swiglu && !norm_weight && linear_plain(x, weight, bias, out_dtype);
+    if (!plain && wgt_tape_wants(ctx, bias ? 3 : 2, args)) {
+        wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: x %s, weight %s -> %s has no gradient rule; an argument requires grad "
+                  "(use wgt_linear's one dtype, or run under wgt_no_grad_push)", op, wgt_dtype_name(x->view.dtype),
+                  wgt_dtype_name(weight->view.dtype), wgt_dtype_name(out_dtype));
+        return NULL;
+    }
     const wgt_tensor_view *vx = &x->view, *vw = &weight->view;
     int nd = vx->ndim;
     int64_t in = vw->shape[1], out_features = vw->shape[0];
     int64_t shape[WGT_MAX_DIMS];
     memcpy(shape, vx->shape, sizeof(shape));
-    shape[nd - 1] = out_features;
-    wgt_tensor *out = wgt_tensor_alloc(ctx, vx->dtype, nd, shape, op);
+    shape[nd - 1] = swiglu ? out_features / 2 : out_features;
+    wgt_tensor *out = wgt_tensor_alloc(ctx, out_dtype, nd, shape, op);
     if (!out) return NULL;
     int64_t rows = wgt_shape_numel(nd - 1, vx->shape);
     wgt_status s = WGT_OK;
-    if (rows > 0 && out_features > 0 && in == 0) { /* empty sums: the bias alone */
+    if (rows > 0 && out_features > 0 && in == 0) { /* empty sums: the bias alone (SwiGLU of zeros: zeros) */
+        (void)norm_weight; /* (an empty row normalizes to nothing) */
+        /* (wgt_assign converts an f32 bias to out's dtype as the kernels' epilogue does) */
         s = bias ? wgt_assign(out, bias) : wgt_fill(out, 0.0);
     } else if (rows > 0 && out_features > 0) {
         /* a: x as [rows, in] when its leading dims fold (one GEMM), else
@@ -206,7 +266,7 @@ wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
         memset(&call, 0, sizeof(call));
         call.kind = WGT_KERNEL_MATMUL;
         call.op_name = op;
-        call.n_inputs = bias ? 3 : 2;
+        call.n_inputs = bias || norm_weight ? 3 : 2;
         call.n_outputs = 1;
         wgt_tensor_view a = *vx, b = *vw, o = out->view;
         if (nd == 1 || leading_dims_fold(vx, nd - 1)) {
@@ -220,8 +280,8 @@ wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
             a.strides[1] = vx->strides[nd - 1];
             o.ndim = 2;
             o.shape[0] = rows;
-            o.shape[1] = out_features;
-            o.strides[0] = out_features;
+            o.shape[1] = shape[nd - 1];
+            o.strides[0] = shape[nd - 1];
             o.strides[1] = 1;
         }
         int ndim = a.ndim;
@@ -237,13 +297,75 @@ wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
         call.inputs[0] = a;
         call.inputs[1] = b;
         if (bias) call.inputs[2] = bias->view;
+        if (norm_weight) call.inputs[2] = norm_weight->view;
         call.outputs[0] = o;
+        call.matmul.swiglu = swiglu;
+        call.matmul.norm = norm_weight != NULL;
+        call.matmul.norm_eps = eps;
         s = wgt_run_kernel(ctx, &call);
     }
     if (s != WGT_OK) {
         wgt_tensor_release(out);
         return NULL;
     }
-    wgt_op_record(&out, WGT_OP_LINEAR, 3, args); /* no params: the inputs say it all */
+    if (plain) wgt_op_record(&out, WGT_OP_LINEAR, 3, args); /* no params: the inputs say it all */
     return out;
+}
+
+wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
+{
+    return linear(x, weight, bias, WGT_F32, false, false, "wgt_linear");
+}
+
+wgt_tensor *wgt_linear_ex(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype)
+{
+    if (x && (unsigned)out_dtype >= WGT_DTYPE_COUNT) {
+        wgt_error(x->ctx, WGT_ERR_DTYPE, "wgt_linear_ex: invalid out_dtype %d", (int)out_dtype);
+        return NULL;
+    }
+    return linear(x, weight, bias, out_dtype, true, false, "wgt_linear_ex");
+}
+
+wgt_tensor *wgt_linear_swiglu_ex(wgt_tensor *x, wgt_tensor *weight, wgt_dtype out_dtype)
+{
+    if (x && (unsigned)out_dtype >= WGT_DTYPE_COUNT) {
+        wgt_error(x->ctx, WGT_ERR_DTYPE, "wgt_linear_swiglu_ex: invalid out_dtype %d", (int)out_dtype);
+        return NULL;
+    }
+    return linear(x, weight, NULL, out_dtype, true, true, "wgt_linear_swiglu_ex");
+}
+
+wgt_tensor *wgt_rms_norm_linear_ex(wgt_tensor *x, wgt_tensor *norm_weight, double eps, wgt_tensor *weight,
+                                   wgt_dtype out_dtype, bool swiglu)
+{
+    const char *op = "wgt_rms_norm_linear_ex";
+    wgt_tensor *args[3] = {x, norm_weight, weight};
+    wgt_context *ctx = wgt_op_begin(op, 3, args);
+    if (!ctx) return NULL;
+    if (wgt_tape_wants(ctx, 3, args)) {
+        wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: no gradient rule; an argument requires grad (run under "
+                  "wgt_no_grad_push)", op);
+        return NULL;
+    }
+    const wgt_tensor_view *vx = &x->view, *vg = &norm_weight->view;
+    const int nd = vx->ndim;
+    /* the kernel's case: f32 x whose rows are contiguous, an f32 [K] weight
+     * (contiguous), a valid eps; anything else is the two calls it stands for
+     * (which also report what is wrong with the arguments) */
+    bool direct = vx->dtype == WGT_F32 && vg->dtype == WGT_F32 && nd >= 1 && vg->ndim == 1 &&
+                  vg->shape[0] == vx->shape[nd - 1] && vg->strides[0] == 1 && eps >= 0 && isfinite(eps) &&
+                  wgt_view_is_contiguous(vx);
+    if (!direct) {
+        wgt_tensor *h = wgt_rms_norm(x, norm_weight, eps);
+        if (!h) return NULL;
+        wgt_scope_remove(h);
+        wgt_tensor *y = swiglu ? wgt_linear_swiglu_ex(h, weight, out_dtype) : wgt_linear_ex(h, weight, NULL, out_dtype);
+        wgt_tensor_release(h);
+        return y;
+    }
+    if ((unsigned)out_dtype >= WGT_DTYPE_COUNT) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: invalid out_dtype %d", op, (int)out_dtype);
+        return NULL;
+    }
+    return linear_norm(x, weight, NULL, out_dtype, true, swiglu, norm_weight, eps, op);
 }

@@ -396,6 +396,9 @@ bool webgpu_optimizer_supports(webgpu_backend *wg, const wgt_kernel_call *call);
 wgt_status webgpu_optimizer_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call);       /* NN: norms, cross-entropy */
 wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call);
+/* Threads nn_norm.wgsl reduces a row of `slots` vec4s with (its summation
+ * order, which matmul_gemv_half's RMSNorm prologue repeats) */
+uint32_t webgpu_norm_row_threads(const webgpu_backend *wg, uint64_t slots);
 bool webgpu_conv_supports(webgpu_backend *wg, const wgt_kernel_call *call);     /* CONV: conv, pooling, batch norm */
 wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_quant_supports(webgpu_backend *wg, const wgt_kernel_call *call);     /* QMATMUL: 8/4-bit weights */

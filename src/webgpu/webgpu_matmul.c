@@ -15,7 +15,11 @@
  *   matmul_gemv_cols  M == 1 or N == 1 when the outputs are contiguous in the
  *                     matrix (x @ W): 4 outputs per invocation, k split K_SPLIT ways
  *   matmul_gemv_half  the rows case for f16 rows (16-byte words) and an f16 or f32 vector
- *                     (decode's f16 weight matvecs; WGT_GEMV_HALF=0: the rows kernel)
+ *                     (decode's f16 weight matvecs; WGT_GEMV_HALF=0: the rows kernel);
+ *                     with SWIGLU, rows 2i and 2i + 1 give out[i] = SwiGLU of the two
+ *                     (wgt_linear_swiglu_ex in decode: see run_swiglu); with NORM, the
+ *                     f32 vector is RMS-normalized into workgroup memory first
+ *                     (wgt_rms_norm_linear_ex in decode: see run_norm)
  * Each is specialized by a prelude of WGSL consts: element types, tile sizes,
  * whether edge checks are needed (CHECK), and per operand whether a thread's
  * quads of 4 elements run along k and load as one aligned vec4. Pipelines are
@@ -30,12 +34,14 @@
  * written as f16 when the device has shader-f16, otherwise through f32
  * temporaries (also forced by WGT_MATMUL_F16_EMULATE=1, for tests). f16
  * operands may write an f32 out (wgt_matmul_ex): the sums are stored unrounded.
- * f32 times f16 (wgt_matmul_ex, either order, f32 or f16 out, no bias): each
+ * f32 times f16 (wgt_matmul_ex, either order, f32 or f16 out): each
  * operand is bound with its own element type (SA, SB) and widened to f32 as it
  * is loaded, so llama's f32 activations meet f16 weights without a cast.
  *
- * Linear's bias [N] (optional inputs[2]) is a specialization of every kernel
- * (BIAS, bound at binding 4): the epilogue adds it before the store, so
+ * Linear's bias [N] (optional inputs[2]; a's dtype, or f32 for wgt_linear_ex,
+ * whose decode passes the f32 residual stream, or f16 beside an f16 operand)
+ * is a specialization of every kernel (BIAS, bound at binding 4, bound as its
+ * own dtype): the epilogue adds it before the store, so
  * linear costs one dispatch. linear's weight [out, in] is b transposed, which
  * the loaders read in place (B_QUAD_K quads along its rows), as they read a
  * transposed a for the weight gradient x^T dy.
@@ -128,6 +134,8 @@ typedef struct matmul_params {
     uint32_t a_batch[MATMUL_MAX_BATCH_DIMS];
     uint32_t b_batch[MATMUL_MAX_BATCH_DIMS];
     uint32_t bias_offset, bias_row, bias_col, split_stride;
+    float norm_eps;
+    uint32_t norm_offset, norm_pad0, norm_pad1;
 } matmul_params;
 
 /* Mirrors struct ReduceParams of matmul_splitk_reduce.wgsl. */
@@ -144,6 +152,9 @@ typedef struct matmul_problem {
     int batch_ndim;
     int64_t batch_shape[MATMUL_MAX_BATCH_DIMS], a_batch[MATMUL_MAX_BATCH_DIMS], b_batch[MATMUL_MAX_BATCH_DIMS];
     wgt_tensor_view folded[3];     /* 2-D a, b, out when a broadcast batch was folded into M (make_problem) */
+    bool swiglu;                   /* run_gemv_half's SwiGLU epilogue (run_swiglu): out holds N / 2 */
+    const wgt_tensor_view *norm;   /* run_gemv_half's RMSNorm prologue (run_norm): its weight [K] f32 */
+    double norm_eps;
 } matmul_problem;
 
 /* One operand as a tile loader sees it: an outer dim (m for a, n for b) and k. */
@@ -363,21 +374,23 @@ static const char *dtype_prelude(wgt_dtype dtype)
     }
 }
 
+/* WGSL element type of an operand of dtype d. */
+static const char *wgsl_type(wgt_dtype d) { return d == WGT_F16 ? "f16" : d == WGT_I32 ? "i32" : "f32"; }
+
 /* The output type O and the bias specialization (see matmul_common.wgsl). */
 static void epilogue_prelude(const matmul_problem *p, int bias_binding, char *buf, size_t size)
 {
+    /* the bias as its own dtype (f32, or f16 where the prelude enables f16) */
     if (p->bias)
         snprintf(buf, size,
-                 "alias O = %s;\nconst BIAS: bool = true;\n@group(0) @binding(%d) var<storage, read> bias: array<S>;\n"
+                 "alias O = %s;\nconst BIAS: bool = true;\n@group(0) @binding(%d) var<storage, read> bias: array<%s>;\n"
                  "fn bias_load(i: u32) -> T { return T(bias[i]); }\n",
-                 p->out->dtype == WGT_F32 ? "f32" : "S", bias_binding);
+                 p->out->dtype == WGT_F32 ? "f32" : "S", bias_binding, wgsl_type(p->bias->dtype));
     else
         snprintf(buf, size, "alias O = %s;\nconst BIAS: bool = false;\nfn bias_load(i: u32) -> T { return T(); }\n",
                  p->out->dtype == WGT_F32 ? "f32" : "S");
 }
 
-/* WGSL element type of an operand of dtype d. */
-static const char *wgsl_type(wgt_dtype d) { return d == WGT_F16 ? "f16" : d == WGT_I32 ? "i32" : "f32"; }
 
 /* The cached pipeline under key + the epilogue's specialization, or a new one
  * from prelude + matmul_common + kernel file (bindings a, b, out, bias), or for
@@ -391,7 +404,8 @@ static wgt_status get_pipeline_ex(webgpu_backend *wg, const matmul_problem *p, c
 {
     bool reduce = strcmp(file, "matmul_splitk_reduce") == 0, mixed = sa != sb;
     char key[224];
-    snprintf(key, sizeof(key), "%s:o%s:bias%d%s%s%s", base_key, wgt_dtype_name(p->out->dtype), p->bias != NULL,
+    snprintf(key, sizeof(key), "%s:o%s:bias%s%s%s%s", base_key, wgt_dtype_name(p->out->dtype),
+             p->bias ? wgt_dtype_name(p->bias->dtype) : "0",
              mixed ? ":a" : "", mixed ? wgt_dtype_name(sa) : "", mixed ? wgt_dtype_name(sb) : "");
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
@@ -655,37 +669,72 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
 {
     const bool vec_f32 = (mat_is_a ? p->b : p->a)->dtype == WGT_F32;
     char key[160];
-    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%d:x%s", c->name, wgt_dtype_name(p->out->dtype),
-             p->bias != NULL, vec_f32 ? "f32" : "f16");
+    /* the RMSNorm prologue: the vector's K / 4 slots normalized into workgroup memory (HX) by the
+     * threads nn_norm.wgsl would use (NORM_THREADS), then read from there */
+    const uint32_t norm_threads = p->norm ? webgpu_norm_row_threads(wg, (uint64_t)(p->K / 4)) : 0;
+    const int64_t hx = p->norm ? p->K / 4 : 1;
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld", c->name,
+             wgt_dtype_name(p->out->dtype), p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16",
+             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
         if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel matmul_gemv_half is not embedded", op);
         /* load_x8(i): the vector's 8 elements 8i.. as two vec4<f32> (f16: one
          * 16-byte word unpacked; f32: two vec4s) */
-        const char *x8 = vec_f32 ? "alias SB = f32;\n"
+        const char *x8 = p->norm ? "alias SB = f32;\n"
+                                   "@group(0) @binding(4) var<storage, read> nw: array<vec4<f32>>;\n"
+                                   "fn norm_w(i: u32) -> vec4<f32> { return nw[i]; }\n"
+                                   "fn norm_x(i: u32) -> vec4<f32> { return b[i]; }\n"
+                                   "fn load_x8(i: u32) -> array<vec4<f32>, 2> { return array(hx[2u * i], hx[2u * i + 1u]); }\n"
+                         : vec_f32 ? "alias SB = f32;\n"
+                                   "fn norm_w(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
+                                   "fn norm_x(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
                                    "fn load_x8(i: u32) -> array<vec4<f32>, 2> { return array(b[2u * i], b[2u * i + 1u]); }\n"
                                  : "alias SB = u32;\n"
+                                   "fn norm_w(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
+                                   "fn norm_x(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
                                    "fn load_x8(i: u32) -> array<vec4<f32>, 2> {\n"
                                    "    let w = b[i];\n"
                                    "    return array(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),\n"
                                    "                 vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));\n}\n";
-        char prelude[1024];
+        char prelude[2048], bias[160];
+        snprintf(bias, sizeof(bias),
+                 p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<%s>;\n"
+                           "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
+                         : "fn bias_load(i: u32) -> T { return T(); }\n%s",
+                 p->bias ? wgsl_type(p->bias->dtype) : "");
         snprintf(prelude, sizeof(prelude),
                  "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
-                 "const ROW_THREADS: u32 = %du;\n",
-                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false",
-                 p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<f16>;\n"
-                           "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
-                         : "fn bias_load(i: u32) -> T { return T(); }\n",
-                 c->threads);
-        size_t n = strlen(prelude) + strlen(common) + strlen(body) + 1;
+                 "const ROW_THREADS: u32 = %du;\nconst SWIGLU: bool = %s;\n"
+                 "const NORM: bool = %s;\nconst NORM_THREADS: u32 = %uu;\nconst HX: u32 = %lldu;\n",
+                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads,
+                 p->swiglu ? "true" : "false", p->norm ? "true" : "false", norm_threads, (long long)hx);
+        /* the SwiGLU epilogue: WGT_SWIGLU_EXPR as webgpu_elementwise_codegen.c
+         * writes it (its exp, each step's rounding pinned by ew_opaque, whose
+         * uniform zero is split_stride: 0 in the GEMV kernels), stored as an
+         * elementwise f16 store rounds (nearest even) */
+        char swiglu[1024];
+        snprintf(swiglu, sizeof(swiglu),
+                 p->swiglu ? "fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params.split_stride); }\n"
+                             "fn swiglu_store(g: O, u: O) -> O {\n"
+                             "    let a = f32(g);\n"
+                             "    let v = ew_opaque(ew_opaque(a / ew_opaque(1.0 + ew_exp(ew_neg(a)))) * f32(u));\n"
+                             "    return %s;\n}\n"
+                           : "fn swiglu_store(g: O, u: O) -> O { return g; }\n%s",
+                 !p->swiglu ? "" : p->out->dtype == WGT_F32 ? "v" : "O(ew_f16_to_f32_exact(ew_f32_to_f16_exact(v)))");
+        const char *ew_common = p->swiglu ? webgpu_kernel_source("elementwise_common") : "";
+        const char *ew_math = p->swiglu ? webgpu_kernel_source("elementwise_math") : "";
+        if (!ew_common || !ew_math)
+            return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: the elementwise snippets are not embedded", op);
+        size_t n = strlen(prelude) + strlen(swiglu) + strlen(ew_common) + strlen(ew_math) + strlen(common) +
+                   strlen(body) + 4;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s%s%s", prelude, common, body);
+        snprintf(source, n, "%s%s%s\n%s\n%s%s", prelude, swiglu, ew_common, ew_math, common, body);
         static const bool read_only[4] = {true, true, false, true}; /* a, b, out, bias */
-        wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, p->bias ? 4 : 3, read_only, true, false,
-                                                 false, op, &pipe);
+        wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, p->bias || p->norm ? 4 : 3, read_only, true,
+                                                 false, false, op, &pipe);
         free(source);
         if (s != WGT_OK) return s;
     }
@@ -703,36 +752,68 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
     q.tiles_m = (uint32_t)per_batch;
     q.tiles_n = 1;
     q.group_m = 1;
+    q.split_stride = 0; /* the SwiGLU epilogue's uniform zero (ew_opaque) */
     if (p->bias) {
         q.bias_offset = (uint32_t)p->bias->offset;
         q.bias_row = mat_is_a ? 0u : (uint32_t)p->bias->strides[0];
     }
     fill_batches(p, om->batch_strides, ov->batch_strides, &q);
-    return dispatch(wg, pipe, mat_is_a ? p->a : p->b, mat_is_a ? p->b : p->a, p, &q, per_batch * p->batches, op);
+    matmul_problem bound = *p; /* the norm's weight takes the bias binding (4) */
+    if (p->norm) {
+        q.norm_eps = (float)p->norm_eps;
+        q.norm_offset = (uint32_t)p->norm->offset;
+        bound.bias = p->norm;
+    }
+    return dispatch(wg, pipe, mat_is_a ? p->a : p->b, mat_is_a ? p->b : p->a, &bound, &q, per_batch * p->batches, op);
 }
 
 /* M == 1 or N == 1: y[i] = sum_k mat[i, k] * x[k] with mat = a (N == 1) or b
  * transposed (M == 1, N > 1). */
-static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const char *op)
+/* How run_gemv sees a matrix-vector problem: which operand is the matrix, the
+ * operands, the kernel and its config (NULL when none fits). */
+typedef struct gemv_plan {
+    bool mat_is_a;
+    const wgt_tensor_view *mat, *vec;
+    matmul_operand om, ov;
+    matmul_kernel kernel;
+    const matmul_config *c;
+    bool half;                     /* matmul_gemv_half */
+} gemv_plan;
+
+static void plan_gemv(const webgpu_backend *wg, const matmul_problem *p, gemv_plan *g)
 {
     const wgt_tensor_view *a = p->a, *b = p->b;
     int nd = a->ndim;
-    bool mat_is_a = p->N == 1;
-    const wgt_tensor_view *mat = mat_is_a ? a : b, *vec = mat_is_a ? b : a;
-    matmul_operand om = {mat->offset, mat_is_a ? p->M : p->N,
-                         mat_is_a ? a->strides[nd - 2] : b->strides[nd - 1], p->K,
-                         mat_is_a ? a->strides[nd - 1] : b->strides[nd - 2], mat_is_a ? p->a_batch : p->b_batch};
-    matmul_operand ov = {vec->offset, 1, 0, p->K, mat_is_a ? b->strides[nd - 2] : a->strides[nd - 1],
-                         mat_is_a ? p->b_batch : p->a_batch};
+    g->mat_is_a = p->N == 1;
+    const bool mat_is_a = g->mat_is_a;
+    g->mat = mat_is_a ? a : b;
+    g->vec = mat_is_a ? b : a;
+    g->om = (matmul_operand){g->mat->offset, mat_is_a ? p->M : p->N,
+                             mat_is_a ? a->strides[nd - 2] : b->strides[nd - 1], p->K,
+                             mat_is_a ? a->strides[nd - 1] : b->strides[nd - 2], mat_is_a ? p->a_batch : p->b_batch};
+    g->ov = (matmul_operand){g->vec->offset, 1, 0, p->K, mat_is_a ? b->strides[nd - 2] : a->strides[nd - 1],
+                             mat_is_a ? p->b_batch : p->a_batch};
     /* contiguous outputs in the matrix (and not along k): the column kernel */
-    matmul_kernel kernel = (om.outer > 1 && om.outer_stride == 1 && !(om.k > 1 && om.k_stride == 1))
-                               ? KERNEL_GEMV_COLS
-                               : KERNEL_GEMV_ROWS;
-    const matmul_config *c = choose_gemv(wg, kernel, p->K);
-    if (!c || !config_fits(wg, c))
-        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matrix-vector config fits this device", op);
-    if (kernel == KERNEL_GEMV_ROWS && gemv_half_wanted(wg, p, mat, &om, &ov))
-        return run_gemv_half(wg, p, c, &om, &ov, mat_is_a, op);
+    g->kernel = (g->om.outer > 1 && g->om.outer_stride == 1 && !(g->om.k > 1 && g->om.k_stride == 1))
+                    ? KERNEL_GEMV_COLS
+                    : KERNEL_GEMV_ROWS;
+    g->c = choose_gemv(wg, g->kernel, p->K);
+    if (g->c && !config_fits(wg, g->c)) g->c = NULL;
+    g->half = g->c && g->kernel == KERNEL_GEMV_ROWS && gemv_half_wanted(wg, p, g->mat, &g->om, &g->ov);
+}
+
+static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const char *op)
+{
+    const wgt_tensor_view *a = p->a;
+    gemv_plan g;
+    plan_gemv(wg, p, &g);
+    const bool mat_is_a = g.mat_is_a;
+    const wgt_tensor_view *mat = g.mat, *vec = g.vec;
+    const matmul_operand om = g.om, ov = g.ov;
+    const matmul_kernel kernel = g.kernel;
+    const matmul_config *c = g.c;
+    if (!c) return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matrix-vector config fits this device", op);
+    if (g.half) return run_gemv_half(wg, p, c, &om, &ov, mat_is_a, op);
     bool vec4;
     char key[160], consts[200];
     const char *file;
@@ -888,6 +969,7 @@ static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *ca
     const char *op = call->op_name;
     const wgt_tensor_view *out = &call->outputs[0];
     bool has_bias = call->n_inputs == 3, direct = out->dtype == WGT_F32;
+    const bool conv_bias = has_bias && call->inputs[2].dtype != WGT_F32;
     wgt_tensor_view ta, tb, tbias, tout;
     memset(&ta, 0, sizeof(ta));
     memset(&tb, 0, sizeof(tb));
@@ -898,15 +980,15 @@ static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *ca
     wgt_status s = conv_a ? convert_to_f32(wg, &call->inputs[0], &ta, op) : WGT_OK;
     if (s != WGT_OK) return s;
     if (conv_b) s = convert_to_f32(wg, &call->inputs[1], &tb, op);
-    if (s == WGT_OK && has_bias) s = convert_to_f32(wg, &call->inputs[2], &tbias, op);
+    if (s == WGT_OK && conv_bias) s = convert_to_f32(wg, &call->inputs[2], &tbias, op);
     if (s == WGT_OK && !direct) s = webgpu_temp_alloc(wg, WGT_F32, out->ndim, out->shape, &tout);
     if (s == WGT_OK)
-        s = run_native(wg, conv_a ? &ta : &call->inputs[0], conv_b ? &tb : &call->inputs[1], has_bias ? &tbias : NULL,
-                       direct ? out : &tout, op);
+        s = run_native(wg, conv_a ? &ta : &call->inputs[0], conv_b ? &tb : &call->inputs[1],
+                       conv_bias ? &tbias : has_bias ? &call->inputs[2] : NULL, direct ? out : &tout, op);
     if (s == WGT_OK && !direct) s = webgpu_convert(wg, &tout, out, op);
     if (conv_a) webgpu_temp_release(wg, &ta);
     if (conv_b) webgpu_temp_release(wg, &tb);
-    if (has_bias) webgpu_temp_release(wg, &tbias);
+    if (conv_bias) webgpu_temp_release(wg, &tbias);
     if (!direct) webgpu_temp_release(wg, &tout);
     return s;
 }
@@ -919,25 +1001,178 @@ bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     wgt_dtype t = a->dtype;
     if (t != WGT_F32 && t != WGT_F16 && t != WGT_I32) return false;
-    if (b->dtype != t) { /* f32 x f16, either order: f32 or f16 out, no bias */
+    if (b->dtype != t) { /* f32 x f16, either order: f32 or f16 out */
         bool floats = (t == WGT_F32 && b->dtype == WGT_F16) || (t == WGT_F16 && b->dtype == WGT_F32);
-        if (!floats || call->n_inputs != 2 || (out->dtype != WGT_F32 && out->dtype != WGT_F16)) return false;
+        if (!floats || (out->dtype != WGT_F32 && out->dtype != WGT_F16)) return false;
     } else if (out->dtype != t && !(t == WGT_F16 && out->dtype == WGT_F32)) {
         return false;
     }
-    if (call->n_inputs == 3) {
+    if (call->matmul.norm) /* inputs[2]: an f32 norm weight [K] for f32 a */
+        return call->n_inputs == 3 && t == WGT_F32 && call->inputs[2].dtype == WGT_F32 && call->inputs[2].ndim == 1 &&
+               call->inputs[2].shape[0] == a->shape[a->ndim - 1] && a->ndim >= 2 && a->ndim == b->ndim &&
+               a->ndim == out->ndim && a->ndim - 2 <= MATMUL_MAX_BATCH_DIMS;
+    if (call->n_inputs == 3) { /* bias: a's dtype, f32 (wgt_linear_ex's residual), or f16 beside an f16 operand */
         const wgt_tensor_view *bias = &call->inputs[2];
-        if (t == WGT_I32 || bias->dtype != t || bias->ndim != 1 || bias->shape[0] != b->shape[b->ndim - 1])
-            return false;
+        bool dtype_ok = bias->dtype == t || bias->dtype == WGT_F32 || (bias->dtype == WGT_F16 && b->dtype == WGT_F16);
+        if (t == WGT_I32 || !dtype_ok || bias->ndim != 1 || bias->shape[0] != b->shape[b->ndim - 1]) return false;
     }
     if (a->ndim < 2 || a->ndim != b->ndim || a->ndim != out->ndim) return false;
     return a->ndim - 2 <= MATMUL_MAX_BATCH_DIMS;
+}
+
+/* MATMUL with the SwiGLU epilogue (wgt_linear_swiglu_ex; see backend.h). A
+ * decode product (one row, one batch) that takes matmul_gemv_half with an even
+ * number of rows per workgroup computes it in the epilogue: the workgroup
+ * holding rows 2i (gate) and 2i + 1 (up) of the matrix writes out[i], one
+ * dispatch for projection and SwiGLU. Anything else runs the two calls the
+ * CPU backend runs: the product into a temporary [.., M, N], then the
+ * elementwise SwiGLU of its even and odd columns. */
+static wgt_status run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
+    const char *op = call->op_name;
+    const int n = out->ndim;
+    if ((out->dtype != WGT_F32 && out->dtype != WGT_F16) || call->n_inputs != 2 || b->ndim != n ||
+        b->shape[n - 1] != 2 * out->shape[n - 1])
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: a SwiGLU epilogue of %s out, %d inputs", op,
+                         wgt_dtype_name(out->dtype), call->n_inputs);
+    wgt_tensor_view gu = *out; /* the product's [.., M, N] (contiguous, as the temporary below) */
+    gu.shape[n - 1] = b->shape[n - 1];
+    wgt_contiguous_strides(n, gu.shape, gu.strides);
+    if (!emulate && a->shape[n - 2] == 1 && gu.shape[n - 1] > 1) {
+        matmul_problem p;
+        wgt_status s = make_problem(wg, a, b, NULL, &gu, op, &p);
+        if (s != WGT_OK) return s;
+        gemv_plan g;
+        plan_gemv(wg, &p, &g);
+        if (p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && g.c->threads <= 128 && g.om.outer % 2 == 0) {
+            p.swiglu = true;
+            p.out = out; /* its offset; N / 2 outputs */
+            return run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
+        }
+    }
+    wgt_expr e;
+    char err[160];
+    const wgt_expr_type types[2] = {WGT_EXPR_F32, WGT_EXPR_F32};
+    if (wgt_expr_parse(WGT_SWIGLU_EXPR, 2, types, &e, err, (int)sizeof(err)))
+        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: SwiGLU expression: %s", op, err);
+    wgt_tensor_view tmp;
+    wgt_status s = webgpu_temp_alloc(wg, out->dtype, n, gu.shape, &tmp);
+    if (s != WGT_OK) return s;
+    wgt_kernel_call mm = *call;
+    mm.outputs[0] = tmp;
+    mm.matmul.swiglu = false;
+    s = webgpu_matmul_run(wg, &mm);
+    if (s == WGT_OK) {
+        wgt_kernel_call ew;
+        memset(&ew, 0, sizeof(ew));
+        ew.kind = WGT_KERNEL_ELEMENTWISE;
+        ew.op_name = op;
+        ew.expr = &e;
+        ew.n_inputs = 2;
+        for (int i = 0; i < 2; i++) { /* columns 2j + i: gate, up */
+            ew.inputs[i] = tmp;
+            ew.inputs[i].shape[n - 1] = out->shape[n - 1];
+            ew.inputs[i].strides[n - 1] = 2;
+            ew.inputs[i].offset = i;
+        }
+        ew.n_outputs = 1;
+        ew.outputs[0] = *out;
+        s = webgpu_elementwise_run(wg, &ew);
+    }
+    webgpu_temp_release(wg, &tmp);
+    return s;
+}
+
+/* MATMUL with the RMSNorm prologue (wgt_rms_norm_linear_ex; see backend.h).
+ * A decode product (an f32 row, one batch) that takes matmul_gemv_half, whose
+ * vector fits workgroup memory, normalizes the row there first, as nn_norm.wgsl
+ * does (the same threads and summation order, so the same values), and reads
+ * it from there: one dispatch for norm and projection (and the SwiGLU
+ * epilogue, where run_swiglu would take it). Anything else runs the NN NORM
+ * kernel into a temporary, then the product. */
+static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
+    const wgt_tensor_view *nw = &call->inputs[2];
+    const char *op = call->op_name;
+    const int n = a->ndim;
+    if (a->dtype != WGT_F32 || nw->dtype != WGT_F32 || !wgt_view_is_contiguous(a))
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: an RMSNorm prologue of %s a", op,
+                         wgt_dtype_name(a->dtype));
+    const int64_t K = a->shape[n - 1];
+    const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    if (!emulate && a->shape[n - 2] == 1 && K % 4 == 0 && nw->offset % 4 == 0 &&
+        (uint64_t)K * 4 + 256 * 4 <= shared) {
+        wgt_tensor_view full = *out; /* the product's [.., 1, N] (SwiGLU: out holds N / 2) */
+        full.shape[n - 1] = b->shape[n - 1];
+        wgt_contiguous_strides(n, full.shape, full.strides);
+        matmul_problem p;
+        wgt_status s = make_problem(wg, a, b, NULL, &full, op, &p);
+        if (s != WGT_OK) return s;
+        gemv_plan g;
+        plan_gemv(wg, &p, &g);
+        bool ok = p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && b->shape[n - 1] > 1;
+        if (ok && call->matmul.swiglu) ok = g.c->threads <= 128 && g.om.outer % 2 == 0;
+        if (ok) {
+            p.norm = nw;
+            p.norm_eps = call->matmul.norm_eps;
+            if (call->matmul.swiglu) {
+                p.swiglu = true;
+                p.out = out;
+            }
+            return run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
+        }
+    }
+    const int64_t rows = K ? wgt_shape_numel(n, a->shape) / K : 0;
+    wgt_tensor_view y, stats;
+    wgt_status s = webgpu_temp_alloc(wg, WGT_F32, n, a->shape, &y);
+    if (s != WGT_OK) return s;
+    s = webgpu_temp_alloc(wg, WGT_F32, 2, (int64_t[]){rows, 2}, &stats);
+    if (s != WGT_OK) {
+        webgpu_temp_release(wg, &y);
+        return s;
+    }
+    wgt_kernel_call nn;
+    memset(&nn, 0, sizeof(nn));
+    nn.kind = WGT_KERNEL_NN;
+    nn.op_name = op;
+    nn.nn.kernel = WGT_NN_NORM;
+    nn.nn.rms = true;
+    nn.nn.eps = call->matmul.norm_eps;
+    nn.nn.has_weight = true;
+    nn.n_inputs = 2;
+    for (int i = 0; i < 2; i++) { /* x and y as the norm's [rows, K] */
+        wgt_tensor_view *v = i ? &nn.outputs[0] : &nn.inputs[0];
+        *v = i ? y : *a;
+        v->ndim = 2;
+        v->shape[0] = rows, v->shape[1] = K;
+        v->strides[0] = K, v->strides[1] = 1;
+    }
+    nn.inputs[1] = *nw;
+    nn.n_outputs = 2;
+    nn.outputs[1] = stats;
+    s = webgpu_nn_run(wg, &nn);
+    if (s == WGT_OK) {
+        wgt_kernel_call mm = *call;
+        mm.inputs[0] = y;
+        mm.n_inputs = 2;
+        mm.matmul.norm = false;
+        s = webgpu_matmul_run(wg, &mm);
+    }
+    webgpu_temp_release(wg, &stats);
+    webgpu_temp_release(wg, &y);
+    return s;
 }
 
 wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     if (wgt_shape_numel(out->ndim, out->shape) == 0) return WGT_OK;
+    if (call->matmul.norm || call->matmul.swiglu) {
+        const bool emulated = !wg->has_f16 || wg->knobs.matmul_f16_emulate;
+        return call->matmul.norm ? run_norm(wg, call, emulated) : run_swiglu(wg, call, emulated);
+    }
     if (a->dtype == WGT_F16 || b->dtype == WGT_F16) {
         if (!wg->has_f16 || wg->knobs.matmul_f16_emulate) return run_f16_emulated(wg, call);
     }

@@ -123,6 +123,8 @@ static nn_shape shape_for(const webgpu_backend *wg, uint64_t slots, uint32_t wid
     return sh;
 }
 
+uint32_t webgpu_norm_row_threads(const webgpu_backend *wg, uint64_t slots) { return shape_for(wg, slots, 4, true).threads; }
+
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const nn_shape *sh, int n_read_only,
                                int n_read_write, const char *op, webgpu_pipeline **out)
 {

@@ -26,7 +26,7 @@ static void usage(FILE *f)
             "usage: wgt generate --model DIR --prompt TEXT [--max-tokens N] [--quantize q8|q4] [--context N]\n"
             "                    [--temperature T] [--top-k K] [--top-p P] [--seed S] [--repetition-penalty R]\n"
             "                    [--no-bos] [--backend cpu|webgpu] [--adapter A]\n"
-            "       wgt generate --bench [--shape llama-3.2-1b|tiny] [--weights f16|f32|q8|q4] [--prompt-tokens N]\n"
+            "       wgt generate --bench [--shape llama-3.2-1b|llama-3.2-1b-slice|tiny|tiny-llama3] [--weights f16|f32|q8|q4] [--prompt-tokens N]\n"
             "                    [--max-tokens N] [--json FILE]\n"
             "  defaults: 128 tokens, f16 weights, greedy (temperature 0), context = prompt + tokens\n"
             "  --quantize q8|q4 (= --weights): projections quantized at load, 32 weights per scale\n");
@@ -256,21 +256,28 @@ done:
     return rc;
 }
 
-/* Llama-3.2-1B's config.json (hf.co/meta-llama/Llama-3.2-1B), and a tiny shape for CI. */
+/* Llama-3.2-1B's config.json (hf.co/meta-llama/Llama-3.2-1B), and tiny shapes for CI. */
 static bool bench_shape(const char *name, llama_config *c)
 {
     *c = (llama_config){.model_type = "llama", .rms_eps = 1e-5, .bos_token_id = -1, .eos_token_id = -1,
                         .tie_embeddings = true};
-    if (strcmp(name, "llama-3.2-1b") == 0) {
+    if (strcmp(name, "llama-3.2-1b") == 0 || strcmp(name, "llama-3.2-1b-slice") == 0) {
         c->vocab_size = 128256, c->hidden_size = 2048, c->intermediate_size = 8192, c->n_layers = 16;
+        /* -slice: its layers' shape, 2 of them, and a 2048-token vocabulary (a lavapipe-sized check of the
+         * per-layer dispatches: each layer records what a Llama-3.2-1B layer does) */
+        if (name[12]) c->vocab_size = 2048, c->n_layers = 2;
         c->n_heads = 32, c->n_kv_heads = 8, c->head_dim = 64, c->max_position = 131072, c->rope_theta = 500000.0;
         c->rope_llama3 = true, c->rope_factor = 32, c->rope_low_freq_factor = 1, c->rope_high_freq_factor = 4;
         c->rope_original_max = 8192;
         return true;
     }
-    if (strcmp(name, "tiny") == 0) {
+    if (strcmp(name, "tiny") == 0 || strcmp(name, "tiny-llama3") == 0) {
         c->vocab_size = 1024, c->hidden_size = 64, c->intermediate_size = 128, c->n_layers = 2;
         c->n_heads = 4, c->n_kv_heads = 2, c->head_dim = 16, c->max_position = 2048, c->rope_theta = 10000.0;
+        if (name[4]) { /* tiny-llama3: Llama-3.2's decode path (llama3 rope tables, GQA) at a lavapipe-sized shape */
+            c->rope_theta = 500000.0, c->rope_llama3 = true, c->rope_factor = 32, c->rope_low_freq_factor = 1;
+            c->rope_high_freq_factor = 4, c->rope_original_max = 8192;
+        }
         return true;
     }
     return false;
@@ -280,7 +287,7 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
 {
     llama_config cfg;
     char msg[1024] = "";
-    if (!bench_shape(a->shape, &cfg)) return fprintf(stderr, "wgt generate: --shape llama-3.2-1b or tiny\n"), 2;
+    if (!bench_shape(a->shape, &cfg)) return fprintf(stderr, "wgt generate: --shape llama-3.2-1b, llama-3.2-1b-slice, tiny or tiny-llama3\n"), 2;
     const char *wname = weights_name(a->weights);
     llama_model *m = llama_create_random(ctx, &cfg, a->weights, 1234, msg, sizeof(msg));
     if (!m) return fprintf(stderr, "wgt generate --bench: %s\n", msg), 1;
@@ -307,9 +314,14 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
     const double t_prefill = now_s() - t0;
     wgt_execution_stats before = {0}, after = {0};
     const bool stats = wgt_execution_stats_get(ctx, &before) == WGT_OK;
+    /* host recording: each token's llama_forward alone (it records and
+     * submits its dispatches without waiting; the wait is llama_argmax's read) */
+    double t_record = 0;
     t0 = now_s();
     for (int64_t i = 0; i < N && tok >= 0; i++) {
+        const double r0 = now_s();
         l = llama_forward(cache, &tok, 1, false, msg, sizeof(msg));
+        t_record += now_s() - r0;
         tok = llama_argmax(l);
         wgt_tensor_release(l);
     }
@@ -320,6 +332,10 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
                weights_name(a->weights), (double)(after.dispatches - before.dispatches) / (double)N,
                (double)(after.submits - before.submits) / (double)N, (double)(after.uploads - before.uploads) / (double)N,
                (double)(after.downloads - before.downloads) / (double)N);
+    if (stats && after.dispatches > before.dispatches)
+        printf("llm %s %s: host recording per decode token %.1f us (%.2f us per dispatch)\n", a->shape,
+               weights_name(a->weights), 1e6 * t_record / (double)N,
+               1e6 * t_record / (double)(after.dispatches - before.dispatches));
     if (tok < 0) {
         fprintf(stderr, "wgt generate --bench: %s %s\n", msg, wgt_context_error_message(ctx));
         goto done;

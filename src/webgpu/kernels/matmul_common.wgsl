@@ -35,6 +35,8 @@ struct Params {
     bias_offset: u32, bias_row: u32, bias_col: u32,   // bias of output (m, n):
                                      // element bias_offset + m * bias_row + n * bias_col
     split_stride: u32,               // matmul_tiled: out elements between split-K parts' partial sums
+    norm_eps: f32, norm_offset: u32, // matmul_gemv_half's RMSNorm prologue: eps, the weight's offset
+    norm_pad0: u32, norm_pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

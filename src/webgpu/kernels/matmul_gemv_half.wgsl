@@ -16,11 +16,20 @@
 // halves and K % 8 == 0 (webgpu_matmul.c checks).
 // ROW_THREADS invocations per row (prelude), as matmul_gemv_rows;
 // params.tiles_m = workgroups per batch = ceil(I / ROWS).
+// SWIGLU (prelude; wgt_linear_swiglu_ex in LLM decode): rows 2i and 2i + 1
+// are an MLP's gate and up rows (interleaved at load), and y [I / 2] gets
+// swiglu_store(gate sum, up sum) (silu(g) * u, see webgpu_matmul.c) at
+// out_offset + i: the projection and the SwiGLU in one dispatch. One batch,
+// I and ROWS even, no bias.
+// NORM (prelude; wgt_rms_norm_linear_ex in LLM decode): the f32 vector is
+// first RMS-normalized with the weight nw [K] (binding 4, no bias) into
+// workgroup memory hx, as the NORM kernel would write it, and read from there.
 
 const WG: u32 = 256u;
 const ROWS: u32 = WG / ROW_THREADS;   // rows per workgroup
 
 var<workgroup> partial: array<f32, WG>;
+var<workgroup> hx: array<vec4<f32>, HX>;   // NORM: the normalized vector (K / 4 slots)
 
 // dot of a word of 8 halves with 8 vector elements (load_x8)
 fn dot8(m: vec4<u32>, x: array<vec4<f32>, 2>) -> f32 {
@@ -39,10 +48,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lane = lid % ROW_THREADS;
     let base = batch_offsets(batch);
 
+    if (NORM) {
+        // RMSNorm of the f32 vector (one batch) as nn_norm.wgsl computes a
+        // row: thread t < NORM_THREADS sums the squares of slots t,
+        // t + NORM_THREADS, ... in order, a tree over those partials, rstd =
+        // inverseSqrt(sum / K + eps), each slot ((x - 0) * rstd) * weight;
+        // the same operations in the same order, so the same values
+        let slots = params.K >> 2u;
+        let xb = base.y >> 2u;
+        var q = 0.0;
+        if (lid < NORM_THREADS) {
+            for (var i = lid; i < slots; i += NORM_THREADS) {
+                let c = norm_x(xb + i) - vec4<f32>(0.0);
+                let c2 = c * c;
+                q += (c2.x + c2.y) + (c2.z + c2.w);
+            }
+        }
+        partial[lid] = q;
+        workgroupBarrier();
+        for (var s = NORM_THREADS / 2u; s > 0u; s >>= 1u) {
+            if (lid < s) { partial[lid] = partial[lid] + partial[lid + s]; }
+            workgroupBarrier();
+        }
+        let rstd = inverseSqrt(partial[0] * (1.0 / f32(params.K)) + params.norm_eps);
+        workgroupBarrier();
+        let r = vec4<f32>(rstd);
+        let wb = params.norm_offset >> 2u;
+        for (var i = lid; i < slots; i += WG) { hx[i] = ((norm_x(xb + i) - vec4<f32>(0.0)) * r) * norm_w(wb + i); }
+        workgroupBarrier();
+    }
+
     var acc = 0.0;
     if (row < params.M) {
         let m8 = (base.x + row * params.a_row) >> 3u;
-        let x8 = base.y >> 3u;
+        let x8 = select(base.y >> 3u, 0u, NORM); // NORM: load_x8 reads hx
         let words = params.K >> 3u;
         var acc0 = 0.0;
         var acc1 = 0.0;
@@ -63,6 +102,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var s = ROW_THREADS / 2u; s > 0u; s >>= 1u) {
         if (lane < s) { partial[lid] += partial[lid + s]; }
         workgroupBarrier();
+    }
+    if (SWIGLU) {
+        // one batch, M and ROWS even: rows 2i (gate) and 2i + 1 (up) are in
+        // this workgroup; their sums as O stores them, then the SwiGLU
+        if (lane == 0u && row < params.M && (row & 1u) == 0u) {
+            out[params.out_offset + row / 2u] = swiglu_store(O(partial[lid]), O(partial[lid + ROW_THREADS]));
+        }
+        return;
     }
     if (lane == 0u && row < params.M) { out[base.z + row] = finish(partial[lid], row, 0u); }
 }
