@@ -1,8 +1,10 @@
 /* Tensors on both backends: creation, views (checked against offsets computed
  * here by hand), contiguous copies, scopes and reference counting, and the
  * execution model (1000 small ops go out in a handful of submits). */
+#include <math.h>
 #include <string.h>
 
+#include "core/philox.h"
 #include "test_util.h"
 
 /* x[i][j] = 10 i + j as f32, shape [r, c] */
@@ -135,6 +137,22 @@ static void test_creation(wgt_context *ctx, const char *backend)
     CHECK(in_range && su / 4096 > 0.47 && su / 4096 < 0.53, "%s rand mean %g", backend, su / 4096);
     CHECK(sg / 4096 > -0.06 && sg / 4096 < 0.06 && sg2 / 4096 > 0.9 && sg2 / 4096 < 1.1, "%s randn mean %g var %g",
           backend, sg / 4096, sg2 / 4096);
+    /* Element 0 of seed 0 is Philox-4x32-10 at key (0, 0), counter 0: Random123's
+     * published known-answer words 6627e8d5 e169c58d ...; rand is the first
+     * word's top 24 bits / 2^24, randn Box-Muller on the first two (u1 =
+     * (w0 >> 8) + 1, u2 = w1 >> 8, both / 2^24), in double here */
+    int64_t one = 1;
+    wgt_tensor *u0 = wgt_rand(ctx, WGT_F32, 1, &one, 0), *g0 = wgt_randn(ctx, WGT_F32, 1, &one, 0);
+    float u0h = -1, g0h = -1;
+    CHECK(wgt_tensor_read(u0, &u0h, sizeof(u0h)) == WGT_OK && wgt_tensor_read(g0, &g0h, sizeof(g0h)) == WGT_OK,
+          "read rand seed 0");
+    const double kat_u = (double)(0x6627e8d5u >> 8) / 16777216.0;
+    const double kat_g = sqrt(-2.0 * log((double)((0x6627e8d5u >> 8) + 1u) / 16777216.0)) *
+                         cos(6.283185307179586 * (double)(0xe169c58du >> 8) / 16777216.0);
+    CHECK(u0h == (float)kat_u, "%s rand(seed 0)[0] = %.9g, Philox's known answer gives %.9g", backend, u0h, kat_u);
+    CHECK(fabs(g0h - kat_g) < 2e-5, "%s randn(seed 0)[0] = %.9g, Philox's known answer gives %.9g", backend, g0h,
+          kat_g);
+    wgt_tensor_release(u0), wgt_tensor_release(g0);
     wgt_tensor *all[] = {a, b, c, r, l, e, u, g};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) wgt_tensor_release(all[i]);
 }
@@ -201,8 +219,31 @@ static void test_batching(wgt_context *ctx)
     wgt_tensor_release(one);
 }
 
+/* core/philox.h against the known-answer vectors Random123 publishes for
+ * Philox-4x32-10 (counter, key -> words): the generator behind rand, randn,
+ * dropout and the attention dropout masks of both backends, checked against an
+ * outside reference (the backends are checked against it in test_creation). */
+static void test_philox_known_answers(void)
+{
+    static const uint32_t kat[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u},
+        {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0x408f276du, 0x41c83b0eu,
+         0xa20bc7c6u, 0x6d5451fdu},
+        {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u, 0xd16cfe09u, 0x94fdccebu,
+         0x5001e420u, 0x24126ea1u},
+    };
+    for (int v = 0; v < 3; v++) {
+        const uint32_t *k = kat[v];
+        uint32_t w[4];
+        wgt_philox4x32_10(k[4], k[5], k[0], k[1], k[2], k[3], w);
+        CHECK(memcmp(w, k + 6, sizeof(w)) == 0, "philox known answer %d: %08x %08x %08x %08x", v, w[0], w[1], w[2],
+              w[3]);
+    }
+}
+
 int main(void)
 {
+    test_philox_known_answers();
     wgt_context *cpu = test_cpu_context(), *gpu = test_webgpu_context();
     if (cpu) {
         test_views(cpu, "cpu");

@@ -1,8 +1,10 @@
 /*
  * Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"),
- * the counter-based generator behind wgt_rand / wgt_randn. The WGSL twin lives in
- * src/webgpu/webgpu_elementwise.c; both must produce identical words for the same
- * (key, counter), which tests/test_random.c checks.
+ * the counter-based generator behind wgt_rand / wgt_randn and dropout. The WGSL
+ * twins live in src/webgpu/kernels/elementwise_philox.wgsl and attention_common.wgsl;
+ * all must produce identical words for the same (key, counter). tests/test_tensor.c
+ * checks this one against Random123's published known answers and both backends'
+ * rand/randn against them.
  */
 #ifndef WGT_PHILOX_H
 #define WGT_PHILOX_H
