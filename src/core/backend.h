@@ -17,6 +17,7 @@
 #define WGT_BACKEND_H
 
 #include <stdio.h>
+#include <string.h>
 
 #include "wgtensor.h"
 #include "core/expr.h"
@@ -289,6 +290,63 @@ typedef struct wgt_kernel_call {
         double grad_scale;       /* the gradient is multiplied by it first */
     } optimizer;
 } wgt_kernel_call;
+
+/* SwiGLU as two kernels (the CPU reference; WebGPU where its fused GEMV
+ * epilogue does not apply): after the product gu [.., M, 2N] (gate in the even
+ * columns, up in the odd ones: wgt_linear_swiglu_ex; contiguous), the
+ * ELEMENTWISE call of WGT_SWIGLU_EXPR over them into out [.., M, N]. e holds
+ * the parsed expression the call points at. Nonzero (err filled) when the
+ * expression does not parse. */
+static inline int wgt_swiglu_elementwise_call(const char *op, const wgt_tensor_view *gu, const wgt_tensor_view *out,
+                                              wgt_expr *e, wgt_kernel_call *ew, char *err, int err_size)
+{
+    const wgt_expr_type types[2] = {WGT_EXPR_F32, WGT_EXPR_F32};
+    if (wgt_expr_parse(WGT_SWIGLU_EXPR, 2, types, e, err, err_size)) return 1;
+    const int n = out->ndim;
+    memset(ew, 0, sizeof(*ew));
+    ew->kind = WGT_KERNEL_ELEMENTWISE;
+    ew->op_name = op;
+    ew->expr = e;
+    ew->n_inputs = 2;
+    for (int i = 0; i < 2; i++) { /* columns 2j + i: gate, up */
+        ew->inputs[i] = *gu;
+        ew->inputs[i].shape[n - 1] = out->shape[n - 1];
+        ew->inputs[i].strides[n - 1] = 2;
+        ew->inputs[i].offset = gu->offset + i;
+    }
+    ew->n_outputs = 1;
+    ew->outputs[0] = *out;
+    return 0;
+}
+
+/* The RMSNorm prologue (wgt_rms_norm_linear_ex) as its own kernel, before the
+ * product: the NN norm call of x [.., K] (rows x K, contiguous) with weight w
+ * into y (x's shape) and stats [rows, 2], in matmul's eps. The CPU reference,
+ * and WebGPU where the fused GEMV does not apply. */
+static inline void wgt_rms_norm_prologue_call(const wgt_kernel_call *matmul, const wgt_tensor_view *x,
+                                              const wgt_tensor_view *w, const wgt_tensor_view *y,
+                                              const wgt_tensor_view *stats, int64_t rows, int64_t K,
+                                              wgt_kernel_call *nn)
+{
+    memset(nn, 0, sizeof(*nn));
+    nn->kind = WGT_KERNEL_NN;
+    nn->op_name = matmul->op_name;
+    nn->nn.kernel = WGT_NN_NORM;
+    nn->nn.rms = true;
+    nn->nn.eps = matmul->matmul.norm_eps;
+    nn->nn.has_weight = true;
+    nn->n_inputs = 2;
+    for (int i = 0; i < 2; i++) { /* x and y as the norm's [rows, K] */
+        wgt_tensor_view *v = i ? &nn->outputs[0] : &nn->inputs[0];
+        *v = i ? *y : *x;
+        v->ndim = 2;
+        v->shape[0] = rows, v->shape[1] = K;
+        v->strides[0] = K, v->strides[1] = 1;
+    }
+    nn->inputs[1] = *w;
+    nn->n_outputs = 2;
+    nn->outputs[1] = *stats;
+}
 
 typedef struct wgt_backend wgt_backend;
 

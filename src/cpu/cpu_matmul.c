@@ -248,14 +248,12 @@ static wgt_status matmul_swiglu(cpu_backend *b, const wgt_kernel_call *call)
     const wgt_tensor_view *out = &call->outputs[0], *bv = &call->inputs[1];
     const int n = out->ndim;
     wgt_expr e;
+    wgt_kernel_call ew;
     char err[160];
-    const wgt_expr_type types[2] = {WGT_EXPR_F32, WGT_EXPR_F32};
     if ((out->dtype != WGT_F32 && out->dtype != WGT_F16) || n < 2 || bv->ndim != n ||
         bv->shape[n - 1] != 2 * out->shape[n - 1])
         return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "SwiGLU epilogue: %s out of %lld columns for %lld products",
                         wgt_dtype_name(out->dtype), (long long)out->shape[n - 1], (long long)bv->shape[bv->ndim - 1]);
-    if (wgt_expr_parse(WGT_SWIGLU_EXPR, 2, types, &e, err, (int)sizeof(err)))
-        return cpu_fail(b, call, WGT_ERR_INTERNAL, "SwiGLU expression: %s", err);
     wgt_tensor_view gu = *out;
     gu.shape[n - 1] = bv->shape[n - 1];
     wgt_contiguous_strides(n, gu.shape, gu.strides);
@@ -267,23 +265,10 @@ static wgt_status matmul_swiglu(cpu_backend *b, const wgt_kernel_call *call)
     mm.outputs[0] = gu;
     mm.matmul.swiglu = false;
     wgt_status s = cpu_run_matmul(b, &mm);
-    if (s == WGT_OK) {
-        wgt_kernel_call ew;
-        memset(&ew, 0, sizeof(ew));
-        ew.kind = WGT_KERNEL_ELEMENTWISE;
-        ew.op_name = call->op_name;
-        ew.expr = &e;
-        ew.n_inputs = 2;
-        for (int i = 0; i < 2; i++) { /* columns 2j + i: gate, up */
-            ew.inputs[i] = gu;
-            ew.inputs[i].shape[n - 1] = out->shape[n - 1];
-            ew.inputs[i].strides[n - 1] = 2;
-            ew.inputs[i].offset = i;
-        }
-        ew.n_outputs = 1;
-        ew.outputs[0] = *out;
+    if (s == WGT_OK && wgt_swiglu_elementwise_call(call->op_name, &gu, out, &e, &ew, err, (int)sizeof(err)))
+        s = cpu_fail(b, call, WGT_ERR_INTERNAL, "SwiGLU expression: %s", err);
+    else if (s == WGT_OK)
         s = cpu_run_elementwise(b, &ew);
-    }
     wgt_storage_release(b->base.ctx, gu.storage);
     return s;
 }
@@ -312,24 +297,7 @@ static wgt_status matmul_norm(cpu_backend *b, const wgt_kernel_call *call)
     wgt_status s = stats.storage ? WGT_OK : wgt_context_status(b->base.ctx);
     if (s == WGT_OK) {
         wgt_kernel_call nn;
-        memset(&nn, 0, sizeof(nn));
-        nn.kind = WGT_KERNEL_NN;
-        nn.op_name = call->op_name;
-        nn.nn.kernel = WGT_NN_NORM;
-        nn.nn.rms = true;
-        nn.nn.eps = call->matmul.norm_eps;
-        nn.nn.has_weight = true;
-        nn.n_inputs = 2;
-        for (int i = 0; i < 2; i++) { /* x and y as the norm's [rows, d] */
-            wgt_tensor_view *v = i ? &nn.outputs[0] : &nn.inputs[0];
-            *v = i ? y : *a;
-            v->ndim = 2;
-            v->shape[0] = rows, v->shape[1] = d;
-            v->strides[0] = d, v->strides[1] = 1;
-        }
-        nn.inputs[1] = call->inputs[2];
-        nn.n_outputs = 2;
-        nn.outputs[1] = stats;
+        wgt_rms_norm_prologue_call(call, a, &call->inputs[2], &y, &stats, rows, d, &nn);
         s = cpu_run_nn(b, &nn);
     }
     if (s == WGT_OK) {

@@ -1052,10 +1052,8 @@ static wgt_status run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bo
         }
     }
     wgt_expr e;
+    wgt_kernel_call ew;
     char err[160];
-    const wgt_expr_type types[2] = {WGT_EXPR_F32, WGT_EXPR_F32};
-    if (wgt_expr_parse(WGT_SWIGLU_EXPR, 2, types, &e, err, (int)sizeof(err)))
-        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: SwiGLU expression: %s", op, err);
     wgt_tensor_view tmp;
     wgt_status s = webgpu_temp_alloc(wg, out->dtype, n, gu.shape, &tmp);
     if (s != WGT_OK) return s;
@@ -1063,23 +1061,10 @@ static wgt_status run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bo
     mm.outputs[0] = tmp;
     mm.matmul.swiglu = false;
     s = webgpu_matmul_run(wg, &mm);
-    if (s == WGT_OK) {
-        wgt_kernel_call ew;
-        memset(&ew, 0, sizeof(ew));
-        ew.kind = WGT_KERNEL_ELEMENTWISE;
-        ew.op_name = op;
-        ew.expr = &e;
-        ew.n_inputs = 2;
-        for (int i = 0; i < 2; i++) { /* columns 2j + i: gate, up */
-            ew.inputs[i] = tmp;
-            ew.inputs[i].shape[n - 1] = out->shape[n - 1];
-            ew.inputs[i].strides[n - 1] = 2;
-            ew.inputs[i].offset = i;
-        }
-        ew.n_outputs = 1;
-        ew.outputs[0] = *out;
+    if (s == WGT_OK && wgt_swiglu_elementwise_call(op, &tmp, out, &e, &ew, err, (int)sizeof(err)))
+        s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: SwiGLU expression: %s", op, err);
+    else if (s == WGT_OK)
         s = webgpu_elementwise_run(wg, &ew);
-    }
     webgpu_temp_release(wg, &tmp);
     return s;
 }
@@ -1134,24 +1119,7 @@ static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool
         return s;
     }
     wgt_kernel_call nn;
-    memset(&nn, 0, sizeof(nn));
-    nn.kind = WGT_KERNEL_NN;
-    nn.op_name = op;
-    nn.nn.kernel = WGT_NN_NORM;
-    nn.nn.rms = true;
-    nn.nn.eps = call->matmul.norm_eps;
-    nn.nn.has_weight = true;
-    nn.n_inputs = 2;
-    for (int i = 0; i < 2; i++) { /* x and y as the norm's [rows, K] */
-        wgt_tensor_view *v = i ? &nn.outputs[0] : &nn.inputs[0];
-        *v = i ? y : *a;
-        v->ndim = 2;
-        v->shape[0] = rows, v->shape[1] = K;
-        v->strides[0] = K, v->strides[1] = 1;
-    }
-    nn.inputs[1] = *nw;
-    nn.n_outputs = 2;
-    nn.outputs[1] = stats;
+    wgt_rms_norm_prologue_call(call, a, nw, &y, &stats, rows, K, &nn);
     s = webgpu_nn_run(wg, &nn);
     if (s == WGT_OK) {
         wgt_kernel_call mm = *call;
