@@ -190,6 +190,8 @@ typedef struct wgt_execution_stats {
     uint64_t dispatches;          /* compute dispatches recorded */
     uint64_t submits;             /* queue submits */
     uint64_t uploads, downloads;  /* host<->device transfers */
+    uint64_t bind_groups;         /* bind groups created (a dispatch whose buffers were bound
+                                     the same way recently reuses one) */
 } wgt_execution_stats;
 
 wgt_status wgt_memory_stats_get(wgt_context *ctx, wgt_memory_stats *stats);

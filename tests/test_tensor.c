@@ -215,6 +215,27 @@ static void test_batching(wgt_context *ctx)
     printf("1000 dependent adds: %llu dispatches in %llu submits\n", (unsigned long long)dispatches,
            (unsigned long long)submits);
     CHECK(dispatches >= 1000 && submits <= 1000 / 64 + 2, "%llu submits for 1000 ops", (unsigned long long)submits);
+    /* A chain of dependent adds alternates two buffers: after the first
+     * two, every dispatch binds a pair it bound before, and reuses its group */
+    CHECK(after.bind_groups - before.bind_groups <= 8, "1000 adds created %llu bind groups (at most 8 expected)",
+          (unsigned long long)(after.bind_groups - before.bind_groups));
+    /* The same work in a scope, pass after pass (a training step, a decoded
+     * token): the scope gives its buffers back in reverse order, so the next
+     * pass gets each in the same role and creates no bind group */
+    uint64_t created[4] = {0};
+    for (int pass = 0; pass < 4; pass++) {
+        wgt_execution_stats_get(ctx, &before);
+        wgt_scope_push(ctx);
+        wgt_tensor *a = wgt_add(x, one), *b = wgt_mul(a, one), *c = wgt_sub(b, x), *d = wgt_add(c, a);
+        wgt_tensor *e = wgt_mul(d, b);
+        (void)e;
+        wgt_scope_pop(ctx);
+        wgt_execution_stats_get(ctx, &after);
+        created[pass] = after.bind_groups - before.bind_groups;
+    }
+    CHECK(created[1] == 0 && created[2] == 0 && created[3] == 0, "repeated scoped work created %llu, %llu, %llu, "
+          "%llu bind groups (none expected after the first pass)", (unsigned long long)created[0], (unsigned long long)created[1],
+          (unsigned long long)created[2], (unsigned long long)created[3]);
     wgt_tensor_release(x);
     wgt_tensor_release(one);
 }

@@ -368,9 +368,13 @@ wgt_status wgt_scope_pop(wgt_context *ctx)
     if (ctx->n_scopes == 0)
         return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_scope_pop: no scope is open");
     wgt_scope *scope = &ctx->scopes[ctx->n_scopes - 1];
-    /* Detach first so release does not edit the array we walk. */
+    /* Detach first so release does not edit the array we walk. Release in
+     * the reverse order of creation: the device pool's free lists are LIFO,
+     * so the next pass of the same code (a training step, a decoded token)
+     * gets every buffer back in the same role, and its dispatches find their
+     * bind groups cached (in creation order, the roles rotate each pass). */
     for (size_t i = 0; i < scope->count; i++) scope->tensors[i]->scope_level = -1;
-    for (size_t i = 0; i < scope->count; i++) wgt_tensor_unref(scope->tensors[i]);
+    for (size_t i = scope->count; i-- > 0;) wgt_tensor_unref(scope->tensors[i]);
     free(scope->tensors);
     ctx->n_scopes--;
     return ctx->status;

@@ -195,6 +195,7 @@ static wgt_status bind_group_for(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuf
     bgd.entries = entries;
     WGPUBindGroup group = wgpuDeviceCreateBindGroup(wg->device, &bgd);
     if (!group) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: bind group creation failed", op);
+    wg->exec.bind_groups++;
     if (e->group) wgpuBindGroupRelease(e->group);
     e->layout = p->layout;
     e->n_buffers = n_buffers;

@@ -328,10 +328,12 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
     const double t_decode = now_s() - t0;
     if (stats) wgt_execution_stats_get(ctx, &after);
     if (stats && after.dispatches > before.dispatches)
-        printf("llm %s %s: per decode token %.1f dispatches, %.2f submits, %.2f uploads, %.2f downloads\n", a->shape,
+        printf("llm %s %s: per decode token %.1f dispatches, %.2f submits, %.2f uploads, %.2f downloads, %.1f bind "
+               "groups created\n", a->shape,
                weights_name(a->weights), (double)(after.dispatches - before.dispatches) / (double)N,
                (double)(after.submits - before.submits) / (double)N, (double)(after.uploads - before.uploads) / (double)N,
-               (double)(after.downloads - before.downloads) / (double)N);
+               (double)(after.downloads - before.downloads) / (double)N,
+               (double)(after.bind_groups - before.bind_groups) / (double)N);
     if (stats && after.dispatches > before.dispatches)
         printf("llm %s %s: host recording per decode token %.1f us (%.2f us per dispatch)\n", a->shape,
                weights_name(a->weights), 1e6 * t_record / (double)N,
