@@ -157,7 +157,7 @@ static wgt_status bind_group_for(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuf
     wgt_context *ctx = wg->base.ctx;
     uint64_t h = (uint64_t)(uintptr_t)p->layout * 0x9E3779B97F4A7C15ull;
     for (int i = 0; i < n_buffers; i++) h = (h ^ (uint64_t)(uintptr_t)buffers[i]) * 0x100000001B3ull;
-    webgpu_bind_group_entry *e = &wg->bind_groups[(h >> 24) % WEBGPU_BIND_GROUP_CACHE];
+    webgpu_bind_group_entry *e = &wg->bind_groups[(h >> 24) % wg->knobs.bind_group_slots];
     if (e->group && e->layout == p->layout && e->n_buffers == n_buffers &&
         memcmp(e->buffers, buffers, sizeof(WGPUBuffer) * (size_t)n_buffers) == 0) {
         *out = e->group;

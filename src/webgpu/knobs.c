@@ -58,6 +58,9 @@ static void read_general(webgpu_knobs *k)
     const char *batch = env("WGT_BATCH_DISPATCHES");
     long n = batch ? strtol(batch, NULL, 10) : 0;
     k->batch_dispatches = n >= 1 && n <= WEBGPU_BATCH_DISPATCHES_MAX ? (uint32_t)n : WEBGPU_BATCH_DISPATCHES;
+    const char *slots = env("WGT_BIND_GROUP_CACHE");
+    long m = slots ? strtol(slots, NULL, 10) : 0;
+    k->bind_group_slots = m >= 16 && m <= WEBGPU_BIND_GROUP_CACHE ? (uint32_t)m : WEBGPU_BIND_GROUP_SLOTS;
     const char *tr = env("WGT_WEBGPU_TRANSPOSE");
     int t = 0, y = 0;
     if (tr && sscanf(tr, "%dx%d", &t, &y) == 2) k->transpose_tile = t, k->transpose_rows = y;

@@ -48,6 +48,8 @@ typedef struct webgpu_knobs {
                                 * hardware f16 conversions) even where shader-f16 exists; default false */
     uint64_t grid_limit;       /* WGT_WEBGPU_GRID_LIMIT=<n>: elementwise and transpose grids fold into 2-D rows
                                 * of n workgroups sooner (a testing aid); default 0: only past the device limit */
+    uint32_t bind_group_slots; /* WGT_BIND_GROUP_CACHE=n in [16, WEBGPU_BIND_GROUP_CACHE]: slots of the bind
+                                * group cache in use; default WEBGPU_BIND_GROUP_SLOTS (4096; 256 before) */
     uint32_t batch_dispatches; /* WGT_BATCH_DISPATCHES=n in [1, WEBGPU_BATCH_DISPATCHES_MAX]: submit every n
                                 * dispatches; default (unset or out of range) WEBGPU_BATCH_DISPATCHES (64) */
     int transpose_tile, transpose_rows; /* WGT_WEBGPU_TRANSPOSE=TxY: the transpose's tile and workgroup rows

@@ -51,10 +51,13 @@
                                           tokens/s against 234, since the GPU starts on a
                                           token's first layers while the rest is recorded */
 #define WEBGPU_BATCH_DISPATCHES_MAX 256 /* the most WGT_BATCH_DISPATCHES may ask for */
-/* Bind groups kept for reuse (execution.c), direct-mapped: a pass of a few
- * hundred dispatches (a Llama-1B decode token: 149) rarely collides in 4096
- * slots; with 256 about a third of a tiny model's token missed. */
+/* Bind groups kept for reuse (execution.c), direct-mapped over
+ * WEBGPU_BIND_GROUP_SLOTS slots (WGT_BIND_GROUP_CACHE=n picks fewer, for
+ * comparison). A Llama-1B decode token (149 dispatches) created ~100 bind
+ * groups with 256 slots and ~30 with 4096; on an H100, 5 alternating runs of
+ * each gave 4096 slots +10% decode tokens/s (docs/performance.md). */
 #define WEBGPU_BIND_GROUP_CACHE 4096
+#define WEBGPU_BIND_GROUP_SLOTS 4096
 #define WEBGPU_SIZE_CLASSES 256
 
 /* ------------------------------------------------------------------ memory */
