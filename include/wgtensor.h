@@ -198,6 +198,16 @@ wgt_status wgt_execution_stats_get(wgt_context *ctx, wgt_execution_stats *stats)
 /* Releases cached free device blocks (bytes_reserved falls to bytes_in_use). */
 wgt_status wgt_memory_trim(wgt_context *ctx);
 wgt_status wgt_memory_set_budget(wgt_context *ctx, uint64_t budget_bytes);
+/* Peak accounting, a debugging aid: while on, each storage remembers the op
+ * that allocated it (and, during wgt_backward, the rule or the gradient
+ * accumulation that did), its first tensor's shape and dtype; each allocation
+ * that takes bytes_in_use above the highest value seen since the trace was
+ * turned on copies the list of live storages. wgt_memory_peak_report prints
+ * that copy grouped by maker and shape, largest first, and the size-class
+ * rounding (bytes in use against bytes requested). Turning it on again
+ * restarts the peak; off frees the records. Costs a list walk per new peak. */
+wgt_status wgt_memory_trace_peak(wgt_context *ctx, bool on);
+wgt_status wgt_memory_peak_report(wgt_context *ctx, FILE *out);
 
 /* --------------------------------------------------------------- profiling */
 /* GPU time of every dispatch from timestamp queries (WebGPU adapters with the

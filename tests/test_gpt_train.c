@@ -470,6 +470,7 @@ static void check_step_peak_memory(void)
     }
     gpt_config cfg = {.n_layer = 4, .n_head = 4, .n_embd = 64, .block_size = 64, .vocab_size = 65, .dropout = 0.1,
                       .bias = true, .tied_head = true};
+    CHECK(wgt_memory_trace_peak(ctx, true) == WGT_OK, "wgt_memory_trace_peak");
     gpt_model *m = gpt_create(ctx, &cfg, 7);
     CHECK(m != NULL, "gpt_create: %s", wgt_context_error_message(ctx));
     wgt_optimizer_config oc;
@@ -496,6 +497,23 @@ static void check_step_peak_memory(void)
     printf("  peak memory of a training step: %.1f MiB (bound %.1f)\n", peak, GPT_STEP_PEAK_MIB);
     CHECK(peak > 0 && peak <= GPT_STEP_PEAK_MIB, "a training step peaked at %.1f MiB, more than %.1f", peak,
           GPT_STEP_PEAK_MIB);
+    /* the trace saw the same peak and names what was live: 4 fc outputs, the
+     * allocation that made the peak, size classes against requests */
+    char report[16384] = "";
+    FILE *f = tmpfile();
+    CHECK(f && wgt_memory_peak_report(ctx, f) == WGT_OK, "wgt_memory_peak_report");
+    if (f) {
+        rewind(f);
+        size_t n = fread(report, 1, sizeof(report) - 1, f);
+        report[n] = '\0';
+        fclose(f);
+    }
+    char head[96];
+    snprintf(head, sizeof(head), "peak: %.1f MiB in use", peak);
+    CHECK(strstr(report, head) && strstr(report, "reached by ") && strstr(report, "wgt_linear") &&
+              strstr(report, "f32 [16, 64, 256]") && strstr(report, "rule of "),
+          "the peak report does not name the live tensors:\n%s", report);
+    wgt_memory_trace_peak(ctx, false);
     wgt_optimizer_destroy(opt);
     gpt_destroy(m);
     wgt_context_destroy(ctx);
