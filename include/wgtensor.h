@@ -507,7 +507,10 @@ wgt_status wgt_quantize_weight(wgt_tensor *w, int bits, wgt_tensor **qweight, wg
  * query that sees no key gets zeros. dropout_p in [0, 1): attention weights are
  * dropped with probability dropout_p and the rest scaled by 1 / (1 - dropout_p),
  * the mask drawn from Philox(seed), identical on both backends. f32 or f16
- * (f32 arithmetic; WebGPU: D <= 256). No [Tq, Tk] tensor is ever stored. */
+ * (f32 arithmetic; WebGPU: D <= 256). No [Tq, Tk] tensor is ever stored.
+ * When autograd records it, the result is a [B, Tq, H, D] buffer seen as
+ * [B, H, Tq, D] (not contiguous), so merging the heads with transpose(1, 2)
+ * and a reshape is a view and backward keeps one copy of it, not two. */
 wgt_tensor *wgt_scaled_dot_product_attention(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal,
                                              double dropout_p, uint64_t seed);
 /* Rotary position embedding. x [B, H, T, D] (D even) -> same shape; row t has
