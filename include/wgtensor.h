@@ -200,6 +200,16 @@ wgt_status wgt_execution_stats_get(wgt_context *ctx, wgt_execution_stats *stats)
 /* Releases cached free device blocks (bytes_reserved falls to bytes_in_use). */
 wgt_status wgt_memory_trim(wgt_context *ctx);
 wgt_status wgt_memory_set_budget(wgt_context *ctx, uint64_t budget_bytes);
+/* Peak accounting, a debugging aid: while on, each storage remembers the op
+ * that allocated it (and, during wgt_backward, the rule or the gradient
+ * accumulation that did), its first tensor's shape and dtype; each allocation
+ * that takes bytes_in_use above the highest value seen since the trace was
+ * turned on copies the list of live storages. wgt_memory_peak_report prints
+ * that copy grouped by maker and shape, largest first, and the size-class
+ * rounding (bytes in use against bytes requested). Turning it on again
+ * restarts the peak; off frees the records. Costs a list walk per new peak. */
+wgt_status wgt_memory_trace_peak(wgt_context *ctx, bool on);
+wgt_status wgt_memory_peak_report(wgt_context *ctx, FILE *out);
 
 /* --------------------------------------------------------------- profiling */
 /* GPU time of every dispatch from timestamp queries (WebGPU adapters with the
@@ -523,7 +533,10 @@ wgt_status wgt_quantize_weight(wgt_tensor *w, int bits, wgt_tensor **qweight, wg
  * query that sees no key gets zeros. dropout_p in [0, 1): attention weights are
  * dropped with probability dropout_p and the rest scaled by 1 / (1 - dropout_p),
  * the mask drawn from Philox(seed), identical on both backends. f32 or f16
- * (f32 arithmetic; WebGPU: D <= 256). No [Tq, Tk] tensor is ever stored. */
+ * (f32 arithmetic; WebGPU: D <= 256). No [Tq, Tk] tensor is ever stored.
+ * When autograd records it, the result is a [B, Tq, H, D] buffer seen as
+ * [B, H, Tq, D] (not contiguous), so merging the heads with transpose(1, 2)
+ * and a reshape is a view and backward keeps one copy of it, not two. */
 wgt_tensor *wgt_scaled_dot_product_attention(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal,
                                              double dropout_p, uint64_t seed);
 /* Rotary position embedding. x [B, H, T, D] (D even) -> same shape; row t has

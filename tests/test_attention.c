@@ -220,9 +220,28 @@ static void check_attention(wgt_context *ctx, const char *name, config c, bool p
     wgt_tensor *dout = upload(ctx, 4, qs, a.dout);
     wgt_tensor *lse_t = NULL;
     wgt_tensor *o = wgt_attention_forward(q, k, v, c.causal, dropout_p, seed, &lse_t);
+    /* On the tape the output is a [B, Tq, H, D] buffer seen as [B, H, Tq, D]:
+     * the same values, written through strides; merging the heads
+     * (transpose(1, 2) + reshape) is a view of it. The backward below reads
+     * it as its saved out when the inputs are permuted. */
+    wgt_tensor *q_leaf = wgt_detach(q);
+    wgt_tensor_set_requires_grad(q_leaf, true);
+    wgt_tensor *taped = wgt_scaled_dot_product_attention(q_leaf, k, v, c.causal, dropout_p, seed);
+    wgt_tensor *merged = taped ? wgt_reshape(wgt_transpose(taped, 1, 2), 3, (int64_t[]){c.B, c.Tq, c.H * c.D}) : NULL;
+    CHECK(merged && merged->view.storage == taped->view.storage, "%s: merging the heads of the taped output copied",
+          name);
+    CHECK(!taped || wgt_tensor_is_contiguous(taped) == (c.H == 1 || c.Tq == 1),
+          "%s: the taped output is not laid out heads-innermost", name);
     wgt_tensor *gq = NULL, *gk = NULL, *gv = NULL;
-    if (o) wgt_attention_backward(q, k, v, o, lse_t, dout, c.causal, dropout_p, seed, &gq, &gk, &gv);
+    if (o && taped)
+        wgt_attention_backward(q, k, v, permuted ? taped : o, lse_t, dout, c.causal, dropout_p, seed, &gq, &gk, &gv);
     CHECK(wgt_context_status(ctx) == WGT_OK, "%s: %s", name, wgt_context_error_message(ctx));
+    float *gt = download(taped, a.qn);
+    if (gt) {
+        double e = rel_error(gt, out, a.qn, 1e-3);
+        CHECK(e < 2e-5, "%s: out error %.3g on the tape", name, e);
+    }
+    free(gt);
     float *go = download(o, a.qn), *gl = download(lse_t, c.B * c.H * c.Tq);
     float *gdq = download(gq, a.qn), *gdk = download(gk, a.kn), *gdv = download(gv, a.kn);
     if (go && gl && gdq && gdk && gdv) {
@@ -320,6 +339,14 @@ static void check_attention_f16(wgt_context *ctx, const char *name)
           wgt_context_error_message(ctx));
     float *go = download(o ? wgt_cast(o, WGT_F32) : NULL, a.qn), *gdq = download(gq ? wgt_cast(gq, WGT_F32) : NULL, a.qn);
     float *gdk = download(gk ? wgt_cast(gk, WGT_F32) : NULL, a.kn), *gdv = download(gv ? wgt_cast(gv, WGT_F32) : NULL, a.kn);
+    /* on the tape: written heads-innermost through the f32 temporary's conversion, the same values */
+    wgt_tensor *q_leaf = wgt_detach(q);
+    wgt_tensor_set_requires_grad(q_leaf, true);
+    wgt_tensor *taped = wgt_scaled_dot_product_attention(q_leaf, k, v, true, 0.0, 0);
+    float *gt = download(taped ? wgt_cast(taped, WGT_F32) : NULL, a.qn);
+    CHECK(taped && !wgt_tensor_is_contiguous(taped) && gt && go && memcmp(gt, go, (size_t)a.qn * 4) == 0,
+          "%s: f16 attention on the tape differs (%s)", name, wgt_context_error_message(ctx));
+    free(gt);
     if (go && gdq && gdk && gdv) {
         CHECK(rel_error(go, out, a.qn, 1e-3) < 2e-3, "%s: f16 out error %.3g", name, rel_error(go, out, a.qn, 1e-3));
         CHECK(rel_error(gdq, dq, a.qn, 1e-3) < 1e-2, "%s: f16 dq error %.3g", name, rel_error(gdq, dq, a.qn, 1e-3));

@@ -431,6 +431,43 @@ static void check_release_inside_scope(wgt_context *ctx, const char *backend)
           (long long)wgt_context_live_tensors(ctx), (long long)before);
 }
 
+/* A product with a constant (dropout's 1/(1-p), a scale) or a division by
+ * one needs no operand's value for its gradient, so the node does not keep
+ * the operand: releasing it frees its storage at once. x * x keeps x. The
+ * gradients are those of the kept-input version: d/dw of sum(3 e^w + e^w / 4
+ * + e^w e^w) = 3.25 e^w + 2 e^2w. */
+static void check_unread_inputs_freed(wgt_context *ctx, const char *backend)
+{
+    enum { N = 4096 }; /* 16 KiB: one size class, no rounding */
+    wgt_scope_push(ctx);
+    float host[N];
+    for (int i = 0; i < N; i++) host[i] = (float)(i % 7) * 0.1f - 0.3f;
+    wgt_tensor *w = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){N}, host);
+    wgt_tensor_set_requires_grad(w, true);
+    wgt_memory_stats m0, m1;
+    wgt_tensor *a = wgt_exp(w), *b = wgt_exp(w), *c = wgt_exp(w);
+    wgt_memory_stats_get(ctx, &m0);
+    wgt_tensor *scaled = wgt_binary_scalar(WGT_OP_MUL, a, 3.0), *divided = wgt_binary_scalar(WGT_OP_DIV, b, 4.0);
+    wgt_tensor *square = wgt_mul(c, c);
+    wgt_tensor_release(a), wgt_tensor_release(b), wgt_tensor_release(c);
+    wgt_memory_stats_get(ctx, &m1);
+    /* three results in, a and b out; c stays on square's node */
+    CHECK(m1.bytes_in_use == m0.bytes_in_use + N * 4, "%s: a product with a constant kept its operand (%lld bytes "
+          "more in use, %d expected)", backend, (long long)(m1.bytes_in_use - m0.bytes_in_use), N * 4);
+    wgt_tensor *loss = wgt_add(wgt_add(wgt_sum(scaled, NULL, 0, false), wgt_sum(divided, NULL, 0, false)),
+                               wgt_sum(square, NULL, 0, false));
+    CHECK(wgt_backward(loss) == WGT_OK, "%s: backward: %s", backend, wgt_context_error_message(ctx));
+    float got[N];
+    bool ok = wgt_tensor_read(wgt_tensor_grad(w), got, sizeof(got)) == WGT_OK;
+    for (int i = 0; ok && i < N; i++) {
+        double e = exp((double)host[i]), want = 3.25 * e + 2 * e * e;
+        ok = fabs(got[i] - want) <= 1e-5 * fabs(want) + 1e-6;
+    }
+    CHECK(ok, "%s: gradient through products with constants", backend);
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+}
+
 /* Popping the scope of a step frees the tape: no tensor outlives it. */
 static void check_tape_freed(wgt_context *ctx, const char *backend)
 {
@@ -475,6 +512,7 @@ int main(int argc, char **argv)
             check_tape_rules(ctx, names[b]);
             check_tape_freed(ctx, names[b]);
             check_release_inside_scope(ctx, names[b]);
+            check_unread_inputs_freed(ctx, names[b]);
         }
         wgt_context_destroy(ctx);
     }

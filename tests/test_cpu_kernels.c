@@ -1500,6 +1500,22 @@ static void test_storage_cache(void)
         be->vt->storage_free(be, handle);
     }
 
+    /* from 1 MiB up a class is an eighth of a power of two: 9 MiB (a [8, 256,
+     * 1152] f32 projection) takes 9 MiB, not the 10 of quarter steps;
+     * 9 MiB + 1 byte takes the next eighth, 10 MiB */
+    if (caching) {
+        size_t sizes[2] = {(size_t)9 << 20, ((size_t)9 << 20) + 1}, want[2] = {(size_t)9 << 20, (size_t)10 << 20};
+        for (int i = 0; i < 2; i++) {
+            wgt_memory_stats before, after;
+            be->vt->memory_stats(be, &before);
+            CHECK(be->vt->storage_alloc(be, sizes[i], &handle) == WGT_OK, "alloc of %zu bytes", sizes[i]);
+            be->vt->memory_stats(be, &after);
+            CHECK(after.bytes_in_use - before.bytes_in_use == want[i], "%zu bytes took a block of %llu, %zu expected",
+                  sizes[i], (unsigned long long)(after.bytes_in_use - before.bytes_in_use), want[i]);
+            be->vt->storage_free(be, handle);
+        }
+    }
+
     /* the cache counts against a budget and gives way to new blocks */
     be->vt->memory_stats(be, &m1);
     CHECK(be->vt->memory_set_budget(be, m1.bytes_in_use + 8192) == WGT_OK, "set budget");

@@ -228,11 +228,26 @@ oom:
     return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory ordering the tape");
 }
 
-/* Runs node's rule on its accumulated gradient and sends the results on. */
+static wgt_status run_node_traced(wgt_context *ctx, wgt_grad_node *n, node_list *ready, bool keep_graph);
+
+/* Runs node's rule on its accumulated gradient and sends the results on,
+ * labelling what that allocates for wgt_memory_trace_peak (trace_where says
+ * which part of the processing, trace_rule1 which node's). */
 static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready, bool keep_graph)
 {
+    ctx->trace_rule1 = (int)n->op + 1;
+    wgt_status s = run_node_traced(ctx, n, ready, keep_graph);
+    ctx->trace_where = NULL;
+    ctx->trace_rule1 = 0;
+    return s;
+}
+
+static wgt_status run_node_traced(wgt_context *ctx, wgt_grad_node *n, node_list *ready, bool keep_graph)
+{
+    ctx->trace_where = "windows of";
     wgt_status s = finish_windows(ctx, n);
     if (s != WGT_OK) return s;
+    ctx->trace_where = "slice window of";
     if (slice_into_window(ctx, n, &s)) {
         wgt_grad_node *child = n->inputs[0]->grad_node;
         if (s == WGT_OK && --child->pending == 0 && !list_push(ready, child))
@@ -250,6 +265,7 @@ static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready,
     wgt_tensor **grads = n->n_inputs <= 8 ? stack_grads : calloc((size_t)n->n_inputs, sizeof(*grads));
     if (!grads) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory");
     s = wgt_scope_push(ctx);
+    ctx->trace_where = "rule of";
     if (s == WGT_OK) {
         s = rule(n, n->grad, grads);
         for (int i = 0; i < n->n_inputs; i++) {
@@ -285,6 +301,7 @@ static wgt_status run_node(wgt_context *ctx, wgt_grad_node *n, node_list *ready,
             wgt_tensor_unref(g);
             continue;
         }
+        ctx->trace_where = "grad sent on by";
         if (in->grad_node) {
             wgt_grad_node *child = in->grad_node;
             s = finish_windows(ctx, child); /* windows first, then the sum */

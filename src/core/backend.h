@@ -32,6 +32,7 @@ typedef struct wgt_storage {
     size_t requested;  /* bytes holding elements; the rest is padding */
     bool guarded;      /* debug guard bytes surround the elements (tensor.c) */
     void *handle;
+    struct wgt_storage_trace *trace; /* while wgt_memory_trace_peak is on (core/memory_trace.c) */
 } wgt_storage;
 
 /* A tensor as a kernel sees it. Element (i0, i1, ...) lives at element index

@@ -72,6 +72,7 @@ void wgt_context_destroy(wgt_context *ctx)
         if (trace) wgt_profiler_write_trace(ctx, trace);
         if (getenv("WGT_PROFILE")) wgt_profiler_report(ctx, stderr);
     }
+    wgt_memory_trace_peak(ctx, false);
     if (ctx->backend) ctx->backend->vt->destroy(ctx->backend);
     free(ctx);
 }

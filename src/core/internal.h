@@ -36,6 +36,11 @@ struct wgt_context {
     /* Kernel-choice knobs the op floor reads, from the environment when the
      * context is created (src/runtime/context_create.c); the WebGPU backend's
      * own are in its struct (src/webgpu/knobs.h). */
+    /* wgt_memory_trace_peak (core/memory_trace.c): NULL when off; the phase
+     * backward.c is in, so allocations can be told apart by who made them */
+    struct wgt_memory_trace *memory_trace;
+    const char *trace_where;        /* NULL outside backward, else a static name */
+    int trace_rule1;                /* wgt_op + 1 of the node being processed; 0: none */
     bool conv_frontend_splits;      /* WGT_CONV_SPLITK=0: the backend's split-K is off, so the ops floor splits
                                      * the convolution weight gradient itself (the former path); default false */
 };
@@ -55,6 +60,13 @@ struct wgt_tensor {
     uint64_t hook_pass;
     int hook_pending;
 };
+
+typedef struct wgt_memory_trace wgt_memory_trace;
+/* Storage lifetime hooks of the peak trace; called only while it is on
+ * (alloc) or the storage carries a record (wrap, free). */
+void wgt_memory_trace_alloc(wgt_context *ctx, wgt_storage *s, const char *op);
+void wgt_memory_trace_wrap(wgt_context *ctx, wgt_storage *s, const wgt_tensor_view *v);
+void wgt_memory_trace_free(wgt_context *ctx, wgt_storage *s);
 
 /* Records an error on ctx (first error wins; later ones are ignored until
  * cleared) and returns status. fmt names the call first: "wgt_add: ...". */

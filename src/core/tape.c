@@ -56,8 +56,11 @@ void wgt_tape_drop_input_values(wgt_grad_node *node, int i)
 /* Which inputs the derivative programs of e (rules_elementwise.c) read. Going
  * by backprop_node there: add, sub, neg, cast pass the gradient on without
  * values; sign/floor/ceil/round, comparisons and logic give zeros or nothing;
- * mul reads both operands, where its condition; every other opcode reads its
- * operands and its own value. A node's value depends on the inputs below it. */
+ * mul reads each operand for the other's gradient, div the divisor for the
+ * dividend's, so an operand that depends on no input (a constant: dropout's
+ * 1/(1-p), a scale) makes the other unread; where reads its condition; every
+ * other opcode reads its operands and its own value. A node's value depends
+ * on the inputs below it. */
 void wgt_tape_drop_unread_expr_inputs(wgt_grad_node *node, const wgt_expr *e)
 {
     uint64_t dep[WGT_EXPR_MAX_NODES], read = 0;
@@ -76,7 +79,16 @@ void wgt_tape_drop_unread_expr_inputs(wgt_grad_node *node, const wgt_expr *e)
         case WGT_EXPR_EQ: case WGT_EXPR_NE: case WGT_EXPR_LT: case WGT_EXPR_LE: case WGT_EXPR_GT: case WGT_EXPR_GE:
         case WGT_EXPR_AND: case WGT_EXPR_OR:
             break;
-        case WGT_EXPR_MUL: read |= dep[n->args[0]] | dep[n->args[1]]; break;
+        case WGT_EXPR_MUL: { /* d/da = g b, d/db = g a: a side without inputs (a constant) has no gradient */
+            uint64_t a = dep[n->args[0]], b = dep[n->args[1]];
+            read |= (a ? b : 0) | (b ? a : 0);
+            break;
+        }
+        case WGT_EXPR_DIV: { /* d/da = g / b, d/db = -g y / b */
+            uint64_t a = dep[n->args[0]], b = dep[n->args[1]];
+            read |= (a ? b : 0) | (b ? a | b : 0);
+            break;
+        }
         case WGT_EXPR_WHERE: read |= dep[n->args[0]]; break;
         default: read |= d; break;
         }

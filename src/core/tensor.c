@@ -113,6 +113,7 @@ wgt_storage *wgt_storage_create(wgt_context *ctx, size_t bytes, const char *op)
         free(s);
         return NULL;
     }
+    if (ctx->memory_trace) wgt_memory_trace_alloc(ctx, s, op);
     return s;
 }
 
@@ -121,6 +122,7 @@ void wgt_storage_retain(wgt_storage *s) { s->refcount++; }
 void wgt_storage_release(wgt_context *ctx, wgt_storage *s)
 {
     if (!s || --s->refcount > 0) return;
+    if (s->trace) wgt_memory_trace_free(ctx, s);
     ctx->backend->vt->storage_free(ctx->backend, s->handle);
     free(s);
 }
@@ -138,6 +140,7 @@ wgt_tensor *wgt_tensor_wrap(wgt_context *ctx, const wgt_tensor_view *view)
     t->refcount = 1;
     t->view = *view;
     wgt_storage_retain(view->storage);
+    if (view->storage->trace) wgt_memory_trace_wrap(ctx, view->storage, view);
     if (!scope_add(ctx, t)) {
         wgt_storage_release(ctx, view->storage);
         free(t);

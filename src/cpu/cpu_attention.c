@@ -4,7 +4,7 @@
  * of scores at a time), not speed.
  *
  *   q [B, H, Tq, D], k, v [B, Hkv, Tk, D] (any strides, H % Hkv == 0)
- *   out [B, H, Tq, D] (q's dtype), lse f32 [B, H, Tq]
+ *   out [B, H, Tq, D] (q's dtype, any strides), lse f32 [B, H, Tq]
  *   backward: dq [B, H, Tq, D], dk, dv [B, Hkv, Tk, D], all f32 contiguous
  *
  * Forward, per query row i of head h (kv head g = h / (H / Hkv)):
@@ -141,7 +141,9 @@ wgt_status cpu_run_attention(cpu_backend *b, const wgt_kernel_call *call)
                 if (w == 0) continue;
                 for (int64_t d = 0; d < s.D; d++) acc[d] += w * at4(v, vd, bi, g, j, d);
             }
-            for (int64_t d = 0; d < s.D; d++) cpu_store_f64(od + (row * s.D + d) * (int64_t)osize, out->dtype, acc[d]);
+            int64_t at = bi * out->strides[0] + h * out->strides[1] + i * out->strides[2];
+            for (int64_t d = 0; d < s.D; d++)
+                cpu_store_f64(od + (at + d * out->strides[3]) * (int64_t)osize, out->dtype, acc[d]);
         }
         free(p);
         free(acc);

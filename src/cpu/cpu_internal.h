@@ -41,7 +41,7 @@
 #define CPU_PARALLEL_THRESHOLD 32768
 
 /* Size classes of the storage cache: 256 bytes, then four per power of two. */
-#define CPU_SIZE_CLASSES 256
+#define CPU_SIZE_CLASSES 400 /* size_class in cpu_backend.c: 1 + 12 * 4 + 43 * 8 */
 
 typedef struct cpu_block cpu_block; /* header in front of every storage (cpu_backend.c) */
 

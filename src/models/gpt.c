@@ -259,12 +259,13 @@ uint64_t gpt_training_bytes(const gpt_config *cfg, int64_t batch)
     const uint64_t params = V * C * (cfg->tied_head ? 1 : 2) + (uint64_t)cfg->block_size * C + L * 12 * C * C;
     /* parameters + gradients + AdamW's two moments */
     uint64_t floats = 4 * params;
-    /* kept for backward per block: ln_1 in/out, qkv (3C), attention out and its
-     * transposed copy, c_proj out, dropout masks, ln_2 in/out, fc (4C), gelu (4C),
-     * mlp out: about 24 C per token; plus the head's logits, their gradient and
-     * the softmax of the loss (3 V per token), plus a block's worth of
+    /* kept for backward per block: ln_1 in/out, qkv (3C), attention out (the
+     * c_proj input is a view of it), ln_2 in/out, fc (4C), gelu (4C): 16 C per
+     * token (the peak trace, wgt_memory_peak_report), counted as 18 for size
+     * classes and the row statistics; plus the head's logits, their gradient
+     * and the softmax of the loss (3 V per token), plus a block's worth of
      * gradients in flight during backward (8 C per token). */
-    floats += L * 24 * BT * C + 3 * BT * V + 8 * BT * C;
+    floats += L * 18 * BT * C + 3 * BT * V + 8 * BT * C;
     return floats * 4;
 }
 

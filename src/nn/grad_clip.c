@@ -33,8 +33,13 @@ static wgt_status norm_and_scale(wgt_context *ctx, wgt_tensor *const *params, in
     for (int i = 0; i < n && ctx->status == WGT_OK; i++) {
         wgt_tensor *g = params[i]->grad;
         if (!g) continue;
+        /* the squares (and an f16 gradient's f32 copy) are released at once:
+         * left to the scope, they were a second copy of every gradient */
         wgt_tensor *g32 = g->view.dtype == WGT_F32 ? g : wgt_cast(g, WGT_F32);
-        wgt_tensor *sq = g32 ? wgt_sum(wgt_mul(g32, g32), NULL, 0, false) : NULL;
+        wgt_tensor *squares = g32 ? wgt_mul(g32, g32) : NULL;
+        wgt_tensor *sq = squares ? wgt_sum(squares, NULL, 0, false) : NULL;
+        wgt_tensor_release(squares);
+        if (g32 != g) wgt_tensor_release(g32);
         if (!sq) break;
         terms[n_terms++] = sq;
         if (n_terms == 7) {

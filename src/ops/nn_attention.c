@@ -83,15 +83,33 @@ static void attention_fields(wgt_kernel_call *call, const char *op, int64_t D, b
     call->attention.seed = seed;
 }
 
+/* The output [B, H, Tq, D]: contiguous, or (heads_inner) a [B, Tq, H, D]
+ * buffer seen through a permute, the layout in which the caller's
+ * transpose(1, 2) + reshape to [B, Tq, H D] (merging the heads for the output
+ * projection) is a view, not a copy. */
+static wgt_tensor *alloc_output(wgt_context *ctx, const wgt_tensor *q, bool heads_inner, const char *op)
+{
+    const int64_t *qd = q->view.shape;
+    if (!heads_inner) return wgt_tensor_alloc(ctx, q->view.dtype, 4, qd, op);
+    wgt_tensor *buf = wgt_tensor_alloc(ctx, q->view.dtype, 4, (int64_t[]){qd[0], qd[2], qd[1], qd[3]}, op);
+    if (!buf) return NULL;
+    wgt_tensor_view view = buf->view; /* the permute as a plain view: no node, no scope juggling */
+    view.shape[1] = qd[1], view.shape[2] = qd[2];
+    view.strides[1] = buf->view.strides[2], view.strides[2] = buf->view.strides[1];
+    wgt_tensor *out = wgt_tensor_wrap(ctx, &view);
+    wgt_tensor_release(buf); /* out keeps the storage */
+    return out;
+}
+
 static wgt_tensor *attention_forward(const char *op, wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal,
-                                     double dropout_p, uint64_t seed, wgt_tensor **lse_out)
+                                     double dropout_p, uint64_t seed, wgt_tensor **lse_out, bool heads_inner)
 {
     if (lse_out) *lse_out = NULL;
     wgt_tensor *args[3] = {q, k, v};
     wgt_context *ctx = wgt_op_begin(op, 3, args);
     if (!ctx || !check_attention_args(ctx, op, q, k, v, dropout_p)) return NULL;
     const int64_t *qd = q->view.shape;
-    wgt_tensor *out = wgt_tensor_alloc(ctx, q->view.dtype, 4, qd, op);
+    wgt_tensor *out = alloc_output(ctx, q, heads_inner, op);
     wgt_tensor *lse = out ? wgt_tensor_alloc(ctx, WGT_F32, 3, qd, op) : NULL;
     if (!lse) {
         wgt_tensor_release(out);
@@ -126,7 +144,7 @@ static wgt_tensor *attention_forward(const char *op, wgt_tensor *q, wgt_tensor *
 wgt_tensor *wgt_attention_forward(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal, double dropout_p,
                                   uint64_t seed, wgt_tensor **lse)
 {
-    return attention_forward("wgt_attention_forward", q, k, v, causal, dropout_p, seed, lse);
+    return attention_forward("wgt_attention_forward", q, k, v, causal, dropout_p, seed, lse, false);
 }
 
 wgt_tensor *wgt_scaled_dot_product_attention(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal,
@@ -136,7 +154,11 @@ wgt_tensor *wgt_scaled_dot_product_attention(wgt_tensor *q, wgt_tensor *k, wgt_t
     wgt_tensor *in[3] = {q, k, v};
     bool record = q && wgt_tape_wants(q->ctx, 3, in);
     wgt_tensor *lse = NULL;
-    wgt_tensor *out = attention_forward(op, q, k, v, causal, dropout_p, seed, record ? &lse : NULL);
+    /* On the tape the output is saved for backward, and a model merging the
+     * heads for its output projection (transpose(1, 2) + reshape) would keep a
+     * second, contiguous copy for that projection's backward: with the heads
+     * innermost the merge is a view and the two share one buffer. */
+    wgt_tensor *out = attention_forward(op, q, k, v, causal, dropout_p, seed, record ? &lse : NULL, record);
     if (!out || !record) return out;
     wgt_scope_remove(lse); /* a temporary the node keeps: a scope pop must not release it a second time */
     wgt_grad_node *node = wgt_tape_record(out, WGT_OP_ATTENTION, 3, in);

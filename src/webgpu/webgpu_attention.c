@@ -324,6 +324,7 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     p.blocks = (uint32_t)ceil_div(p.Tq, rows);
     WGPUBuffer buffers[5] = {webgpu_view_buffer(&in[0]), webgpu_view_buffer(&in[1]), webgpu_view_buffer(&in[2]),
                              webgpu_view_buffer(&target), webgpu_view_buffer(lse)};
+    copy_strides(p.o_st, &target); /* the kernels write out through its strides */
     p.offsets[5] = (uint32_t)target.offset;
     p.offsets[6] = (uint32_t)lse->offset;
     if (!view_fits_u32(&target) || !view_fits_u32(lse))

@@ -245,6 +245,7 @@ static int train_loop(trainer *t)
             wgt_synchronize(t->ctx);
             t_bench = now_s();
             bench_from = step;
+            if (t->opt.memory_report) wgt_memory_trace_peak(t->ctx, true); /* the timed steps' peak */
             if (t->ddp) ddp_stats_reset(t->ddp);
         }
         double lr = wgt_lr_at(&schedule, step);
@@ -299,6 +300,7 @@ static int train_loop(trainer *t)
                  timed, bench_from, 1e3 * elapsed / (double)timed, (double)timed * tokens_per_step / elapsed,
                  (double)mem.peak_bytes_in_use / 1048576.0);
         print_line(t, line);
+        if (t->opt.memory_report && t->rank == 0) wgt_memory_peak_report(t->ctx, stderr);
         if (t->ddp) {
             ddp_stats st;
             ddp_stats_get(t->ddp, &st);
@@ -436,6 +438,7 @@ static int run(trainer *t, int argc, char **argv)
     if (!t->ctx || wgt_context_status(t->ctx) != WGT_OK)
         return fail(t, "cannot open a context: %s", t->ctx ? wgt_context_error_message(t->ctx) : "out of memory");
     if (note && !t->opt.quiet) printf("wgt train: %s\n", note);
+    if (t->opt.memory_report && t->opt.bench) wgt_memory_trace_peak(t->ctx, true); /* before the first tensor */
     wgt_adapter_info info;
     wgt_context_adapter_info(t->ctx, &info);
     if (!preset_given && !t->opt.resume_path) {

@@ -72,6 +72,8 @@ void train_usage(FILE *f)
             "  --sample N                 characters sampled from the model at the end (default 300)\n"
             "  --bench                    time training steps: tokens/s after warm-up, peak memory\n"
             "  --bench-warmup N           steps before timing starts (default 10)\n"
+            "  --memory-report            with --bench: the tensors live at the timed steps' memory peak,\n"
+            "                             grouped by the op that made them (stderr; wgt_memory_peak_report)\n"
             "  --stop-after N             save and stop after step N, as Ctrl-C would (tests; 0 saves\n"
             "                             the initial weights)\n"
             "  --quiet                    no progress lines\n"
@@ -153,6 +155,7 @@ static const flag_def FLAGS[] = {
     OPT("--memory-limit", F_BYTES, memory_limit), OPT("--stop-after", F_INT, stop_after),
     OPT("--bench", F_FLAG, bench), OPT("--bench-warmup", F_INT, bench_warmup),
     OPT("--sample", F_INT32, sample_chars), OPT("--quiet", F_FLAG, quiet),
+    OPT("--memory-report", F_FLAG, memory_report),
     OPT("--distributed", F_FLAG, distributed), OPT("--bucket-size", F_BYTES, bucket_bytes),
     OPT("--ddp-timeout", F_DOUBLE, ddp_timeout), OPT("--ddp-no-overlap", F_FLAG, ddp_no_overlap),
 };

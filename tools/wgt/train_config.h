@@ -41,6 +41,7 @@ typedef struct train_options {
     int64_t bench_warmup;      /* steps not timed in --bench */
     int sample_chars;          /* characters sampled at the end (0: none) */
     bool quiet;
+    bool memory_report;        /* --bench: what is live at the timed steps' memory peak (stderr) */
     /* data parallel over MPI (docs/distributed.md): also implied by mpirun */
     bool distributed;
     uint64_t bucket_bytes;     /* gradient bytes per all-reduce; 0: 25 MiB */

@@ -11,8 +11,11 @@
 // [B, H, Tq]; query head h reads kv head h / group (group = H / Hkv).
 // Inputs are f32 with any strides (in elements, u32: negative strides wrap);
 // element (b, h, t, d) of q is q[q_at.x + b * q_st.x + h * q_st.y + t * q_st.z
-// + d * q_st.w] with q_at.x its offset. Outputs are contiguous f32 from their
-// offsets (offsets[1].yzw: forward out, lse; backward dq, dk, dv).
+// + d * q_st.w] with q_at.x its offset. Outputs are f32 from their offsets
+// (offsets[1].yzw: forward out, lse; backward dq, dk, dv), contiguous but for
+// the forward's out, which has strides o_st (the saved out's in backward): a
+// [B, Tq, H, D] buffer seen as [B, H, Tq, D] lets the caller merge the heads
+// back with views only.
 // Scores are kept in log2 units: s2 = (q . k) * scale * log2(e), so
 // probabilities are exp2(s2 - lse * log2(e)).
 // Causal: query i sees key j when j <= i + Tk - Tq (bottom-right aligned).

@@ -109,11 +109,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     if (!row_ok) { return; }
     let inv = select(0.0, 1.0 / l, l > 0.0);
-    let base = params.offsets[1].y + row * params.D;
+    let base = elem(params.offsets[1].y, params.o_st, b, h, i, 0u);   // out may be strided (o_st)
     for (var d4 = 0u; d4 < D4; d4++) {
         for (var c = 0u; c < 4u; c++) {
             let d = d4 * 4u + c;
-            if (d < params.D) { out[base + d] = o[d4][c] * inv; }
+            if (d < params.D) { out[base + d * params.o_st.w] = o[d4][c] * inv; }
         }
     }
     lse[params.offsets[1].z + row] = select(bitcast<f32>(attn_fwd_bits_ff800000), (m + log2(l)) * LN2, l > 0.0);

@@ -182,13 +182,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let i = i0 + r;
         if (i >= params.Tq) { continue; }
         let inv = select(0.0, 1.0 / lt[a], lt[a] > 0.0);
-        let base = params.offsets[1].y + (bh * params.Tq + i) * params.D;
+        let base = elem(params.offsets[1].y, params.o_st, b, h, i, 0u);   // out may be strided (o_st)
         for (var c = 0u; c < DC; c++) {
             let col = tc + 8u * c;
             if (col >= D4) { continue; }
             for (var e = 0u; e < 4u; e++) {
                 let d = col * 4u + e;
-                if (d < params.D) { out[base + d] = o[a * DC + c][e] * inv; }
+                if (d < params.D) { out[base + d * params.o_st.w] = o[a * DC + c][e] * inv; }
             }
         }
         if (tc == 0u) {
