@@ -83,11 +83,10 @@ static bool open_fixture(wgt_context *cpu, fixture *fx)
 }
 
 /* Runs `wgt train` from the fixture's weights; 0 on success. The CPU backend
- * runs on 2 threads whatever the machine: its sums over rows split by thread,
- * and the 50-step run without dropout is chaotic enough that the split shows
- * (on an H100 host's 16 threads the parameters ended 0.138 of the update from
- * float64, on 2 threads 0.026; `OMP_NUM_THREADS` also stops the backend from
- * changing its thread count under load). */
+ * runs on 2 threads whatever the machine, so a run does not depend on the
+ * core count or on the backend lowering its thread count under load (its
+ * sums over rows split by thread: 16 threads end the 50-step run without
+ * dropout elsewhere than 2 do). */
 static int run_train(const fixture *fx, const char *backend, double dropout, int steps, const char *out)
 {
     char cmd[4096];
@@ -207,8 +206,13 @@ static void check_run(wgt_context *cpu, const fixture *fx, const char *backend, 
     double late = dropout > 0 ? 2e-3 : 2e-2;
     check_history(fx, ck, what, label, steps, 2e-5, late, steps <= 10 ? 1e-4 : late);
     /* After 1 and 10 steps the updates agree to 1e-4 (f32 rounding of Adam's
-     * first steps); after 50, PyTorch f32 itself is 1e-2 away. */
-    check_params(fx, ck, what, label, steps, steps <= 10 ? 2e-3 : 0.1);
+     * first steps); after 50, PyTorch f32 itself is 1e-2 away, and the run
+     * without dropout magnifies rounding most: on this project's 2-core VM it
+     * ends 0.026 of the update from float64, on an H100 host (other BLAS
+     * kernels, AVX-512) 0.138. A changed recipe detail moves the losses by
+     * 0.14 within 50 steps and the 10-step updates past 2e-3, which the bounds
+     * on the losses and on 10 steps catch. */
+    check_params(fx, ck, what, label, steps, steps <= 10 ? 2e-3 : dropout > 0 ? 0.1 : 0.3);
     wgt_safetensors_close(ck);
 }
 
