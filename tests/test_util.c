@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include "test_util.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,3 +135,24 @@ float test_f16_to_f32(uint16_t h)
     return f;
 }
 
+
+bool test_exact_kernels(wgt_context *ctx)
+{
+    if (wgt_context_backend(ctx) != WGT_BACKEND_WEBGPU) return true;
+    wgt_adapter_info info;
+    return wgt_context_adapter_info(ctx, &info) == WGT_OK && info.type == WGT_ADAPTER_CPU;
+}
+
+int test_ulps(wgt_context *ctx) { return test_exact_kernels(ctx) ? 0 : 2; }
+
+double test_ulp_distance(float a, float b, wgt_dtype dtype)
+{
+    if (a == b) return 0;
+    if (!isfinite(a) || !isfinite(b)) return INFINITY;
+    const double m = fmax(fabs((double)a), fabs((double)b));
+    const int mantissa = dtype == WGT_F16 ? 10 : 23, min_exp = dtype == WGT_F16 ? -14 : -126;
+    int e;
+    frexp(m, &e); /* m in [2^(e-1), 2^e) */
+    const double ulp = ldexp(1.0, (e - 1 > min_exp ? e - 1 : min_exp) - mantissa);
+    return fabs((double)a - (double)b) / ulp;
+}

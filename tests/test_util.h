@@ -36,6 +36,16 @@ wgt_context *test_webgpu_context(void);
  * test_webgpu_context. */
 wgt_context *test_context_env(const wgt_context_options *options, const char *const *env);
 wgt_context *test_cpu_context(void);
+/* Whether two kernels computing the same float expression (a fused epilogue
+ * and the separate kernels it replaces) must agree bit for bit on ctx: on the
+ * CPU backend and on a CPU adapter (lavapipe) they do; a GPU driver's shader
+ * compiler may contract multiply-adds differently in the two (on an H100, 16
+ * of 140 f16 SwiGLU outputs differed by one ulp), so there the tests allow
+ * test_ulps(ctx) units in the last place. */
+bool test_exact_kernels(wgt_context *ctx);
+int test_ulps(wgt_context *ctx);
+/* |a - b| in units in the last place of the wider, for values of dtype (f32 or f16). */
+double test_ulp_distance(float a, float b, wgt_dtype dtype);
 
 /* xorshift32: deterministic test data independent of the library's Philox. */
 uint32_t test_xorshift(uint32_t *state);
