@@ -116,6 +116,18 @@ static void check_fixture(wgt_context *ctx, const char *name, const char *backen
     free(prompt), free(want), free(greedy);
 }
 
+/* The 50 logits of two decode paths that compute the same values: bit for
+ * bit where the kernels are exact (test_exact_kernels: the CPU backend,
+ * lavapipe); on a GPU, whose compiler may round a fused epilogue's f16 output
+ * one ulp apart from the separate kernels', within 1e-3 relative (L2). */
+static bool same_logits(wgt_context *ctx, const float *a, const float *b)
+{
+    if (test_exact_kernels(ctx)) return memcmp(a, b, 50 * sizeof(float)) == 0;
+    double d = 0, n = 0;
+    for (int i = 0; i < 50; i++) d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), n += (double)a[i] * a[i];
+    return sqrt(d) <= 1e-3 * sqrt(n);
+}
+
 /* The llama knobs (WGT_LLAMA_CAST_F16, WGT_LLAMA_DECODE_FUSE) are read when a
  * model is built: the model of check_cache (seed 7) built again with env
  * name=value, 3 tokens prefilled, then one decode step of toks[3] with its
@@ -235,16 +247,16 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen)
                 const unsigned long long unf =
                     step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "0", toks, unfused, NULL);
                 const unsigned long long adds = 4ull * (unsigned long long)llama_model_config(m)->n_layers;
-                CHECK(unf == now + adds && memcmp(fused, unfused, sizeof(fused)) == 0,
+                CHECK(unf == now + adds && same_logits(ctx, fused, unfused),
                       "f16 decode step: %llu dispatches fused, %llu unfused (%llu more expected); logits %s", now,
-                      unf, adds, memcmp(fused, unfused, sizeof(fused)) ? "differ" : "equal");
+                      unf, adds, same_logits(ctx, fused, unfused) ? "equal" : "differ");
                 const unsigned long long l3 =
                     step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "3", toks, level3, NULL);
                 CHECK(l3 == now - (unsigned long long)llama_model_config(m)->n_layers &&
-                          memcmp(fused, level3, sizeof(fused)) == 0,
+                          same_logits(ctx, fused, level3),
                       "f16 decode step with the gate/up norm fused too: %llu dispatches (%llu expected); logits %s",
                       l3, now - (unsigned long long)llama_model_config(m)->n_layers,
-                      memcmp(fused, level3, sizeof(fused)) ? "differ" : "equal");
+                      same_logits(ctx, fused, level3) ? "equal" : "differ");
             }
         }
         CHECK(llama_cache_length(inc) == 9, "cache length 9 after 5 + 4 tokens");

@@ -404,7 +404,8 @@ static void check_linear_swiglu(wgt_context *ctx, const char *backend, int64_t M
                     u += (double)xf[m * K + k] * wf[(2 * i + 1) * K + k];
                 }
                 const double ref = g / (1 + exp(-g)) * u;
-                unequal += memcmp(&got[m * F + i], &two[m * F + i], 4) != 0;
+                /* bit for bit where test_exact_kernels, else within test_ulps of out's dtype */
+                unequal += test_ulp_distance(got[m * F + i], two[m * F + i], out_dtype) > test_ulps(ctx);
                 off += fabs(got[m * F + i] - ref) > tol * (fabs(ref) + fabs(g * u)) + 1e-5;
             }
         CHECK(unequal == 0 && off == 0,
@@ -516,7 +517,7 @@ static void check_rms_norm_linear(wgt_context *ctx, const char *backend, int64_t
                 }
                 const double ref = swiglu ? s0 / (1 + exp(-s0)) * s1 : s0;
                 const double mag = swiglu ? fabs(ref) + fabs(s0 * s1) : fabs(ref) + 1.0;
-                unequal += memcmp(&got[m * F + i], &two[m * F + i], 4) != 0;
+                unequal += test_ulp_distance(got[m * F + i], two[m * F + i], out_dtype) > test_ulps(ctx);
                 off += fabs(got[m * F + i] - ref) > tol * mag + 1e-5;
             }
         }
