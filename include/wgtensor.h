@@ -558,6 +558,13 @@ wgt_status wgt_fill(wgt_tensor *t, double value);
 /* dst (any view) = src broadcast to dst's shape, cast to dst's dtype. This is
  * slice assignment: wgt_assign(wgt_slice(x, ...), y). */
 wgt_status wgt_assign(wgt_tensor *dst, wgt_tensor *src);
+/* dst (any view, not a broadcast one) = wgt_fused(ctx, expression, inputs,
+ * n_inputs) converted to dst's dtype, in one kernel that stores straight into
+ * dst (no intermediate tensor; the values of wgt_assign(dst, wgt_fused(...))
+ * bit for bit). The inputs broadcast to dst's shape; none may share dst's
+ * storage. No gradient (dst must not require grad). LLM decode: the rotated
+ * k and v written into the KV cache by the rotation kernel itself. */
+wgt_status wgt_fused_assign(wgt_tensor *dst, const char *expression, wgt_tensor *const *inputs, int n_inputs);
 /* tensors[n] equal except along axis -> concatenated along axis. */
 wgt_tensor *wgt_concat(wgt_tensor *const *tensors, int n, int axis);
 /* tensors[n] equal shapes [...] -> [..., n at axis, ...] */

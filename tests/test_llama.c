@@ -167,14 +167,22 @@ static unsigned long long step_with(wgt_context *ctx, const llama_config *cfg, l
 
 /* Prefill of 5 tokens then 4 decode steps gives the last rows of one 9-token
  * forward. qwen: the Qwen2/3 features (q/k/v biases, per-head q/k norms) and
- * llama3 rope scaling, which no fixture covers, at least run consistently. */
-static void check_cache(wgt_context *ctx, const char *backend, bool qwen)
+ * llama3 rope scaling, which no fixture covers, at least run consistently.
+ * llama3: llama3 rope scaling alone (Llama-3.2's path: k | v | q rows, the
+ * cache by position, a decode step's rotation storing k and v into the cache
+ * and q into its scratch rows in one kernel). */
+static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool llama3)
 {
     llama_config cfg = {.model_type = "llama", .vocab_size = 50, .hidden_size = 32, .intermediate_size = 64,
                         .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 8, .max_position = 32,
                         .rms_eps = 1e-5, .rope_theta = 10000.0, .bos_token_id = -1, .eos_token_id = -1};
     if (qwen) {
         cfg.attention_bias = cfg.qk_norm = cfg.rope_llama3 = true;
+        cfg.rope_factor = 8, cfg.rope_low_freq_factor = 1, cfg.rope_high_freq_factor = 4, cfg.rope_original_max = 16;
+    }
+    if (llama3) {
+        cfg.rope_llama3 = true;
+        cfg.n_heads = 12, cfg.n_kv_heads = 4; /* G = 3 q heads per kv head: odd, so q ends mid-row of the cache's scratch */
         cfg.rope_factor = 8, cfg.rope_low_freq_factor = 1, cfg.rope_high_freq_factor = 4, cfg.rope_original_max = 16;
     }
     const int32_t toks[9] = {3, 14, 15, 9, 26, 5, 35, 8, 9};
@@ -198,6 +206,29 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen)
             wgt_tensor_release(l);
         }
         CHECK(worst <= (w ? 2e-3 : 1e-5), "%s weights %d: cached decode vs full forward rel L2 %.3g", backend, w, worst);
+        if (llama3) {
+            /* the decode step's rotation and cache append in one kernel
+             * (wgt_fused_assign into the cache) against the rotation kernel
+             * then the cache assignment (WGT_LLAMA_DECODE_FUSE=0, where the
+             * step's other fusions are off too, bit-identical by their own
+             * tests): the same logits bit for bit, every weight kind */
+            float fused[50], unfused[50];
+            const unsigned long long nf = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "1", toks, fused, NULL);
+            const unsigned long long nu = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "0", toks, unfused, NULL);
+            /* WebGPU, f16 weights: the epilogue fusions (o + residual,
+             * gate/up + SwiGLU, down + residual) and the rotation's cache
+             * append, 4 a layer; f32 weights: the SwiGLU stays its own
+             * kernel (no f32 GEMV epilogue), 3; quantized: the append and
+             * q's cast to the cache's f16 (the rotation of f32 sums stores
+             * q as f16 into the cache's scratch), 2 */
+            const unsigned long long per_layer = w >= 2 ? 2 : w == 1 ? 4 : 3;
+            const bool counted = wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU;
+            CHECK(memcmp(fused, unfused, sizeof(fused)) == 0 &&
+                      (!counted || nu == nf + per_layer * (unsigned long long)cfg.n_layers),
+                  "%s weights %d, llama3 rope: decode step with the rotation into the cache: %llu dispatches, %llu "
+                  "unfused (%llu a layer more expected); logits %s", backend, w, nf, nu, per_layer,
+                  memcmp(fused, unfused, sizeof(fused)) ? "differ" : "equal");
+        }
         /* a greedy decode step reads back one int and nothing else (WebGPU) */
         wgt_execution_stats s0, s1;
         if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU && wgt_execution_stats_get(ctx, &s0) == WGT_OK) {
@@ -211,11 +242,11 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen)
             wgt_execution_stats_get(ctx, &s1);
             CHECK(next >= 0 && s1.downloads - s0.downloads == 1, "%s weights %d: a decode step made %llu downloads "
                   "(one expected: the sampled token)", backend, w, (unsigned long long)(s1.downloads - s0.downloads));
-            if (w == 1 && !qwen)
+            if (w == 1 && !qwen && !llama3)
                 printf("decode step, tiny model, f16 weights: %llu dispatches, %llu submits, %llu uploads, %llu downloads\n",
                        (unsigned long long)(s1.dispatches - s0.dispatches), (unsigned long long)(s1.submits - s0.submits),
                        (unsigned long long)(s1.uploads - s0.uploads), (unsigned long long)(s1.downloads - s0.downloads));
-            if (w == 1 && !qwen) {
+            if (w == 1 && !qwen && !llama3) {
                 /* f16 weights take the f32 activations as they are (f32 x f16
                  * products): against WGT_LLAMA_CAST_F16=1, which casts them,
                  * the step saves the casts before q/k/v and gate/up in every
@@ -357,8 +388,9 @@ static void run_backend(wgt_context *ctx, const char *backend)
     check_fixture(ctx, "tiny-llama", backend, true);
     check_fixture(ctx, "tiny-llama-bf16", backend, true);
     check_fixture(ctx, "tiny-llama3-rope", backend, true);
-    check_cache(ctx, backend, false);
-    check_cache(ctx, backend, true);
+    check_cache(ctx, backend, false, false);
+    check_cache(ctx, backend, true, false);
+    check_cache(ctx, backend, false, true);
     CHECK(wgt_context_status(ctx) == WGT_OK, "%s context clean: %s", backend, wgt_context_error_message(ctx));
 }
 

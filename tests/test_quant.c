@@ -24,6 +24,10 @@
  *    fused and unfused shapes, f16 and f32 out, against a double reference;
  *  - wgt_rms_norm_linear_ex (RMSNorm in the decode GEMV's prologue, with or
  *    without the SwiGLU epilogue): bit for bit wgt_rms_norm + the product;
+ *  - wgt_fused_assign (LLM decode: the rotation kernel storing k and v into
+ *    the KV cache): bit for bit wgt_assign of wgt_fused into a strided view
+ *    of a larger buffer, whose other elements stay untouched, f16 and f32
+ *    destinations, against a double reference; its refusals;
  *  - refusals: bits, shapes, dtypes, x requiring grad; the context stays usable. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
@@ -418,6 +422,118 @@ static void check_linear_swiglu(wgt_context *ctx, const char *backend, int64_t M
     free(xf), free(wf), free(xh), free(wh), free(got), free(two);
 }
 
+/* wgt_fused_assign: a "cache" buf [R, 2, 3, 8] of dtype cache_dtype; the
+ * expression "where(e, a * f + b * g, a * c + b * d)" (llama_forward.c's
+ * rotation) over a, b [5, 3, 1, 1, 4] (halves of a [5, 3, 8] input of dtype
+ * in_dtype), tables c, d [1, 2, 4] and f, g, a pass flag e [5, 1, 1, 1, 1]
+ * (1 for segment 1) into the flat run of buf from row 2 on, shaped
+ * [5, 3, 1, 2, 4]. Must equal wgt_assign(dst, wgt_fused(...)) on a copy of
+ * buf bit for bit (every element of buf), and a double reference. */
+static void check_fused_assign(wgt_context *ctx, const char *backend, wgt_dtype in_dtype, wgt_dtype cache_dtype)
+{
+    uint32_t seed = (uint32_t)(in_dtype * 31 + cache_dtype * 7 + 5);
+    const int64_t R = 6, S = 5, J = 3, D = 8, nbuf = R * 2 * J * D, nx = S * J * D;
+    float x[5 * 3 * 8], tab[4][8], pass[5] = {0, 1, 0, 0, 0}, bufv[6 * 2 * 3 * 8], got[6 * 2 * 3 * 8],
+        two[6 * 2 * 3 * 8];
+    uint16_t xh[5 * 3 * 8];
+    for (int64_t i = 0; i < nx; i++) {
+        x[i] = ((float)(test_xorshift(&seed) % 20001) - 10000.0f) / 1000.0f;
+        xh[i] = test_f32_to_f16(x[i]);
+        if (in_dtype == WGT_F16) x[i] = test_f16_to_f32(xh[i]);
+    }
+    for (int t = 0; t < 4; t++)
+        for (int i = 0; i < 8; i++) tab[t][i] = test_f16_to_f32(test_f32_to_f16(((float)(test_xorshift(&seed) % 2001) - 1000.0f) / 1000.0f));
+    for (int64_t i = 0; i < nbuf; i++) bufv[i] = (float)(i % 13) - 6.0f;
+    wgt_scope_push(ctx);
+    wgt_tensor *xt = in_dtype == WGT_F16 ? wgt_tensor_from_host(ctx, WGT_F16, 3, (int64_t[]){S, J, D}, xh)
+                                          : wgt_tensor_from_host(ctx, WGT_F32, 3, (int64_t[]){S, J, D}, x);
+    wgt_tensor *tabs[4];
+    for (int t = 0; t < 4; t++) tabs[t] = wgt_tensor_from_host(ctx, WGT_F32, 3, (int64_t[]){1, 2, 4}, tab[t]);
+    wgt_tensor *in[7] = {wgt_unsqueeze(wgt_unsqueeze(wgt_slice(xt, 2, 0, 4, 1), 2), 3),
+                         wgt_unsqueeze(wgt_unsqueeze(wgt_slice(xt, 2, 4, 8, 1), 2), 3),
+                         tabs[0], tabs[1], wgt_tensor_from_host(ctx, WGT_F32, 5, (int64_t[]){S, 1, 1, 1, 1}, pass),
+                         tabs[2], tabs[3]};
+    const char *expr = "where(e, a * f + b * g, a * c + b * d)";
+    wgt_tensor *bufs[2];
+    for (int k = 0; k < 2; k++) {
+        wgt_tensor *b = wgt_tensor_from_host(ctx, WGT_F32, 4, (int64_t[]){R, 2, J, D}, bufv);
+        bufs[k] = b && cache_dtype != WGT_F32 ? wgt_cast(b, cache_dtype) : b;
+    }
+    wgt_tensor *dsts[2];
+    for (int k = 0; k < 2; k++) { /* elements 2 rows in, 5 3 8 of them */
+        wgt_tensor *flat = wgt_reshape(bufs[k], 1, (int64_t[]){nbuf});
+        dsts[k] = wgt_reshape(wgt_slice(flat, 0, 2 * 2 * J * D, 2 * 2 * J * D + nx, 1), 5, (int64_t[]){S, J, 1, 2, 4});
+    }
+    wgt_status s1 = wgt_fused_assign(dsts[0], expr, in, 7);
+    wgt_status s2 = wgt_assign(dsts[1], wgt_fused(ctx, expr, in, 7));
+    wgt_tensor *r1 = bufs[0] && cache_dtype != WGT_F32 ? wgt_cast(bufs[0], WGT_F32) : bufs[0];
+    wgt_tensor *r2 = bufs[1] && cache_dtype != WGT_F32 ? wgt_cast(bufs[1], WGT_F32) : bufs[1];
+    const bool read = s1 == WGT_OK && s2 == WGT_OK && r1 && r2 && wgt_tensor_read(r1, got, sizeof(got)) == WGT_OK &&
+                      wgt_tensor_read(r2, two, sizeof(two)) == WGT_OK;
+    CHECK(read, "%s fused_assign %s -> %s: %s", backend, wgt_dtype_name(in_dtype), wgt_dtype_name(cache_dtype),
+          wgt_context_error_message(ctx));
+    if (read) {
+        int unequal = 0, off = 0, touched = 0;
+        for (int64_t i = 0; i < nbuf; i++) {
+            unequal += memcmp(&got[i], &two[i], 4) != 0;
+            const int64_t e = i - 2 * 2 * J * D; /* element of the output [S, J, 1, 2, 4] */
+            if (e < 0 || e >= nx) {
+                touched += got[i] != bufv[i];
+                continue;
+            }
+            const int64_t seg = e / (J * D), j = e / D % J, half = e / 4 % 2, c = e % 4;
+            const double x1 = x[(seg * J + j) * D + c], x2 = x[(seg * J + j) * D + 4 + c];
+            const int lo = pass[seg] != 0 ? 2 : 0;
+            const double ref = x1 * tab[lo][half * 4 + c] + x2 * tab[lo + 1][half * 4 + c];
+            off += fabs(got[i] - ref) > (cache_dtype == WGT_F16 ? 1.0 / 1024 : 1e-6) * (fabs(x1) + fabs(x2)) + 1e-6;
+        }
+        CHECK(unequal == 0 && off == 0 && touched == 0,
+              "%s fused_assign %s -> %s: %d elements differ from assign(fused), %d from the double reference, %d "
+              "outside dst changed", backend, wgt_dtype_name(in_dtype), wgt_dtype_name(cache_dtype), unequal, off,
+              touched);
+    }
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+}
+
+static void check_fused_assign_all(wgt_context *ctx, const char *backend)
+{
+    check_fused_assign(ctx, backend, WGT_F16, WGT_F16); /* f16 decode: f16 q/k/v, f16 cache */
+    check_fused_assign(ctx, backend, WGT_F32, WGT_F16); /* quantized decode: f32 sums, f16 cache */
+    check_fused_assign(ctx, backend, WGT_F32, WGT_F32); /* f32 weights */
+    wgt_scope_push(ctx);
+    wgt_tensor *buf = wgt_zeros(ctx, WGT_F32, 2, (int64_t[]){4, 8});
+    wgt_tensor *a = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){2, 8});
+    wgt_tensor *dst = wgt_slice(buf, 0, 1, 3, 1);
+    CHECK(wgt_fused_assign(dst, "a * 2", &a, 1) == WGT_OK, "%s: fused_assign [2, 8]", backend);
+    CHECK(wgt_fused_assign(NULL, "a", &a, 1) == WGT_ERR_INVALID_ARGUMENT, "%s: fused_assign to NULL refused", backend);
+    wgt_tensor *big = wgt_ones(ctx, WGT_F32, 3, (int64_t[]){2, 2, 8}), *other = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){3, 8});
+    CHECK(wgt_fused_assign(dst, "a", &big, 1) == WGT_ERR_SHAPE_MISMATCH &&
+              strstr(wgt_context_error_message(ctx), "broadcast to [2, 2, 8], not dst's [2, 8]"),
+          "%s: fused_assign of [2, 2, 8] into [2, 8] refused: %s", backend, wgt_context_error_message(ctx));
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "fused_assign growing shape");
+    CHECK(wgt_fused_assign(dst, "a", &other, 1) == WGT_ERR_SHAPE_MISMATCH &&
+              strstr(wgt_context_error_message(ctx), "do not broadcast"),
+          "%s: fused_assign of [3, 8] into [2, 8] refused: %s", backend, wgt_context_error_message(ctx));
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "fused_assign shape");
+    wgt_tensor *own = wgt_slice(buf, 0, 0, 2, 1);
+    CHECK(wgt_fused_assign(dst, "a + 1", &own, 1) == WGT_ERR_INVALID_ARGUMENT &&
+              strstr(wgt_context_error_message(ctx), "storage"),
+          "%s: fused_assign reading its own storage refused: %s", backend, wgt_context_error_message(ctx));
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "fused_assign own storage");
+    wgt_tensor *bcast = wgt_expand(wgt_zeros(ctx, WGT_F32, 2, (int64_t[]){1, 8}), 2, (int64_t[]){2, 8});
+    CHECK(wgt_fused_assign(bcast, "a", &a, 1) == WGT_ERR_INVALID_ARGUMENT,
+          "%s: fused_assign into a broadcast view refused: %s", backend, wgt_context_error_message(ctx));
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "fused_assign broadcast dst");
+    CHECK(wgt_fused_assign(dst, "a +", &a, 1) == WGT_ERR_INVALID_ARGUMENT, "%s: fused_assign of a bad expression refused",
+          backend);
+    check_error_and_recover(ctx, WGT_ERR_INVALID_ARGUMENT, "fused_assign expression");
+    float got[32];
+    CHECK(wgt_tensor_read(buf, got, sizeof(got)) == WGT_OK && got[0] == 0 && got[8] == 2 && got[23] == 2 && got[24] == 0,
+          "%s: fused_assign [2, 8] wrote rows 1 and 2 only", backend);
+    wgt_scope_pop(ctx);
+}
+
 static void check_linear_swiglu_all(wgt_context *ctx, const char *backend)
 {
     check_linear_swiglu(ctx, backend, 1, 70, 256, false, false, WGT_F16);   /* decode: the GEMV's epilogue */
@@ -675,6 +791,7 @@ static void run(wgt_context *ctx, const char *backend)
     check_linear_ex_all(ctx, backend);
     check_linear_swiglu_all(ctx, backend);
     check_rms_norm_linear_all(ctx, backend);
+    check_fused_assign_all(ctx, backend);
     check_refusals(ctx, backend);
     if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU) { /* a tile name that is not in the table is an error */
         wgt_context *bad = with_knobs(ctx, (const char *[]){"WGT_QUANT_TILE", "96x96", NULL});

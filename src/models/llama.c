@@ -190,11 +190,12 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
     m->rope_lo = wgt_tensor_retain(f16 && lo ? wgt_cast(lo, WGT_F16) : lo);
     m->rope_hi = wgt_tensor_retain(f16 && hi ? wgt_cast(hi, WGT_F16) : hi);
     /* rope_pass [G + 2, 1, 1, 1, 1], G = n_heads / n_kv_heads: 1 for the v
-     * segment of q | k | v (llama_forward.c's rotate_qkv passes it through) */
+     * segment of q | k | v, or of k | v | q with kv_first (llama_forward.c's
+     * rotate_qkv passes it through) */
     const int64_t G = c->n_kv_heads > 0 ? c->n_heads / c->n_kv_heads : 0;
     float *pass = calloc((size_t)G + 2, sizeof(float));
     if (pass) {
-        pass[G + 1] = 1.0f;
+        pass[m->kv_first ? 1 : G + 1] = 1.0f;
         wgt_tensor *t = wgt_tensor_from_host(m->ctx, WGT_F32, 5, (int64_t[]){G + 2, 1, 1, 1, 1}, pass);
         m->rope_pass = wgt_tensor_retain(f16 && t ? wgt_cast(t, WGT_F16) : t);
     }
@@ -256,6 +257,7 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
     m->cast_f16 = cast && strcmp(cast, "1") == 0;
     const char *fuse = getenv("WGT_LLAMA_DECODE_FUSE");
     m->decode_fuse = fuse && fuse[0] >= '0' && fuse[0] <= '3' && !fuse[1] ? fuse[0] - '0' : 2;
+    m->kv_first = cfg->rope_llama3 && !cfg->qk_norm;
     const int64_t C = cfg->hidden_size, V = cfg->vocab_size, F = cfg->intermediate_size, D = cfg->head_dim;
     const int64_t QD = cfg->n_heads * D, KD = cfg->n_kv_heads * D;
     const wgt_dtype W = m->wdtype;
@@ -281,9 +283,15 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
                  W1(bv, "self_attn.v_proj.bias", KD, false);
         if (ok && cfg->qk_norm) ok = W1(q_norm, "self_attn.q_norm.weight", D, true) && W1(k_norm, "self_attn.k_norm.weight", D, true);
         if (ok) {
-            L->w_qkv = join_rows(m, &L->wq, &L->wk, &L->wv, &ok);
-            L->s_qkv = join_rows(m, &L->sq, &L->sk, &L->sv, &ok);
-            L->b_qkv = join_rows(m, &L->bq, &L->bk, &L->bv, &ok);
+            if (m->kv_first) { /* k | v | q (see llama_internal.h) */
+                L->w_qkv = join_rows(m, &L->wk, &L->wv, &L->wq, &ok);
+                L->s_qkv = join_rows(m, &L->sk, &L->sv, &L->sq, &ok);
+                L->b_qkv = join_rows(m, &L->bk, &L->bv, &L->bq, &ok);
+            } else {
+                L->w_qkv = join_rows(m, &L->wq, &L->wk, &L->wv, &ok);
+                L->s_qkv = join_rows(m, &L->sq, &L->sk, &L->sv, &ok);
+                L->b_qkv = join_rows(m, &L->bq, &L->bk, &L->bv, &ok);
+            }
             L->w_gate_up = interleave_rows(m, &L->w_gate, &L->w_up, &ok);
             L->s_gate_up = interleave_rows(m, &L->s_gate, &L->s_up, &ok);
             if (!ok) snprintf(msg, msg_size, "joining layer %d's projections: %s", l, wgt_context_error_message(ctx));

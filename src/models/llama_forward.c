@@ -31,14 +31,24 @@ llama_cache *llama_cache_create(llama_model *m, int64_t context, char *msg, size
     }
     c->model = m;
     c->context = context;
-    /* f16 weights keep an f16 cache: half the bytes each decode step reads */
-    const int64_t shape[4] = {2, m->cfg.n_kv_heads, context, m->cfg.head_dim};
+    /* f16 weights keep an f16 cache: half the bytes each decode step reads.
+     * kv_first: [context + S, 2, Hkv, D] by position with S scratch rows for
+     * a decode step's q (llama_internal.h), k and v views [1, Hkv, rows, D]
+     * of stride 2 Hkv D along the positions (the attention kernels take
+     * strided k and v); otherwise [2, Hkv, context, D]. */
+    const int64_t Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim, G = m->cfg.n_heads / Hkv;
+    const int64_t shape[4] = {2, Hkv, context, D}, shape_pos[4] = {context + (G + 1) / 2, 2, Hkv, D};
     wgt_scope_push(m->ctx);
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        wgt_tensor *kv = wgt_zeros(m->ctx, m->wdtype, 4, shape);
+        wgt_tensor *kv = wgt_zeros(m->ctx, m->wdtype, 4, m->kv_first ? shape_pos : shape);
         c->kv[l] = wgt_tensor_retain(kv);
-        c->k[l] = wgt_tensor_retain(kv ? wgt_slice(kv, 0, 0, 1, 1) : NULL);
-        c->v[l] = wgt_tensor_retain(kv ? wgt_slice(kv, 0, 1, 2, 1) : NULL);
+        if (m->kv_first) { /* [rows, 1, Hkv, D] -> [1, Hkv, rows, D] */
+            c->k[l] = wgt_tensor_retain(kv ? wgt_permute(wgt_slice(kv, 1, 0, 1, 1), (int[]){1, 2, 0, 3}) : NULL);
+            c->v[l] = wgt_tensor_retain(kv ? wgt_permute(wgt_slice(kv, 1, 1, 2, 1), (int[]){1, 2, 0, 3}) : NULL);
+        } else {
+            c->k[l] = wgt_tensor_retain(kv ? wgt_slice(kv, 0, 0, 1, 1) : NULL);
+            c->v[l] = wgt_tensor_retain(kv ? wgt_slice(kv, 0, 1, 2, 1) : NULL);
+        }
     }
     wgt_scope_pop(m->ctx);
     if (wgt_context_status(m->ctx) != WGT_OK) {
@@ -84,10 +94,11 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
 }
 
 /* WGT_LLAMA_DECODE_FUSE (read when the model is built), to time each step on a GPU: 0 records the unfused
- * decode layer (13 dispatches), 1 the epilogue fusions only (residual adds in
- * the o and down GEMVs, SwiGLU in the gate/up GEMV: 10), 2 (the default) also
- * the attention RMSNorm in the q/k/v GEMV's prologue (9), 3 the MLP's in the
- * gate/up GEMV's too (8). Every workgroup of a GEMV recomputes its prologue's
+ * decode layer (13 dispatches), 1 the epilogue fusions (residual adds in the
+ * o and down GEMVs, SwiGLU in the gate/up GEMV) and, with llama3 tables, the
+ * rotation storing into the cache (rotate_qkv_into_cache): 9, 2 (the
+ * default) also the attention RMSNorm in the q/k/v GEMV's prologue (8), 3 the
+ * MLP's in the gate/up GEMV's too (7). Every workgroup of a GEMV recomputes its prologue's
  * norm (reads of 8 bytes an input against 16 a row group's weights), a cost
  * that grows with the rows where the dispatch saved does not: on lavapipe
  * (llama-3.2-1b-slice) the q/k/v norm is free, the gate/up one (16384 rows)
@@ -141,24 +152,64 @@ static wgt_tensor *rotate(const llama_model *m, wgt_tensor *x, int64_t pos0, int
     return wgt_reshape(y, 4, (int64_t[]){1, heads, T, D});
 }
 
-/* qkv [T, (H + 2 Hkv) D] (llama3 tables, no per-head norm) -> one fused
- * kernel, rotating q and k and passing v through, whose output
- * [G + 2, Hkv, T, D] (G = H / Hkv) holds q as its first G segments (head
- * h = s Hkv + j, the projection's order) and k | v as the last two, laid out
- * as the cache [2, Hkv, context, D]: one assignment appends both. Segments
- * with rope_pass set take the tables' position-0 rows, (1, 0) and (-0, 1),
- * which reproduce x exactly. *q: [1, H, T, D], *kv: [2, Hkv, T, D] (views). */
-static void rotate_qkv(const llama_model *m, wgt_tensor *qkv, int64_t pos0, int64_t T, wgt_tensor **q, wgt_tensor **kv)
+/* The rotation of rotate_qkv: out = x1 lo + x2 hi for each half (the
+ * segments with rope_pass set take the tables' position-0 rows, (1, 0) and
+ * (-0, 1), which reproduce x exactly). */
+#define ROTATE_QKV_EXPR "where(e, a * f + b * g, a * c + b * d)"
+
+/* rotate_qkv's inputs: qkv [T, (G + 2) Hkv D] as its k | v | q segments
+ * [G + 2, Hkv, T, 1, D/2] (first, second half), the tables' rows at the
+ * positions, rope_pass and the position-0 rows */
+static void rotate_qkv_inputs(const llama_model *m, wgt_tensor *qkv, int64_t pos0, int64_t T, wgt_tensor **in)
 {
-    const int64_t H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim, G = H / Hkv;
+    const int64_t Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim, G = m->cfg.n_heads / Hkv;
     wgt_tensor *seg = wgt_permute(wgt_reshape(qkv, 4, (int64_t[]){T, G + 2, Hkv, D}), (int[]){1, 2, 0, 3});
-    wgt_tensor *in[7] = {wgt_unsqueeze(wgt_slice(seg, 3, 0, D / 2, 1), 3), wgt_unsqueeze(wgt_slice(seg, 3, D / 2, D, 1), 3),
-                         wgt_slice(m->rope_lo, 0, pos0, pos0 + T, 1), wgt_slice(m->rope_hi, 0, pos0, pos0 + T, 1),
-                         m->rope_pass, wgt_slice(m->rope_lo, 0, 0, 1, 1), wgt_slice(m->rope_hi, 0, 0, 1, 1)};
-    wgt_tensor *y = wgt_reshape(wgt_fused(m->ctx, "where(e, a * f + b * g, a * c + b * d)", in, 7), 4,
-                                (int64_t[]){G + 2, Hkv, T, D});
-    *q = wgt_reshape(wgt_slice(y, 0, 0, G, 1), 4, (int64_t[]){1, H, T, D});
-    *kv = wgt_slice(y, 0, G, G + 2, 1);
+    in[0] = wgt_unsqueeze(wgt_slice(seg, 3, 0, D / 2, 1), 3);
+    in[1] = wgt_unsqueeze(wgt_slice(seg, 3, D / 2, D, 1), 3);
+    in[2] = wgt_slice(m->rope_lo, 0, pos0, pos0 + T, 1);
+    in[3] = wgt_slice(m->rope_hi, 0, pos0, pos0 + T, 1);
+    in[4] = m->rope_pass;
+    in[5] = wgt_slice(m->rope_lo, 0, 0, 1, 1);
+    in[6] = wgt_slice(m->rope_hi, 0, 0, 1, 1);
+}
+
+/* qkv [T, (2 Hkv + H) D] (k | v | q: the model's kv_first) -> one fused
+ * kernel, rotating q and k and passing v through, whose output
+ * [G + 2, Hkv, T, D] (G = H / Hkv) holds k | v as its first two segments and
+ * q as the last G (head h = s Hkv + j, the projection's order); then one
+ * assignment appends k and v to the cache. *q: [1, H, T, D] (a view). The
+ * unfused form of rotate_qkv_into_cache (prefill, WGT_LLAMA_DECODE_FUSE=0). */
+static void rotate_qkv(llama_cache *c, int l, wgt_tensor *qkv, int64_t pos0, int64_t T, wgt_tensor **q)
+{
+    const llama_model *m = c->model;
+    const int64_t H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim, G = H / Hkv;
+    wgt_tensor *in[7];
+    rotate_qkv_inputs(m, qkv, pos0, T, in);
+    wgt_tensor *y = wgt_reshape(wgt_fused(m->ctx, ROTATE_QKV_EXPR, in, 7), 4, (int64_t[]){G + 2, Hkv, T, D});
+    *q = wgt_reshape(wgt_slice(y, 0, 2, G + 2, 1), 4, (int64_t[]){1, H, T, D});
+    /* the cache [rows, 2, Hkv, D] at the positions as [2, Hkv, T, D] */
+    wgt_tensor *dst = wgt_permute(wgt_slice(c->kv[l], 0, pos0, pos0 + T, 1), (int[]){1, 2, 0, 3});
+    wgt_assign(dst, wgt_slice(y, 0, 0, 2, 1));
+}
+
+/* rotate_qkv for one token (decode) in one dispatch, the same values: the
+ * kernel's output [G + 2, Hkv, 1, D] (k | v | q) is stored straight into the
+ * cache [rows, 2, Hkv, D] from row pos0 on (wgt_fused_assign): its k and v
+ * are row pos0, its q the G Hkv D values after them, the scratch rows that the
+ * next tokens' k and v overwrite (the cache holds S = ceil(G / 2) rows past
+ * its context for the last). *q: [1, H, 1, D], a view of those rows. */
+static void rotate_qkv_into_cache(llama_cache *c, int l, wgt_tensor *qkv, int64_t pos0, wgt_tensor **q)
+{
+    const llama_model *m = c->model;
+    const int64_t H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim, G = H / Hkv;
+    wgt_tensor *in[7];
+    rotate_qkv_inputs(m, qkv, pos0, 1, in);
+    /* rows pos0 .. as a flat run of (G + 2) Hkv D values, shaped as the output */
+    wgt_tensor *rows = wgt_slice(c->kv[l], 0, pos0, pos0 + (G + 3) / 2, 1);
+    wgt_tensor *flat = wgt_reshape(rows, 1, (int64_t[]){wgt_tensor_numel(rows)});
+    wgt_tensor *dst = wgt_reshape(wgt_slice(flat, 0, 0, (G + 2) * Hkv * D, 1), 5, (int64_t[]){G + 2, Hkv, 1, 2, D / 2});
+    wgt_fused_assign(dst, ROTATE_QKV_EXPR, in, 7);
+    *q = wgt_reshape(wgt_slice(flat, 0, 2 * Hkv * D, (G + 2) * Hkv * D, 1), 4, (int64_t[]){1, H, 1, D});
 }
 
 /* [T, heads * D] -> [1, heads, T, D] (a view) */
@@ -196,13 +247,12 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t
         wgt_tensor *h = wgt_rms_norm(x, L->attn_norm, eps);
         qkv = f16 ? project_f16(m, h, L->w_qkv) : project(m, h, L->w_qkv, L->s_qkv, L->b_qkv);
     }
-    wgt_tensor *q, *k = NULL, *v = wgt_slice(qkv, 1, (H + Hkv) * D, (H + 2 * Hkv) * D, 1);
+    wgt_tensor *q, *k = NULL, *v = NULL;
     /* append to the cache (cast to its dtype), attend over the prefix; causal is
      * bottom-right aligned, so prompt token i sees cache rows <= pos0 + i */
-    if (m->rope_lo && !L->q_norm) { /* one rotation kernel, one cache assignment */
-        wgt_tensor *kv;
-        rotate_qkv(m, qkv, pos0, T, &q, &kv);
-        wgt_assign(wgt_slice(c->kv[l], 2, pos0, end, 1), kv);
+    if (m->kv_first) { /* k | v | q: one rotation kernel and one cache assignment, or in decode one kernel for both */
+        if (T == 1 && decode_fused(m)) rotate_qkv_into_cache(c, l, qkv, pos0, &q);
+        else rotate_qkv(c, l, qkv, pos0, T, &q);
     } else if (L->q_norm) { /* Qwen3: RMSNorm over each head (own weights for q and k) before the rotation */
         q = wgt_rms_norm(wgt_reshape(wgt_slice(qkv, 1, 0, H * D, 1), 3, (int64_t[]){T, H, D}), L->q_norm, eps);
         k = wgt_rms_norm(wgt_reshape(wgt_slice(qkv, 1, H * D, (H + Hkv) * D, 1), 3, (int64_t[]){T, Hkv, D}), L->k_norm,
@@ -214,7 +264,8 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t
         q = wgt_slice(qk, 1, 0, H, 1);
         k = wgt_slice(qk, 1, H, H + Hkv, 1);
     }
-    if (!m->rope_lo || L->q_norm) {
+    if (!m->kv_first) {
+        v = wgt_slice(qkv, 1, (H + Hkv) * D, (H + 2 * Hkv) * D, 1);
         wgt_assign(wgt_slice(c->k[l], 2, pos0, end, 1), k);
         wgt_assign(wgt_slice(c->v[l], 2, pos0, end, 1), heads(v, T, Hkv, D));
     }

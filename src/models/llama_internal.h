@@ -20,7 +20,8 @@ typedef struct llama_layer {
      * (and the separate tensors dropped): one GEMV each instead of three and
      * two per decode step. Quantized rows concatenate (interleave) as they
      * are (the groups run along the input dim). */
-    wgt_tensor *w_qkv, *s_qkv, *b_qkv;        /* [(H + 2 Hkv) D, C] */
+    wgt_tensor *w_qkv, *s_qkv, *b_qkv;        /* [(H + 2 Hkv) D, C]: q | k | v, or k | v | q
+                                                 with kv_first (the model's) */
     wgt_tensor *w_gate_up, *s_gate_up;        /* [2 F, C]: gate row i at 2i, up row i at 2i + 1
                                                  (interleaved: wgt_linear_swiglu_ex in decode) */
 } llama_layer;
@@ -39,6 +40,11 @@ struct llama_model {
      * rope_tables; f16 for f16 weights, else f32); NULL otherwise */
     wgt_tensor *rope_lo, *rope_hi;
     wgt_tensor *rope_pass;                    /* [G + 2, 1, 1, 1, 1] of the tables' dtype: 1 for v (llama3) */
+    /* llama3 tables and no per-head norm: q/k/v rows joined as k | v | q and
+     * the cache laid out by position, so that a decode step's rotation kernel
+     * writes k and v into the cache and q into the scratch rows after them
+     * (one dispatch: llama_forward.c's rotate_qkv_into_cache) */
+    bool kv_first;
     uint64_t weight_bytes;
     /* WGT_LLAMA_CAST_F16=1 when the model was built: the old path, which
      * rounds f32 activations to f16 (one cast dispatch each) before f16-weight
@@ -55,9 +61,13 @@ struct llama_model {
 struct llama_cache {
     llama_model *model;
     int64_t context, length;
-    wgt_tensor **kv;                          /* per layer [2, Hkv, context, D]: k | v, so one
-                                                 assignment appends a token's k and v */
-    wgt_tensor **k, **v;                      /* per layer views [1, Hkv, context, D] of kv */
+    /* per layer [2, Hkv, context, D]: k | v, so one assignment appends a
+     * token's k and v; with the model's kv_first [context + S, 2, Hkv, D]
+     * (by position, k and v of a position adjacent), whose S = ceil(G / 2)
+     * scratch rows past the last position hold a decode step's rotated q
+     * (G = H / Hkv heads per kv head: G Hkv D values, 2 Hkv D a row) */
+    wgt_tensor **kv;
+    wgt_tensor **k, **v;                      /* per layer views [1, Hkv, rows, D] of kv */
 };
 
 #endif

@@ -481,6 +481,53 @@ wgt_status wgt_assign(wgt_tensor *dst, wgt_tensor *src)
     return copy_into(ctx, "wgt_assign", dst, src);
 }
 
+/* dst = expression over inputs, in one ELEMENTWISE kernel storing straight
+ * into dst's view (wgt_fused's program, wgt_assign's store). The values are
+ * those of wgt_assign(dst, wgt_fused(...)) bit for bit: the same program,
+ * converted to dst's dtype on store where wgt_fused would store its own dtype
+ * (the same for a dst of wgt_fused's result dtype). */
+wgt_status wgt_fused_assign(wgt_tensor *dst, const char *expression, wgt_tensor *const *inputs, int n_inputs)
+{
+    if (!dst) return WGT_ERR_INVALID_ARGUMENT;
+    wgt_context *ctx = wgt_op_begin("wgt_fused_assign", 1, &dst);
+    if (!ctx) return dst->ctx ? dst->ctx->status : WGT_ERR_INVALID_ARGUMENT;
+    if (!expression || n_inputs < 0 || n_inputs > WGT_MAX_KERNEL_INPUTS || (n_inputs > 0 && !inputs))
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_fused_assign: NULL expression or bad input count %d (0..%d)",
+                         n_inputs, WGT_MAX_KERNEL_INPUTS);
+    const wgt_tensor_view *views[WGT_MAX_KERNEL_INPUTS + 1];
+    wgt_expr_type types[WGT_MAX_KERNEL_INPUTS];
+    for (int i = 0; i < n_inputs; i++) {
+        if (!inputs[i] || inputs[i]->ctx != ctx)
+            return wgt_error(ctx, inputs[i] ? WGT_ERR_CONTEXT_MISMATCH : WGT_ERR_INVALID_ARGUMENT,
+                             "wgt_fused_assign: input %d is %s", i, inputs[i] ? "from another context" : "NULL");
+        if (inputs[i]->view.storage == dst->view.storage)
+            return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT,
+                             "wgt_fused_assign: input %d shares dst's storage (an input written while read)", i);
+        views[i] = &inputs[i]->view;
+        types[i] = wgt_expr_type_of(inputs[i]->view.dtype);
+    }
+    if (!wgt_op_check_inplace(ctx, dst, "wgt_fused_assign")) return ctx->status;
+    if (view_overlaps(&dst->view))
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT,
+                         "wgt_fused_assign: destination is a broadcast view (stride 0); its elements overlap");
+    /* the inputs must broadcast to dst's shape exactly (dst does not grow) */
+    views[n_inputs] = &dst->view;
+    int ndim = 0;
+    int64_t shape[WGT_MAX_DIMS];
+    if (!wgt_broadcast_shapes(ctx, n_inputs + 1, views, &ndim, shape, "wgt_fused_assign")) return ctx->status;
+    if (ndim != dst->view.ndim || memcmp(shape, dst->view.shape, (size_t)ndim * sizeof(int64_t))) {
+        char ds[160], bs[160];
+        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "wgt_fused_assign: inputs broadcast to %s, not dst's %s",
+                         wgt_shape_string(ndim, shape, bs, sizeof(bs)),
+                         wgt_shape_string(dst->view.ndim, dst->view.shape, ds, sizeof(ds)));
+    }
+    wgt_expr e;
+    char err[256];
+    if (wgt_expr_parse_params(expression, n_inputs, types, NULL, 0, &e, err, sizeof(err)) != 0)
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_fused_assign: %s", err);
+    return wgt_run_elementwise(ctx, "wgt_fused_assign", &e, n_inputs, inputs, dst);
+}
+
 wgt_status wgt_fill(wgt_tensor *t, double value)
 {
     wgt_context *ctx = wgt_op_begin("wgt_fill", 1, &t);
