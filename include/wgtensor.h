@@ -356,6 +356,8 @@ typedef enum wgt_op {
     WGT_OP_BATCH_NORM, WGT_OP_GROUP_NORM,
     /* quantized inference (group-wise 8/4-bit weights) */
     WGT_OP_QLINEAR,
+    /* multi-tensor reduction (gradient clipping's norm; not differentiable) */
+    WGT_OP_SUM_SQUARES,
     WGT_OP_COUNT
 } wgt_op;
 
@@ -451,6 +453,12 @@ wgt_tensor *wgt_fused_params(wgt_context *ctx, const char *expression, wgt_tenso
  * dtype. max/min/argmax/argmin propagate NaN like NumPy. */
 wgt_tensor *wgt_reduce(wgt_op op, wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
 wgt_tensor *wgt_sum(wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
+/* Sum over tensors[0..n) of the sum of their squared elements -> f32 [] (0 for
+ * n == 0 or only empty tensors). f32 or f16, any shapes (non-contiguous ones
+ * are copied first); up to 7 tensors per kernel, partial sums of 8192
+ * elements in a fixed order, then one sum: the same bits every run. Not
+ * differentiable: a tensor that requires grad under recording is an error. */
+wgt_tensor *wgt_sum_squares(wgt_context *ctx, wgt_tensor *const *tensors, int n);
 wgt_tensor *wgt_mean(wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
 wgt_tensor *wgt_max(wgt_tensor *x, const int *axes, int n_axes, bool keepdim);
 wgt_tensor *wgt_min(wgt_tensor *x, const int *axes, int n_axes, bool keepdim);

@@ -398,9 +398,12 @@ static void check_bad_inputs(void)
  *   148 with the clip factor applied inside the AdamW update,
  *   147 with a whole-axis slice (wpe[0:T], T = block_size) passing its gradient on,
  *   145 with attention writing its output heads-innermost, so merging the heads
- *       for the output projection is a view, not a copy per layer.
+ *       for the output projection is a view, not a copy per layer,
+ *   116 with the clip's squared norm from wgt_sum_squares (15 gradients: 3
+ *       kernels of up to 7 and a sum, where a multiply and a sum per gradient
+ *       and 3 adding kernels were 33).
  * Lower it when a change removes dispatches. */
-#define GPT_STEP_DISPATCHES 145
+#define GPT_STEP_DISPATCHES 116
 static void check_dispatches_per_step(void)
 {
     wgt_context *ctx = test_webgpu_context();

@@ -655,6 +655,84 @@ static void test_clip(wgt_context *ctx, const char *backend)
     wgt_context_clear_error(ctx);
 }
 
+/* 40 gradients of mixed sizes (a GPT preset has 39; several larger than one
+ * 8192-element chunk of wgt_sum_squares, whose kernel takes 7 per call): the
+ * norm matches a float64 reference, the scale follows from it, and a second
+ * call gives the same bits. Then wgt_sum_squares itself: none, empty, f16,
+ * a transposed view, and what it refuses. */
+static void test_clip_many_norm(wgt_context *ctx, const char *backend)
+{
+    enum { N = 40 };
+    uint32_t rng = 1234;
+    wgt_tensor *params[N];
+    double sumsq = 0;
+    for (int k = 0; k < N; k++) {
+        int64_t n = k % 5 == 0 ? 8192 * (k / 5) + 17 * k + 1 : k % 3 == 0 ? 384 : 3 * k + 1;
+        float *g = random_floats(n, &rng, k % 7 == 0 ? 2.0f : 0.25f);
+        for (int64_t i = 0; i < n; i++) sumsq += (double)g[i] * g[i];
+        params[k] = wgt_zeros(ctx, WGT_F32, 1, &n);
+        wgt_tensor *gt = wgt_tensor_from_host(ctx, WGT_F32, 1, &n, g);
+        wgt_tensor_set_grad(params[k], gt);
+        wgt_tensor_release(gt);
+        free(g);
+    }
+    float got[2][2] = {{0}};
+    for (int rep = 0; rep < 2; rep++) {
+        wgt_tensor *scale = NULL, *norm = NULL;
+        wgt_status s = wgt_clip_grad_norm_scale(params, N, 1.0, &scale, &norm);
+        CHECK(s == WGT_OK && scale && norm, "%s clip of %d: %s", backend, N, wgt_context_error_message(ctx));
+        if (norm) wgt_tensor_read(norm, &got[rep][0], sizeof(float));
+        if (scale) wgt_tensor_read(scale, &got[rep][1], sizeof(float));
+        wgt_tensor_release(scale);
+        wgt_tensor_release(norm);
+    }
+    double want = sqrt(sumsq);
+    CHECK(fabs(got[0][0] - want) <= 1e-5 * want, "%s clip of %d: norm %.9g, float64 %.9g", backend, N, got[0][0], want);
+    CHECK(close_to(got[0][1], 1.0 / (want + 1e-6)), "%s clip of %d: scale %.9g, expected %.9g", backend, N, got[0][1],
+          1.0 / (want + 1e-6));
+    CHECK(memcmp(got[0], got[1], sizeof(got[0])) == 0, "%s clip of %d: a second call differs", backend, N);
+    for (int k = 0; k < N; k++) wgt_tensor_release(params[k]);
+
+    /* wgt_sum_squares directly */
+    float v = -1;
+    wgt_tensor *zero = wgt_sum_squares(ctx, NULL, 0);
+    CHECK(zero && zero->view.ndim == 0 && wgt_tensor_read(zero, &v, sizeof(v)) == WGT_OK && v == 0,
+          "%s sum_squares of none: %g", backend, v);
+    wgt_tensor_release(zero);
+    const float a[6] = {1, -2, 3, 0.5f, -0.25f, 4}; /* 30.3125 */
+    wgt_tensor *t32 = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){2, 3}, a);
+    wgt_tensor *t16 = wgt_cast(t32, WGT_F16);
+    wgt_tensor *tt = wgt_transpose(t32, 0, 1);
+    wgt_tensor *empty = wgt_zeros(ctx, WGT_F32, 2, (int64_t[]){0, 3});
+    wgt_tensor *list[4] = {t32, empty, t16, tt};
+    wgt_tensor *ss = wgt_sum_squares(ctx, list, 4);
+    v = -1;
+    CHECK(ss && wgt_tensor_read(ss, &v, sizeof(v)) == WGT_OK && v == 3 * 30.3125f, "%s sum_squares: %g, expected %g: %s",
+          backend, v, 3 * 30.3125, wgt_context_error_message(ctx));
+    wgt_tensor_release(ss);
+    wgt_tensor *i32 = wgt_zeros(ctx, WGT_I32, 1, (int64_t[]){3});
+    CHECK(wgt_sum_squares(ctx, &i32, 1) == NULL && wgt_context_status(ctx) == WGT_ERR_DTYPE, "%s sum_squares of i32",
+          backend);
+    wgt_context_clear_error(ctx);
+    CHECK(wgt_sum_squares(ctx, NULL, 2) == NULL && wgt_context_status(ctx) == WGT_ERR_INVALID_ARGUMENT,
+          "%s sum_squares of NULL", backend);
+    wgt_context_clear_error(ctx);
+    wgt_tensor_set_requires_grad(t32, true);
+    CHECK(wgt_sum_squares(ctx, &t32, 1) == NULL && wgt_context_status(ctx) == WGT_ERR_UNSUPPORTED,
+          "%s sum_squares under grad is refused", backend);
+    wgt_context_clear_error(ctx);
+    wgt_no_grad_push(ctx);
+    ss = wgt_sum_squares(ctx, &t32, 1);
+    v = -1;
+    CHECK(ss && wgt_tensor_read(ss, &v, sizeof(v)) == WGT_OK && v == 30.3125f, "%s sum_squares under no_grad: %g",
+          backend, v);
+    wgt_no_grad_pop(ctx);
+    wgt_tensor_release(ss);
+    wgt_tensor_release(i32);
+    wgt_tensor_release(t32), wgt_tensor_release(t16), wgt_tensor_release(tt), wgt_tensor_release(empty);
+    wgt_context_clear_error(ctx);
+}
+
 /* ------------------------------------------------------------ schedules */
 
 static void test_schedules(void)
@@ -699,6 +777,7 @@ static void run_backend(wgt_context *ctx, const char *backend)
     test_accumulation_with_backward(ctx, backend);
     test_aliased_gradient(ctx, backend);
     test_clip(ctx, backend);
+    test_clip_many_norm(ctx, backend);
     test_clip_in_update(ctx, backend);
     test_bad_input(ctx, backend);
     test_hostile_calls(ctx, backend);

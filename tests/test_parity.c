@@ -507,6 +507,29 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         wgt_tensor_release(qs);
         break;
     }
+    case WGT_OP_SUM_SQUARES: { /* v0 odd sizes in one kernel; v1 10 tensors (two kernels) of mixed dtypes with
+                                  an empty, a transposed, a strided and multi-chunk ones (8192 per chunk); v2 none,
+                                  and only empty ones: 0 */
+        static const int64_t sizes[10][2] = {{7, 13},  {1, 1},  {0, 5},    {13, 7}, {40, 9},
+                                             {1, 20000}, {3, 333}, {1, 8192}, {1, 8193}, {5, 1}};
+        wgt_tensor *ts[10] = {NULL};
+        int count = v == 0 ? 3 : v == 1 ? 10 : 1;
+        for (int i = 0; i < count && v < 2; i++) {
+            const int64_t *sh = v == 0 ? (i == 0 ? sizes[0] : i == 1 ? sizes[1] : sizes[6]) : sizes[i];
+            wgt_dtype dt = v == 1 && i % 2 ? (d == WGT_F32 ? WGT_F16 : WGT_F32) : d;
+            ts[i] = upload(ctx, dt, 2, sh, DOMAIN_SIGNED, 60 + (uint64_t)i);
+            if (v == 1 && (i == 3 || i == 4)) { /* a transposed and a strided view */
+                wgt_tensor *view = i == 3 ? wgt_transpose(ts[i], 0, 1) : wgt_slice(ts[i], 0, 1, 40, 3);
+                wgt_tensor_release(ts[i]);
+                ts[i] = view;
+            }
+        }
+        if (v == 2) ts[0] = wgt_tensor_empty(ctx, d, 2, SHAPE(0, 5));
+        out[0] = wgt_sum_squares(ctx, ts, v == 2 ? 0 : count);
+        if (v == 2) out[1] = wgt_sum_squares(ctx, ts, 1), n = 2;
+        for (int i = 0; i < 10; i++) wgt_tensor_release(ts[i]);
+        break;
+    }
     default: n = 0; break;
     }
     wgt_tensor_release(x);
@@ -615,6 +638,7 @@ static const parity_op table[] = {
     {WGT_OP_BATCH_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_GROUP_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_QLINEAR, KIND_OWN, BIT(WGT_F32), TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_SUM_SQUARES, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
 };
 
 static double tolerance(tolerance_class t, wgt_dtype d)

@@ -69,6 +69,8 @@ static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_GROUP_NORM] = {CLASS_COMPOSITE, NULL}, /* layer_norm on a view + the affine ops */
     /* inference only: quantized weights have no gradient */
     [WGT_OP_QLINEAR] = NONE,
+    /* a norm for gradient clipping, refused under recording */
+    [WGT_OP_SUM_SQUARES] = NONE,
 };
 
 wgt_backward_rule wgt_backward_rule_for(wgt_op op)

@@ -73,6 +73,7 @@ typedef enum wgt_nn_kernel {
     WGT_NN_CROSS_ENTROPY,          /* per-row loss and logsumexp */
     WGT_NN_CROSS_ENTROPY_BACKWARD, /* dlogits */
     WGT_NN_PARTIALS_SUM,           /* column sums of the norm weight/bias partials */
+    WGT_NN_SUM_SQUARES,            /* per-chunk sums of squares of up to 7 tensors */
     WGT_NN_KERNEL_COUNT
 } wgt_nn_kernel;
 
@@ -97,6 +98,9 @@ typedef enum wgt_reduce_kind {
 } wgt_reduce_kind;
 
 #define WGT_MAX_KERNEL_INPUTS 8
+/* inputs of one SUM_SQUARES call: with its output, WebGPU's default 8 storage
+ * buffers per shader stage */
+#define WGT_NN_SUM_SQUARES_MAX_INPUTS 7
 
 /*
  * One kernel invocation. Which fields matter depends on kind:
@@ -166,6 +170,12 @@ typedef enum wgt_reduce_kind {
  *   PARTIALS_SUM dw partials [P, D], db partials [P, D] (has_bias) -> dw [D],
  *               db [D] (has_bias), f32: the column sums (a fixed order: the
  *               same bits every run).
+ *   SUM_SQUARES inputs[0..n_inputs) (1..WGT_NN_SUM_SQUARES_MAX_INPUTS) x_i [L_i]
+ *               (1-D, contiguous, f32 or f16, none empty) -> partials f32 [P],
+ *               P = sum ceil(L_i / nn.chunk_rows) (chunk_rows here counts
+ *               elements): input i's chunks in order, after those of the
+ *               inputs before it; partial = sum of x^2 over the chunk's
+ *               elements. The front-end sums the partials (no float atomics).
  *   CROSS_ENTROPY logits [R, C], targets i32 [R] -> loss [R], lse [R] (f32):
  *               lse = log sum exp logits; loss = lse - logits[target]; 0 when
  *               target == nn.ignore_index, NaN when outside [0, C).

@@ -20,6 +20,8 @@ static inline int wgt_nn_call_inputs(const wgt_kernel_call *call)
     case WGT_NN_CROSS_ENTROPY: return 2;                  /* logits, targets */
     case WGT_NN_CROSS_ENTROPY_BACKWARD: return 4;         /* logits, targets, lse, g */
     case WGT_NN_PARTIALS_SUM: return 1 + b;               /* dw partials, db partials */
+    case WGT_NN_SUM_SQUARES:                              /* x_0 .. x_{n-1} */
+        return call->n_inputs >= 1 && call->n_inputs <= WGT_NN_SUM_SQUARES_MAX_INPUTS ? call->n_inputs : -1;
     default: return -1;
     }
 }
@@ -32,6 +34,7 @@ static inline int wgt_nn_call_outputs(const wgt_kernel_call *call)
     case WGT_NN_NORM_PARAM_GRADS: return 1 + call->nn.has_bias;            /* dw, db */
     case WGT_NN_CROSS_ENTROPY: return 2;                                   /* loss, lse */
     case WGT_NN_PARTIALS_SUM: return 1 + call->nn.has_bias;                /* dw, db */
+    case WGT_NN_SUM_SQUARES: return 1;                                     /* partials */
     default: return 1;                                                     /* dlogits */
     }
 }
@@ -49,6 +52,16 @@ static inline int64_t wgt_nn_numel(const wgt_tensor_view *v)
 static inline bool wgt_nn_call_shapes_valid(const wgt_kernel_call *call)
 {
     if (wgt_nn_call_inputs(call) != call->n_inputs || call->n_outputs < wgt_nn_call_outputs(call)) return false;
+    if (call->nn.kernel == WGT_NN_SUM_SQUARES) { /* 1-D inputs, none empty; P partials */
+        int64_t chunk = call->nn.chunk_rows, parts = 0;
+        if (chunk <= 0) return false;
+        for (int i = 0; i < call->n_inputs; i++) {
+            const wgt_tensor_view *v = &call->inputs[i];
+            if (v->ndim != 1 || v->shape[0] <= 0) return false;
+            parts += (v->shape[0] + chunk - 1) / chunk;
+        }
+        return call->outputs[0].ndim == 1 && call->outputs[0].shape[0] == parts;
+    }
     const wgt_tensor_view *x = &call->inputs[0];
     if (x->ndim != 2 || x->shape[0] < 0 || x->shape[1] < 0) return false;
     int64_t rows = x->shape[0], d = x->shape[1], k = 1;

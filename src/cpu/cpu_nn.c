@@ -1,8 +1,8 @@
 /*
  * CPU reference of the fused neural-network kernels (WGT_KERNEL_NN; contracts
  * in src/core/backend.h): layer/rms norm forward and backward, the per-chunk
- * partial sums of the norm's weight and bias gradients, and cross-entropy
- * forward and backward.
+ * partial sums of the norm's weight and bias gradients, cross-entropy
+ * forward and backward, and the chunked sums of squares of wgt_sum_squares.
  *
  * Rows are contiguous (the front-end guarantees it), so a row is a pointer and
  * a length. Values are loaded as double and every sum is taken in double: this
@@ -211,6 +211,30 @@ static wgt_status run_partials_sum(cpu_backend *b, const wgt_kernel_call *call)
     return WGT_OK;
 }
 
+/* Sums of squares per chunk of each input, each in double, chunks in order. */
+static wgt_status run_sum_squares(cpu_backend *b, const wgt_kernel_call *call)
+{
+    int64_t chunk = call->nn.chunk_rows, first = 0;
+    for (int k = 0; k < call->n_inputs; k++) {
+        nn_row_view in = row_view(&call->inputs[k]);
+        int64_t len = call->inputs[k].shape[0], parts = (len + chunk - 1) / chunk;
+        const wgt_tensor_view *out = &call->outputs[0];
+        bool parallel = len >= CPU_PARALLEL_THRESHOLD && parts > 1;
+#pragma omp parallel for num_threads(b->threads) schedule(static) if (parallel)
+        for (int64_t p = 0; p < parts; p++) {
+            int64_t end = (p + 1) * chunk < len ? (p + 1) * chunk : len;
+            double sum = 0;
+            for (int64_t i = p * chunk; i < end; i++) {
+                double v = at(&in, i);
+                sum += v * v;
+            }
+            put(out, first + p, sum);
+        }
+        first += parts;
+    }
+    return WGT_OK;
+}
+
 /* -------------------------------------------------------- cross-entropy */
 
 static int32_t target_at(const wgt_tensor_view *t, int64_t r)
@@ -294,6 +318,7 @@ wgt_status cpu_run_nn(cpu_backend *b, const wgt_kernel_call *call)
     case WGT_NN_CROSS_ENTROPY: return run_cross_entropy(b, call);
     case WGT_NN_CROSS_ENTROPY_BACKWARD: return run_cross_entropy_backward(b, call);
     case WGT_NN_PARTIALS_SUM: return run_partials_sum(b, call);
+    case WGT_NN_SUM_SQUARES: return run_sum_squares(b, call);
     default: return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "unknown NN kernel %d", (int)call->nn.kernel);
     }
 }

@@ -5,8 +5,9 @@
  *   scale = min(1, max_norm / (norm + 1e-6))                f32 []
  *   g     = g * scale                                       each gradient
  *
- * The partial sums are added 7 per kernel. Everything stays on the device: the norm and the scale are scalar tensors
- * that the multiplications broadcast, so no value is read back and the host
+ * The squared norm is one wgt_sum_squares of the gradients. Everything stays
+ * on the device: the norm and the scale are scalar tensors that the
+ * multiplications broadcast, so no value is read back and the host
  * never waits. Each gradient is replaced by its scaled copy (one kernel; an
  * in-place multiply would need a snapshot of the aliased input on WebGPU), or,
  * with wgt_clip_grad_norm_scale, left alone: the optimizer multiplies by the
@@ -14,6 +15,7 @@
  * per gradient fewer.
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "ops/op_common.h"
 
@@ -22,34 +24,19 @@
 static wgt_status norm_and_scale(wgt_context *ctx, wgt_tensor *const *params, int n, double max_norm, bool want_norm,
                                  wgt_tensor **norm_out, wgt_tensor **scale_out)
 {
-    /* Sum of squares per gradient, then over gradients: the scalar partials
-     * are added 7 at a time by one fused kernel (the running total and 6 new
-     * ones; 7 inputs + the output are the 8 storage bindings WebGPU allows),
-     * not stacked, which copied every scalar in a kernel of its own. */
-    static const char *const sums_of[8] = {NULL, "a", "a + b", "a + b + c", "a + b + c + d", "a + b + c + d + e",
-                                           "a + b + c + d + e + f", "a + b + c + d + e + f + g"};
-    wgt_tensor *terms[7], *total = NULL;
-    int n_terms = 0;
-    for (int i = 0; i < n && ctx->status == WGT_OK; i++) {
-        wgt_tensor *g = params[i]->grad;
-        if (!g) continue;
-        /* the squares (and an f16 gradient's f32 copy) are released at once:
-         * left to the scope, they were a second copy of every gradient */
-        wgt_tensor *g32 = g->view.dtype == WGT_F32 ? g : wgt_cast(g, WGT_F32);
-        wgt_tensor *squares = g32 ? wgt_mul(g32, g32) : NULL;
-        wgt_tensor *sq = squares ? wgt_sum(squares, NULL, 0, false) : NULL;
-        wgt_tensor_release(squares);
-        if (g32 != g) wgt_tensor_release(g32);
-        if (!sq) break;
-        terms[n_terms++] = sq;
-        if (n_terms == 7) {
-            terms[0] = wgt_fused(ctx, sums_of[7], terms, 7);
-            n_terms = terms[0] ? 1 : 0;
-        }
-    }
-    if (ctx->status == WGT_OK && n_terms > 0)
-        total = n_terms == 1 ? terms[0] : wgt_fused(ctx, sums_of[n_terms], terms, n_terms);
-    if (ctx->status == WGT_OK && !total) total = wgt_zeros(ctx, WGT_F32, 0, NULL);
+    /* The squared norm of all gradients in one multi-tensor reduction
+     * (wgt_sum_squares: 7 gradients per kernel, then one sum of the partials),
+     * where a multiply and a sum per gradient and a fused add of the partial
+     * norms every 7 were 85 kernels or more for GPT's 39 parameters (112 on
+     * lavapipe, where the larger sums take two passes); now 6 and a sum. */
+    wgt_tensor *grads[64] = {NULL}, **list = grads;
+    if (n > 64 && !(list = malloc(sizeof(*list) * (size_t)n)))
+        return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "gradient clipping: out of host memory");
+    int n_grads = 0;
+    for (int i = 0; i < n; i++)
+        if (params[i]->grad) list[n_grads++] = params[i]->grad;
+    wgt_tensor *total = wgt_sum_squares(ctx, list, n_grads);
+    if (list != grads) free(list);
     /* max_norm is a kernel parameter: no upload (which would end the batch)
      * and no new pipeline when it changes. The norm gets a kernel of its own
      * only when the caller asks for it. */

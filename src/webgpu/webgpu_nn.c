@@ -11,6 +11,8 @@
  *   PARTIALS_SUM            kernels/nn_partials_sum.wgsl     64 row lanes x 4 columns
  *   CROSS_ENTROPY           kernels/nn_cross_entropy.wgsl    one workgroup per row
  *   CROSS_ENTROPY_BACKWARD  kernels/nn_cross_entropy_backward.wgsl
+ *   SUM_SQUARES             kernels/nn_sum_squares.wgsl      one workgroup per chunk
+ *                           (its own parameter block: up to 7 inputs)
  *
  * All share kernels/nn_common.wgsl (parameter block, workgroup sums). The
  * kernels read and write f32: f16 inputs are converted to f32 temporaries and
@@ -341,6 +343,53 @@ static wgt_status run_partials_sum(webgpu_backend *wg, const wgt_kernel_call *ca
     return s;
 }
 
+/* The parameter block of kernels/nn_sum_squares.wgsl. */
+typedef struct sum_squares_params {
+    uint32_t n_groups, chunk, out_offset, n_inputs;
+    uint32_t offset[8], length[8], first[8];
+} sum_squares_params;
+_Static_assert(sizeof(sum_squares_params) % 16 == 0 && sizeof(sum_squares_params) <= WEBGPU_PARAMS_MAX, "sum_squares params");
+
+/* Per-chunk sums of squares of up to 7 f32 inputs, one dispatch. Unused input
+ * bindings repeat input 0 (read-only aliases are allowed; no workgroup reads them). */
+static wgt_status run_sum_squares(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v)
+{
+    sum_squares_params pr;
+    memset(&pr, 0, sizeof(pr));
+    const uint64_t chunk = (uint64_t)call->nn.chunk_rows;
+    uint64_t parts = 0;
+    WGPUBuffer buffers[WGT_NN_SUM_SQUARES_MAX_INPUTS + 1];
+    for (int k = 0; k < WGT_NN_SUM_SQUARES_MAX_INPUTS; k++) {
+        const wgt_tensor_view *x = &v->in[k < call->n_inputs ? k : 0];
+        buffers[k] = webgpu_view_buffer(x);
+        if (k >= call->n_inputs) continue;
+        pr.offset[k] = (uint32_t)x->offset;
+        pr.length[k] = (uint32_t)x->shape[0];
+        pr.first[k] = (uint32_t)parts;
+        parts += ((uint64_t)x->shape[0] + chunk - 1) / chunk;
+    }
+    if (chunk > UINT32_MAX || parts > UINT32_MAX)
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: %llu partials exceed the kernel's u32 indexing",
+                         call->op_name, (unsigned long long)parts);
+    pr.chunk = (uint32_t)chunk;
+    pr.n_inputs = (uint32_t)call->n_inputs;
+    pr.out_offset = (uint32_t)v->out[0].offset;
+    buffers[WGT_NN_SUM_SQUARES_MAX_INPUTS] = webgpu_view_buffer(&v->out[0]);
+    webgpu_pipeline *p = webgpu_pipeline_find(wg, "nn_sum_squares");
+    if (!p) {
+        const char *source = webgpu_kernel_source("nn_sum_squares");
+        if (!source) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel source nn_sum_squares is not embedded", call->op_name);
+        wgt_status s = webgpu_pipeline_create(wg, "nn_sum_squares", source, NULL, WGT_NN_SUM_SQUARES_MAX_INPUTS, 1, true,
+                                              nn_checked, call->op_name, &p);
+        if (s != WGT_OK) return s;
+    }
+    uint32_t gx, gy;
+    pr.n_groups = (uint32_t)parts;
+    wgt_status s = webgpu_grid(wg, parts, &gx, &gy, call->op_name);
+    if (s != WGT_OK) return s;
+    return webgpu_dispatch(wg, p, buffers, WGT_NN_SUM_SQUARES_MAX_INPUTS + 1, &pr, sizeof(pr), gx, gy, 1, call->op_name);
+}
+
 static void fill_targets(const wgt_kernel_call *call, const wgt_tensor_view *t, nn_params *pr)
 {
     pr->t_offset = (uint32_t)t->offset;
@@ -413,6 +462,7 @@ wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call)
         case WGT_NN_CROSS_ENTROPY: s = run_cross_entropy(wg, call, &v, &pr); break;
         case WGT_NN_CROSS_ENTROPY_BACKWARD: s = run_cross_entropy_backward(wg, call, &v, &pr); break;
         case WGT_NN_PARTIALS_SUM: s = run_partials_sum(wg, call, &v, &pr); break;
+        case WGT_NN_SUM_SQUARES: s = run_sum_squares(wg, call, &v); break;
         default: s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: unknown NN kernel", call->op_name); break;
         }
     }
