@@ -1,5 +1,8 @@
-/* Name tables for statuses, dtypes and ops, tied to their enums by static asserts. */
+/* Name tables for statuses, dtypes and ops, tied to their enums by static asserts;
+ * the printed form of a shape. */
 #include <assert.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "core/internal.h"
 
@@ -88,3 +91,14 @@ const char *wgt_adapter_type_name(wgt_adapter_type type)
 }
 
 const char *wgt_version(void) { return WGT_VERSION_STRING; }
+
+const char *wgt_shape_string(int ndim, const int64_t *shape, char *buf, size_t size)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < ndim && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+    if (used + 1 >= size && size >= 5) memcpy(buf + size - 5, "...]", 5); /* truncated: say so */
+    return buf;
+}

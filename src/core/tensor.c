@@ -11,17 +11,6 @@ static bool scope_add(wgt_context *ctx, wgt_tensor *t);
 
 /* ------------------------------------------------------------ shape helpers */
 
-const char *wgt_shape_string(int ndim, const int64_t *shape, char *buf, size_t size)
-{
-    size_t used = 0;
-    used += (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < ndim && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)shape[i]);
-    if (used < size) snprintf(buf + used, size - used, "]");
-    if (used + 1 >= size && size >= 5) memcpy(buf + size - 5, "...]", 5); /* truncated: say so */
-    return buf;
-}
-
 /* Tensors always hold checked shapes (check_shape, wgt_view_check), so this
  * only saturates for shapes nobody validated yet: INT64_MAX when the count is
  * too large, -1 when a size is negative; never a wrapped small count. */
