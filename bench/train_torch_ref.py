@@ -191,6 +191,40 @@ def make_model(a, data, dev):
     return model, c, opt
 
 
+def nanogpt_names(n_layer):
+    """This module's parameter names -> nanoGPT's, the names `wgt train`
+    checkpoints use (as model.<name>) and `wgt train --init` reads."""
+    names = {"wte.weight": "transformer.wte.weight", "wpe.weight": "transformer.wpe.weight",
+             "ln_f.weight": "transformer.ln_f.weight"}
+    for l in range(n_layer):
+        for own, theirs in (("ln_1", "ln_1"), ("c_attn", "attn.c_attn"), ("attn_proj", "attn.c_proj"),
+                            ("ln_2", "ln_2"), ("c_fc", "mlp.c_fc"), ("mlp_proj", "mlp.c_proj")):
+            names[f"h.{l}.{own}.weight"] = f"transformer.h.{l}.{theirs}.weight"
+    return names
+
+
+def swap_init(model, a):
+    """--save-init writes the initial weights for `wgt train --init`; --init
+    replaces them by a file's (a wgt checkpoint, e.g. of --stop-after 0). The
+    seed's init still runs first, so the generator, and with it the dropout
+    masks, stays the seed's: only the initial weights change."""
+    from safetensors.torch import load_file, save_file
+    names = nanogpt_names(a.n_layer)
+    own = dict(model.named_parameters())
+    assert set(own) == set(names), sorted(set(own) ^ set(names))
+    if a.save_init:
+        save_file({"model." + names[k]: v.detach().float().cpu().contiguous() for k, v in own.items()}, a.save_init)
+        print(f"initial weights written to {a.save_init}")
+    if a.init:
+        src = load_file(a.init)
+        with torch.no_grad():
+            for k, v in own.items():
+                t = src["model." + names[k]]
+                assert tuple(t.shape) == tuple(v.shape), (k, t.shape, v.shape)
+                v.copy_(t.to(v.device, v.dtype))
+        print(f"initial weights from {a.init}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
@@ -207,6 +241,8 @@ def main():
     p.add_argument("--sample-bench", type=int, default=0, metavar="N",
                    help="after training, time N tokens of KV-cache sampling (batch 1)")
     p.add_argument("--device", default="cuda")
+    p.add_argument("--init", help="initial weights from FILE (model.<nanoGPT name>, as wgt's checkpoints)")
+    p.add_argument("--save-init", help="write the initial weights to FILE (for wgt train --init)")
     a = p.parse_args()
     a.lr_decay_iters = a.lr_decay_iters or a.max_iters
     torch.backends.cuda.matmul.allow_tf32 = a.tf32
@@ -216,6 +252,8 @@ def main():
     data = Data(a.data, dev)
 
     model, c, opt = make_model(a, data, dev)
+    if a.init or a.save_init:
+        swap_init(model, a)
     step_model = torch.compile(model) if a.compile else model
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.bf16)
     n_params = sum(p_.numel() for p_ in model.parameters())
