@@ -185,34 +185,13 @@ static wgt_tensor *step_cross_entropy_fb(bench_state *s)
 /* ---- attention and linear (issue 10): q, k, v [m, 12, n, k] requiring grad,
  * causal, forward + backward through autograd with upstream gradient d */
 #define ATTN_HEADS 12
-static bool setup_attention(bench_state *s)
-{
-    int64_t shape[4] = {s->m, ATTN_HEADS, s->n, s->k};
-    s->a = randn(s, 4, shape, 13);
-    s->b = randn(s, 4, shape, 14);
-    s->c = randn(s, 4, shape, 15);
-    s->d = randn(s, 4, shape, 16);
-    return s->a && s->b && s->c && s->d && wgt_tensor_set_requires_grad(s->a, true) == WGT_OK &&
-           wgt_tensor_set_requires_grad(s->b, true) == WGT_OK && wgt_tensor_set_requires_grad(s->c, true) == WGT_OK;
-}
-static wgt_tensor *step_attention_fb(bench_state *s)
-{
-    wgt_tensor *params[3] = {s->a, s->b, s->c};
-    wgt_zero_grad(params, 3);
-    wgt_tensor *y = wgt_scaled_dot_product_attention(s->a, s->b, s->c, true, 0.0, 0);
-    if (y && wgt_backward_ex(y, s->d, false) != WGT_OK) {
-        wgt_tensor_release(y);
-        return NULL;
-    }
-    return y;
-}
 /* GPT training's attention (the `wgt train` model: 6 heads of 64, T 256,
  * batch 64): causal with dropout 0.2 on the weights, fwd+bwd; q, k, v
  * [m, 6, n, k] */
 #define ATTN_GPT_HEADS 6
-static bool setup_attention_gpt(bench_state *s)
+static bool setup_attention_heads(bench_state *s, int64_t heads)
 {
-    int64_t shape[4] = {s->m, ATTN_GPT_HEADS, s->n, s->k};
+    int64_t shape[4] = {s->m, heads, s->n, s->k};
     s->a = randn(s, 4, shape, 13);
     s->b = randn(s, 4, shape, 14);
     s->c = randn(s, 4, shape, 15);
@@ -220,17 +199,21 @@ static bool setup_attention_gpt(bench_state *s)
     return s->a && s->b && s->c && s->d && wgt_tensor_set_requires_grad(s->a, true) == WGT_OK &&
            wgt_tensor_set_requires_grad(s->b, true) == WGT_OK && wgt_tensor_set_requires_grad(s->c, true) == WGT_OK;
 }
-static wgt_tensor *step_attention_gpt_fb(bench_state *s)
+static bool setup_attention(bench_state *s) { return setup_attention_heads(s, ATTN_HEADS); }
+static bool setup_attention_gpt(bench_state *s) { return setup_attention_heads(s, ATTN_GPT_HEADS); }
+static wgt_tensor *attention_fb(bench_state *s, double dropout, uint64_t seed)
 {
     wgt_tensor *params[3] = {s->a, s->b, s->c};
     wgt_zero_grad(params, 3);
-    wgt_tensor *y = wgt_scaled_dot_product_attention(s->a, s->b, s->c, true, 0.2, 1234);
+    wgt_tensor *y = wgt_scaled_dot_product_attention(s->a, s->b, s->c, true, dropout, seed);
     if (y && wgt_backward_ex(y, s->d, false) != WGT_OK) {
         wgt_tensor_release(y);
         return NULL;
     }
     return y;
 }
+static wgt_tensor *step_attention_fb(bench_state *s) { return attention_fb(s, 0.0, 0); }
+static wgt_tensor *step_attention_gpt_fb(bench_state *s) { return attention_fb(s, 0.2, 1234); }
 /* linear's three GEMMs at n x k x m: forward x W^T + bias (A B^T), dx = dy W
  * (A B: gemm_f32_*), dW = dy^T x (A^T B); transposed operands read in place */
 static bool setup_linear(bench_state *s)
