@@ -19,6 +19,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/conv_call.h"
@@ -246,6 +247,26 @@ typedef struct gemm_params {
 } gemm_params;
 _Static_assert(sizeof(gemm_params) % 16 == 0 && sizeof(gemm_params) <= WEBGPU_PARAMS_MAX, "conv gemm params");
 
+/* Both parameter blocks (gemm_params, direct_params) open with the same 17
+ * geometry fields, n .. kg in this order; fill_geometry writes them. */
+#define CONV_GEOMETRY_FIELDS 17
+_Static_assert(offsetof(gemm_params, kg) == (CONV_GEOMETRY_FIELDS - 1) * sizeof(uint32_t), "gemm_params geometry");
+static void fill_geometry(const wgt_kernel_call *call, void *params)
+{
+    const uint32_t groups = u32of(call->conv.groups), c = u32of(call->conv.c), k = u32of(call->conv.k);
+    const uint32_t g[CONV_GEOMETRY_FIELDS] = {
+        u32of(call->conv.n),        c,
+        u32of(call->conv.h),        u32of(call->conv.w),
+        k,                          u32of(call->conv.oh),
+        u32of(call->conv.ow),       u32of(call->conv.kh),
+        u32of(call->conv.kw),       u32of(call->conv.stride_h),
+        u32of(call->conv.stride_w), u32of(call->conv.pad_top),
+        u32of(call->conv.pad_left), u32of(call->conv.dil_h),
+        u32of(call->conv.dil_w),    c / groups,
+        k / groups};
+    memcpy(params, g, sizeof(g));
+}
+
 /* The parameter block of kernels/conv_splitk_reduce.wgsl. */
 typedef struct reduce_params {
     uint32_t size, splits, src_offset, dst_offset;
@@ -282,14 +303,8 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     int mode = call->conv.kernel == WGT_CONV_FORWARD ? 0 : call->conv.kernel == WGT_CONV_BACKWARD_INPUT ? 1 : 2;
     gemm_params p;
     memset(&p, 0, sizeof(p));
-    p.n = u32of(call->conv.n), p.c = u32of(call->conv.c), p.h = u32of(call->conv.h), p.w = u32of(call->conv.w);
-    p.k = u32of(call->conv.k), p.oh = u32of(call->conv.oh), p.ow = u32of(call->conv.ow);
-    p.kh = u32of(call->conv.kh), p.kw = u32of(call->conv.kw);
-    p.stride_h = u32of(call->conv.stride_h), p.stride_w = u32of(call->conv.stride_w);
-    p.pad_top = u32of(call->conv.pad_top), p.pad_left = u32of(call->conv.pad_left);
-    p.dil_h = u32of(call->conv.dil_h), p.dil_w = u32of(call->conv.dil_w);
+    fill_geometry(call, &p);
     p.groups = u32of(call->conv.groups);
-    p.cg = p.c / p.groups, p.kg = p.k / p.groups;
     uint64_t taps = (uint64_t)p.kh * p.kw, wsize = (uint64_t)p.k * p.cg * taps;
     bool phased = mode == 1 && use_phases(wg, call);
     uint64_t z = p.groups, fe_splits = 1, plan_len = 0, out_size = wsize;
@@ -404,6 +419,7 @@ typedef struct direct_params {
     uint32_t kg, groups, total, w_offset, dy_offset, dx_offset, pad0, pad1;
 } direct_params;
 _Static_assert(sizeof(direct_params) % 16 == 0, "conv direct params");
+_Static_assert(offsetof(direct_params, kg) == (CONV_GEOMETRY_FIELDS - 1) * sizeof(uint32_t), "direct_params geometry");
 
 #define CONV_DIRECT_MAX_CG 4u
 
@@ -426,14 +442,8 @@ static wgt_status run_direct_dx(webgpu_backend *wg, const wgt_kernel_call *call,
     const char *op = call->op_name;
     direct_params p;
     memset(&p, 0, sizeof(p));
-    p.n = u32of(call->conv.n), p.c = u32of(call->conv.c), p.h = u32of(call->conv.h), p.w = u32of(call->conv.w);
-    p.k = u32of(call->conv.k), p.oh = u32of(call->conv.oh), p.ow = u32of(call->conv.ow);
-    p.kh = u32of(call->conv.kh), p.kw = u32of(call->conv.kw);
-    p.stride_h = u32of(call->conv.stride_h), p.stride_w = u32of(call->conv.stride_w);
-    p.pad_top = u32of(call->conv.pad_top), p.pad_left = u32of(call->conv.pad_left);
-    p.dil_h = u32of(call->conv.dil_h), p.dil_w = u32of(call->conv.dil_w);
+    fill_geometry(call, &p);
     p.groups = u32of(call->conv.groups);
-    p.cg = p.c / p.groups, p.kg = p.k / p.groups;
     uint64_t total = (uint64_t)p.n * p.groups * p.h * p.w; /* at most dx's size: u32 */
     p.total = (uint32_t)total;
     /* inputs dy, w; output dx */
