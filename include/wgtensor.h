@@ -253,6 +253,21 @@ wgt_tensor *wgt_tensor_from_host(wgt_context *ctx, wgt_dtype dtype, int ndim, co
 /* Reads the tensor (any view) into host memory as a contiguous array; waits for
  * the device. bytes must be at least numel * dtype size. */
 wgt_status wgt_tensor_read(wgt_tensor *t, void *data, size_t bytes);
+/* Reading without waiting. wgt_tensor_read_start queues a copy of t's elements
+ * behind the work recorded so far, submits it and returns at once;
+ * wgt_read_finish waits for that copy (under the context's deadline), writes
+ * the elements into data (bytes >= numel * dtype size) and frees the read.
+ * Work recorded between the two runs on the device after the copy, so the
+ * host can record step n+1 while step n is read back (a decode loop whose
+ * next token comes from the device). Every started read must be finished;
+ * data NULL discards it, and wgt_context_destroy discards the ones left.
+ * Out-of-range indices found on the device are reported by the next
+ * wgt_tensor_read or wgt_synchronize, not here: that check waits for all the
+ * work recorded so far, which is what this read avoids. NULL on error (the
+ * context's status says why). */
+typedef struct wgt_read wgt_read;
+wgt_read *wgt_tensor_read_start(wgt_tensor *t);
+wgt_status wgt_read_finish(wgt_read *r, void *data, size_t bytes);
 /* Overwrites the tensor's elements (any view) from contiguous host data. */
 wgt_status wgt_tensor_write(wgt_tensor *t, const void *data, size_t bytes);
 

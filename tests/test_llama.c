@@ -52,6 +52,58 @@ static void *read_expected(wgt_context *ctx, wgt_safetensors *f, const char *nam
     return data;
 }
 
+/* Tokens llama_generate_greedy hands over, and a stop after `stop` of them. */
+typedef struct collected {
+    int32_t ids[64];
+    size_t n, stop;
+} collected;
+
+static bool collect(int32_t token, void *user)
+{
+    collected *k = user;
+    if (k->n < 64) k->ids[k->n] = token;
+    k->n++;
+    return k->n < k->stop;
+}
+
+/* The pipelined greedy loop (step n+1 recorded before step n's token is
+ * read) gives transformers' greedy tokens, stops where its callback says and
+ * leaves the cache as the sequential loop does: prompt + tokens but the last,
+ * so feeding that last token one step at a time continues the fixture's ids. */
+static void check_pipelined(llama_cache *c, const int32_t *prompt, size_t n_prompt, const int32_t *greedy,
+                            size_t n_greedy, const char *name, const char *backend)
+{
+    char msg[512] = "";
+    CHECK(n_greedy >= 4 && n_greedy <= 64, "%s: %zu greedy ids in the fixture (this check needs 4 to 64)", name, n_greedy);
+    for (int pipelined = 1; pipelined >= 0 && n_greedy >= 4 && n_greedy <= 64; pipelined--) {
+        for (int early = 0; early < 2; early++) {
+            llama_cache_reset(c);
+            wgt_tensor *logits = llama_forward(c, prompt, (int64_t)n_prompt, false, msg, sizeof(msg));
+            collected k = {.stop = early ? 3 : SIZE_MAX};
+            const int64_t got = logits ? llama_generate_greedy(c, logits, (int64_t)n_greedy, pipelined, collect, &k,
+                                                               msg, sizeof(msg))
+                                       : -1;
+            wgt_tensor_release(logits);
+            const size_t want_n = early ? 3 : n_greedy;
+            bool same = got == (int64_t)want_n && k.n == want_n;
+            for (size_t i = 0; same && i < want_n; i++) same = k.ids[i] == greedy[i];
+            CHECK(same, "%s %s %s greedy (stop after %zu): %lld tokens, %s", name, backend,
+                  pipelined ? "pipelined" : "sequential", want_n, (long long)got, msg);
+            CHECK(llama_cache_length(c) == (int64_t)(n_prompt + want_n - 1), "%s %s %s greedy: cache length %lld, want %zu",
+                  name, backend, pipelined ? "pipelined" : "sequential", (long long)llama_cache_length(c),
+                  n_prompt + want_n - 1);
+            if (early && same) {
+                wgt_tensor *step = llama_forward(c, &k.ids[2], 1, false, msg, sizeof(msg));
+                const int32_t next = llama_argmax(step);
+                wgt_tensor_release(step);
+                CHECK(next == greedy[3], "%s %s %s: after a stop, the next step gives %d, want %d", name, backend,
+                      pipelined ? "pipelined" : "sequential", next, greedy[3]);
+            }
+        }
+    }
+    printf("%-18s %-6s: pipelined and sequential greedy loops checked\n", name, backend);
+}
+
 static void check_fixture(wgt_context *ctx, const char *name, const char *backend, bool required)
 {
     char dir[1024], path[1100], msg[512] = "";
@@ -106,6 +158,7 @@ static void check_fixture(wgt_context *ctx, const char *name, const char *backen
                 }
                 printf("%-18s %-6s %s: %zu of %zu greedy tokens match\n", name, backend, wname, same, n_greedy);
                 if (!w) CHECK(same == n_greedy, "%s %s: greedy tokens differ at %zu", name, backend, same);
+                if (!w) check_pipelined(c, prompt, n_prompt, greedy, n_greedy, name, backend);
             }
             free(got);
             wgt_tensor_release(logits);

@@ -377,6 +377,12 @@ typedef struct wgt_backend_vtable {
     wgt_status (*storage_write)(wgt_backend *b, void *handle, size_t offset, const void *src, size_t bytes);
     /* Waits for all earlier work that writes handle, then copies out. */
     wgt_status (*storage_read)(wgt_backend *b, void *handle, size_t offset, void *dst, size_t bytes);
+    /* optional: storage_read in two halves (wgt_tensor_read_start). start
+     * queues the copy and returns a pending read; finish waits for it and
+     * copies out (dst NULL: discards it) and frees it, on every path. Without
+     * them the front-end reads synchronously at start. */
+    wgt_status (*storage_read_start)(wgt_backend *b, void *handle, size_t offset, size_t bytes, void **pending);
+    wgt_status (*storage_read_finish)(wgt_backend *b, void *pending, void *dst);
 
     /* Whether run() implements this call (kind, dtypes, ranks). Must not fail. */
     bool (*supports)(wgt_backend *b, const wgt_kernel_call *call);

@@ -58,9 +58,21 @@ wgt_status wgt_profiler_write_trace(wgt_context *ctx, const char *path)
     return ctx->backend->vt->profiler_write_trace(ctx->backend, path);
 }
 
+void wgt_reads_discard_all(wgt_context *ctx)
+{
+    while (ctx->reads) {
+        struct wgt_read *r = ctx->reads;
+        ctx->reads = r->next;
+        if (r->pending) ctx->backend->vt->storage_read_finish(ctx->backend, r->pending, NULL);
+        free(r->host);
+        free(r);
+    }
+}
+
 void wgt_context_destroy(wgt_context *ctx)
 {
     if (!ctx) return;
+    if (ctx->backend) wgt_reads_discard_all(ctx);
     /* Release what scopes still hold, innermost first. */
     while (ctx->n_scopes > 0) {
         ctx->status = WGT_OK; /* let pop run even on an errored context */

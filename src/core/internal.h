@@ -18,6 +18,18 @@ typedef struct wgt_scope {
     size_t count, capacity;
 } wgt_scope;
 
+/* A read started by wgt_tensor_read_start (src/ops/transfer.c), linked into
+ * its context until finished, so that wgt_context_destroy can discard it. */
+struct wgt_read {
+    wgt_context *ctx;
+    void *pending;          /* the backend's pending read; NULL when done at start */
+    unsigned char *host;    /* aligned_bytes read synchronously at start (no two-half backend) */
+    size_t need;            /* bytes of the tensor's elements */
+    size_t skip;            /* bytes before them in the word-aligned range */
+    size_t aligned_bytes;
+    struct wgt_read *prev, *next;
+};
+
 struct wgt_context {
     wgt_status status;              /* sticky: WGT_OK until an error */
     bool fatal;                     /* creation failed or device lost: never clears */
@@ -41,6 +53,7 @@ struct wgt_context {
     struct wgt_memory_trace *memory_trace;
     const char *trace_where;        /* NULL outside backward, else a static name */
     int trace_rule1;                /* wgt_op + 1 of the node being processed; 0: none */
+    struct wgt_read *reads;         /* started, not finished (wgt_tensor_read_start) */
     bool conv_frontend_splits;      /* WGT_CONV_SPLITK=0: the backend's split-K is off, so the ops floor splits
                                      * the convolution weight gradient itself (the former path); default false */
 };
@@ -124,5 +137,8 @@ wgt_status wgt_run_kernel(wgt_context *ctx, const wgt_kernel_call *call);
 wgt_storage *wgt_storage_create(wgt_context *ctx, size_t bytes, const char *op);
 void wgt_storage_retain(wgt_storage *s);
 void wgt_storage_release(wgt_context *ctx, wgt_storage *s);
+
+/* Discards every unfinished wgt_tensor_read_start of ctx (context destroy). */
+void wgt_reads_discard_all(wgt_context *ctx);
 
 #endif /* WGT_INTERNAL_H */

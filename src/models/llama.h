@@ -88,6 +88,27 @@ wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool
  * int read back. -1 on error. */
 int32_t llama_argmax(wgt_tensor *logits);
 
+/* ---- decoding without a host round trip per token (llama_decode.c) ----
+ * llama_argmax_token: the same pick, left on the device as i32 [1] (the
+ * caller's; NULL on error). llama_forward_token: one decode step whose token
+ * is such a device id, so step n+1 can be recorded before step n's pick has
+ * been read. llama_cache_truncate: forget the positions from length on (a
+ * step recorded ahead and not wanted). */
+wgt_tensor *llama_argmax_token(wgt_tensor *logits);
+wgt_tensor *llama_forward_token(llama_cache *c, wgt_tensor *token, char *msg, size_t msg_size);
+void llama_cache_truncate(llama_cache *c, int64_t length);
+
+/* Greedy decoding from logits (the prompt's, [N, V]): produces up to
+ * max_tokens tokens, calling on_token for each in order until it returns
+ * false. With pipelined, step n+1 is recorded and submitted (fed by step n's
+ * pick on the device) before step n's token is read, so the host's recording
+ * overlaps the device's work; the cache ends as the one-step-at-a-time loop
+ * leaves it (the prompt and every produced token but the last). Returns the
+ * number of tokens produced, -1 on error (message in msg). */
+typedef bool (*llama_token_fn)(int32_t token, void *user);
+int64_t llama_generate_greedy(llama_cache *c, wgt_tensor *logits, int64_t max_tokens, bool pipelined,
+                              llama_token_fn on_token, void *user, char *msg, size_t msg_size);
+
 /* HF's repetition penalty on a host copy of the logits: for every token in
  * history, a positive logit is divided by penalty, a negative one multiplied. */
 void llama_repetition_penalty(float *logits, int vocab_size, const int32_t *history, size_t n, double penalty);

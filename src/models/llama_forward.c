@@ -77,6 +77,11 @@ void llama_cache_reset(llama_cache *c)
     if (c) c->length = 0;
 }
 
+void llama_cache_truncate(llama_cache *c, int64_t length)
+{
+    if (c && length >= 0 && length < c->length) c->length = length;
+}
+
 /* x [T, in] f32 -> [T, out] f32. f16 weights: x f32 (as it comes) or f16 (the
  * attention output of an f16 cache) times the f16 W^T, a view, accumulated and
  * stored in f32 (wgt_matmul_ex; f32 x f16 needs no cast of x to f16).
@@ -304,10 +309,11 @@ static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_ten
     return project_add(m, x, act, L->w_down, L->s_down);
 }
 
-wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool all_logits, char *msg,
-                          size_t msg_size)
+/* tokens on the host (T of them), or token: one id on the device (i32 [1]) */
+static wgt_tensor *forward(llama_cache *c, const int32_t *tokens, wgt_tensor *token, int64_t T, bool all_logits,
+                           char *msg, size_t msg_size)
 {
-    if (!c || !tokens || T < 1 || c->length + T > c->context) {
+    if (!c || (!tokens && !token) || T < 1 || c->length + T > c->context) {
         snprintf(msg, msg_size, "llama_forward: %lld new tokens at position %lld do not fit a context of %lld",
                  (long long)T, (long long)(c ? c->length : 0), (long long)(c ? c->context : 0));
         return NULL;
@@ -315,7 +321,11 @@ wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool
     llama_model *m = c->model;
     wgt_context *ctx = m->ctx;
     const int64_t V = m->cfg.vocab_size;
-    for (int64_t i = 0; i < T; i++)
+    if (token && (wgt_tensor_dtype(token) != WGT_I32 || wgt_tensor_numel(token) != 1 || T != 1)) {
+        snprintf(msg, msg_size, "llama_forward_token: the token must be one i32 id on the device");
+        return NULL;
+    }
+    for (int64_t i = 0; tokens && i < T; i++)
         if (tokens[i] < 0 || tokens[i] >= V) {
             snprintf(msg, msg_size, "llama_forward: token %d at %lld is outside the vocabulary [0, %lld)", tokens[i],
                      (long long)i, (long long)V);
@@ -326,9 +336,11 @@ wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool
     /* decode: the token's row as a view of the table (no indexing kernel, so
      * no out-of-range flag for the device to report back: the step's only
      * read is the caller's); prefill: one embedding lookup. The ids were
-     * range-checked above. */
-    wgt_tensor *x = T == 1 ? wgt_slice(m->embed, 0, tokens[0], tokens[0] + 1, 1)
-                           : wgt_embedding(m->embed, wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){T}, tokens));
+     * range-checked above. A device token (the previous step's pick) is
+     * one embedding lookup: the host never waits for it. */
+    wgt_tensor *x = token    ? wgt_embedding(m->embed, wgt_reshape(token, 1, (int64_t[]){1}))
+                    : T == 1 ? wgt_slice(m->embed, 0, tokens[0], tokens[0] + 1, 1)
+                             : wgt_embedding(m->embed, wgt_tensor_from_host(ctx, WGT_I32, 1, (int64_t[]){T}, tokens));
     if (x && wgt_tensor_dtype(x) != WGT_F32) x = wgt_cast(x, WGT_F32);
     const double eps = m->cfg.rms_eps;
     for (int l = 0; l < m->cfg.n_layers; l++) {
@@ -351,6 +363,28 @@ wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool
     }
     c->length += T;
     return logits;
+}
+
+wgt_tensor *llama_forward(llama_cache *c, const int32_t *tokens, int64_t T, bool all_logits, char *msg,
+                          size_t msg_size)
+{
+    return forward(c, tokens, NULL, T, all_logits, msg, msg_size);
+}
+
+wgt_tensor *llama_forward_token(llama_cache *c, wgt_tensor *token, char *msg, size_t msg_size)
+{
+    return forward(c, NULL, token, 1, false, msg, msg_size);
+}
+
+wgt_tensor *llama_argmax_token(wgt_tensor *logits)
+{
+    if (!logits || wgt_tensor_ndim(logits) != 2) return NULL;
+    const int64_t N = wgt_tensor_dim(logits, 0);
+    wgt_context *ctx = wgt_tensor_context(logits);
+    wgt_scope_push(ctx);
+    wgt_tensor *idx = wgt_scope_keep(wgt_argmax(wgt_slice(logits, 0, N - 1, N, 1), 1, false));
+    wgt_scope_pop(ctx);
+    return idx;
 }
 
 int32_t llama_argmax(wgt_tensor *logits)

@@ -46,6 +46,88 @@ wgt_status wgt_tensor_read(wgt_tensor *t, void *data, size_t bytes)
     return s;
 }
 
+static void read_unlink(wgt_read *r)
+{
+    if (r->prev) r->prev->next = r->next;
+    else r->ctx->reads = r->next;
+    if (r->next) r->next->prev = r->prev;
+}
+
+wgt_read *wgt_tensor_read_start(wgt_tensor *t)
+{
+    if (!t) return NULL;
+    wgt_context *ctx = t->ctx;
+    if (ctx->status != WGT_OK) return NULL;
+    if (!wgt_view_is_contiguous(&t->view)) {
+        /* the copy to the staging buffer is queued now, so the temporary can go */
+        wgt_tensor *c = wgt_contiguous(t);
+        if (!c) return NULL;
+        wgt_read *r = wgt_tensor_read_start(c);
+        wgt_tensor_release(c);
+        return r;
+    }
+    wgt_read *r = calloc(1, sizeof(*r));
+    if (!r) {
+        wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor_read_start: out of host memory");
+        return NULL;
+    }
+    r->ctx = ctx;
+    r->need = (size_t)wgt_shape_numel(t->view.ndim, t->view.shape) * wgt_dtype_size(t->view.dtype);
+    size_t first, aligned_first;
+    word_range(&t->view, r->need, &first, &aligned_first, &r->aligned_bytes);
+    r->skip = first - aligned_first;
+    const wgt_backend_vtable *vt = ctx->backend->vt;
+    wgt_status s = WGT_OK;
+    if (r->need == 0) {
+        /* nothing to copy */
+    } else if (vt->storage_read_start && vt->storage_read_finish) {
+        s = vt->storage_read_start(ctx->backend, t->view.storage->handle, aligned_first, r->aligned_bytes,
+                                   &r->pending);
+    } else {
+        r->host = malloc(r->aligned_bytes);
+        s = r->host ? vt->storage_read(ctx->backend, t->view.storage->handle, aligned_first, r->host, r->aligned_bytes)
+                    : wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor_read_start: out of host memory");
+    }
+    if (s != WGT_OK) {
+        free(r->host);
+        free(r);
+        return NULL;
+    }
+    r->next = ctx->reads;
+    if (r->next) r->next->prev = r;
+    ctx->reads = r;
+    return r;
+}
+
+wgt_status wgt_read_finish(wgt_read *r, void *data, size_t bytes)
+{
+    if (!r) return WGT_ERR_INVALID_ARGUMENT;
+    wgt_context *ctx = r->ctx;
+    read_unlink(r);
+    wgt_status s = WGT_OK;
+    if (data && bytes < r->need)
+        s = wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "wgt_read_finish: buffer of %zu bytes, tensor needs %zu", bytes,
+                      r->need);
+    unsigned char *tmp = NULL;
+    if (r->pending) {
+        /* the backend frees its pending read on every path, so it is finished even when the answer is dropped */
+        bool direct = s == WGT_OK && data && r->skip == 0 && r->aligned_bytes == r->need;
+        tmp = s == WGT_OK && data && !direct ? malloc(r->aligned_bytes) : NULL;
+        if (s == WGT_OK && data && !direct && !tmp)
+            s = wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_read_finish: out of host memory");
+        void *dst = s != WGT_OK || !data ? NULL : direct ? data : tmp;
+        wgt_status f = ctx->backend->vt->storage_read_finish(ctx->backend, r->pending, dst);
+        if (s == WGT_OK) s = f;
+        if (s == WGT_OK && tmp) memcpy(data, tmp + r->skip, r->need);
+    } else if (s == WGT_OK && data && r->need) {
+        memcpy(data, r->host + r->skip, r->need);
+    }
+    free(tmp);
+    free(r->host);
+    free(r);
+    return s;
+}
+
 wgt_status wgt_tensor_write(wgt_tensor *t, const void *data, size_t bytes)
 {
     if (!t) return WGT_ERR_INVALID_ARGUMENT;

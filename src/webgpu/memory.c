@@ -240,58 +240,98 @@ wgt_status webgpu_storage_write(wgt_backend *b, void *handle, size_t offset, con
     return WGT_OK;
 }
 
-wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void *dst, size_t bytes)
+/* A read in flight: the staging buffer its copy lands in, and the record
+ * the map callback reports into (see webgpu_request). */
+typedef struct webgpu_pending_read {
+    WGPUBuffer staging;
+    uint64_t staging_size;
+    size_t bytes;
+    webgpu_request *req;
+} webgpu_pending_read;
+
+/* Queues the copy of [offset, offset + bytes) into a staging buffer, submits
+ * it and asks for the map; returns without waiting. */
+wgt_status webgpu_storage_read_start(wgt_backend *b, void *handle, size_t offset, size_t bytes, void **pending)
 {
     webgpu_backend *wg = webgpu_of(b);
     webgpu_block *blk = handle;
+    *pending = NULL;
     if ((offset | bytes) & 3 || offset + bytes > blk->size)
         return wgt_error(b->ctx, WGT_ERR_INTERNAL, "webgpu readback: range %zu+%zu not aligned or beyond %llu bytes",
                          offset, bytes, (unsigned long long)blk->size);
     /* Known stuck: fail before recording a copy into a staging buffer that
-     * would be destroyed below while the unsubmitted copy still uses it. */
-    wgt_status stuck = webgpu_check_stuck(wg, "wgt_tensor_read");
-    if (stuck != WGT_OK) return stuck;
-    uint64_t staging_size;
-    WGPUBuffer staging = staging_take(wg, bytes, &staging_size);
-    if (!staging) return wgt_context_status(b->ctx);
+     * would be destroyed while the unsubmitted copy still uses it. */
+    wgt_status s = webgpu_check_stuck(wg, "wgt_tensor_read");
+    if (s != WGT_OK) return s;
+    webgpu_pending_read *p = webgpu_host_alloc(wg, 1, sizeof(*p), true);
+    if (!p)
+        return wgt_error(b->ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_tensor_read: out of host memory (%zu bytes)", sizeof(*p));
+    p->bytes = bytes;
+    p->staging = staging_take(wg, bytes, &p->staging_size);
+    if (!p->staging) {
+        free(p);
+        return wgt_context_status(b->ctx);
+    }
     WGPUCommandEncoder enc = webgpu_encoder_for_copy(wg);
-    wgpuCommandEncoderCopyBufferToBuffer(enc, blk->buffer, offset, staging, 0, bytes);
-    wgt_status s = webgpu_flush(wg);
+    wgpuCommandEncoderCopyBufferToBuffer(enc, blk->buffer, offset, p->staging, 0, bytes);
+    s = webgpu_flush(wg);
     if (s == WGT_OK && wgt_fault_hit(&b->fault, WGT_FAULT_LOST_READ)) {
         webgpu_lose_device(wg, "injected fault during a read");
         s = WGT_ERR_DEVICE_LOST;
     }
-    webgpu_request *req = s == WGT_OK ? webgpu_request_new(wg, "wgt_tensor_read") : NULL;
-    if (s == WGT_OK && !req) s = WGT_ERR_OUT_OF_MEMORY;
+    p->req = s == WGT_OK ? webgpu_request_new(wg, "wgt_tensor_read") : NULL;
+    if (s == WGT_OK && !p->req) s = WGT_ERR_OUT_OF_MEMORY;
+    if (s != WGT_OK) {
+        release_buffer(p->staging);
+        free(p);
+        return s;
+    }
+    /* The record, not this frame, receives the callback: if the wait gives
+     * up, destroying the staging buffer still fires it. */
+    WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
+    cb.mode = WGPUCallbackMode_AllowProcessEvents;
+    cb.callback = webgpu_on_map_request;
+    cb.userdata1 = p->req;
+    wgpuBufferMapAsync(p->staging, WGPUMapMode_Read, 0, bytes, cb);
+    *pending = p;
+    return WGT_OK;
+}
+
+/* Waits for a started read, copies it to dst (NULL: drops it) and frees it. */
+wgt_status webgpu_storage_read_finish(wgt_backend *b, void *pending, void *dst)
+{
+    webgpu_backend *wg = webgpu_of(b);
+    webgpu_pending_read *p = pending;
+    const size_t bytes = p->bytes;
+    wgt_status s = webgpu_wait(wg, &p->req->done, "wgt_tensor_read");
     if (s == WGT_OK) {
-        /* The record, not this frame, receives the callback: if the wait gives
-         * up, destroying the staging buffer below still fires it. */
-        WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
-        cb.mode = WGPUCallbackMode_AllowProcessEvents;
-        cb.callback = webgpu_on_map_request;
-        cb.userdata1 = req;
-        wgpuBufferMapAsync(staging, WGPUMapMode_Read, 0, bytes, cb);
-        s = webgpu_wait(wg, &req->done, "wgt_tensor_read");
-        bool map_failed = s == WGT_OK && (req->status != (int)WGPUMapAsyncStatus_Success ||
-                                          wgt_fault_hit(&b->fault, WGT_FAULT_MAP));
+        bool map_failed = p->req->status != (int)WGPUMapAsyncStatus_Success || wgt_fault_hit(&b->fault, WGT_FAULT_MAP);
         if (map_failed) {
-            if (req->status == (int)WGPUMapAsyncStatus_Success) wgpuBufferUnmap(staging);
+            if (p->req->status == (int)WGPUMapAsyncStatus_Success) wgpuBufferUnmap(p->staging);
             s = wgt_error(b->ctx, wg->device_lost ? WGT_ERR_DEVICE_LOST : WGT_ERR_INTERNAL,
                           "wgt_tensor_read: mapping the staging buffer of %zu bytes failed: %s", bytes,
-                          req->status == (int)WGPUMapAsyncStatus_Success ? "injected fault" : req->message);
+                          p->req->status == (int)WGPUMapAsyncStatus_Success ? "injected fault" : p->req->message);
         }
-        if (s == WGT_OK) {
-            const void *mapped = wgpuBufferGetConstMappedRange(staging, 0, bytes);
-            if (mapped) memcpy(dst, mapped, bytes);
-            else s = wgt_error(b->ctx, WGT_ERR_INTERNAL, "wgt_tensor_read: mapped range is NULL");
-            wgpuBufferUnmap(staging);
-        }
+    }
+    if (s == WGT_OK) {
+        const void *mapped = dst ? wgpuBufferGetConstMappedRange(p->staging, 0, bytes) : NULL;
+        if (mapped) memcpy(dst, mapped, bytes);
+        else if (dst) s = wgt_error(b->ctx, WGT_ERR_INTERNAL, "wgt_tensor_read: mapped range is NULL");
+        wgpuBufferUnmap(p->staging);
         wg->exec.downloads++;
     }
     /* A buffer whose map did not complete (timeout, loss) is not reused;
      * destroying it fires a pending callback into the still-live record. */
-    if (s == WGT_OK) staging_give_back(wg, staging, staging_size);
-    else release_buffer(staging);
-    webgpu_request_release(req);
+    if (s == WGT_OK) staging_give_back(wg, p->staging, p->staging_size);
+    else release_buffer(p->staging);
+    webgpu_request_release(p->req);
+    free(p);
     return s;
+}
+
+wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void *dst, size_t bytes)
+{
+    void *pending;
+    wgt_status s = webgpu_storage_read_start(b, handle, offset, bytes, &pending);
+    return s == WGT_OK ? webgpu_storage_read_finish(b, pending, dst) : s;
 }

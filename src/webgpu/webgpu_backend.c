@@ -103,6 +103,9 @@ const wgt_backend_vtable webgpu_vtable = {
     .storage_free = webgpu_storage_free,
     .storage_write = webgpu_storage_write,
     .storage_read = storage_read_checked,
+    /* no index check here: it would wait for all recorded work (wgt_tensor_read_start) */
+    .storage_read_start = webgpu_storage_read_start,
+    .storage_read_finish = webgpu_storage_read_finish,
     .supports = webgpu_supports,
     .run = webgpu_run,
     .synchronize = synchronize_checked,

@@ -269,6 +269,8 @@ wgt_status webgpu_storage_alloc(wgt_backend *b, size_t bytes, void **handle);
 void webgpu_storage_free(wgt_backend *b, void *handle);
 wgt_status webgpu_storage_write(wgt_backend *b, void *handle, size_t offset, const void *src, size_t bytes);
 wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void *dst, size_t bytes);
+wgt_status webgpu_storage_read_start(wgt_backend *b, void *handle, size_t offset, size_t bytes, void **pending);
+wgt_status webgpu_storage_read_finish(wgt_backend *b, void *pending, void *dst);
 wgt_status webgpu_memory_stats(wgt_backend *b, wgt_memory_stats *stats);
 wgt_status webgpu_memory_trim(wgt_backend *b);
 wgt_status webgpu_memory_set_budget(wgt_backend *b, uint64_t budget);

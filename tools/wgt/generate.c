@@ -25,16 +25,18 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: wgt generate --model DIR --prompt TEXT [--max-tokens N] [--quantize q8|q4] [--context N]\n"
             "                    [--temperature T] [--top-k K] [--top-p P] [--seed S] [--repetition-penalty R]\n"
-            "                    [--no-bos] [--backend cpu|webgpu] [--adapter A]\n"
+            "                    [--no-bos] [--sequential] [--backend cpu|webgpu] [--adapter A]\n"
             "       wgt generate --bench [--shape llama-3.2-1b|llama-3.2-1b-slice|tiny|tiny-llama3] [--weights f16|f32|q8|q4] [--prompt-tokens N]\n"
             "                    [--max-tokens N] [--json FILE]\n"
             "  defaults: 128 tokens, f16 weights, greedy (temperature 0), context = prompt + tokens\n"
-            "  --quantize q8|q4 (= --weights): projections quantized at load, 32 weights per scale\n");
+            "  --quantize q8|q4 (= --weights): projections quantized at load, 32 weights per scale\n"
+            "  --sequential: greedy decoding reads each token before recording the next step (by default the\n"
+            "                host records step n+1 while the device runs step n)\n");
 }
 
 typedef struct gen_args {
     const char *model, *prompt, *backend, *adapter, *shape, *json;
-    bool bench, no_bos;
+    bool bench, no_bos, sequential;
     llama_weights weights;
     int64_t max_tokens, context, prompt_tokens;
     double repetition_penalty;
@@ -66,6 +68,10 @@ static int parse(int argc, char **argv, gen_args *a)
         }
         if (strcmp(flag, "--no-bos") == 0) {
             a->no_bos = true;
+            continue;
+        }
+        if (strcmp(flag, "--sequential") == 0) {
+            a->sequential = true;
             continue;
         }
         if (i + 1 >= argc) return fprintf(stderr, "wgt generate: %s needs a value\n", flag), 2;
@@ -165,6 +171,37 @@ static const char *weights_name(llama_weights w)
     return names[w];
 }
 
+static void report_speed(size_t prompt, double t_prompt, int64_t produced, double t_gen)
+{
+    fprintf(stderr, "\nwgt generate: prompt %zu tokens in %.3f s (%.1f tokens/s), generated %lld tokens in %.3f s "
+                    "(%.1f tokens/s)\n",
+            prompt, t_prompt, (double)prompt / fmax(t_prompt, 1e-9), (long long)produced, t_gen,
+            (double)produced / fmax(t_gen, 1e-9));
+}
+
+/* Streams greedy tokens to stdout as llama_generate_greedy produces them. */
+typedef struct emitter {
+    const llm_tokenizer *tok;
+    int eos;
+    int32_t *ids;
+    size_t n;
+    int64_t produced;
+    double t_first; /* when the first token arrived: the prompt's time ends there */
+} emitter;
+
+static bool emit(int32_t token, void *user)
+{
+    emitter *e = user;
+    if (e->produced == 0 && e->t_first == 0) e->t_first = now_s();
+    if (token == e->eos) return false;
+    size_t len;
+    const char *bytes = llm_tokenizer_token_bytes(e->tok, token, &len);
+    if (bytes) fwrite(bytes, 1, len, stdout), fflush(stdout);
+    e->ids[e->n++] = token;
+    e->produced++;
+    return true;
+}
+
 static int run_generate(wgt_context *ctx, const gen_args *a)
 {
     char msg[1024] = "", path[4200];
@@ -217,6 +254,20 @@ static int run_generate(wgt_context *ctx, const gen_args *a)
     fflush(stdout);
     const double t0 = now_s();
     wgt_tensor *logits = llama_forward(cache, ids, (int64_t)n, false, msg, sizeof(msg));
+    if (logits && a->sampling.temperature == 0 && a->repetition_penalty == 1.0 && a->max_tokens > 0) {
+        /* greedy: the picks stay on the device, the host one step ahead */
+        emitter e = {.tok = tok, .eos = cfg->eos_token_id, .ids = ids, .n = n};
+        const int64_t got = llama_generate_greedy(cache, logits, a->max_tokens, !a->sequential, emit, &e, msg,
+                                                  sizeof(msg));
+        wgt_tensor_release(logits);
+        if (got < 0) {
+            fprintf(stderr, "\nwgt generate: failed: %s\n", msg);
+            goto done;
+        }
+        report_speed((size_t)(e.n - (size_t)e.produced), e.t_first - t0, e.produced, now_s() - e.t_first);
+        rc = 0;
+        goto done;
+    }
     int32_t next = logits ? pick(logits, &pk, host, cfg->vocab_size, a, ids, n) : -1;
     wgt_tensor_release(logits);
     const double t_prompt = now_s() - t0;
@@ -239,10 +290,7 @@ static int run_generate(wgt_context *ctx, const gen_args *a)
         fprintf(stderr, "\nwgt generate: failed: %s%s\n", msg, wgt_context_error_message(ctx));
         goto done;
     }
-    fprintf(stderr, "\nwgt generate: prompt %zu tokens in %.3f s (%.1f tokens/s), generated %lld tokens in %.3f s "
-                    "(%.1f tokens/s)\n",
-            n - (size_t)produced, t_prompt, (double)(n - (size_t)produced) / fmax(t_prompt, 1e-9), (long long)produced,
-            t_gen, (double)produced / fmax(t_gen, 1e-9));
+    report_speed(n - (size_t)produced, t_prompt, produced, t_gen);
     rc = 0;
 done:
     sampler_destroy(pk.full);
@@ -283,6 +331,13 @@ static bool bench_shape(const char *name, llama_config *c)
     return false;
 }
 
+static bool count_token(int32_t token, void *user)
+{
+    (void)token;
+    ++*(int64_t *)user;
+    return true;
+}
+
 static int run_bench(wgt_context *ctx, const gen_args *a)
 {
     llama_config cfg;
@@ -310,21 +365,29 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
     double t0 = now_s();
     l = llama_forward(cache, prompt, P, false, msg, sizeof(msg));
     tok = llama_argmax(l); /* waits for the prefill */
-    wgt_tensor_release(l);
     const double t_prefill = now_s() - t0;
     wgt_execution_stats before = {0}, after = {0};
     const bool stats = wgt_execution_stats_get(ctx, &before) == WGT_OK;
     /* host recording: each token's llama_forward alone (it records and
-     * submits its dispatches without waiting; the wait is llama_argmax's read) */
+     * submits its dispatches without waiting; the wait is llama_argmax's read).
+     * Measured by the one-step-at-a-time loop (--sequential); by default the
+     * N steps run as wgt generate runs them, the host one step ahead. */
     double t_record = 0;
     t0 = now_s();
-    for (int64_t i = 0; i < N && tok >= 0; i++) {
-        const double r0 = now_s();
-        l = llama_forward(cache, &tok, 1, false, msg, sizeof(msg));
-        t_record += now_s() - r0;
-        tok = llama_argmax(l);
-        wgt_tensor_release(l);
+    if (a->sequential) {
+        for (int64_t i = 0; i < N && tok >= 0; i++) {
+            const double r0 = now_s();
+            wgt_tensor *d = llama_forward(cache, &tok, 1, false, msg, sizeof(msg));
+            t_record += now_s() - r0;
+            tok = llama_argmax(d);
+            wgt_tensor_release(d);
+        }
+    } else if (tok >= 0) {
+        /* N + 1 tokens: the prompt's pick, then N decode steps */
+        int64_t count = 0;
+        if (llama_generate_greedy(cache, l, N + 1, true, count_token, &count, msg, sizeof(msg)) != N + 1) tok = -1;
     }
+    wgt_tensor_release(l);
     const double t_decode = now_s() - t0;
     if (stats) wgt_execution_stats_get(ctx, &after);
     if (stats && after.dispatches > before.dispatches)
@@ -334,7 +397,7 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
                (double)(after.submits - before.submits) / (double)N, (double)(after.uploads - before.uploads) / (double)N,
                (double)(after.downloads - before.downloads) / (double)N,
                (double)(after.bind_groups - before.bind_groups) / (double)N);
-    if (stats && after.dispatches > before.dispatches)
+    if (stats && after.dispatches > before.dispatches && a->sequential)
         printf("llm %s %s: host recording per decode token %.1f us (%.2f us per dispatch)\n", a->shape,
                weights_name(a->weights), 1e6 * t_record / (double)N,
                1e6 * t_record / (double)(after.dispatches - before.dispatches));
@@ -344,8 +407,9 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
     }
     const double prefill_tps = (double)P / t_prefill, decode_tps = (double)N / t_decode;
     const double gbps = (double)llama_weight_bytes(m) * decode_tps / 1e9;
-    printf("llm %s %s: prefill %lld tokens %.1f tokens/s, decode %lld tokens %.1f tokens/s (%.1f GB/s of weights)\n",
-           a->shape, wname, (long long)P, prefill_tps, (long long)N, decode_tps, gbps);
+    printf("llm %s %s: prefill %lld tokens %.1f tokens/s, decode %lld tokens %.1f tokens/s (%.1f GB/s of weights)%s\n",
+           a->shape, wname, (long long)P, prefill_tps, (long long)N, decode_tps, gbps,
+           a->sequential ? ", sequential" : "");
     if (a->json) {
         FILE *f = fopen(a->json, "w");
         if (!f) {
@@ -353,9 +417,9 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
             goto done;
         }
         fprintf(f, "{\"shape\": \"%s\", \"weights\": \"%s\", \"prompt_tokens\": %lld, \"prefill_tokens_per_s\": %.3f, "
-                   "\"decode_tokens\": %lld, \"decode_tokens_per_s\": %.3f, \"weight_bytes\": %llu}\n",
+                   "\"decode_tokens\": %lld, \"decode_tokens_per_s\": %.3f, \"weight_bytes\": %llu, \"pipelined\": %s}\n",
                 a->shape, wname, (long long)P, prefill_tps, (long long)N, decode_tps,
-                (unsigned long long)llama_weight_bytes(m));
+                (unsigned long long)llama_weight_bytes(m), a->sequential ? "false" : "true");
         fclose(f);
     }
     rc = 0;
