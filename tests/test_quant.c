@@ -780,6 +780,18 @@ static void run(wgt_context *ctx, const char *backend)
         k = with_knobs(ctx, (const char *[]){"WGT_QUANT_TILE", "128x128", NULL});
         check_bits(k, backend, bits, 131, 129, 64);
         knobs_done(k, ctx);
+        /* decode through the former quant_gemv, and quant_gemv_rows with
+         * forced shapes: one word in flight (no unrolled step), and 8 in
+         * flight over 8 invocations (K = 4096: 4 bits 128 words, so the
+         * unrolled loop and its tail both run) */
+        static const char *const decode_knobs[3][2] = {
+            {"WGT_QUANT_GEMV", "1"}, {"WGT_QUANT_GEMV_ROWS", "32,1"}, {"WGT_QUANT_GEMV_ROWS", "8,8"}};
+        for (int d = 0; d < 3; d++) {
+            k = with_knobs(ctx, (const char *[]){decode_knobs[d][0], decode_knobs[d][1], NULL});
+            check_bits(k, backend, bits, 1, 37, 4096);
+            check_bits(k, backend, bits, 1, 70, 224);
+            knobs_done(k, ctx);
+        }
         /* the old per-column kernel still answers for prefill */
         k = with_knobs(ctx, (const char *[]){"WGT_QUANT_TILED", "0", NULL});
         check_bits(k, backend, bits, 67, 130, 96);

@@ -143,7 +143,13 @@ void webgpu_knobs_read(webgpu_knobs *k)
     read_conv(k);
     read_attention(k);
     copy_text(k->quant_tile, sizeof(k->quant_tile), "WGT_QUANT_TILE");
-    k->quant_gemv = on_unless_zero("WGT_QUANT_GEMV");
+    const char *qg = env("WGT_QUANT_GEMV");
+    k->quant_gemv = qg && (qg[0] == '0' || qg[0] == '1') && !qg[1] ? qg[0] - '0' : 2;
+    const char *qr = env("WGT_QUANT_GEMV_ROWS");
+    unsigned *r = k->quant_gemv_rows;
+    if (!qr || sscanf(qr, "%u,%u", &r[0], &r[1]) != 2 || r[0] < 1 || r[0] > 256 || (r[0] & (r[0] - 1)) ||
+        r[1] < 1 || r[1] > 8)
+        r[0] = r[1] = 0;
     k->quant_tiled = on_unless_zero("WGT_QUANT_TILED");
     const char *sorted = env("WGT_SCATTER_SORTED");
     k->scatter_sorted = !(sorted && sorted[0] == '0');

@@ -108,7 +108,11 @@ typedef struct webgpu_knobs {
     /* ---- quantized matmul (webgpu_quant.c) */
     char quant_tile[32];       /* WGT_QUANT_TILE=<bm>x<bn> (128x128, 128x64, 64x64): force that tile where it
                                 * fits (a name of no tile is an error); default "": chosen */
-    bool quant_gemv;           /* WGT_QUANT_GEMV=0: one-row products through the general kernel; default true */
+    int quant_gemv;            /* WGT_QUANT_GEMV: one-row products (decode) through 0 the general kernel,
+                                * 1 quant_gemv (4 rows per invocation), 2 quant_gemv_rows (invocations per
+                                * row, 16-byte words); default 2 */
+    unsigned quant_gemv_rows[2]; /* WGT_QUANT_GEMV_ROWS="threads,unroll": quant_gemv_rows's invocations per
+                                  * row (a power of two <= 256) and words in flight (1-8); default 0,0: chosen */
     bool quant_tiled;          /* WGT_QUANT_TILED=0: prefill through the per-column kernel; default true */
 
     /* ---- indexing (webgpu_indexing.c) */

@@ -3,9 +3,11 @@
  * (transposed) -> out [M, N] f32, dequantized inside the kernel
  * (kernels/quant_matmul.wgsl): one workgroup per output column and block of 4
  * rows of x, vec4<u32> weight loads, one scale per 32 weights. Decode (M = 1)
- * takes kernels/quant_gemv.wgsl instead: 16 output columns per workgroup of
- * 256, each invocation reusing a group's x for 4 columns (WGT_QUANT_GEMV=0
- * keeps quant_matmul for M = 1, to compare). Prefill (M >= QUANT_TILED_MIN_M)
+ * takes kernels/quant_gemv_rows.wgsl instead: ROW_THREADS invocations per
+ * output column streaming its 16-byte code words, as the f16 decode GEMV
+ * does (WGT_QUANT_GEMV=1: the former quant_gemv.wgsl, 16 output columns per
+ * workgroup of 256, each invocation reusing a group's x for 4 columns;
+ * WGT_QUANT_GEMV=0: quant_matmul for M = 1, to compare). Prefill (M >= QUANT_TILED_MIN_M)
  * takes kernels/quant_matmul_tiled.wgsl: a tiled GEMM whose weight tiles are
  * dequantized into workgroup memory, BM x BN outputs per workgroup, TM x TN
  * per invocation (WGT_QUANT_TILED=0 keeps quant_matmul, to compare;
@@ -86,6 +88,50 @@ bool webgpu_quant_supports(webgpu_backend *wg, const wgt_kernel_call *call)
            contiguous_aligned(x) && contiguous_aligned(q) && x->shape[1] % 32 == 0;
 }
 
+/* Invocations per row of quant_gemv_rows: about 8 words (16 bytes each) per
+ * invocation, at least 16 so that a workgroup of 256 holds at most 16 rows
+ * (more would leave the small decode products a handful of workgroups). */
+static unsigned gemv_row_threads(int64_t K, int bits)
+{
+    const int64_t words = K * bits / 128;
+    unsigned threads = 16;
+    while (threads < 256 && (int64_t)threads * 8 < words) threads *= 2;
+    return threads;
+}
+
+/* M = 1 through quant_gemv_rows.wgsl: ROW_THREADS invocations per output. */
+static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call, quant_params *p)
+{
+    const char *op = call->op_name;
+    const unsigned *forced = wg->knobs.quant_gemv_rows; /* WGT_QUANT_GEMV_ROWS */
+    const unsigned threads = forced[0] ? forced[0] : gemv_row_threads(p->K, (int)p->bits);
+    const unsigned unroll = forced[1] ? forced[1] : 4;
+    char key[96];
+    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u", threads, unroll, p->bits);
+    webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
+    if (!pipe) {
+        const char *body = webgpu_kernel_source("quant_gemv_rows"), *codes = webgpu_kernel_source("quant_codes");
+        if (!body || !codes) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel quant_gemv_rows is not embedded", op);
+        char prelude[128];
+        snprintf(prelude, sizeof(prelude), "const ROW_THREADS: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\n",
+                 threads, unroll, p->bits);
+        size_t n = strlen(prelude) + strlen(codes) + strlen(body) + 1;
+        char *source = malloc(n);
+        if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        snprintf(source, n, "%s%s%s", prelude, codes, body);
+        wgt_status st = webgpu_pipeline_create(wg, key, source, NULL, 3, 1, true, false, op, &pipe);
+        free(source);
+        if (st != WGT_OK) return st;
+    }
+    const wgt_tensor_view *x = &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2], *out = &call->outputs[0];
+    uint32_t gx, gy;
+    wgt_status st = webgpu_grid(wg, ((uint64_t)p->N + 256 / threads - 1) / (256 / threads), &gx, &gy, op);
+    WGPUBuffer buffers[4] = {webgpu_view_buffer(x), webgpu_view_buffer(q), webgpu_view_buffer(s),
+                             webgpu_view_buffer(out)};
+    if (st == WGT_OK) st = webgpu_dispatch(wg, pipe, buffers, 4, p, sizeof(*p), gx, gy, 1, op);
+    return st;
+}
+
 wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const char *op = call->op_name;
@@ -108,8 +154,10 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
     p.x_offset = (uint32_t)(x->offset / 4), p.q_offset = (uint32_t)(q->offset / 4);
     p.s_offset = (uint32_t)s->offset, p.out_offset = (uint32_t)out->offset;
     p.row_blocks = (uint32_t)((M + QUANT_ROWS - 1) / QUANT_ROWS);
-    const bool gemv = M == 1 && wg->knobs.quant_gemv;
+    const bool gemv_rows = M == 1 && wg->knobs.quant_gemv == 2;
+    const bool gemv = M == 1 && wg->knobs.quant_gemv == 1;
     const bool tiled = M >= QUANT_TILED_MIN_M && wg->knobs.quant_tiled;
+    if (gemv_rows) return run_gemv_rows(wg, call, &p);
     const char *kernel = gemv ? "quant_gemv" : tiled ? "quant_matmul_tiled" : "quant_matmul";
     const quant_tile *tile = tiled ? choose_tile(wg, M, N) : NULL;
     if (tiled && !tile)
