@@ -784,9 +784,11 @@ static void run(wgt_context *ctx, const char *backend)
          * forced shapes: one word in flight (no unrolled step), and 8 in
          * flight over 8 invocations (K = 4096: 4 bits 128 words, so the
          * unrolled loop and its tail both run) */
-        static const char *const decode_knobs[3][2] = {
-            {"WGT_QUANT_GEMV", "1"}, {"WGT_QUANT_GEMV_ROWS", "32,1"}, {"WGT_QUANT_GEMV_ROWS", "8,8"}};
-        for (int d = 0; d < 3; d++) {
+        static const char *const decode_knobs[4][2] = {{"WGT_QUANT_GEMV", "1"},
+                                                       {"WGT_QUANT_GEMV_ROWS", "32,1"},
+                                                       {"WGT_QUANT_GEMV_ROWS", "8,8"},
+                                                       {"WGT_QUANT_GEMV_SHARED", "0"}}; /* x read from storage */
+        for (int d = 0; d < 4; d++) {
             k = with_knobs(ctx, (const char *[]){decode_knobs[d][0], decode_knobs[d][1], NULL});
             check_bits(k, backend, bits, 1, 37, 4096);
             check_bits(k, backend, bits, 1, 70, 224);

@@ -145,6 +145,7 @@ void webgpu_knobs_read(webgpu_knobs *k)
     copy_text(k->quant_tile, sizeof(k->quant_tile), "WGT_QUANT_TILE");
     const char *qg = env("WGT_QUANT_GEMV");
     k->quant_gemv = qg && (qg[0] == '0' || qg[0] == '1') && !qg[1] ? qg[0] - '0' : 2;
+    k->quant_gemv_shared = on_unless_zero("WGT_QUANT_GEMV_SHARED");
     const char *qr = env("WGT_QUANT_GEMV_ROWS");
     unsigned *r = k->quant_gemv_rows;
     if (!qr || sscanf(qr, "%u,%u", &r[0], &r[1]) != 2 || r[0] < 1 || r[0] > 256 || (r[0] & (r[0] - 1)) ||

@@ -113,6 +113,8 @@ typedef struct webgpu_knobs {
                                 * row, 16-byte words); default 2 */
     unsigned quant_gemv_rows[2]; /* WGT_QUANT_GEMV_ROWS="threads,unroll": quant_gemv_rows's invocations per
                                   * row (a power of two <= 256) and words in flight (1-8); default 0,0: chosen */
+    bool quant_gemv_shared;    /* WGT_QUANT_GEMV_SHARED=0: quant_gemv_rows reads x from storage, not staged in
+                                * workgroup memory; default true */
     bool quant_tiled;          /* WGT_QUANT_TILED=0: prefill through the per-column kernel; default true */
 
     /* ---- indexing (webgpu_indexing.c) */

@@ -105,16 +105,22 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
     const char *op = call->op_name;
     const unsigned *forced = wg->knobs.quant_gemv_rows; /* WGT_QUANT_GEMV_ROWS */
     const unsigned threads = forced[0] ? forced[0] : gemv_row_threads(p->K, (int)p->bits);
-    const unsigned unroll = forced[1] ? forced[1] : 4;
+    const unsigned unroll = forced[1] ? forced[1] : 1;
+    /* x staged in workgroup memory with a padding vec4 after every word's
+     * (see the kernel), where it fits; the size is part of the pipeline */
+    const uint64_t xv = 128 / p->bits / 4, slots = p->K / 4 + p->K / 4 / xv;
+    const unsigned xs = wg->knobs.quant_gemv_shared && slots * 16 + 256 * 4 <= wg->limits.maxComputeWorkgroupStorageSize
+                            ? (unsigned)slots : 0;
     char key[96];
-    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u", threads, unroll, p->bits);
+    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u", threads, unroll, p->bits, xs);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *body = webgpu_kernel_source("quant_gemv_rows"), *codes = webgpu_kernel_source("quant_codes");
         if (!body || !codes) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel quant_gemv_rows is not embedded", op);
-        char prelude[128];
-        snprintf(prelude, sizeof(prelude), "const ROW_THREADS: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\n",
-                 threads, unroll, p->bits);
+        char prelude[160];
+        snprintf(prelude, sizeof(prelude),
+                 "const ROW_THREADS: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\nconst XS: u32 = %uu;\n",
+                 threads, unroll, p->bits, xs);
         size_t n = strlen(prelude) + strlen(codes) + strlen(body) + 1;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);

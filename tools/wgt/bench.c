@@ -90,6 +90,31 @@ static bool setup_gemv(bench_state *s)
     s->b = randn(s, 1, &s->k, 8);
     return s->a && s->b;
 }
+/* Decode matvecs of an LLM: x [1, k] f32 times W [n, k]^T stored f16 (s->a)
+ * or group-wise 8 / 4 bits (s->a codes, s->c scales; quantized from a random
+ * f16 matrix) */
+static bool setup_decode_gemv(bench_state *s, int bits)
+{
+    int64_t sa[2] = {s->n, s->k}, sx[2] = {1, s->k};
+    wgt_tensor *w = wgt_cast(randn(s, 2, sa, 7), WGT_F16);
+    s->b = randn(s, 2, sx, 8);
+    if (!w || !s->b) return false;
+    if (!bits) {
+        s->a = w;
+        return true;
+    }
+    wgt_status st = wgt_quantize_weight(w, bits, &s->a, &s->c);
+    wgt_tensor_release(w);
+    return st == WGT_OK;
+}
+static bool setup_gemv_f16(bench_state *s) { return setup_decode_gemv(s, 0); }
+static bool setup_gemv_q8(bench_state *s) { return setup_decode_gemv(s, 8); }
+static bool setup_gemv_q4(bench_state *s) { return setup_decode_gemv(s, 4); }
+static wgt_tensor *step_gemv_half(bench_state *s) { return wgt_linear_ex(s->b, s->a, NULL, WGT_F32); }
+static wgt_tensor *step_qgemv(bench_state *s)
+{
+    return wgt_qlinear(s->b, s->a, s->c, (int)(wgt_tensor_dim(s->a, 1) * 32 / s->k)); /* codes [n, k bits / 32] */
+}
 static bool setup_small(bench_state *s)
 {
     int64_t n = 1024;
@@ -306,6 +331,10 @@ static double bytes_scatter(const bench_state *s)
 {
     return 4.0 * ((double)s->n * (double)s->m + (double)s->n + 4.0 * (double)s->k * (double)s->m);
 }
+/* decode matvec: weight bytes (f16: 2 a weight; q8 / q4: 1 / 0.5 plus an f32 scale per 32) */
+static double bytes_gemv_f16(const bench_state *s) { return 2.0 * (double)s->n * s->k; }
+static double bytes_gemv_q8(const bench_state *s) { return (1.0 + 4.0 / 32) * (double)s->n * s->k; }
+static double bytes_gemv_q4(const bench_state *s) { return (0.5 + 4.0 / 32) * (double)s->n * s->k; }
 static double flops_gemm(const bench_state *s) { return 2.0 * (double)s->n * (double)s->m * (double)s->k; }
 static double flops_gemv(const bench_state *s) { return 2.0 * (double)s->n * (double)s->k; }
 /* causal attention, flash-attention's count: forward 4 B H T^2 D / 2, backward 2.5x that */
@@ -355,6 +384,12 @@ static const bench_case cases[] = {
     {"gemm_f32_8192", "8192^3", 8192, 8192, 8192, 64, 0, NULL, flops_gemm, setup_gemm, step_matmul, 3},
     {"gemm_f16_4096", "4096^3 f16 in, f32 acc", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_gemm_f16, step_matmul, 5},
     {"gemv_f32", "11008x4096 x 4096", 11008, 0, 4096, 16, 1, bytes_gemv, flops_gemv, setup_gemv, step_matmul, 50},
+    /* Llama-3.2-1B decode: the gate/up rows (16384 x 2048) and the vocabulary head (128256 x 2048) */
+    {"gemv_f16_16384x2048", "x W^T, W f16", 16384, 0, 2048, 16, 0, bytes_gemv_f16, flops_gemv, setup_gemv_f16, step_gemv_half, 50},
+    {"gemv_q8_16384x2048", "x W^T, W 8-bit", 16384, 0, 2048, 16, 0, bytes_gemv_q8, flops_gemv, setup_gemv_q8, step_qgemv, 50},
+    {"gemv_q4_16384x2048", "x W^T, W 4-bit", 16384, 0, 2048, 16, 0, bytes_gemv_q4, flops_gemv, setup_gemv_q4, step_qgemv, 50},
+    {"gemv_f16_128256x2048", "x W^T, W f16", 128256, 0, 2048, 16, 0, bytes_gemv_f16, flops_gemv, setup_gemv_f16, step_gemv_half, 20},
+    {"gemv_q4_128256x2048", "x W^T, W 4-bit", 128256, 0, 2048, 16, 0, bytes_gemv_q4, flops_gemv, setup_gemv_q4, step_qgemv, 20},
     {"layernorm_fb_768", "8192x768 fwd+bwd", 8192, 768, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_layer_norm_fb, 20},
     {"layernorm_fb_4096", "8192x4096 fwd+bwd", 8192, 4096, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_layer_norm_fb, 20},
     {"rmsnorm_fb_768", "8192x768 fwd+bwd", 8192, 768, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_rms_norm_fb, 20},
