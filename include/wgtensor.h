@@ -544,6 +544,26 @@ wgt_tensor *wgt_rms_norm_linear_ex(wgt_tensor *x, wgt_tensor *norm_weight, doubl
  * The weights are dequantized inside the kernel (never a float copy of W).
  * No gradient (WGT_ERR_UNSUPPORTED under autograd if x requires grad). */
 wgt_tensor *wgt_qlinear(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits);
+/* wgt_qlinear with LLM decode's neighbours folded in: one dispatch on WebGPU
+ * for a single row whose x fits the workgroup memory, elsewhere the
+ * composition of the calls it stands for (fusion NULL: wgt_qlinear, with x
+ * f32 or f16):
+ *   norm_weight f32 [K] or NULL: x is first wgt_rms_norm(x, norm_weight, norm_eps)
+ *   bias f32 [N] or NULL: added to the sums (decode: the residual stream)
+ *   swiglu: rows 2i and 2i + 1 of W are an MLP's gate and up rows, and the
+ *           result [..., N / 2] is silu(g) * u, as wgt_fused("a / (1 +
+ *           exp(-a)) * b") of the two sums (after the bias)
+ * x may be f16 (read as f32). The values are the composition's up to f32
+ * rounding (the fused kernel's sums, norm and exp are its own), not bit for
+ * bit. No gradient. */
+typedef struct wgt_qlinear_fusion {
+    wgt_tensor *norm_weight;
+    double norm_eps;
+    wgt_tensor *bias;
+    bool swiglu;
+} wgt_qlinear_fusion;
+wgt_tensor *wgt_qlinear_ex(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits,
+                           const wgt_qlinear_fusion *fusion);
 /* Quantizes w [N, K] (f32 or f16, K % 32 == 0) into wgt_qlinear's layout on
  * the host (symmetric, round to nearest: scale = max |w| / 127 for 8 bits,
  * max |w| / 7 for 4 bits, codes clamped to [-127, 127] / [-8, 7]); the two

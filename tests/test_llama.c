@@ -271,10 +271,12 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
             /* WebGPU, f16 weights: the epilogue fusions (o + residual,
              * gate/up + SwiGLU, down + residual) and the rotation's cache
              * append, 4 a layer; f32 weights: the SwiGLU stays its own
-             * kernel (no f32 GEMV epilogue), 3; quantized: the append and
+             * kernel (no f32 GEMV epilogue), 3; quantized: the append,
              * q's cast to the cache's f16 (the rotation of f32 sums stores
-             * q as f16 into the cache's scratch), 2 */
-            const unsigned long long per_layer = w >= 2 ? 2 : w == 1 ? 4 : 3;
+             * q as f16 into the cache's scratch), the two residual adds
+             * (wgt_qlinear_ex's bias) and the attention output's cast to
+             * f32 (wgt_qlinear_ex reads f16), 5 */
+            const unsigned long long per_layer = w >= 2 ? 5 : w == 1 ? 4 : 3;
             const bool counted = wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU;
             CHECK(same_logits(ctx, fused, unfused) &&
                       (!counted || nu == nf + per_layer * (unsigned long long)cfg.n_layers),

@@ -97,6 +97,109 @@ static void check_bits(wgt_context *ctx, const char *backend, int bits, int64_t 
     free(w), free(x), free(got), free(sc), free(q);
 }
 
+/* wgt_qlinear_ex against a float64 reference built here from the codes and
+ * scales read back: x (f32, or f16 when x_f16) RMS-normalized with a weight
+ * (norm), times the dequantized W^T, plus a bias (bias), SwiGLU of rows 2i
+ * and 2i + 1 (swiglu). M = 1 takes the fused kernel on WebGPU, M > 1 the
+ * composition; both must give the reference's values (rel L2 <= 1e-5). */
+static void check_qlinear_ex(wgt_context *ctx, const char *backend, int bits, int64_t M, int64_t N, int64_t K,
+                             bool norm, bool bias, bool swiglu, bool x_f16)
+{
+    uint32_t seed = (uint32_t)(bits * 31 + M * 7 + N * 3 + K + norm * 100 + bias * 200 + swiglu * 400 + x_f16 * 800);
+    const int64_t NO = swiglu ? N / 2 : N;
+    float *w = malloc((size_t)(N * K) * sizeof(float)), *x = malloc((size_t)(M * K) * sizeof(float));
+    float *g = malloc((size_t)K * sizeof(float)), *b = malloc((size_t)N * sizeof(float));
+    float *got = malloc((size_t)(M * NO) * sizeof(float)), *sc = malloc((size_t)(N * K / 32) * sizeof(float));
+    uint16_t *xh = malloc((size_t)(M * K) * 2);
+    int32_t *q = malloc((size_t)(N * K * bits / 32) * sizeof(int32_t));
+    for (int64_t i = 0; i < N * K; i++) w[i] = ((float)(test_xorshift(&seed) % 20001) - 10000.0f) / 10000.0f;
+    for (int64_t i = 0; i < M * K; i++) {
+        x[i] = ((float)(test_xorshift(&seed) % 20001) - 10000.0f) / 5000.0f;
+        xh[i] = test_f32_to_f16(x[i]);
+        if (x_f16) x[i] = test_f16_to_f32(xh[i]);
+    }
+    for (int64_t i = 0; i < K; i++) g[i] = 0.5f + (float)(test_xorshift(&seed) % 1001) / 1000.0f;
+    for (int64_t i = 0; i < N; i++) b[i] = ((float)(test_xorshift(&seed) % 2001) - 1000.0f) / 100.0f;
+    wgt_scope_push(ctx);
+    wgt_tensor *wt = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, w);
+    wgt_tensor *xt = x_f16 ? wgt_tensor_from_host(ctx, WGT_F16, 2, (int64_t[]){M, K}, xh)
+                           : wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){M, K}, x);
+    wgt_tensor *qw = NULL, *qs = NULL;
+    wgt_status st = wgt_quantize_weight(wt, bits, &qw, &qs);
+    const double eps = 1e-5;
+    wgt_qlinear_fusion f = {.norm_weight = norm ? wgt_tensor_from_host(ctx, WGT_F32, 1, &K, g) : NULL,
+                            .norm_eps = eps,
+                            .bias = bias ? wgt_tensor_from_host(ctx, WGT_F32, 1, &N, b) : NULL,
+                            .swiglu = swiglu};
+    wgt_execution_stats before = {0}, after = {0};
+    const bool gpu = wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU;
+    if (gpu) wgt_execution_stats_get(ctx, &before);
+    wgt_tensor *y = st == WGT_OK ? wgt_qlinear_ex(xt, qw, qs, bits, &f) : NULL;
+    if (gpu) wgt_execution_stats_get(ctx, &after);
+    /* one row on WebGPU: the whole call is one dispatch (norm and bias together: the composition) */
+    if (gpu && M == 1 && !(norm && bias))
+        CHECK(after.dispatches - before.dispatches == 1, "%s qlinear_ex norm %d bias %d swiglu %d f16 %d: %llu dispatches",
+              backend, norm, bias, swiglu, x_f16, (unsigned long long)(after.dispatches - before.dispatches));
+    bool read = y && wgt_tensor_dim(y, 1) == NO && wgt_tensor_read(qw, q, (size_t)(N * K * bits / 32) * 4) == WGT_OK &&
+                wgt_tensor_read(qs, sc, (size_t)(N * K / 32) * 4) == WGT_OK &&
+                wgt_tensor_read(y, got, (size_t)(M * NO) * 4) == WGT_OK;
+    CHECK(read, "%s qlinear_ex %d bits M=%lld norm %d bias %d swiglu %d f16 %d: %s", backend, bits, (long long)M, norm,
+          bias, swiglu, x_f16, wgt_context_error_message(ctx));
+    double num = 0, den = 0;
+    double *sums = malloc((size_t)N * sizeof(double)), *h = malloc((size_t)K * sizeof(double));
+    for (int64_t m = 0; read && m < M; m++) {
+        double ss = 0;
+        for (int64_t k = 0; k < K; k++) ss += (double)x[m * K + k] * x[m * K + k];
+        const double rstd = norm ? 1.0 / sqrt(ss / (double)K + eps) : 1.0;
+        for (int64_t k = 0; k < K; k++) h[k] = x[m * K + k] * rstd * (norm ? g[k] : 1.0);
+        for (int64_t n = 0; n < N; n++) {
+            double acc = bias ? b[n] : 0.0;
+            for (int64_t k = 0; k < K; k++) acc += h[k] * code_of(q, bits, K, n, k) * sc[n * (K / 32) + k / 32];
+            sums[n] = acc;
+        }
+        for (int64_t o = 0; o < NO; o++) {
+            const double ref = swiglu ? sums[2 * o] / (1.0 + exp(-sums[2 * o])) * sums[2 * o + 1] : sums[o];
+            num += (got[m * NO + o] - ref) * (got[m * NO + o] - ref);
+            den += ref * ref;
+        }
+    }
+    const double err = den > 0 ? sqrt(num / den) : 1.0;
+    CHECK(!read || err <= 1e-5, "%s qlinear_ex %d bits M=%lld N=%lld K=%lld norm %d bias %d swiglu %d f16 %d: rel L2 %.3g",
+          backend, bits, (long long)M, (long long)N, (long long)K, norm, bias, swiglu, x_f16, err);
+    wgt_scope_pop(ctx);
+    free(w), free(x), free(g), free(b), free(got), free(sc), free(xh), free(q), free(sums), free(h);
+}
+
+static void check_qlinear_ex_all(wgt_context *ctx, const char *backend)
+{
+    for (int bits = 8; bits >= 4; bits -= 4) {
+        for (int64_t M = 1; M <= 3; M += 2) {
+            check_qlinear_ex(ctx, backend, bits, M, 70, 256, true, false, false, false);  /* norm + projection */
+            check_qlinear_ex(ctx, backend, bits, M, 66, 512, true, false, true, false);   /* norm + SwiGLU */
+            check_qlinear_ex(ctx, backend, bits, M, 37, 1024, false, true, false, true);  /* f16 x + residual */
+            check_qlinear_ex(ctx, backend, bits, M, 40, 224, false, true, true, false);   /* bias + SwiGLU */
+            check_qlinear_ex(ctx, backend, bits, M, 33, 96, false, false, false, true);   /* f16 x alone */
+            check_qlinear_ex(ctx, backend, bits, M, 34, 160, true, true, false, false);   /* both: the composition */
+        }
+    }
+    /* bad arguments: a norm weight of the wrong length, an odd N with SwiGLU, f16 scales */
+    wgt_scope_push(ctx);
+    wgt_tensor *x = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 64}), *w = wgt_ones(ctx, WGT_F32, 2, (int64_t[]){5, 64});
+    wgt_tensor *qw = NULL, *qs = NULL;
+    CHECK(wgt_quantize_weight(w, 4, &qw, &qs) == WGT_OK, "%s quantize for refusals", backend);
+    wgt_qlinear_fusion f = {.norm_weight = wgt_ones(ctx, WGT_F32, 1, (int64_t[]){63}), .norm_eps = 1e-5};
+    CHECK(wgt_qlinear_ex(x, qw, qs, 4, &f) == NULL && strstr(wgt_context_error_message(ctx), "wgt_qlinear_ex") &&
+              strstr(wgt_context_error_message(ctx), "[63]"),
+          "%s qlinear_ex norm [63] for K 64 refused: %s", backend, wgt_context_error_message(ctx));
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "qlinear_ex norm length");
+    f = (wgt_qlinear_fusion){.swiglu = true};
+    CHECK(wgt_qlinear_ex(x, qw, qs, 4, &f) == NULL, "%s qlinear_ex SwiGLU of 5 rows refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "qlinear_ex odd SwiGLU");
+    CHECK(wgt_qlinear_ex(x, qw, wgt_cast(qs, WGT_F16), 4, NULL) == NULL, "%s qlinear_ex f16 scales refused", backend);
+    check_error_and_recover(ctx, WGT_ERR_DTYPE, "qlinear_ex f16 scales");
+    wgt_scope_pop(ctx);
+}
+
 static void check_refusals(wgt_context *ctx, const char *backend)
 {
     wgt_scope_push(ctx);
@@ -808,6 +911,7 @@ static void run(wgt_context *ctx, const char *backend)
     check_linear_swiglu_all(ctx, backend);
     check_rms_norm_linear_all(ctx, backend);
     check_fused_assign_all(ctx, backend);
+    check_qlinear_ex_all(ctx, backend);
     check_refusals(ctx, backend);
     if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU) { /* a tile name that is not in the table is an error */
         wgt_context *bad = with_knobs(ctx, (const char *[]){"WGT_QUANT_TILE", "96x96", NULL});

@@ -275,6 +275,14 @@ typedef struct wgt_kernel_call {
     } conv;
     struct {                     /* QMATMUL */
         int bits;                /* 8 or 4 */
+        /* wgt_qlinear_ex's fusions (M = 1 on WebGPU; supports() says where):
+         * norm: inputs[3] is an f32 weight [K]; each row of x is first
+         * RMS-normalized, (x * rsqrt(mean(x^2) + eps)) * weight. bias:
+         * inputs[3] is an f32 bias [N] added to the sums. swiglu: out is
+         * [M, N / 2], out[m, i] = silu(sum 2i) * (sum 2i + 1), after the bias.
+         * norm and bias exclude each other; x may be f16 in a fused call. */
+        bool norm, bias, swiglu;
+        float eps;
     } quant;
     struct {                     /* MATMUL */
         /* SwiGLU epilogue (wgt_linear_swiglu_ex): out is [.., M, N / 2] and

@@ -195,6 +195,7 @@ static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
         if (n_in < 0 || n_in > WGT_MAX_KERNEL_INPUTS) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%d inputs, at most %d", n_in, WGT_MAX_KERNEL_INPUTS);
     }
     if (call->kind == WGT_KERNEL_MATMUL && call->n_inputs == 3) n_in = 3; /* with a bias */
+    if (call->kind == WGT_KERNEL_QMATMUL && (call->quant.norm || call->quant.bias)) n_in = 4; /* its norm weight or bias */
     int n_out = call->kind == WGT_KERNEL_NN ? cpu_nn_output_count(call) : expected_outputs[call->kind];
     if (call->kind == WGT_KERNEL_NN) n_in = cpu_nn_input_count(call);
     if (call->kind == WGT_KERNEL_CONV) n_in = wgt_conv_call_inputs(call), n_out = wgt_conv_call_outputs(call);

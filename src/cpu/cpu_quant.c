@@ -1,17 +1,54 @@
 /* QMATMUL on the CPU, the reference for the WebGPU kernel:
- *   x [M, K] f32, qweight i32 [N, K * bits / 32], scales f32 [N, K / 32] -> out [M, N] f32
+ *   x [M, K] f32 (or f16 in a fused call), qweight i32 [N, K * bits / 32],
+ *   scales f32 [N, K / 32] -> out [M, N] f32
  * out[m, n] = sum over groups g of scales[n, g] * sum_{j < 32} x[m, 32 g + j] code(n, 32 g + j),
  * each group's integer-weighted sum formed first in f32, then scaled (the
- * order the WGSL kernel uses too), accumulated over groups in f64. */
+ * order the WGSL kernel uses too), accumulated over groups in f64.
+ * Fused calls (wgt_qlinear_ex, see backend.h): x's row RMS-normalized first
+ * (f64 mean of squares, as cpu_nn.c's norm), a bias added to the sums, or the
+ * SwiGLU of rows 2i and 2i + 1 (out [M, N / 2]). */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
 
 bool cpu_quant_supports(const wgt_kernel_call *call)
 {
-    return call->n_inputs == 3 && call->inputs[0].dtype == WGT_F32 && call->inputs[1].dtype == WGT_I32 &&
-           call->inputs[2].dtype == WGT_F32 && call->outputs[0].dtype == WGT_F32 &&
+    const bool aux = call->quant.norm || call->quant.bias;
+    const wgt_dtype xt = call->inputs[0].dtype;
+    return call->n_inputs == 3 + aux && !(call->quant.norm && call->quant.bias) &&
+           (xt == WGT_F32 || (xt == WGT_F16 && (aux || call->quant.swiglu))) && call->inputs[1].dtype == WGT_I32 &&
+           call->inputs[2].dtype == WGT_F32 && call->outputs[0].dtype == WGT_F32 && (!aux || call->inputs[3].dtype == WGT_F32) &&
            (call->quant.bits == 8 || call->quant.bits == 4);
+}
+
+/* x's rows as f32, normalized when the call says so: a new [M, K] array (NULL: out of memory) */
+static float *fused_rows(const wgt_kernel_call *call, int64_t M, int64_t K)
+{
+    const wgt_tensor_view *x = &call->inputs[0];
+    float *rows = malloc((size_t)(M * K) * sizeof(float));
+    if (!rows) return NULL;
+    const unsigned char *xd = (const unsigned char *)cpu_view_data(x);
+    for (int64_t i = 0; i < M * K; i++) {
+        if (x->dtype == WGT_F16) {
+            uint16_t h;
+            memcpy(&h, xd + 2 * i, 2);
+            rows[i] = cpu_f16_to_f32(h);
+        } else {
+            memcpy(&rows[i], xd + 4 * i, 4);
+        }
+    }
+    if (!call->quant.norm) return rows;
+    const float *w = (const float *)cpu_view_data(&call->inputs[3]);
+    for (int64_t m = 0; m < M; m++) {
+        float *r = rows + m * K;
+        double ss = 0;
+        for (int64_t k = 0; k < K; k++) ss += (double)r[k] * r[k];
+        const float rstd = (float)(1.0 / sqrt(ss / (double)K + (double)call->quant.eps));
+        for (int64_t k = 0; k < K; k++) r[k] = (r[k] * rstd) * w[k];
+    }
+    return rows;
 }
 
 /* The 32 codes of group g of row n, as floats (4-bit codes already minus 8). */
@@ -36,12 +73,22 @@ wgt_status cpu_run_qmatmul(cpu_backend *b, const wgt_kernel_call *call)
     if (!cpu_quant_supports(call)) return cpu_fail(b, call, WGT_ERR_UNSUPPORTED, "qmatmul: dtypes or bits unsupported");
     const int64_t M = x->shape[0], K = x->shape[1], N = q->shape[0], G = K / 32;
     const int bits = call->quant.bits;
+    const bool fused = call->n_inputs == 4 || call->quant.swiglu;
     if (K % 32 != 0 || q->shape[1] != K * bits / 32 || s->shape[0] != N || s->shape[1] != G || out->shape[0] != M ||
-        out->shape[1] != N)
+        out->shape[1] != (call->quant.swiglu ? N / 2 : N) || (call->quant.swiglu && N % 2) ||
+        (call->quant.norm && call->inputs[3].shape[0] != K) || (call->quant.bias && call->inputs[3].shape[0] != N))
         return cpu_fail(b, call, WGT_ERR_SHAPE_MISMATCH, "qmatmul: inconsistent shapes");
-    const float *xd = (const float *)cpu_view_data(x), *sd = (const float *)cpu_view_data(s);
+    float *rows = fused ? fused_rows(call, M, K) : NULL;
+    /* fused: the sums go to a temporary [M, N], the epilogue writes out */
+    float *sums = fused ? malloc((size_t)(M * N) * sizeof(float)) : NULL;
+    if (fused && (!rows || !sums)) {
+        free(rows), free(sums);
+        return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "qmatmul: host buffers for [%lld, %lld]", (long long)M,
+                        (long long)(N > K ? N : K));
+    }
+    const float *xd = fused ? rows : (const float *)cpu_view_data(x), *sd = (const float *)cpu_view_data(s);
     const int32_t *qd = (const int32_t *)cpu_view_data(q);
-    float *od = (float *)cpu_view_data(out);
+    float *od = fused ? sums : (float *)cpu_view_data(out);
     const int64_t words = K * bits / 32;
 #pragma omp parallel for num_threads(b->threads) schedule(static) if (M * N * K > CPU_PARALLEL_THRESHOLD)
     for (int64_t n = 0; n < N; n++) {
@@ -62,5 +109,22 @@ wgt_status cpu_run_qmatmul(cpu_backend *b, const wgt_kernel_call *call)
             for (int64_t i = 0; i < mm; i++) od[(m0 + i) * N + n] = (float)sum[i];
         }
     }
+    if (!fused) return WGT_OK;
+    float *o = (float *)cpu_view_data(out);
+    const float *bias = call->quant.bias ? (const float *)cpu_view_data(&call->inputs[3]) : NULL;
+    for (int64_t m = 0; m < M; m++) {
+        float *r = sums + m * N;
+        if (bias)
+            for (int64_t n = 0; n < N; n++) r[n] += bias[n];
+        if (!call->quant.swiglu) {
+            memcpy(o + m * N, r, (size_t)N * sizeof(float));
+            continue;
+        }
+        for (int64_t i = 0; i < N / 2; i++) { /* silu(g) * u as the elementwise program a / (1 + exp(-a)) * b */
+            const float g = r[2 * i], u = r[2 * i + 1];
+            o[m * (N / 2) + i] = g / (1.0f + expf(-g)) * u;
+        }
+    }
+    free(rows), free(sums);
     return WGT_OK;
 }

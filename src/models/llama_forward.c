@@ -118,9 +118,13 @@ static bool decode_fused(const llama_model *m) { return decode_fuse_level(m) >= 
  * (fl(acc + x) = fl(x + fl(acc)): acc is already f32). */
 static wgt_tensor *project_add(const llama_model *m, wgt_tensor *x, wgt_tensor *h, wgt_tensor *w, wgt_tensor *scales)
 {
-    if (!x || !h || scales || wgt_tensor_dim(x, 0) != 1 || !decode_fused(m))
+    if (!x || !h || wgt_tensor_dim(x, 0) != 1 || !decode_fused(m)) {
+        if (h && scales && wgt_tensor_dtype(h) != WGT_F32) h = wgt_cast(h, WGT_F32); /* wgt_qlinear reads f32 */
         return wgt_add(x, project(m, h, w, scales, NULL));
+    }
     wgt_tensor *bias = wgt_reshape(x, 1, (int64_t[]){wgt_tensor_dim(x, 1)});
+    if (scales) /* quantized: the residual added in the kernel's epilogue; h f16 or f32 as it comes */
+        return wgt_qlinear_ex(h, w, scales, m->bits, &(wgt_qlinear_fusion){.bias = bias});
     if (m->wdtype == WGT_F32) return wgt_linear(h, w, bias);
     if (m->cast_f16 && wgt_tensor_dtype(h) != WGT_F16) h = wgt_cast(h, WGT_F16);
     return wgt_linear_ex(h, w, bias, WGT_F32);
@@ -233,6 +237,14 @@ static bool norm_in_projection(const llama_model *m, wgt_tensor *x)
            decode_fuse_level(m) >= 2;
 }
 
+/* Quantized weights in fused decode: each projection is one wgt_qlinear_ex
+ * (the RMSNorm, residual add and SwiGLU inside; its kernel stages the row in
+ * workgroup memory anyway, so the norm costs one pass over 4 KiB there). */
+static bool quant_decode(const llama_model *m, wgt_tensor *x)
+{
+    return x && m->bits && wgt_tensor_dim(x, 0) == 1 && decode_fuse_level(m) >= 2;
+}
+
 /* x + attention(RMSNorm(x)) for the residual stream x [T, C] */
 static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t T)
 {
@@ -246,7 +258,9 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t
      * reads and writes f16 through f32 copies (two more dispatches) */
     const bool f16 = f16_activations(m) && m->rope_lo && !L->b_qkv && !L->q_norm;
     wgt_tensor *qkv;
-    if (norm_in_projection(m, x) && !L->b_qkv) { /* f16 q, k, v, or f32 sums as project's */
+    if (quant_decode(m, x) && !L->b_qkv) { /* quantized: the norm in the kernel that stages x */
+        qkv = wgt_qlinear_ex(x, L->w_qkv, L->s_qkv, m->bits, &(wgt_qlinear_fusion){.norm_weight = L->attn_norm, .norm_eps = eps});
+    } else if (norm_in_projection(m, x) && !L->b_qkv) { /* f16 q, k, v, or f32 sums as project's */
         qkv = wgt_rms_norm_linear_ex(x, L->attn_norm, eps, L->w_qkv, f16 ? WGT_F16 : WGT_F32, false);
     } else {
         wgt_tensor *h = wgt_rms_norm(x, L->attn_norm, eps);
@@ -278,8 +292,7 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t
     if (q && m->wdtype != WGT_F32 && wgt_tensor_dtype(q) != m->wdtype) q = wgt_cast(q, m->wdtype);
     wgt_tensor *y = wgt_scaled_dot_product_attention(q, kc, vc, true, 0.0, 0); /* [1, H, T, D] */
     y = wgt_reshape(wgt_permute(y, (int[]){0, 2, 1, 3}), 2, (int64_t[]){T, H * D});
-    if (m->bits) y = wgt_cast(y, WGT_F32); /* the quantized kernel reads f32; f16 weights take y as it is */
-    return project_add(m, x, y, L->wo, L->so);
+    return project_add(m, x, y, L->wo, L->so); /* f16 y as it is (project_add casts where a kernel needs f32) */
 }
 
 /* x + MLP(RMSNorm(x)) for the residual stream x [T, C] */
@@ -288,7 +301,11 @@ static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_ten
     const int64_t F = m->cfg.intermediate_size;
     const double eps = m->cfg.rms_eps;
     wgt_tensor *act, *h = NULL;
-    if (norm_in_projection(m, x) && decode_fuse_level(m) >= 3) {
+    if (quant_decode(m, x)) {
+        /* quantized decode: norm, gate/up projection and SwiGLU in one kernel */
+        act = wgt_qlinear_ex(x, L->w_gate_up, L->s_gate_up, m->bits,
+                             &(wgt_qlinear_fusion){.norm_weight = L->mlp_norm, .norm_eps = eps, .swiglu = true});
+    } else if (norm_in_projection(m, x) && decode_fuse_level(m) >= 3) {
         /* decode, WGT_LLAMA_DECODE_FUSE=3: norm, projection and SwiGLU in one
          * call (one GEMV whose workgroups normalize the row, then hold a gate
          * row and its up row: interleaved at load), the values of the calls below */

@@ -89,20 +89,46 @@ wgt_status wgt_quantize_weight(wgt_tensor *w, int bits, wgt_tensor **qweight, wg
     return st;
 }
 
-wgt_tensor *wgt_qlinear(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits)
+/* The composition wgt_qlinear_ex stands for, where no fused kernel runs it. */
+static wgt_tensor *qlinear_composed(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits,
+                                    const wgt_qlinear_fusion *f)
 {
-    const char *op = "wgt_qlinear";
-    wgt_tensor *args[3] = {x, qweight, scales};
-    wgt_context *ctx = wgt_op_begin(op, 3, args);
+    wgt_context *ctx = x->ctx;
+    wgt_scope_push(ctx);
+    wgt_tensor *h = f->norm_weight ? wgt_rms_norm(x, f->norm_weight, f->norm_eps) : x;
+    if (h && h->view.dtype != WGT_F32) h = wgt_cast(h, WGT_F32);
+    wgt_tensor *y = wgt_qlinear(h, qweight, scales, bits);
+    if (y && f->bias) y = wgt_add(y, f->bias);
+    if (y && f->swiglu) {
+        const int nd = y->view.ndim;
+        const int64_t N = y->view.shape[nd - 1];
+        wgt_tensor *in[2] = {wgt_slice(y, nd - 1, 0, N, 2), wgt_slice(y, nd - 1, 1, N, 2)};
+        y = in[0] && in[1] ? wgt_fused(ctx, "a / (1 + exp(-a)) * b", in, 2) : NULL;
+    }
+    y = wgt_scope_keep(y);
+    wgt_scope_pop(ctx);
+    return y;
+}
+
+/* wgt_qlinear (f == NULL) and wgt_qlinear_ex */
+static wgt_tensor *qlinear(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits,
+                           const wgt_qlinear_fusion *f, const char *op)
+{
+    wgt_tensor *args[5] = {x, qweight, scales, f ? f->norm_weight : NULL, f ? f->bias : NULL};
+    const int n_args = 3 + (f && f->norm_weight) + (f && f->bias);
+    if (f && !f->norm_weight && f->bias) args[3] = f->bias;
+    wgt_context *ctx = wgt_op_begin(op, n_args, args);
     if (!ctx || !bits_ok(ctx, bits, op)) return NULL;
     char xs[160], qs[160], ss[160];
     const int nd = x->view.ndim;
     wgt_shape_string(nd, x->view.shape, xs, sizeof(xs));
     wgt_shape_string(qweight->view.ndim, qweight->view.shape, qs, sizeof(qs));
     wgt_shape_string(scales->view.ndim, scales->view.shape, ss, sizeof(ss));
-    if (x->view.dtype != WGT_F32 || qweight->view.dtype != WGT_I32 || scales->view.dtype != WGT_F32) {
-        wgt_error(ctx, WGT_ERR_DTYPE, "%s: x %s, qweight %s, scales %s (f32, i32, f32 expected)", op,
-                  wgt_dtype_name(x->view.dtype), wgt_dtype_name(qweight->view.dtype), wgt_dtype_name(scales->view.dtype));
+    const bool x_ok = x->view.dtype == WGT_F32 || (f && x->view.dtype == WGT_F16);
+    if (!x_ok || qweight->view.dtype != WGT_I32 || scales->view.dtype != WGT_F32) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: x %s, qweight %s, scales %s (%s, i32, f32 expected)", op,
+                  wgt_dtype_name(x->view.dtype), wgt_dtype_name(qweight->view.dtype), wgt_dtype_name(scales->view.dtype),
+                  f ? "f32 or f16" : "f32");
         return NULL;
     }
     const int64_t K = nd >= 1 ? x->view.shape[nd - 1] : 0;
@@ -114,21 +140,37 @@ wgt_tensor *wgt_qlinear(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, 
                   "[N, K * %d / 32], scales [N, K / 32] expected", op, xs, qs, ss, bits, bits);
         return NULL;
     }
+    if (f) {
+        char ns[160] = "none", bs[160] = "none";
+        if (f->norm_weight) wgt_shape_string(f->norm_weight->view.ndim, f->norm_weight->view.shape, ns, sizeof(ns));
+        if (f->bias) wgt_shape_string(f->bias->view.ndim, f->bias->view.shape, bs, sizeof(bs));
+        const wgt_tensor_view *nw = f->norm_weight ? &f->norm_weight->view : NULL, *b = f->bias ? &f->bias->view : NULL;
+        if ((nw && (nw->dtype != WGT_F32 || nw->ndim != 1 || nw->shape[0] != K)) ||
+            (b && (b->dtype != WGT_F32 || b->ndim != 1 || b->shape[0] != N)) || (f->swiglu && N % 2) ||
+            (nw && !(f->norm_eps >= 0 && isfinite(f->norm_eps)))) {
+            wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH,
+                      "%s: x %s, qweight %s: norm weight %s (f32 [K] expected, eps %g >= 0), bias %s (f32 [N]), "
+                      "swiglu %s (needs N even)", op, xs, qs, ns, f->norm_eps, bs, f->swiglu ? "on" : "off");
+            return NULL;
+        }
+    }
     if (wgt_tape_wants(ctx, 1, &x)) {
         wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: x %s requires grad; quantized weights are for inference only "
                   "(run under wgt_no_grad_push)", op, xs);
         return NULL;
     }
+    const int64_t M = K ? wgt_shape_numel(nd, x->view.shape) / K : 0;
+    /* the fused kernel holds one extra input (norm weight or bias) */
+    if (f && (f->norm_weight && f->bias)) return qlinear_composed(x, qweight, scales, bits, f);
     int64_t out_shape[WGT_MAX_DIMS];
     memcpy(out_shape, x->view.shape, sizeof(int64_t) * (size_t)nd);
-    out_shape[nd - 1] = N;
-    wgt_tensor *out = wgt_tensor_alloc(ctx, WGT_F32, nd, out_shape, op);
-    const int64_t M = K ? wgt_shape_numel(nd, x->view.shape) / K : 0;
-    if (!out || M == 0 || N == 0) return out;
-    /* the kernels read x, qweight and scales as rows from offsets that are multiples of 4 */
-    wgt_tensor *in[3] = {NULL, NULL, NULL};
+    out_shape[nd - 1] = f && f->swiglu ? N / 2 : N;
+    /* the kernels read x, qweight and scales (and a norm weight or bias) as
+     * rows from offsets that are multiples of 4 */
+    const int n_in = f && (f->norm_weight || f->bias) ? 4 : 3;
+    wgt_tensor *in[4] = {NULL, NULL, NULL, NULL};
     bool ok = true;
-    for (int i = 0; i < 3 && ok; i++) {
+    for (int i = 0; i < n_in && ok; i++) {
         in[i] = wgt_contiguous(args[i]);
         if (in[i] && in[i]->view.offset % 4 != 0) {
             wgt_tensor *c = wgt_copy(in[i]);
@@ -137,28 +179,54 @@ wgt_tensor *wgt_qlinear(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, 
         }
         ok = in[i] != NULL;
     }
-    if (ok) {
-        wgt_kernel_call call;
-        memset(&call, 0, sizeof(call));
-        call.kind = WGT_KERNEL_QMATMUL;
-        call.op_name = op;
-        call.quant.bits = bits;
-        call.n_inputs = 3;
-        for (int i = 0; i < 3; i++) call.inputs[i] = in[i]->view;
-        call.inputs[0].ndim = 2;
-        call.inputs[0].shape[0] = M, call.inputs[0].shape[1] = K;
-        call.inputs[0].strides[0] = K, call.inputs[0].strides[1] = 1;
-        call.n_outputs = 1;
-        call.outputs[0] = out->view;
-        call.outputs[0].ndim = 2;
-        call.outputs[0].shape[0] = M, call.outputs[0].shape[1] = N;
-        call.outputs[0].strides[0] = N, call.outputs[0].strides[1] = 1;
+    wgt_kernel_call call;
+    memset(&call, 0, sizeof(call));
+    call.kind = WGT_KERNEL_QMATMUL;
+    call.op_name = op;
+    call.quant.bits = bits;
+    if (f) {
+        call.quant.norm = f->norm_weight != NULL, call.quant.bias = f->bias != NULL;
+        call.quant.swiglu = f->swiglu, call.quant.eps = (float)f->norm_eps;
+    }
+    call.n_inputs = n_in;
+    for (int i = 0; ok && i < n_in; i++) call.inputs[i] = in[i]->view;
+    call.inputs[0].ndim = 2;
+    call.inputs[0].shape[0] = M, call.inputs[0].shape[1] = K;
+    call.inputs[0].strides[0] = K, call.inputs[0].strides[1] = 1;
+    call.n_outputs = 1;
+    call.outputs[0].dtype = WGT_F32;
+    call.outputs[0].ndim = 2;
+    call.outputs[0].shape[0] = M, call.outputs[0].shape[1] = out_shape[nd - 1];
+    call.outputs[0].strides[0] = out_shape[nd - 1], call.outputs[0].strides[1] = 1;
+    /* a fused call the backend cannot run (the CPU's always can; WebGPU's
+     * only for one row whose x fits its workgroup memory) is the composition */
+    if (ok && f && (f->norm_weight || f->bias || f->swiglu || x->view.dtype != WGT_F32) &&
+        !ctx->backend->vt->supports(ctx->backend, &call)) {
+        for (int i = 0; i < n_in; i++) wgt_tensor_release(in[i]);
+        return qlinear_composed(x, qweight, scales, bits, f);
+    }
+    wgt_tensor *out = ok ? wgt_tensor_alloc(ctx, WGT_F32, nd, out_shape, op) : NULL;
+    if (out && M > 0 && N > 0) {
+        call.outputs[0].storage = out->view.storage;
+        call.outputs[0].offset = out->view.offset;
         ok = wgt_run_kernel(ctx, &call) == WGT_OK;
     }
-    for (int i = 0; i < 3; i++) wgt_tensor_release(in[i]);
+    for (int i = 0; i < n_in; i++) wgt_tensor_release(in[i]);
     if (!ok) {
         wgt_tensor_release(out);
         return NULL;
     }
     return out;
+}
+
+wgt_tensor *wgt_qlinear(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits)
+{
+    return qlinear(x, qweight, scales, bits, NULL, "wgt_qlinear");
+}
+
+wgt_tensor *wgt_qlinear_ex(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits,
+                           const wgt_qlinear_fusion *fusion)
+{
+    static const wgt_qlinear_fusion none = {0};
+    return qlinear(x, qweight, scales, bits, fusion ? fusion : &none, "wgt_qlinear_ex");
 }

@@ -24,7 +24,9 @@ typedef struct quant_params {
     uint32_t M, N, K, bits;
     uint32_t x_offset, q_offset, s_offset, out_offset; /* x, q in vec4 units; s, out in elements */
     uint32_t row_blocks;     /* quant_matmul: ceil(M / 4); quant_matmul_tiled: ceil(M / BM) */
-    uint32_t tiles_n, pad[2]; /* quant_matmul_tiled: ceil(N / BN) */
+    uint32_t tiles_n;        /* quant_matmul_tiled: ceil(N / BN) */
+    uint32_t aux_offset;     /* quant_gemv_rows: the norm weight's or bias's first element */
+    float eps;               /* quant_gemv_rows: the norm's */
 } quant_params;
 
 #define QUANT_ROWS 4       /* ROWS of quant_matmul */
@@ -79,62 +81,99 @@ static bool contiguous_aligned(const wgt_tensor_view *v)
     return v->ndim == 2 && v->strides[1] == 1 && v->strides[0] == v->shape[1] && v->offset % 4 == 0;
 }
 
-bool webgpu_quant_supports(webgpu_backend *wg, const wgt_kernel_call *call)
-{
-    (void)wg;
-    const wgt_tensor_view *x = &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2];
-    return call->n_inputs == 3 && x->dtype == WGT_F32 && q->dtype == WGT_I32 && s->dtype == WGT_F32 &&
-           call->outputs[0].dtype == WGT_F32 && (call->quant.bits == 8 || call->quant.bits == 4) &&
-           contiguous_aligned(x) && contiguous_aligned(q) && x->shape[1] % 32 == 0;
-}
-
 /* Invocations per row of quant_gemv_rows: about 8 words (16 bytes each) per
  * invocation, at least 16 so that a workgroup of 256 holds at most 16 rows
  * (more would leave the small decode products a handful of workgroups). */
-static unsigned gemv_row_threads(int64_t K, int bits)
+static unsigned gemv_row_threads(const webgpu_backend *wg, int64_t K, int bits)
 {
+    if (wg->knobs.quant_gemv_rows[0]) return wg->knobs.quant_gemv_rows[0]; /* WGT_QUANT_GEMV_ROWS */
     const int64_t words = K * bits / 128;
     unsigned threads = 16;
-    while (threads < 256 && (int64_t)threads * 8 < words) threads *= 2;
+    while (threads < 128 && (int64_t)threads * 8 < words) threads *= 2;
     return threads;
 }
 
-/* M = 1 through quant_gemv_rows.wgsl: ROW_THREADS invocations per output. */
+/* vec4 slots of quant_gemv_rows's staged x (K / 4 and a padding slot per
+ * word's x), 0 where they do not fit the workgroup memory (or are turned off) */
+static unsigned gemv_x_slots(const webgpu_backend *wg, int64_t K, int bits)
+{
+    const uint64_t per_word = (uint64_t)(128 / bits / 4), slots = (uint64_t)K / 4 + (uint64_t)K / 4 / per_word;
+    const bool fits = slots * 16 + 256 * 4 <= wg->limits.maxComputeWorkgroupStorageSize;
+    return wg->knobs.quant_gemv_shared && fits ? (unsigned)slots : 0;
+}
+
+/* The fused calls of wgt_qlinear_ex (norm, bias, SwiGLU, f16 x) run only
+ * through quant_gemv_rows with the row staged: one row of x. */
+static bool fused_supported(const webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *x = &call->inputs[0];
+    const bool aux = call->quant.norm || call->quant.bias;
+    if (call->n_inputs != 3 + aux || (call->quant.norm && call->quant.bias) || x->shape[0] != 1) return false;
+    if (aux && (call->inputs[3].dtype != WGT_F32 || call->inputs[3].strides[0] != 1)) return false;
+    if (call->quant.norm && call->inputs[3].offset % 4) return false; /* read as 4 floats per slot */
+    if (call->quant.swiglu && (call->inputs[1].shape[0] % 2 || 256 / gemv_row_threads(wg, x->shape[1], call->quant.bits) < 2))
+        return false;
+    return wg->knobs.quant_gemv == 2 && gemv_x_slots(wg, x->shape[1], call->quant.bits) > 0;
+}
+
+bool webgpu_quant_supports(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *x = &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2];
+    const bool fused = call->quant.norm || call->quant.bias || call->quant.swiglu || x->dtype == WGT_F16;
+    return (x->dtype == WGT_F32 || x->dtype == WGT_F16) && q->dtype == WGT_I32 && s->dtype == WGT_F32 &&
+           call->outputs[0].dtype == WGT_F32 && (call->quant.bits == 8 || call->quant.bits == 4) &&
+           contiguous_aligned(x) && contiguous_aligned(q) && x->shape[1] % 32 == 0 &&
+           (fused ? fused_supported(wg, call) : call->n_inputs == 3 && x->dtype == WGT_F32);
+}
+
+/* M = 1 through quant_gemv_rows.wgsl: ROW_THREADS invocations per output,
+ * with wgt_qlinear_ex's fusions where the call has them. */
 static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call, quant_params *p)
 {
     const char *op = call->op_name;
-    const unsigned *forced = wg->knobs.quant_gemv_rows; /* WGT_QUANT_GEMV_ROWS */
-    const unsigned threads = forced[0] ? forced[0] : gemv_row_threads(p->K, (int)p->bits);
-    const unsigned unroll = forced[1] ? forced[1] : 1;
-    /* x staged in workgroup memory with a padding vec4 after every word's
-     * (see the kernel), where it fits; the size is part of the pipeline */
-    const uint64_t xv = 128 / p->bits / 4, slots = p->K / 4 + p->K / 4 / xv;
-    const unsigned xs = wg->knobs.quant_gemv_shared && slots * 16 + 256 * 4 <= wg->limits.maxComputeWorkgroupStorageSize
-                            ? (unsigned)slots : 0;
-    char key[96];
-    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u", threads, unroll, p->bits, xs);
+    const bool x16 = call->inputs[0].dtype == WGT_F16, norm = call->quant.norm, bias = call->quant.bias;
+    const bool swiglu = call->quant.swiglu;
+    const unsigned threads = gemv_row_threads(wg, p->K, (int)p->bits);
+    const unsigned unroll = wg->knobs.quant_gemv_rows[1] ? wg->knobs.quant_gemv_rows[1] : 1;
+    const unsigned xs = gemv_x_slots(wg, p->K, (int)p->bits);
+    char key[128];
+    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u:%d%d%d%d", threads, unroll, p->bits, xs, x16, norm, bias,
+             swiglu);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *body = webgpu_kernel_source("quant_gemv_rows"), *codes = webgpu_kernel_source("quant_codes");
         if (!body || !codes) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel quant_gemv_rows is not embedded", op);
-        char prelude[160];
+        char prelude[768];
         snprintf(prelude, sizeof(prelude),
-                 "const ROW_THREADS: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\nconst XS: u32 = %uu;\n",
-                 threads, unroll, p->bits, xs);
+                 "const ROW_THREADS: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\nconst XS: u32 = %uu;\n"
+                 "const NORM: bool = %s;\nconst BIAS: bool = %s;\nconst SWIGLU: bool = %s;\n%s",
+                 threads, unroll, p->bits, xs, norm ? "true" : "false", bias ? "true" : "false",
+                 swiglu ? "true" : "false",
+                 x16 ? "@group(0) @binding(1) var<storage, read> x: array<vec2<u32>>;   // f16, 4 a slot\n"
+                       "fn x_load(i: u32) -> vec4<f32> {\n"
+                       "    let w = x[i];\n"
+                       "    return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));\n}\n"
+                     : "@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;\n"
+                       "fn x_load(i: u32) -> vec4<f32> { return x[i]; }\n");
         size_t n = strlen(prelude) + strlen(codes) + strlen(body) + 1;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
         snprintf(source, n, "%s%s%s", prelude, codes, body);
-        wgt_status st = webgpu_pipeline_create(wg, key, source, NULL, 3, 1, true, false, op, &pipe);
+        static const bool read_only[5] = {true, true, true, false, true}; /* x, q, scales, out, aux */
+        wgt_status st = webgpu_pipeline_create_ex(wg, key, source, NULL, 5, read_only, true, false, false, op, &pipe);
         free(source);
         if (st != WGT_OK) return st;
     }
     const wgt_tensor_view *x = &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2], *out = &call->outputs[0];
+    /* without a norm weight or bias the kernel still declares aux: the scales stand in, never read */
+    const wgt_tensor_view *aux = norm || bias ? &call->inputs[3] : s;
+    p->aux_offset = norm || bias ? (uint32_t)aux->offset : 0;
+    p->eps = call->quant.eps;
     uint32_t gx, gy;
     wgt_status st = webgpu_grid(wg, ((uint64_t)p->N + 256 / threads - 1) / (256 / threads), &gx, &gy, op);
-    WGPUBuffer buffers[4] = {webgpu_view_buffer(x), webgpu_view_buffer(q), webgpu_view_buffer(s),
-                             webgpu_view_buffer(out)};
-    if (st == WGT_OK) st = webgpu_dispatch(wg, pipe, buffers, 4, p, sizeof(*p), gx, gy, 1, op);
+    WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(q), webgpu_view_buffer(s),
+                             webgpu_view_buffer(out), webgpu_view_buffer(aux)};
+    if (st == WGT_OK) st = webgpu_dispatch(wg, pipe, buffers, 5, p, sizeof(*p), gx, gy, 1, op);
     return st;
 }
 
@@ -144,7 +183,8 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
     wgt_context *ctx = wg->base.ctx;
     if (!webgpu_quant_supports(wg, call))
         return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: quantized matmul needs f32 x and i32 weights, contiguous with "
-                         "offsets that are multiples of 4, K %% 32 == 0, 8 or 4 bits", op);
+                         "offsets that are multiples of 4, K %% 32 == 0, 8 or 4 bits (fused: one row whose x fits "
+                         "the workgroup memory)", op);
     const wgt_tensor_view *x = &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2], *out = &call->outputs[0];
     const int64_t M = x->shape[0], K = x->shape[1], N = q->shape[0];
     if (M == 0 || N == 0) return WGT_OK;
@@ -160,7 +200,8 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
     p.x_offset = (uint32_t)(x->offset / 4), p.q_offset = (uint32_t)(q->offset / 4);
     p.s_offset = (uint32_t)s->offset, p.out_offset = (uint32_t)out->offset;
     p.row_blocks = (uint32_t)((M + QUANT_ROWS - 1) / QUANT_ROWS);
-    const bool gemv_rows = M == 1 && wg->knobs.quant_gemv == 2;
+    const bool gemv_rows = M == 1 && (wg->knobs.quant_gemv == 2 || call->n_inputs == 4 || call->quant.swiglu ||
+                                      x->dtype == WGT_F16);
     const bool gemv = M == 1 && wg->knobs.quant_gemv == 1;
     const bool tiled = M >= QUANT_TILED_MIN_M && wg->knobs.quant_tiled;
     if (gemv_rows) return run_gemv_rows(wg, call, &p);

@@ -18,8 +18,15 @@
 // into workgroup memory (coalesced), one padding vec4 after every XV, so the
 // lanes' reads land on distinct banks; XS = 0 (x too large for workgroup
 // memory) reads x from storage as before.
+// Fusions (wgt_qlinear_ex; all need XS > 0, the row staged): NORM: the
+// staged row is RMS-normalized with the weight aux [K] (the sum of squares
+// over the workgroup, a tree, rsqrt(mean + eps), then (x * rstd) * w); BIAS:
+// aux [N] is added to each sum; SWIGLU: rows 2i and 2i + 1 (gate and up, in
+// one workgroup since ROWS is even) give out[i] = silu(g) * u. x may be f16
+// (the prelude's x_load unpacks it; staged as f32).
 // Prelude: ROW_THREADS (a power of two <= 256), UNROLL (words in flight per
-// step), BITS (4 or 8), XS (vec4 slots of the staged x, 0: not staged).
+// step), BITS (4 or 8), XS (vec4 slots of the staged x, 0: not staged),
+// NORM, BIAS, SWIGLU, and the x binding with its x_load(i) (vec4 i as f32).
 // Word w of row n holds weights WPW w .. WPW w + WPW - 1 with WPW = 128 /
 // BITS; the group of its scale is w * WPW / 32.
 // The sum of a row is the f32 sum over its words in a fixed order (each
@@ -29,7 +36,7 @@
 struct Params {
     M: u32, N: u32, K: u32, bits: u32,
     x_offset: u32, q_offset: u32, s_offset: u32, out_offset: u32,   // x, q in vec4 units; s, out in elements
-    row_blocks: u32, _p0: u32, _p1: u32, _p2: u32,
+    row_blocks: u32, _p0: u32, aux_offset: u32, eps: f32,           // aux in elements (NORM, BIAS)
 }
 
 const WG: u32 = 256u;
@@ -39,10 +46,10 @@ const XV: u32 = WPW / 4u;              // x vec4s per word
 const WPG: u32 = 32u / WPW;            // words per scale group
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> q: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> scales: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read> aux: array<f32>;   // NORM: weight [K]; BIAS: bias [N]; else unused
 
 var<workgroup> partial: array<f32, WG>;
 var<workgroup> xs: array<vec4<f32>, max(XS, 1u)>;   // x, a padding slot after every XV (XS > 0)
@@ -50,7 +57,7 @@ var<workgroup> xs: array<vec4<f32>, max(XS, 1u)>;   // x, a padding slot after e
 // x's vec4 i (elements 4 i .. 4 i + 3)
 fn xv(i: u32) -> vec4<f32> {
     if (XS > 0u) { return xs[i + i / XV]; }
-    return x[params.x_offset + i];
+    return x_load(params.x_offset + i);
 }
 
 // Codes to floats without an integer-to-float conversion (a quarter-rate
@@ -97,7 +104,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (id * ROWS >= params.N) { return; }   // uniform per workgroup
     if (XS > 0u) {
         let slots = params.K / 4u;
-        for (var i = lid; i < slots; i += WG) { xs[i + i / XV] = x[params.x_offset + i]; }
+        var ss = 0.0;
+        for (var i = lid; i < slots; i += WG) {
+            let v = x_load(params.x_offset + i);
+            xs[i + i / XV] = v;
+            ss += dot(v, v);
+        }
+        if (NORM) {
+            partial[lid] = ss;
+            workgroupBarrier();
+            for (var s = WG / 2u; s > 0u; s >>= 1u) {
+                if (lid < s) { partial[lid] += partial[lid + s]; }
+                workgroupBarrier();
+            }
+            let rstd = inverseSqrt(partial[0] / f32(params.K) + params.eps);
+            for (var i = lid; i < slots; i += WG) {
+                let a = params.aux_offset + 4u * i;
+                xs[i + i / XV] = (xs[i + i / XV] * rstd) * vec4<f32>(aux[a], aux[a + 1u], aux[a + 2u], aux[a + 3u]);
+            }
+        }
         workgroupBarrier();
     }
     let lane = lid % ROW_THREADS;
@@ -120,5 +145,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (lane < s) { partial[lid] += partial[lid + s]; }
         workgroupBarrier();
     }
-    if (lane == 0u && n < params.N) { out[params.out_offset + n] = partial[lid]; }
+    if (lane != 0u || n >= params.N) { return; }
+    var sum = partial[lid];
+    if (BIAS) { sum += aux[params.aux_offset + n]; }
+    if (SWIGLU) {
+        // rows n (even: the gate) and n + 1 (the up row) of this workgroup
+        if ((n & 1u) == 0u && n + 1u < params.N) {
+            var up = partial[lid + ROW_THREADS];
+            if (BIAS) { up += aux[params.aux_offset + n + 1u]; }
+            out[params.out_offset + n / 2u] = sum / (1.0 + exp(-sum)) * up;
+        }
+        return;
+    }
+    out[params.out_offset + n] = sum;
 }
