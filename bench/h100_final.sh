@@ -4,7 +4,8 @@
 #   bench/h100_final.sh OUTDIR
 # 1. GPT training throughput and KV-cache sampling (issue 11): wgt train --bench
 #    against bench/train_torch_ref.py in f32 (TF32 off: the target), TF32, bf16.
-# 2. Llama-3.2-1B-shaped prefill/decode (issue 12): bench/llm_run.sh.
+# 2. Llama-3.2-1B-shaped prefill/decode (issue 12): bench/llm_run.sh, the one-step
+#    decode loop for comparison, and the decode matvecs alone.
 # 3. Convolutions and ResNet-18 (issue 13), also with the former conv paths.
 # 4. Attention forward+backward and the backward GEMMs (what bounds training).
 # 5. Per-op GPU profile of a training step (rows by total ms).
@@ -39,6 +40,11 @@ by_total < /tmp/final-prof.txt | head -30 > "$out/train/profile_top.txt"
 
 # 2. LLM
 bash "$root/bench/llm_run.sh" "$out/llm" 2>&1 | tail -8
+# the one-step loop (each token read before the next step is recorded), and the decode matvecs alone
+for w in f16 q4; do
+  "$W" generate --bench --shape llama-3.2-1b --weights $w --prompt-tokens 512 --max-tokens 128 --sequential | tail -1
+done | tee "$out/llm/sequential.txt"
+"$W" bench --only gemv_ --json "$out/llm/wgt_gemv.json" > "$out/llm/wgt_gemv.txt" 2>&1
 
 # 3. CNN
 mkdir -p "$out/cnn"
