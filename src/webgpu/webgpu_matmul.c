@@ -20,6 +20,8 @@
  *                     (wgt_linear_swiglu_ex in decode: see run_swiglu); with NORM, the
  *                     f32 vector is RMS-normalized into workgroup memory first
  *                     (wgt_rms_norm_linear_ex in decode: see run_norm)
+ * The matrix-vector kernels and decode's fusions live in webgpu_matmul_gemv.c;
+ * the types and functions the two files share in webgpu_matmul_internal.h.
  * Each is specialized by a prelude of WGSL consts: element types, tile sizes,
  * whether edge checks are needed (CHECK), and per operand whether a thread's
  * quads of 4 elements run along k and load as one aligned vec4. Pipelines are
@@ -50,23 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "webgpu/webgpu_internal.h"
-
-#define MATMUL_MAX_BATCH_DIMS 8      /* slots in Params (collapsed batch dims) */
-
-typedef enum matmul_kernel { KERNEL_TILED, KERNEL_GEMV_ROWS, KERNEL_GEMV_COLS } matmul_kernel;
-
-typedef struct matmul_config {
-    const char *name;
-    matmul_kernel kernel;
-    int bm, bn, bk, tm, tn; /* TILED: block tile and outputs per invocation */
-    int group_m;            /* TILED: tile rows walked together (L2 reuse) */
-    int threads, k_split;   /* GEMV_ROWS: invocations per row; GEMV_COLS: invocations along i and along k */
-    int blocks;             /* TILED: fetch operands whose aligned quads run along k in 4x4 blocks (A_BLOCK) */
-    int transpose;          /* TILED: large products copy operands read along k transposed first (run_transposed) */
-    int warp_tx;            /* TILED: 0, or a warp's invocations cover warp_tx tile columns x 32 / warp_tx
-                               rows (fewer distinct shared vec4s per load than 16 x 2) */
-} matmul_config;
+#include "webgpu/webgpu_matmul_internal.h"
 
 /* Every candidate, by name (WGT_MATMUL_CONFIG). Measured on an H200 (Vulkan,
  * f32, M = N = K): tile128x128k8 reaches 42-43 TFLOP/s from 2048 to 8192 with
@@ -124,44 +110,11 @@ static const struct {
     int64_t min_workgroups;
 } tiled_ladder[] = {{"tile128x128k8t", 192}, {"tile128x64k8", 96}, {"tile64x64k16", 32}, {"tile32x32k8", 0}};
 
-/* Mirrors struct Params of matmul_common.wgsl. */
-typedef struct matmul_params {
-    uint32_t M, N, K, batches;
-    uint32_t a_offset, a_row, a_col, tiles_m;
-    uint32_t b_offset, b_row, b_col, tiles_n;
-    uint32_t out_offset, batch_ndim, group_m, split_k;
-    uint32_t batch_shape[MATMUL_MAX_BATCH_DIMS];
-    uint32_t a_batch[MATMUL_MAX_BATCH_DIMS];
-    uint32_t b_batch[MATMUL_MAX_BATCH_DIMS];
-    uint32_t bias_offset, bias_row, bias_col, split_stride;
-    float norm_eps;
-    uint32_t norm_offset, norm_pad0, norm_pad1;
-} matmul_params;
-
 /* Mirrors struct ReduceParams of matmul_splitk_reduce.wgsl. */
 typedef struct splitk_reduce_params {
     uint32_t total, N, parts, part_stride;
     uint32_t out_offset, bias_offset, bias_col, pad;
 } splitk_reduce_params;
-
-/* One product as the kernels see it: batch dims collapsed, sizes checked to fit u32. */
-typedef struct matmul_problem {
-    const wgt_tensor_view *a, *b, *out;
-    const wgt_tensor_view *bias;   /* NULL, or bias [N] */
-    int64_t M, N, K, batches;
-    int batch_ndim;
-    int64_t batch_shape[MATMUL_MAX_BATCH_DIMS], a_batch[MATMUL_MAX_BATCH_DIMS], b_batch[MATMUL_MAX_BATCH_DIMS];
-    wgt_tensor_view folded[3];     /* 2-D a, b, out when a broadcast batch was folded into M (make_problem) */
-    bool swiglu;                   /* run_gemv_half's SwiGLU epilogue (run_swiglu): out holds N / 2 */
-    const wgt_tensor_view *norm;   /* run_gemv_half's RMSNorm prologue (run_norm): its weight [K] f32 */
-    double norm_eps;
-} matmul_problem;
-
-/* One operand as a tile loader sees it: an outer dim (m for a, n for b) and k. */
-typedef struct matmul_operand {
-    int64_t offset, outer, outer_stride, k, k_stride;
-    const int64_t *batch_strides;
-} matmul_operand;
 
 static const matmul_config *find_config(const char *name)
 {
@@ -180,7 +133,7 @@ static int64_t config_threads(const matmul_config *c)
     return 0;
 }
 
-static bool config_fits(const webgpu_backend *wg, const matmul_config *c)
+bool matmul_config_fits(const webgpu_backend *wg, const matmul_config *c)
 {
     if (c->kernel == KERNEL_TILED) {
         /* matmul_tiled's index logic: vec4 groups, whole k quads, and slots that
@@ -209,10 +162,8 @@ static const matmul_config *forced_config(const webgpu_backend *wg, matmul_kerne
     const char *name = wg->knobs.matmul_config;
     if (!*name) return NULL;
     const matmul_config *c = find_config(name);
-    return c && c->kernel == kernel && config_fits(wg, c) ? c : NULL;
+    return c && c->kernel == kernel && matmul_config_fits(wg, c) ? c : NULL;
 }
-
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool webgpu_matmul_config_exists(const char *name) { return find_config(name) != NULL; }
 
@@ -220,7 +171,7 @@ const char *webgpu_matmul_tiled_config_name(const webgpu_backend *wg, int i)
 {
     if (i < 0 || i >= MATMUL_N_CONFIGS) return NULL;
     const matmul_config *c = &matmul_configs[i];
-    return c->kernel == KERNEL_TILED && config_fits(wg, c) ? c->name : "";
+    return c->kernel == KERNEL_TILED && matmul_config_fits(wg, c) ? c->name : "";
 }
 
 /* ------------------------------------------------------------ split-K
@@ -250,7 +201,7 @@ const char *webgpu_matmul_tiled_config_name(const webgpu_backend *wg, int i)
 #define SPLITK_MAX_TEMP_BYTES ((int64_t)256 << 20)
 
 /* Elements of one part's partial sums: the output, padded to whole vec4s. */
-static int64_t splitk_stride(const matmul_problem *p) { return ceil_div(p->batches * p->M * p->N, 4) * 4; }
+static int64_t splitk_stride(const matmul_problem *p) { return matmul_ceil_div(p->batches * p->M * p->N, 4) * 4; }
 
 /* The number of K parts for p with config c (1: no split) and each part's k
  * length (*part_k, a multiple of BK; NULL when not wanted). A malformed
@@ -258,7 +209,7 @@ static int64_t splitk_stride(const matmul_problem *p) { return ceil_div(p->batch
 static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, const matmul_config *c, int64_t *part_k)
 {
     if (part_k) *part_k = p->K > 0 ? p->K : 1;
-    int64_t tiles = ceil_div(p->M, c->bm) * ceil_div(p->N, c->bn) * p->batches;
+    int64_t tiles = matmul_ceil_div(p->M, c->bm) * matmul_ceil_div(p->N, c->bn) * p->batches;
     int64_t parts = wg->knobs.splitk;
     if (parts < 0) { /* automatic */
         int64_t target = wg->knobs.splitk_target > 0 ? wg->knobs.splitk_target : SPLITK_TARGET;
@@ -266,7 +217,7 @@ static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, c
         parts = target / tiles;
         if (parts > p->K / SPLITK_MIN_PART_K) parts = p->K / SPLITK_MIN_PART_K;
     }
-    int64_t slices = ceil_div(p->K, c->bk);
+    int64_t slices = matmul_ceil_div(p->K, c->bk);
     if (parts > slices) parts = slices;
     /* the temporary must fit one storage binding (and stay a modest allocation) */
     int64_t max_bytes = SPLITK_MAX_TEMP_BYTES;
@@ -277,9 +228,9 @@ static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, c
     if (parts > fit) parts = fit;
     if (parts < 2) return 1;
     /* whole BK slices per part; rounding up can leave fewer parts */
-    int64_t len = ceil_div(ceil_div(p->K, parts), c->bk) * c->bk;
+    int64_t len = matmul_ceil_div(matmul_ceil_div(p->K, parts), c->bk) * c->bk;
     if (part_k) *part_k = len;
-    return ceil_div(p->K, len);
+    return matmul_ceil_div(p->K, len);
 }
 
 /* Order: WGT_MATMUL_CONFIG, the tuner's candidate, the tuning cache's choice for
@@ -291,16 +242,16 @@ static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_
 {
     const matmul_config *c = forced_config(wg, KERNEL_TILED);
     if (c) return c;
-    if (wg->matmul_force && (c = find_config(wg->matmul_force)) && c->kernel == KERNEL_TILED && config_fits(wg, c))
+    if (wg->matmul_force && (c = find_config(wg->matmul_force)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c))
         return c;
     const char *tuned = wg->matmul_tuned[webgpu_tune_bucket(p->M, p->N)];
-    if (tuned[0] && (c = find_config(tuned)) && c->kernel == KERNEL_TILED && config_fits(wg, c)) return c;
+    if (tuned[0] && (c = find_config(tuned)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c)) return c;
     const matmul_config *fallback = NULL;
     for (size_t i = 0; i < sizeof(tiled_ladder) / sizeof(tiled_ladder[0]); i++) {
         c = find_config(tiled_ladder[i].name);
-        if (!config_fits(wg, c)) continue;
+        if (!matmul_config_fits(wg, c)) continue;
         fallback = c;
-        int64_t tiles = ceil_div(p->M, c->bm) * ceil_div(p->N, c->bn) * p->batches;
+        int64_t tiles = matmul_ceil_div(p->M, c->bm) * matmul_ceil_div(p->N, c->bn) * p->batches;
         if (tiles >= tiled_ladder[i].min_workgroups) return c;
         /* with split-K, but not a tile larger than the output along m or n (x [16, K] @ W:
          * mostly empty tile rows would multiply zeros; smaller tiles split instead) */
@@ -311,7 +262,7 @@ static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_
 }
 
 /* Matrix-vector: the rows kernel with enough invocations per row for ~16 quads each. */
-static const matmul_config *choose_gemv(const webgpu_backend *wg, matmul_kernel kernel, int64_t K)
+const matmul_config *matmul_choose_gemv(const webgpu_backend *wg, matmul_kernel kernel, int64_t K)
 {
     const matmul_config *c = forced_config(wg, kernel);
     if (c) return c;
@@ -334,7 +285,7 @@ static bool batch_aligned(const matmul_problem *p, const int64_t *strides)
 /* Whether quads of 4 consecutive elements along k (along_k) or along the outer
  * dim are aligned vec4s of the buffer: unit stride, length a multiple of 4,
  * every other stride and the offset multiples of 4. */
-static bool quads_aligned(const matmul_problem *p, const matmul_operand *o, bool along_k)
+bool matmul_quads_aligned(const matmul_problem *p, const matmul_operand *o, bool along_k)
 {
     int64_t len = along_k ? o->k : o->outer, stride = along_k ? o->k_stride : o->outer_stride;
     int64_t other_len = along_k ? o->outer : o->k, other_stride = along_k ? o->outer_stride : o->k_stride;
@@ -347,8 +298,8 @@ static bool quads_aligned(const matmul_problem *p, const matmul_operand *o, bool
 static void choose_layout(const matmul_problem *p, const matmul_operand *o, bool *quad_k, bool *vec)
 {
     *vec = true;
-    if (quads_aligned(p, o, true)) { *quad_k = true; return; }
-    if (quads_aligned(p, o, false)) { *quad_k = false; return; }
+    if (matmul_quads_aligned(p, o, true)) { *quad_k = true; return; }
+    if (matmul_quads_aligned(p, o, false)) { *quad_k = false; return; }
     *vec = false;
     int64_t sk = o->k > 1 ? llabs(o->k_stride) : INT64_MAX, so = o->outer > 1 ? llabs(o->outer_stride) : INT64_MAX;
     *quad_k = sk <= so;
@@ -375,7 +326,7 @@ static const char *dtype_prelude(wgt_dtype dtype)
 }
 
 /* WGSL element type of an operand of dtype d. */
-static const char *wgsl_type(wgt_dtype d) { return d == WGT_F16 ? "f16" : d == WGT_I32 ? "i32" : "f32"; }
+const char *matmul_wgsl_type(wgt_dtype d) { return d == WGT_F16 ? "f16" : d == WGT_I32 ? "i32" : "f32"; }
 
 /* The output type O and the bias specialization (see matmul_common.wgsl). */
 static void epilogue_prelude(const matmul_problem *p, int bias_binding, char *buf, size_t size)
@@ -385,7 +336,7 @@ static void epilogue_prelude(const matmul_problem *p, int bias_binding, char *bu
         snprintf(buf, size,
                  "alias O = %s;\nconst BIAS: bool = true;\n@group(0) @binding(%d) var<storage, read> bias: array<%s>;\n"
                  "fn bias_load(i: u32) -> T { return T(bias[i]); }\n",
-                 p->out->dtype == WGT_F32 ? "f32" : "S", bias_binding, wgsl_type(p->bias->dtype));
+                 p->out->dtype == WGT_F32 ? "f32" : "S", bias_binding, matmul_wgsl_type(p->bias->dtype));
     else
         snprintf(buf, size, "alias O = %s;\nconst BIAS: bool = false;\nfn bias_load(i: u32) -> T { return T(); }\n",
                  p->out->dtype == WGT_F32 ? "f32" : "S");
@@ -398,7 +349,7 @@ static void epilogue_prelude(const matmul_problem *p, int bias_binding, char *bu
  * partial, out, bias). sa, sb: the dtypes of the buffers bound as a and b
  * (the GEMV kernels bind the matrix as a); when they differ (f32 x f16) the
  * prelude is f16's and SA, SB name each one's type. */
-static wgt_status get_pipeline_ex(webgpu_backend *wg, const matmul_problem *p, const char *base_key, const char *file,
+wgt_status matmul_get_pipeline_ex(webgpu_backend *wg, const matmul_problem *p, const char *base_key, const char *file,
                                   wgt_dtype dtype, wgt_dtype sa, wgt_dtype sb, const char *consts, const char *op,
                                   webgpu_pipeline **out)
 {
@@ -415,8 +366,8 @@ static wgt_status get_pipeline_ex(webgpu_backend *wg, const matmul_problem *p, c
     char epilogue[320];
     epilogue_prelude(p, reduce ? 3 : 4, epilogue, sizeof(epilogue));
     size_t at = strlen(epilogue);
-    snprintf(epilogue + at, sizeof(epilogue) - at, "alias SA = %s;\nalias SB = %s;\n", mixed ? wgsl_type(sa) : "S",
-             mixed ? wgsl_type(sb) : "S");
+    snprintf(epilogue + at, sizeof(epilogue) - at, "alias SA = %s;\nalias SB = %s;\n", mixed ? matmul_wgsl_type(sa) : "S",
+             mixed ? matmul_wgsl_type(sb) : "S");
     size_t n = strlen(prelude) + strlen(epilogue) + strlen(consts) + strlen(common) + strlen(body) + 1;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -435,12 +386,12 @@ static wgt_status get_pipeline_ex(webgpu_backend *wg, const matmul_problem *p, c
 static wgt_status get_pipeline(webgpu_backend *wg, const matmul_problem *p, const char *base_key, const char *file,
                                wgt_dtype dtype, const char *consts, const char *op, webgpu_pipeline **out)
 {
-    return get_pipeline_ex(wg, p, base_key, file, dtype, p->a->dtype, p->b->dtype, consts, op, out);
+    return matmul_get_pipeline_ex(wg, p, base_key, file, dtype, p->a->dtype, p->b->dtype, consts, op, out);
 }
 
 /* ------------------------------------------------------------ dispatch */
 
-static void fill_batches(const matmul_problem *p, const int64_t *a_batch, const int64_t *b_batch, matmul_params *q)
+void matmul_fill_batches(const matmul_problem *p, const int64_t *a_batch, const int64_t *b_batch, matmul_params *q)
 {
     q->batches = (uint32_t)p->batches;
     q->batch_ndim = (uint32_t)p->batch_ndim;
@@ -452,7 +403,7 @@ static void fill_batches(const matmul_problem *p, const int64_t *a_batch, const 
     q->out_offset = (uint32_t)p->out->offset;
 }
 
-static wgt_status dispatch(webgpu_backend *wg, webgpu_pipeline *pipe, const wgt_tensor_view *first,
+wgt_status matmul_dispatch(webgpu_backend *wg, webgpu_pipeline *pipe, const wgt_tensor_view *first,
                            const wgt_tensor_view *second, const matmul_problem *p, const matmul_params *q,
                            int64_t workgroups, const char *op)
 {
@@ -467,7 +418,7 @@ static wgt_status dispatch(webgpu_backend *wg, webgpu_pipeline *pipe, const wgt_
     return webgpu_dispatch(wg, pipe, buffers, p->bias ? 4 : 3, q, sizeof(*q), x, y, 1, op);
 }
 
-static const char *dtype_key(wgt_dtype dtype) { return wgt_dtype_name(dtype); }
+const char *matmul_dtype_key(wgt_dtype dtype) { return wgt_dtype_name(dtype); }
 
 static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
                              const wgt_tensor_view *bias, const wgt_tensor_view *out, const char *op);
@@ -530,7 +481,7 @@ static wgt_status run_splitk_reduce(webgpu_backend *wg, const matmul_problem *p,
                                     int64_t parts, const char *op)
 {
     char key[96];
-    snprintf(key, sizeof(key), "matmul_splitk_reduce:%s", dtype_key(p->a->dtype));
+    snprintf(key, sizeof(key), "matmul_splitk_reduce:%s", matmul_dtype_key(p->a->dtype));
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, p, key, "matmul_splitk_reduce", p->a->dtype, "", op, &pipe);
     if (s != WGT_OK) return s;
@@ -547,7 +498,7 @@ static wgt_status run_splitk_reduce(webgpu_backend *wg, const matmul_problem *p,
         q.bias_col = (uint32_t)p->bias->strides[0];
     }
     uint32_t x, y;
-    s = webgpu_grid(wg, (uint64_t)ceil_div(ceil_div(total, 4), 256), &x, &y, op);
+    s = webgpu_grid(wg, (uint64_t)matmul_ceil_div(matmul_ceil_div(total, 4), 256), &x, &y, op);
     if (s != WGT_OK) return s;
     WGPUBuffer buffers[3] = {webgpu_view_buffer(partial), webgpu_view_buffer(p->out),
                              p->bias ? webgpu_view_buffer(p->bias) : NULL};
@@ -578,11 +529,11 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     bool a_block = c->blocks && a_quad_k && a_vec, b_block = c->blocks && b_quad_k && b_vec;
     int64_t threads = config_threads(c);
     /* registers per invocation for one fetched slice: quads, or 4 per 4x4 block */
-    int64_t a_regs = a_block ? 4 * ceil_div((int64_t)c->bm * c->bk / 16, threads) : ceil_div((int64_t)c->bm * c->bk / 4, threads);
-    int64_t b_regs = b_block ? 4 * ceil_div((int64_t)c->bn * c->bk / 16, threads) : ceil_div((int64_t)c->bn * c->bk / 4, threads);
+    int64_t a_regs = a_block ? 4 * matmul_ceil_div((int64_t)c->bm * c->bk / 16, threads) : matmul_ceil_div((int64_t)c->bm * c->bk / 4, threads);
+    int64_t b_regs = b_block ? 4 * matmul_ceil_div((int64_t)c->bn * c->bk / 16, threads) : matmul_ceil_div((int64_t)c->bn * c->bk / 4, threads);
 
     char key[160], consts[480];
-    snprintf(key, sizeof(key), "matmul_tiled:%s:%s:c%d:a%d%d:b%d%d", dtype_key(a->dtype), c->name, check, a_quad_k,
+    snprintf(key, sizeof(key), "matmul_tiled:%s:%s:c%d:a%d%d:b%d%d", matmul_dtype_key(a->dtype), c->name, check, a_quad_k,
              a_vec, b_quad_k, b_vec);
     snprintf(consts, sizeof(consts),
              "const BM: u32 = %du;\nconst BN: u32 = %du;\nconst BK: u32 = %du;\nconst TM: u32 = %du;\n"
@@ -625,8 +576,8 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     q.b_offset = (uint32_t)b->offset;
     q.b_row = (uint32_t)b->strides[nd - 2];
     q.b_col = (uint32_t)b->strides[nd - 1];
-    q.tiles_m = (uint32_t)ceil_div(p->M, c->bm);
-    q.tiles_n = (uint32_t)ceil_div(p->N, c->bn);
+    q.tiles_m = (uint32_t)matmul_ceil_div(p->M, c->bm);
+    q.tiles_n = (uint32_t)matmul_ceil_div(p->N, c->bn);
     q.group_m = (uint32_t)c->group_m;
     q.split_k = (uint32_t)part_k;
     q.split_stride = parts > 1 ? (uint32_t)splitk_stride(p) : 0u;
@@ -634,232 +585,17 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
         q.bias_offset = (uint32_t)p->bias->offset;
         q.bias_col = (uint32_t)p->bias->strides[0];
     }
-    fill_batches(pp, p->a_batch, p->b_batch, &q);
-    s = dispatch(wg, pipe, a, b, pp, &q, (int64_t)q.tiles_m * q.tiles_n * p->batches * parts, op);
+    matmul_fill_batches(pp, p->a_batch, p->b_batch, &q);
+    s = matmul_dispatch(wg, pipe, a, b, pp, &q, (int64_t)q.tiles_m * q.tiles_n * p->batches * parts, op);
     if (s == WGT_OK && parts > 1) s = run_splitk_reduce(wg, p, &partial, parts, op);
     /* released right after recording: queue order keeps the block's reuse safe */
     webgpu_temp_release(wg, &partial);
     return s;
 }
 
-/* Whether matmul_gemv_half can read operand o (f16, unit k stride) as words
- * of 8 halves: K, the offset, the outer and batch strides multiples of 8. */
-static bool octets_aligned(const matmul_problem *p, const matmul_operand *o)
-{
-    if (o->k_stride != 1 || o->k % 8 || o->offset % 8 || (o->outer > 1 && o->outer_stride % 8)) return false;
-    for (int d = 0; d < p->batch_ndim; d++)
-        if (o->batch_strides[d] % 8) return false;
-    return true;
-}
-
-/* f16 matrix-vector with 16-byte loads (matmul_gemv_half.wgsl): the matrix
- * bound as vec4<u32>, the vector too (f16) or as vec4<f32> (an f32 vector:
- * llama's activations against f16 weights), so its prelude is its own
- * (S = u32, load_x8 for the vector; bias and out as f16 or f32).
- * WGT_GEMV_HALF=0 keeps matmul_gemv_rows (vec4<f16> loads) instead. */
-static bool gemv_half_wanted(const webgpu_backend *wg, const matmul_problem *p, const wgt_tensor_view *mat,
-                             const matmul_operand *om, const matmul_operand *ov)
-{
-    if (!wg->knobs.gemv_half) return false;
-    return mat->dtype == WGT_F16 && octets_aligned(p, om) && octets_aligned(p, ov);
-}
-
-static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, const matmul_config *c,
-                                const matmul_operand *om, const matmul_operand *ov, bool mat_is_a, const char *op)
-{
-    const bool vec_f32 = (mat_is_a ? p->b : p->a)->dtype == WGT_F32;
-    char key[160];
-    /* the RMSNorm prologue: the vector's K / 4 slots normalized into workgroup memory (HX) by the
-     * threads nn_norm.wgsl would use (NORM_THREADS), then read from there */
-    const uint32_t norm_threads = p->norm ? webgpu_norm_row_threads(wg, (uint64_t)(p->K / 4)) : 0;
-    const int64_t hx = p->norm ? p->K / 4 : 1;
-    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld", c->name,
-             wgt_dtype_name(p->out->dtype), p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16",
-             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx);
-    webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
-    if (!pipe) {
-        const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
-        if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel matmul_gemv_half is not embedded", op);
-        /* load_x8(i): the vector's 8 elements 8i.. as two vec4<f32> (f16: one
-         * 16-byte word unpacked; f32: two vec4s) */
-        const char *x8 = p->norm ? "alias SB = f32;\n"
-                                   "@group(0) @binding(4) var<storage, read> nw: array<vec4<f32>>;\n"
-                                   "fn norm_w(i: u32) -> vec4<f32> { return nw[i]; }\n"
-                                   "fn norm_x(i: u32) -> vec4<f32> { return b[i]; }\n"
-                                   "fn load_x8(i: u32) -> array<vec4<f32>, 2> { return array(hx[2u * i], hx[2u * i + 1u]); }\n"
-                         : vec_f32 ? "alias SB = f32;\n"
-                                   "fn norm_w(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
-                                   "fn norm_x(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
-                                   "fn load_x8(i: u32) -> array<vec4<f32>, 2> { return array(b[2u * i], b[2u * i + 1u]); }\n"
-                                 : "alias SB = u32;\n"
-                                   "fn norm_w(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
-                                   "fn norm_x(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
-                                   "fn load_x8(i: u32) -> array<vec4<f32>, 2> {\n"
-                                   "    let w = b[i];\n"
-                                   "    return array(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),\n"
-                                   "                 vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));\n}\n";
-        char prelude[2048], bias[160];
-        snprintf(bias, sizeof(bias),
-                 p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<%s>;\n"
-                           "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
-                         : "fn bias_load(i: u32) -> T { return T(); }\n%s",
-                 p->bias ? wgsl_type(p->bias->dtype) : "");
-        snprintf(prelude, sizeof(prelude),
-                 "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
-                 "const ROW_THREADS: u32 = %du;\nconst SWIGLU: bool = %s;\n"
-                 "const NORM: bool = %s;\nconst NORM_THREADS: u32 = %uu;\nconst HX: u32 = %lldu;\n",
-                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads,
-                 p->swiglu ? "true" : "false", p->norm ? "true" : "false", norm_threads, (long long)hx);
-        /* the SwiGLU epilogue: WGT_SWIGLU_EXPR as webgpu_elementwise_codegen.c
-         * writes it (its exp, each step's rounding pinned by ew_opaque, whose
-         * uniform zero is split_stride: 0 in the GEMV kernels), stored as an
-         * elementwise f16 store rounds (nearest even) */
-        char swiglu[1024];
-        snprintf(swiglu, sizeof(swiglu),
-                 p->swiglu ? "fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params.split_stride); }\n"
-                             "fn swiglu_store(g: O, u: O) -> O {\n"
-                             "    let a = f32(g);\n"
-                             "    let v = ew_opaque(ew_opaque(a / ew_opaque(1.0 + ew_exp(ew_neg(a)))) * f32(u));\n"
-                             "    return %s;\n}\n"
-                           : "fn swiglu_store(g: O, u: O) -> O { return g; }\n%s",
-                 !p->swiglu ? "" : p->out->dtype == WGT_F32 ? "v" : "O(ew_f16_to_f32_exact(ew_f32_to_f16_exact(v)))");
-        const char *ew_common = p->swiglu ? webgpu_kernel_source("elementwise_common") : "";
-        const char *ew_math = p->swiglu ? webgpu_kernel_source("elementwise_math") : "";
-        if (!ew_common || !ew_math)
-            return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: the elementwise snippets are not embedded", op);
-        size_t n = strlen(prelude) + strlen(swiglu) + strlen(ew_common) + strlen(ew_math) + strlen(common) +
-                   strlen(body) + 4;
-        char *source = malloc(n);
-        if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s%s%s\n%s\n%s%s", prelude, swiglu, ew_common, ew_math, common, body);
-        static const bool read_only[4] = {true, true, false, true}; /* a, b, out, bias */
-        wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, p->bias || p->norm ? 4 : 3, read_only, true,
-                                                 false, false, op, &pipe);
-        free(source);
-        if (s != WGT_OK) return s;
-    }
-    matmul_params q;
-    memset(&q, 0, sizeof(q));
-    int64_t per_batch = ceil_div(om->outer, 256 / c->threads);
-    q.M = (uint32_t)om->outer;
-    q.N = 1;
-    q.K = (uint32_t)p->K;
-    q.a_offset = (uint32_t)om->offset;
-    q.a_row = (uint32_t)om->outer_stride;
-    q.a_col = 1;
-    q.b_offset = (uint32_t)ov->offset;
-    q.b_row = 1;
-    q.tiles_m = (uint32_t)per_batch;
-    q.tiles_n = 1;
-    q.group_m = 1;
-    q.split_stride = 0; /* the SwiGLU epilogue's uniform zero (ew_opaque) */
-    if (p->bias) {
-        q.bias_offset = (uint32_t)p->bias->offset;
-        q.bias_row = mat_is_a ? 0u : (uint32_t)p->bias->strides[0];
-    }
-    fill_batches(p, om->batch_strides, ov->batch_strides, &q);
-    matmul_problem bound = *p; /* the norm's weight takes the bias binding (4) */
-    if (p->norm) {
-        q.norm_eps = (float)p->norm_eps;
-        q.norm_offset = (uint32_t)p->norm->offset;
-        bound.bias = p->norm;
-    }
-    return dispatch(wg, pipe, mat_is_a ? p->a : p->b, mat_is_a ? p->b : p->a, &bound, &q, per_batch * p->batches, op);
-}
-
-/* M == 1 or N == 1: y[i] = sum_k mat[i, k] * x[k] with mat = a (N == 1) or b
- * transposed (M == 1, N > 1). */
-/* How run_gemv sees a matrix-vector problem: which operand is the matrix, the
- * operands, the kernel and its config (NULL when none fits). */
-typedef struct gemv_plan {
-    bool mat_is_a;
-    const wgt_tensor_view *mat, *vec;
-    matmul_operand om, ov;
-    matmul_kernel kernel;
-    const matmul_config *c;
-    bool half;                     /* matmul_gemv_half */
-} gemv_plan;
-
-static void plan_gemv(const webgpu_backend *wg, const matmul_problem *p, gemv_plan *g)
-{
-    const wgt_tensor_view *a = p->a, *b = p->b;
-    int nd = a->ndim;
-    g->mat_is_a = p->N == 1;
-    const bool mat_is_a = g->mat_is_a;
-    g->mat = mat_is_a ? a : b;
-    g->vec = mat_is_a ? b : a;
-    g->om = (matmul_operand){g->mat->offset, mat_is_a ? p->M : p->N,
-                             mat_is_a ? a->strides[nd - 2] : b->strides[nd - 1], p->K,
-                             mat_is_a ? a->strides[nd - 1] : b->strides[nd - 2], mat_is_a ? p->a_batch : p->b_batch};
-    g->ov = (matmul_operand){g->vec->offset, 1, 0, p->K, mat_is_a ? b->strides[nd - 2] : a->strides[nd - 1],
-                             mat_is_a ? p->b_batch : p->a_batch};
-    /* contiguous outputs in the matrix (and not along k): the column kernel */
-    g->kernel = (g->om.outer > 1 && g->om.outer_stride == 1 && !(g->om.k > 1 && g->om.k_stride == 1))
-                    ? KERNEL_GEMV_COLS
-                    : KERNEL_GEMV_ROWS;
-    g->c = choose_gemv(wg, g->kernel, p->K);
-    if (g->c && !config_fits(wg, g->c)) g->c = NULL;
-    g->half = g->c && g->kernel == KERNEL_GEMV_ROWS && gemv_half_wanted(wg, p, g->mat, &g->om, &g->ov);
-}
-
-static wgt_status run_gemv(webgpu_backend *wg, const matmul_problem *p, const char *op)
-{
-    const wgt_tensor_view *a = p->a;
-    gemv_plan g;
-    plan_gemv(wg, p, &g);
-    const bool mat_is_a = g.mat_is_a;
-    const wgt_tensor_view *mat = g.mat, *vec = g.vec;
-    const matmul_operand om = g.om, ov = g.ov;
-    const matmul_kernel kernel = g.kernel;
-    const matmul_config *c = g.c;
-    if (!c) return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matrix-vector config fits this device", op);
-    if (g.half) return run_gemv_half(wg, p, c, &om, &ov, mat_is_a, op);
-    bool vec4;
-    char key[160], consts[200];
-    const char *file;
-    int64_t per_batch;
-    if (kernel == KERNEL_GEMV_ROWS) {
-        vec4 = quads_aligned(p, &om, true) && quads_aligned(p, &ov, true);
-        file = "matmul_gemv_rows";
-        snprintf(consts, sizeof(consts), "const ROW_THREADS: u32 = %du;\nconst VEC: bool = %s;\n", c->threads,
-                 vec4 ? "true" : "false");
-        per_batch = ceil_div(om.outer, 256 / c->threads);
-    } else {
-        vec4 = quads_aligned(p, &om, false);
-        file = "matmul_gemv_cols";
-        snprintf(consts, sizeof(consts), "const COL_THREADS: u32 = %du;\nconst K_SPLIT: u32 = %du;\nconst VEC: bool = %s;\n",
-                 c->threads, c->k_split, vec4 ? "true" : "false");
-        per_batch = ceil_div(om.outer, 4 * (int64_t)c->threads);
-    }
-    snprintf(key, sizeof(key), "%s:%s:%s:v%d", file, dtype_key(a->dtype), c->name, vec4);
-    webgpu_pipeline *pipe; /* the matrix is bound as a, the vector as b */
-    wgt_status s = get_pipeline_ex(wg, p, key, file, a->dtype, mat->dtype, vec->dtype, consts, op, &pipe);
-    if (s != WGT_OK) return s;
-
-    matmul_params q;
-    memset(&q, 0, sizeof(q));
-    q.M = (uint32_t)om.outer;
-    q.N = 1;
-    q.K = (uint32_t)p->K;
-    q.a_offset = (uint32_t)om.offset;
-    q.a_row = (uint32_t)om.outer_stride;
-    q.a_col = (uint32_t)om.k_stride;
-    q.b_offset = (uint32_t)ov.offset;
-    q.b_row = (uint32_t)ov.k_stride;
-    q.tiles_m = (uint32_t)per_batch;
-    q.tiles_n = 1;
-    q.group_m = 1;
-    if (p->bias) { /* the kernel's rows are out's rows (N == 1: one bias) or its columns (M == 1) */
-        q.bias_offset = (uint32_t)p->bias->offset;
-        q.bias_row = mat_is_a ? 0u : (uint32_t)p->bias->strides[0];
-    }
-    fill_batches(p, om.batch_strides, ov.batch_strides, &q);
-    return dispatch(wg, pipe, mat, vec, p, &q, per_batch * p->batches, op);
-}
-
 /* Collapses the batch dims of a, b (dropping size-1 dims, merging dims that are
  * contiguous in both) and checks every size and index fits the kernels' u32s. */
-static wgt_status make_problem(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
+wgt_status matmul_make_problem(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
                                const wgt_tensor_view *bias, const wgt_tensor_view *out, const char *op,
                                matmul_problem *p)
 {
@@ -940,9 +676,9 @@ static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const
                              const wgt_tensor_view *bias, const wgt_tensor_view *out, const char *op)
 {
     matmul_problem p;
-    wgt_status s = make_problem(wg, a, b, bias, out, op, &p);
+    wgt_status s = matmul_make_problem(wg, a, b, bias, out, op, &p);
     if (s != WGT_OK) return s;
-    if (p.M == 1 || p.N == 1) return run_gemv(wg, &p, op);
+    if (p.M == 1 || p.N == 1) return matmul_run_gemv(wg, &p, op);
     return run_tiled(wg, &p, op);
 }
 
@@ -1020,126 +756,13 @@ bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
     return a->ndim - 2 <= MATMUL_MAX_BATCH_DIMS;
 }
 
-/* MATMUL with the SwiGLU epilogue (wgt_linear_swiglu_ex; see backend.h). A
- * decode product (one row, one batch) that takes matmul_gemv_half with an even
- * number of rows per workgroup computes it in the epilogue: the workgroup
- * holding rows 2i (gate) and 2i + 1 (up) of the matrix writes out[i], one
- * dispatch for projection and SwiGLU. Anything else runs the two calls the
- * CPU backend runs: the product into a temporary [.., M, N], then the
- * elementwise SwiGLU of its even and odd columns. */
-static wgt_status run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
-{
-    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
-    const char *op = call->op_name;
-    const int n = out->ndim;
-    if ((out->dtype != WGT_F32 && out->dtype != WGT_F16) || call->n_inputs != 2 || b->ndim != n ||
-        b->shape[n - 1] != 2 * out->shape[n - 1])
-        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: a SwiGLU epilogue of %s out, %d inputs", op,
-                         wgt_dtype_name(out->dtype), call->n_inputs);
-    wgt_tensor_view gu = *out; /* the product's [.., M, N] (contiguous, as the temporary below) */
-    gu.shape[n - 1] = b->shape[n - 1];
-    wgt_contiguous_strides(n, gu.shape, gu.strides);
-    if (!emulate && a->shape[n - 2] == 1 && gu.shape[n - 1] > 1) {
-        matmul_problem p;
-        wgt_status s = make_problem(wg, a, b, NULL, &gu, op, &p);
-        if (s != WGT_OK) return s;
-        gemv_plan g;
-        plan_gemv(wg, &p, &g);
-        if (p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && g.c->threads <= 128 && g.om.outer % 2 == 0) {
-            p.swiglu = true;
-            p.out = out; /* its offset; N / 2 outputs */
-            return run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
-        }
-    }
-    wgt_expr e;
-    wgt_kernel_call ew;
-    char err[160];
-    wgt_tensor_view tmp;
-    wgt_status s = webgpu_temp_alloc(wg, out->dtype, n, gu.shape, &tmp);
-    if (s != WGT_OK) return s;
-    wgt_kernel_call mm = *call;
-    mm.outputs[0] = tmp;
-    mm.matmul.swiglu = false;
-    s = webgpu_matmul_run(wg, &mm);
-    if (s == WGT_OK && wgt_swiglu_elementwise_call(op, &tmp, out, &e, &ew, err, (int)sizeof(err)))
-        s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: SwiGLU expression: %s", op, err);
-    else if (s == WGT_OK)
-        s = webgpu_elementwise_run(wg, &ew);
-    webgpu_temp_release(wg, &tmp);
-    return s;
-}
-
-/* MATMUL with the RMSNorm prologue (wgt_rms_norm_linear_ex; see backend.h).
- * A decode product (an f32 row, one batch) that takes matmul_gemv_half, whose
- * vector fits workgroup memory, normalizes the row there first, as nn_norm.wgsl
- * does (the same threads and summation order, so the same values), and reads
- * it from there: one dispatch for norm and projection (and the SwiGLU
- * epilogue, where run_swiglu would take it). Anything else runs the NN NORM
- * kernel into a temporary, then the product. */
-static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
-{
-    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
-    const wgt_tensor_view *nw = &call->inputs[2];
-    const char *op = call->op_name;
-    const int n = a->ndim;
-    if (a->dtype != WGT_F32 || nw->dtype != WGT_F32 || !wgt_view_is_contiguous(a))
-        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: an RMSNorm prologue of %s a", op,
-                         wgt_dtype_name(a->dtype));
-    const int64_t K = a->shape[n - 1];
-    const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
-    if (!emulate && a->shape[n - 2] == 1 && K % 4 == 0 && nw->offset % 4 == 0 &&
-        (uint64_t)K * 4 + 256 * 4 <= shared) {
-        wgt_tensor_view full = *out; /* the product's [.., 1, N] (SwiGLU: out holds N / 2) */
-        full.shape[n - 1] = b->shape[n - 1];
-        wgt_contiguous_strides(n, full.shape, full.strides);
-        matmul_problem p;
-        wgt_status s = make_problem(wg, a, b, NULL, &full, op, &p);
-        if (s != WGT_OK) return s;
-        gemv_plan g;
-        plan_gemv(wg, &p, &g);
-        bool ok = p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && b->shape[n - 1] > 1;
-        if (ok && call->matmul.swiglu) ok = g.c->threads <= 128 && g.om.outer % 2 == 0;
-        if (ok) {
-            p.norm = nw;
-            p.norm_eps = call->matmul.norm_eps;
-            if (call->matmul.swiglu) {
-                p.swiglu = true;
-                p.out = out;
-            }
-            return run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
-        }
-    }
-    const int64_t rows = K ? wgt_shape_numel(n, a->shape) / K : 0;
-    wgt_tensor_view y, stats;
-    wgt_status s = webgpu_temp_alloc(wg, WGT_F32, n, a->shape, &y);
-    if (s != WGT_OK) return s;
-    s = webgpu_temp_alloc(wg, WGT_F32, 2, (int64_t[]){rows, 2}, &stats);
-    if (s != WGT_OK) {
-        webgpu_temp_release(wg, &y);
-        return s;
-    }
-    wgt_kernel_call nn;
-    wgt_rms_norm_prologue_call(call, a, nw, &y, &stats, rows, K, &nn);
-    s = webgpu_nn_run(wg, &nn);
-    if (s == WGT_OK) {
-        wgt_kernel_call mm = *call;
-        mm.inputs[0] = y;
-        mm.n_inputs = 2;
-        mm.matmul.norm = false;
-        s = webgpu_matmul_run(wg, &mm);
-    }
-    webgpu_temp_release(wg, &stats);
-    webgpu_temp_release(wg, &y);
-    return s;
-}
-
 wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     if (wgt_shape_numel(out->ndim, out->shape) == 0) return WGT_OK;
     if (call->matmul.norm || call->matmul.swiglu) {
         const bool emulated = !wg->has_f16 || wg->knobs.matmul_f16_emulate;
-        return call->matmul.norm ? run_norm(wg, call, emulated) : run_swiglu(wg, call, emulated);
+        return call->matmul.norm ? matmul_run_norm(wg, call, emulated) : matmul_run_swiglu(wg, call, emulated);
     }
     if (a->dtype == WGT_F16 || b->dtype == WGT_F16) {
         if (!wg->has_f16 || wg->knobs.matmul_f16_emulate) return run_f16_emulated(wg, call);

@@ -13,12 +13,12 @@
 // Here a (and an f16 b) is bound as vec4<u32> (the prelude aliases SA = u32)
 // and each word is unpacked to 8 f32 (unpack2x16float); four words per invocation are
 // in flight per step. Every offset, row and batch stride is a multiple of 8
-// halves and K % 8 == 0 (webgpu_matmul.c checks).
+// halves and K % 8 == 0 (webgpu_matmul_gemv.c checks).
 // ROW_THREADS invocations per row (prelude), as matmul_gemv_rows;
 // params.tiles_m = workgroups per batch = ceil(I / ROWS).
 // SWIGLU (prelude; wgt_linear_swiglu_ex in LLM decode): rows 2i and 2i + 1
 // are an MLP's gate and up rows (interleaved at load), and y [I / 2] gets
-// swiglu_store(gate sum, up sum) (silu(g) * u, see webgpu_matmul.c) at
+// swiglu_store(gate sum, up sum) (silu(g) * u, see webgpu_matmul_gemv.c) at
 // out_offset + i: the projection and the SwiGLU in one dispatch. One batch,
 // I and ROWS even, no bias.
 // NORM (prelude; wgt_rms_norm_linear_ex in LLM decode): the f32 vector is

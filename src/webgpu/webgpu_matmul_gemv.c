@@ -1,0 +1,344 @@
+/*
+ * MATMUL on WebGPU, the matrix-vector half (see webgpu_matmul.c for the
+ * whole picture): products with M == 1 or N == 1.
+ *   matmul_gemv_rows  the matrix's k stride is 1 (W @ x): ROW_THREADS invocations per output
+ *   matmul_gemv_cols  outputs contiguous in the matrix (x @ W): 4 per invocation, k split
+ *   matmul_gemv_half  f16 rows read as 16-byte words against an f16 or f32 vector (decode's
+ *                     f16 weight matvecs), with decode's fusions: the bias epilogue
+ *                     (wgt_linear_ex's residual), the SwiGLU epilogue (matmul_run_swiglu)
+ *                     and the RMSNorm prologue (matmul_run_norm); design.md, "Fusions in
+ *                     the decode GEMV"
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "webgpu/webgpu_matmul_internal.h"
+
+/* Whether matmul_gemv_half can read operand o (f16, unit k stride) as words
+ * of 8 halves: K, the offset, the outer and batch strides multiples of 8. */
+static bool octets_aligned(const matmul_problem *p, const matmul_operand *o)
+{
+    if (o->k_stride != 1 || o->k % 8 || o->offset % 8 || (o->outer > 1 && o->outer_stride % 8)) return false;
+    for (int d = 0; d < p->batch_ndim; d++)
+        if (o->batch_strides[d] % 8) return false;
+    return true;
+}
+
+/* f16 matrix-vector with 16-byte loads (matmul_gemv_half.wgsl): the matrix
+ * bound as vec4<u32>, the vector too (f16) or as vec4<f32> (an f32 vector:
+ * llama's activations against f16 weights), so its prelude is its own
+ * (S = u32, load_x8 for the vector; bias and out as f16 or f32).
+ * WGT_GEMV_HALF=0 keeps matmul_gemv_rows (vec4<f16> loads) instead. */
+static bool gemv_half_wanted(const webgpu_backend *wg, const matmul_problem *p, const wgt_tensor_view *mat,
+                             const matmul_operand *om, const matmul_operand *ov)
+{
+    if (!wg->knobs.gemv_half) return false;
+    return mat->dtype == WGT_F16 && octets_aligned(p, om) && octets_aligned(p, ov);
+}
+
+static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, const matmul_config *c,
+                                const matmul_operand *om, const matmul_operand *ov, bool mat_is_a, const char *op)
+{
+    const bool vec_f32 = (mat_is_a ? p->b : p->a)->dtype == WGT_F32;
+    char key[160];
+    /* the RMSNorm prologue: the vector's K / 4 slots normalized into workgroup memory (HX) by the
+     * threads nn_norm.wgsl would use (NORM_THREADS), then read from there */
+    const uint32_t norm_threads = p->norm ? webgpu_norm_row_threads(wg, (uint64_t)(p->K / 4)) : 0;
+    const int64_t hx = p->norm ? p->K / 4 : 1;
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld", c->name,
+             wgt_dtype_name(p->out->dtype), p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16",
+             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx);
+    webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
+    if (!pipe) {
+        const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
+        if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel matmul_gemv_half is not embedded", op);
+        /* load_x8(i): the vector's 8 elements 8i.. as two vec4<f32> (f16: one
+         * 16-byte word unpacked; f32: two vec4s) */
+        const char *x8 = p->norm ? "alias SB = f32;\n"
+                                   "@group(0) @binding(4) var<storage, read> nw: array<vec4<f32>>;\n"
+                                   "fn norm_w(i: u32) -> vec4<f32> { return nw[i]; }\n"
+                                   "fn norm_x(i: u32) -> vec4<f32> { return b[i]; }\n"
+                                   "fn load_x8(i: u32) -> array<vec4<f32>, 2> { return array(hx[2u * i], hx[2u * i + 1u]); }\n"
+                         : vec_f32 ? "alias SB = f32;\n"
+                                   "fn norm_w(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
+                                   "fn norm_x(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
+                                   "fn load_x8(i: u32) -> array<vec4<f32>, 2> { return array(b[2u * i], b[2u * i + 1u]); }\n"
+                                 : "alias SB = u32;\n"
+                                   "fn norm_w(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
+                                   "fn norm_x(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
+                                   "fn load_x8(i: u32) -> array<vec4<f32>, 2> {\n"
+                                   "    let w = b[i];\n"
+                                   "    return array(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),\n"
+                                   "                 vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));\n}\n";
+        char prelude[2048], bias[160];
+        snprintf(bias, sizeof(bias),
+                 p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<%s>;\n"
+                           "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
+                         : "fn bias_load(i: u32) -> T { return T(); }\n%s",
+                 p->bias ? matmul_wgsl_type(p->bias->dtype) : "");
+        snprintf(prelude, sizeof(prelude),
+                 "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
+                 "const ROW_THREADS: u32 = %du;\nconst SWIGLU: bool = %s;\n"
+                 "const NORM: bool = %s;\nconst NORM_THREADS: u32 = %uu;\nconst HX: u32 = %lldu;\n",
+                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads,
+                 p->swiglu ? "true" : "false", p->norm ? "true" : "false", norm_threads, (long long)hx);
+        /* the SwiGLU epilogue: WGT_SWIGLU_EXPR as webgpu_elementwise_codegen.c
+         * writes it (its exp, each step's rounding pinned by ew_opaque, whose
+         * uniform zero is split_stride: 0 in the GEMV kernels), stored as an
+         * elementwise f16 store rounds (nearest even) */
+        char swiglu[1024];
+        snprintf(swiglu, sizeof(swiglu),
+                 p->swiglu ? "fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params.split_stride); }\n"
+                             "fn swiglu_store(g: O, u: O) -> O {\n"
+                             "    let a = f32(g);\n"
+                             "    let v = ew_opaque(ew_opaque(a / ew_opaque(1.0 + ew_exp(ew_neg(a)))) * f32(u));\n"
+                             "    return %s;\n}\n"
+                           : "fn swiglu_store(g: O, u: O) -> O { return g; }\n%s",
+                 !p->swiglu ? "" : p->out->dtype == WGT_F32 ? "v" : "O(ew_f16_to_f32_exact(ew_f32_to_f16_exact(v)))");
+        const char *ew_common = p->swiglu ? webgpu_kernel_source("elementwise_common") : "";
+        const char *ew_math = p->swiglu ? webgpu_kernel_source("elementwise_math") : "";
+        if (!ew_common || !ew_math)
+            return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: the elementwise snippets are not embedded", op);
+        size_t n = strlen(prelude) + strlen(swiglu) + strlen(ew_common) + strlen(ew_math) + strlen(common) +
+                   strlen(body) + 4;
+        char *source = malloc(n);
+        if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        snprintf(source, n, "%s%s%s\n%s\n%s%s", prelude, swiglu, ew_common, ew_math, common, body);
+        static const bool read_only[4] = {true, true, false, true}; /* a, b, out, bias */
+        wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, p->bias || p->norm ? 4 : 3, read_only, true,
+                                                 false, false, op, &pipe);
+        free(source);
+        if (s != WGT_OK) return s;
+    }
+    matmul_params q;
+    memset(&q, 0, sizeof(q));
+    int64_t per_batch = matmul_ceil_div(om->outer, 256 / c->threads);
+    q.M = (uint32_t)om->outer;
+    q.N = 1;
+    q.K = (uint32_t)p->K;
+    q.a_offset = (uint32_t)om->offset;
+    q.a_row = (uint32_t)om->outer_stride;
+    q.a_col = 1;
+    q.b_offset = (uint32_t)ov->offset;
+    q.b_row = 1;
+    q.tiles_m = (uint32_t)per_batch;
+    q.tiles_n = 1;
+    q.group_m = 1;
+    q.split_stride = 0; /* the SwiGLU epilogue's uniform zero (ew_opaque) */
+    if (p->bias) {
+        q.bias_offset = (uint32_t)p->bias->offset;
+        q.bias_row = mat_is_a ? 0u : (uint32_t)p->bias->strides[0];
+    }
+    matmul_fill_batches(p, om->batch_strides, ov->batch_strides, &q);
+    matmul_problem bound = *p; /* the norm's weight takes the bias binding (4) */
+    if (p->norm) {
+        q.norm_eps = (float)p->norm_eps;
+        q.norm_offset = (uint32_t)p->norm->offset;
+        bound.bias = p->norm;
+    }
+    return matmul_dispatch(wg, pipe, mat_is_a ? p->a : p->b, mat_is_a ? p->b : p->a, &bound, &q, per_batch * p->batches, op);
+}
+
+/* M == 1 or N == 1: y[i] = sum_k mat[i, k] * x[k] with mat = a (N == 1) or b
+ * transposed (M == 1, N > 1). */
+/* How run_gemv sees a matrix-vector problem: which operand is the matrix, the
+ * operands, the kernel and its config (NULL when none fits). */
+typedef struct gemv_plan {
+    bool mat_is_a;
+    const wgt_tensor_view *mat, *vec;
+    matmul_operand om, ov;
+    matmul_kernel kernel;
+    const matmul_config *c;
+    bool half;                     /* matmul_gemv_half */
+} gemv_plan;
+
+static void plan_gemv(const webgpu_backend *wg, const matmul_problem *p, gemv_plan *g)
+{
+    const wgt_tensor_view *a = p->a, *b = p->b;
+    int nd = a->ndim;
+    g->mat_is_a = p->N == 1;
+    const bool mat_is_a = g->mat_is_a;
+    g->mat = mat_is_a ? a : b;
+    g->vec = mat_is_a ? b : a;
+    g->om = (matmul_operand){g->mat->offset, mat_is_a ? p->M : p->N,
+                             mat_is_a ? a->strides[nd - 2] : b->strides[nd - 1], p->K,
+                             mat_is_a ? a->strides[nd - 1] : b->strides[nd - 2], mat_is_a ? p->a_batch : p->b_batch};
+    g->ov = (matmul_operand){g->vec->offset, 1, 0, p->K, mat_is_a ? b->strides[nd - 2] : a->strides[nd - 1],
+                             mat_is_a ? p->b_batch : p->a_batch};
+    /* contiguous outputs in the matrix (and not along k): the column kernel */
+    g->kernel = (g->om.outer > 1 && g->om.outer_stride == 1 && !(g->om.k > 1 && g->om.k_stride == 1))
+                    ? KERNEL_GEMV_COLS
+                    : KERNEL_GEMV_ROWS;
+    g->c = matmul_choose_gemv(wg, g->kernel, p->K);
+    if (g->c && !matmul_config_fits(wg, g->c)) g->c = NULL;
+    g->half = g->c && g->kernel == KERNEL_GEMV_ROWS && gemv_half_wanted(wg, p, g->mat, &g->om, &g->ov);
+}
+
+wgt_status matmul_run_gemv(webgpu_backend *wg, const matmul_problem *p, const char *op)
+{
+    const wgt_tensor_view *a = p->a;
+    gemv_plan g;
+    plan_gemv(wg, p, &g);
+    const bool mat_is_a = g.mat_is_a;
+    const wgt_tensor_view *mat = g.mat, *vec = g.vec;
+    const matmul_operand om = g.om, ov = g.ov;
+    const matmul_kernel kernel = g.kernel;
+    const matmul_config *c = g.c;
+    if (!c) return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matrix-vector config fits this device", op);
+    if (g.half) return run_gemv_half(wg, p, c, &om, &ov, mat_is_a, op);
+    bool vec4;
+    char key[160], consts[200];
+    const char *file;
+    int64_t per_batch;
+    if (kernel == KERNEL_GEMV_ROWS) {
+        vec4 = matmul_quads_aligned(p, &om, true) && matmul_quads_aligned(p, &ov, true);
+        file = "matmul_gemv_rows";
+        snprintf(consts, sizeof(consts), "const ROW_THREADS: u32 = %du;\nconst VEC: bool = %s;\n", c->threads,
+                 vec4 ? "true" : "false");
+        per_batch = matmul_ceil_div(om.outer, 256 / c->threads);
+    } else {
+        vec4 = matmul_quads_aligned(p, &om, false);
+        file = "matmul_gemv_cols";
+        snprintf(consts, sizeof(consts), "const COL_THREADS: u32 = %du;\nconst K_SPLIT: u32 = %du;\nconst VEC: bool = %s;\n",
+                 c->threads, c->k_split, vec4 ? "true" : "false");
+        per_batch = matmul_ceil_div(om.outer, 4 * (int64_t)c->threads);
+    }
+    snprintf(key, sizeof(key), "%s:%s:%s:v%d", file, matmul_dtype_key(a->dtype), c->name, vec4);
+    webgpu_pipeline *pipe; /* the matrix is bound as a, the vector as b */
+    wgt_status s = matmul_get_pipeline_ex(wg, p, key, file, a->dtype, mat->dtype, vec->dtype, consts, op, &pipe);
+    if (s != WGT_OK) return s;
+
+    matmul_params q;
+    memset(&q, 0, sizeof(q));
+    q.M = (uint32_t)om.outer;
+    q.N = 1;
+    q.K = (uint32_t)p->K;
+    q.a_offset = (uint32_t)om.offset;
+    q.a_row = (uint32_t)om.outer_stride;
+    q.a_col = (uint32_t)om.k_stride;
+    q.b_offset = (uint32_t)ov.offset;
+    q.b_row = (uint32_t)ov.k_stride;
+    q.tiles_m = (uint32_t)per_batch;
+    q.tiles_n = 1;
+    q.group_m = 1;
+    if (p->bias) { /* the kernel's rows are out's rows (N == 1: one bias) or its columns (M == 1) */
+        q.bias_offset = (uint32_t)p->bias->offset;
+        q.bias_row = mat_is_a ? 0u : (uint32_t)p->bias->strides[0];
+    }
+    matmul_fill_batches(p, om.batch_strides, ov.batch_strides, &q);
+    return matmul_dispatch(wg, pipe, mat, vec, p, &q, per_batch * p->batches, op);
+}
+
+/* MATMUL with the SwiGLU epilogue (wgt_linear_swiglu_ex; see backend.h). A
+ * decode product (one row, one batch) that takes matmul_gemv_half with an even
+ * number of rows per workgroup computes it in the epilogue: the workgroup
+ * holding rows 2i (gate) and 2i + 1 (up) of the matrix writes out[i], one
+ * dispatch for projection and SwiGLU. Anything else runs the two calls the
+ * CPU backend runs: the product into a temporary [.., M, N], then the
+ * elementwise SwiGLU of its even and odd columns. */
+wgt_status matmul_run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
+    const char *op = call->op_name;
+    const int n = out->ndim;
+    if ((out->dtype != WGT_F32 && out->dtype != WGT_F16) || call->n_inputs != 2 || b->ndim != n ||
+        b->shape[n - 1] != 2 * out->shape[n - 1])
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: a SwiGLU epilogue of %s out, %d inputs", op,
+                         wgt_dtype_name(out->dtype), call->n_inputs);
+    wgt_tensor_view gu = *out; /* the product's [.., M, N] (contiguous, as the temporary below) */
+    gu.shape[n - 1] = b->shape[n - 1];
+    wgt_contiguous_strides(n, gu.shape, gu.strides);
+    if (!emulate && a->shape[n - 2] == 1 && gu.shape[n - 1] > 1) {
+        matmul_problem p;
+        wgt_status s = matmul_make_problem(wg, a, b, NULL, &gu, op, &p);
+        if (s != WGT_OK) return s;
+        gemv_plan g;
+        plan_gemv(wg, &p, &g);
+        if (p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && g.c->threads <= 128 && g.om.outer % 2 == 0) {
+            p.swiglu = true;
+            p.out = out; /* its offset; N / 2 outputs */
+            return run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
+        }
+    }
+    wgt_expr e;
+    wgt_kernel_call ew;
+    char err[160];
+    wgt_tensor_view tmp;
+    wgt_status s = webgpu_temp_alloc(wg, out->dtype, n, gu.shape, &tmp);
+    if (s != WGT_OK) return s;
+    wgt_kernel_call mm = *call;
+    mm.outputs[0] = tmp;
+    mm.matmul.swiglu = false;
+    s = webgpu_matmul_run(wg, &mm);
+    if (s == WGT_OK && wgt_swiglu_elementwise_call(op, &tmp, out, &e, &ew, err, (int)sizeof(err)))
+        s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: SwiGLU expression: %s", op, err);
+    else if (s == WGT_OK)
+        s = webgpu_elementwise_run(wg, &ew);
+    webgpu_temp_release(wg, &tmp);
+    return s;
+}
+
+/* MATMUL with the RMSNorm prologue (wgt_rms_norm_linear_ex; see backend.h).
+ * A decode product (an f32 row, one batch) that takes matmul_gemv_half, whose
+ * vector fits workgroup memory, normalizes the row there first, as nn_norm.wgsl
+ * does (the same threads and summation order, so the same values), and reads
+ * it from there: one dispatch for norm and projection (and the SwiGLU
+ * epilogue, where run_swiglu would take it). Anything else runs the NN NORM
+ * kernel into a temporary, then the product. */
+wgt_status matmul_run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
+    const wgt_tensor_view *nw = &call->inputs[2];
+    const char *op = call->op_name;
+    const int n = a->ndim;
+    if (a->dtype != WGT_F32 || nw->dtype != WGT_F32 || !wgt_view_is_contiguous(a))
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: an RMSNorm prologue of %s a", op,
+                         wgt_dtype_name(a->dtype));
+    const int64_t K = a->shape[n - 1];
+    const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    if (!emulate && a->shape[n - 2] == 1 && K % 4 == 0 && nw->offset % 4 == 0 &&
+        (uint64_t)K * 4 + 256 * 4 <= shared) {
+        wgt_tensor_view full = *out; /* the product's [.., 1, N] (SwiGLU: out holds N / 2) */
+        full.shape[n - 1] = b->shape[n - 1];
+        wgt_contiguous_strides(n, full.shape, full.strides);
+        matmul_problem p;
+        wgt_status s = matmul_make_problem(wg, a, b, NULL, &full, op, &p);
+        if (s != WGT_OK) return s;
+        gemv_plan g;
+        plan_gemv(wg, &p, &g);
+        bool ok = p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && b->shape[n - 1] > 1;
+        if (ok && call->matmul.swiglu) ok = g.c->threads <= 128 && g.om.outer % 2 == 0;
+        if (ok) {
+            p.norm = nw;
+            p.norm_eps = call->matmul.norm_eps;
+            if (call->matmul.swiglu) {
+                p.swiglu = true;
+                p.out = out;
+            }
+            return run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
+        }
+    }
+    const int64_t rows = K ? wgt_shape_numel(n, a->shape) / K : 0;
+    wgt_tensor_view y, stats;
+    wgt_status s = webgpu_temp_alloc(wg, WGT_F32, n, a->shape, &y);
+    if (s != WGT_OK) return s;
+    s = webgpu_temp_alloc(wg, WGT_F32, 2, (int64_t[]){rows, 2}, &stats);
+    if (s != WGT_OK) {
+        webgpu_temp_release(wg, &y);
+        return s;
+    }
+    wgt_kernel_call nn;
+    wgt_rms_norm_prologue_call(call, a, nw, &y, &stats, rows, K, &nn);
+    s = webgpu_nn_run(wg, &nn);
+    if (s == WGT_OK) {
+        wgt_kernel_call mm = *call;
+        mm.inputs[0] = y;
+        mm.n_inputs = 2;
+        mm.matmul.norm = false;
+        s = webgpu_matmul_run(wg, &mm);
+    }
+    webgpu_temp_release(wg, &stats);
+    webgpu_temp_release(wg, &y);
+    return s;
+}
