@@ -20,8 +20,11 @@
  *                     (wgt_linear_swiglu_ex in decode: see run_swiglu); with NORM, the
  *                     f32 vector is RMS-normalized into workgroup memory first
  *                     (wgt_rms_norm_linear_ex in decode: see run_norm)
- * The matrix-vector kernels and decode's fusions live in webgpu_matmul_gemv.c;
- * the types and functions the two files share in webgpu_matmul_internal.h.
+ * Files: this one chooses and runs (split-K, the tiled GEMM, f16 emulation,
+ * decode's SwiGLU and RMSNorm calls); webgpu_matmul_gemv.c runs the
+ * matrix-vector kernels; webgpu_matmul_plan.c holds the config table, the
+ * problem (collapsed batch dims), pipelines and dispatch that both use; the
+ * types are in gemm_shared.h.
  * Each is specialized by a prelude of WGSL consts: element types, tile sizes,
  * whether edge checks are needed (CHECK), and per operand whether a thread's
  * quads of 4 elements run along k and load as one aligned vec4. Pipelines are
@@ -52,54 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "webgpu/webgpu_matmul_internal.h"
-
-/* Every candidate, by name (WGT_MATMUL_CONFIG). Measured on an H200 (Vulkan,
- * f32, M = N = K): tile128x128k8 reaches 42-43 TFLOP/s from 2048 to 8192 with
- * row-major operands (48 with a transposed a), 0.83-0.85 of cuBLAS without
- * TF32; at 1024 tile128x64k8 gives 28 (0.73); BK = 16 was slower everywhere
- * (register pressure). For W [11008, 4096] @ x, gemv_rows64 moves 3.8 TB/s
- * (faster than PyTorch); for x @ W, gemv_cols8x32 moves 3.5 TB/s (0.92).
- * On an H100 (Vulkan, driver 580.159.04, `wgt tune` rows, ms for A B / A B^T /
- * A^T B at 4096^3): tile128x128k8 3.27 / 3.43 / 2.88; tile128x128k8t (operands
- * read along k copied transposed first) 2.94 / 3.02 / 2.88, at 8192^3 22.7 /
- * 23.0 / 22.4 against 25.5 / 26.5 / 22.5. Warp layouts (w8, w4) changed
- * nothing (+-1%); 8x16 and 16x8 outputs per invocation (tile128x256,
- * tile256x128) and 4x4 block fetches (b) were 20-45% slower on A B (register
- * pressure: fewer workgroups per SM). They stay candidates for other GPUs. */
-static const matmul_config matmul_configs[] = {
-    {"tile128x128k8", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 0, 0, 0},
-    {"tile128x128k16", KERNEL_TILED, 128, 128, 16, 8, 8, 8, 0, 0, 0, 0, 0},
-    {"tile128x64k8", KERNEL_TILED, 128, 64, 8, 8, 4, 8, 0, 0, 0, 0, 0},
-    {"tile64x128k8", KERNEL_TILED, 64, 128, 8, 4, 8, 8, 0, 0, 0, 0, 0},
-    {"tile64x64k8", KERNEL_TILED, 64, 64, 8, 4, 4, 8, 0, 0, 0, 0, 0},
-    {"tile64x64k16", KERNEL_TILED, 64, 64, 16, 4, 4, 8, 0, 0, 0, 0, 0},
-    {"tile32x32k8", KERNEL_TILED, 32, 32, 8, 4, 4, 8, 0, 0, 0, 0, 0},
-    {"tile128x128k8w8", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 0, 0, 8},
-    {"tile128x128k8w4", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 0, 0, 4},
-    {"tile128x256k8w8", KERNEL_TILED, 128, 256, 8, 8, 16, 8, 0, 0, 0, 0, 8},
-    {"tile256x128k8w8", KERNEL_TILED, 256, 128, 8, 16, 8, 8, 0, 0, 0, 0, 8},
-    {"tile128x64k8w8", KERNEL_TILED, 128, 64, 8, 8, 4, 8, 0, 0, 0, 0, 8},
-    {"tile128x128k8b", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 1, 0, 0},
-    {"tile128x128k8w8b", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 1, 0, 8},
-    {"tile128x128k16b", KERNEL_TILED, 128, 128, 16, 8, 8, 8, 0, 0, 1, 0, 0},
-    {"tile128x64k8b", KERNEL_TILED, 128, 64, 8, 8, 4, 8, 0, 0, 1, 0, 0},
-    {"tile64x64k16b", KERNEL_TILED, 64, 64, 16, 4, 4, 8, 0, 0, 1, 0, 0},
-    {"tile128x128k8t", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 0, 1, 0},
-    {"tile128x128k8w8t", KERNEL_TILED, 128, 128, 8, 8, 8, 8, 0, 0, 0, 1, 8},
-    {"tile64x64k16t", KERNEL_TILED, 64, 64, 16, 4, 4, 8, 0, 0, 0, 1, 0},
-    {"tile64x128k8t", KERNEL_TILED, 64, 128, 8, 4, 8, 8, 0, 0, 0, 1, 0},
-    {"gemv_rows32", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 32, 0, 0, 0, 0},
-    {"gemv_rows64", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 64, 0, 0, 0, 0},
-    {"gemv_rows128", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 128, 0, 0, 0, 0},
-    {"gemv_rows256", KERNEL_GEMV_ROWS, 0, 0, 0, 0, 0, 0, 256, 0, 0, 0, 0},
-    {"gemv_cols8x32", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 8, 32, 0, 0, 0},
-    {"gemv_cols4x64", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 4, 64, 0, 0, 0},
-    {"gemv_cols16x16", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 16, 16, 0, 0, 0},
-    {"gemv_cols32x8", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 32, 8, 0, 0, 0},
-    {"gemv_cols8x16", KERNEL_GEMV_COLS, 0, 0, 0, 0, 0, 0, 8, 16, 0, 0, 0},
-};
-#define MATMUL_N_CONFIGS (int)(sizeof(matmul_configs) / sizeof(matmul_configs[0]))
+#include "webgpu/gemm_shared.h"
 
 /* The heuristic's tiled candidates, largest tile first, each taken when it
  * gives at least min_workgroups workgroups (WebGPU does not tell how many
@@ -115,64 +71,6 @@ typedef struct splitk_reduce_params {
     uint32_t total, N, parts, part_stride;
     uint32_t out_offset, bias_offset, bias_col, pad;
 } splitk_reduce_params;
-
-static const matmul_config *find_config(const char *name)
-{
-    for (int i = 0; i < MATMUL_N_CONFIGS; i++)
-        if (strcmp(matmul_configs[i].name, name) == 0) return &matmul_configs[i];
-    return NULL;
-}
-
-static int64_t config_threads(const matmul_config *c)
-{
-    switch (c->kernel) {
-    case KERNEL_TILED: return (int64_t)(c->bm / c->tm) * (c->bn / c->tn);
-    case KERNEL_GEMV_ROWS: return 256;
-    case KERNEL_GEMV_COLS: return (int64_t)c->threads * c->k_split;
-    }
-    return 0;
-}
-
-bool matmul_config_fits(const webgpu_backend *wg, const matmul_config *c)
-{
-    if (c->kernel == KERNEL_TILED) {
-        /* matmul_tiled's index logic: vec4 groups, whole k quads, and slots that
-         * split into whole permuted row groups (A_RG, B_RG) */
-        int lanes_rows = 32 / (c->bk / 4 > 0 ? c->bk / 4 : 1);
-        int rg_m = lanes_rows < c->bm / 4 ? lanes_rows : c->bm / 4, rg_n = lanes_rows < c->bn / 4 ? lanes_rows : c->bn / 4;
-        if (c->tm % 4 || c->tn % 4 || c->bk % 4 || c->bk > 128 || c->bm % c->tm || c->bn % c->tn || rg_m <= 0 ||
-            rg_n <= 0 || (c->bm / 4) % rg_m || (c->bn / 4) % rg_n || c->group_m < 1)
-            return false;
-        /* warp layout: whole warps of warp_tx columns x 32 / warp_tx rows of invocations */
-        if (c->warp_tx && (32 % c->warp_tx || (c->bn / c->tn) % c->warp_tx || (c->bm / c->tm) % (32 / c->warp_tx)))
-            return false;
-    }
-    int64_t threads = config_threads(c);
-    uint64_t shared = 0;
-    if (c->kernel == KERNEL_TILED) shared = 2ull * (uint64_t)c->bk * (uint64_t)(c->bm / 4 + 1 + c->bn / 4 + 1) * 16;
-    else shared = (uint64_t)threads * (c->kernel == KERNEL_GEMV_COLS ? 16 : 4);
-    return threads <= wg->limits.maxComputeInvocationsPerWorkgroup && threads <= wg->limits.maxComputeWorkgroupSizeX &&
-           shared <= wg->limits.maxComputeWorkgroupStorageSize;
-}
-
-/* The config WGT_MATMUL_CONFIG names (read when the context was created), if
- * it is of this kernel kind and fits. */
-static const matmul_config *forced_config(const webgpu_backend *wg, matmul_kernel kernel)
-{
-    const char *name = wg->knobs.matmul_config;
-    if (!*name) return NULL;
-    const matmul_config *c = find_config(name);
-    return c && c->kernel == kernel && matmul_config_fits(wg, c) ? c : NULL;
-}
-
-bool webgpu_matmul_config_exists(const char *name) { return find_config(name) != NULL; }
-
-const char *webgpu_matmul_tiled_config_name(const webgpu_backend *wg, int i)
-{
-    if (i < 0 || i >= MATMUL_N_CONFIGS) return NULL;
-    const matmul_config *c = &matmul_configs[i];
-    return c->kernel == KERNEL_TILED && matmul_config_fits(wg, c) ? c->name : "";
-}
 
 /* ------------------------------------------------------------ split-K
  *
@@ -196,8 +94,11 @@ const char *webgpu_matmul_tiled_config_name(const webgpu_backend *wg, int i)
  * off; capped so every part has at least one BK slice), WGT_SPLITK_TARGET
  * replaces the target (both for measuring on a real GPU). */
 #define SPLITK_TARGET 264
+
 #define SPLITK_MIN_K 2048
+
 #define SPLITK_MIN_PART_K 512
+
 #define SPLITK_MAX_TEMP_BYTES ((int64_t)256 << 20)
 
 /* Elements of one part's partial sums: the output, padded to whole vec4s. */
@@ -240,15 +141,15 @@ static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, c
  * Whichever config wins, run_tiled splits K on top when choose_split says so. */
 static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_problem *p)
 {
-    const matmul_config *c = forced_config(wg, KERNEL_TILED);
+    const matmul_config *c = matmul_forced_config(wg, KERNEL_TILED);
     if (c) return c;
-    if (wg->matmul_force && (c = find_config(wg->matmul_force)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c))
+    if (wg->matmul_force && (c = matmul_find_config(wg->matmul_force)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c))
         return c;
     const char *tuned = wg->matmul_tuned[webgpu_tune_bucket(p->M, p->N)];
-    if (tuned[0] && (c = find_config(tuned)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c)) return c;
+    if (tuned[0] && (c = matmul_find_config(tuned)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c)) return c;
     const matmul_config *fallback = NULL;
     for (size_t i = 0; i < sizeof(tiled_ladder) / sizeof(tiled_ladder[0]); i++) {
-        c = find_config(tiled_ladder[i].name);
+        c = matmul_find_config(tiled_ladder[i].name);
         if (!matmul_config_fits(wg, c)) continue;
         fallback = c;
         int64_t tiles = matmul_ceil_div(p->M, c->bm) * matmul_ceil_div(p->N, c->bn) * p->batches;
@@ -259,38 +160,6 @@ static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_
             return c;
     }
     return fallback;
-}
-
-/* Matrix-vector: the rows kernel with enough invocations per row for ~16 quads each. */
-const matmul_config *matmul_choose_gemv(const webgpu_backend *wg, matmul_kernel kernel, int64_t K)
-{
-    const matmul_config *c = forced_config(wg, kernel);
-    if (c) return c;
-    if (kernel == KERNEL_GEMV_COLS) return find_config("gemv_cols8x32");
-    int threads = 32;
-    while (threads < 256 && (int64_t)threads * 64 < K) threads *= 2;
-    char name[32];
-    snprintf(name, sizeof(name), "gemv_rows%d", threads);
-    return find_config(name);
-}
-
-/* Whether every batch stride is a multiple of 4 (batch dims are collapsed: all have size > 1). */
-static bool batch_aligned(const matmul_problem *p, const int64_t *strides)
-{
-    for (int d = 0; d < p->batch_ndim; d++)
-        if (strides[d] % 4 != 0) return false;
-    return true;
-}
-
-/* Whether quads of 4 consecutive elements along k (along_k) or along the outer
- * dim are aligned vec4s of the buffer: unit stride, length a multiple of 4,
- * every other stride and the offset multiples of 4. */
-bool matmul_quads_aligned(const matmul_problem *p, const matmul_operand *o, bool along_k)
-{
-    int64_t len = along_k ? o->k : o->outer, stride = along_k ? o->k_stride : o->outer_stride;
-    int64_t other_len = along_k ? o->outer : o->k, other_stride = along_k ? o->outer_stride : o->k_stride;
-    return stride == 1 && len % 4 == 0 && (other_len == 1 || other_stride % 4 == 0) && o->offset % 4 == 0 &&
-           batch_aligned(p, o->batch_strides);
 }
 
 /* How a tiled kernel fetches operand o: quads along k or along the outer dim,
@@ -304,121 +173,6 @@ static void choose_layout(const matmul_problem *p, const matmul_operand *o, bool
     int64_t sk = o->k > 1 ? llabs(o->k_stride) : INT64_MAX, so = o->outer > 1 ? llabs(o->outer_stride) : INT64_MAX;
     *quad_k = sk <= so;
 }
-
-/* ------------------------------------------------------------ pipelines */
-
-static const char *dtype_prelude(wgt_dtype dtype)
-{
-    switch (dtype) {
-    case WGT_F16:
-        return "enable f16;\nalias S = f16;\nalias T = f32;\n"
-               "fn mad(x: T, y: T, z: T) -> T { return fma(x, y, z); }\n"
-               "fn mad4(x: vec4<T>, y: vec4<T>, z: vec4<T>) -> vec4<T> { return fma(x, y, z); }\n";
-    case WGT_I32:
-        return "alias S = i32;\nalias T = i32;\n"
-               "fn mad(x: T, y: T, z: T) -> T { return x * y + z; }\n"
-               "fn mad4(x: vec4<T>, y: vec4<T>, z: vec4<T>) -> vec4<T> { return x * y + z; }\n";
-    default:
-        return "alias S = f32;\nalias T = f32;\n"
-               "fn mad(x: T, y: T, z: T) -> T { return fma(x, y, z); }\n"
-               "fn mad4(x: vec4<T>, y: vec4<T>, z: vec4<T>) -> vec4<T> { return fma(x, y, z); }\n";
-    }
-}
-
-/* WGSL element type of an operand of dtype d. */
-const char *matmul_wgsl_type(wgt_dtype d) { return d == WGT_F16 ? "f16" : d == WGT_I32 ? "i32" : "f32"; }
-
-/* The output type O and the bias specialization (see matmul_common.wgsl). */
-static void epilogue_prelude(const matmul_problem *p, int bias_binding, char *buf, size_t size)
-{
-    /* the bias as its own dtype (f32, or f16 where the prelude enables f16) */
-    if (p->bias)
-        snprintf(buf, size,
-                 "alias O = %s;\nconst BIAS: bool = true;\n@group(0) @binding(%d) var<storage, read> bias: array<%s>;\n"
-                 "fn bias_load(i: u32) -> T { return T(bias[i]); }\n",
-                 p->out->dtype == WGT_F32 ? "f32" : "S", bias_binding, matmul_wgsl_type(p->bias->dtype));
-    else
-        snprintf(buf, size, "alias O = %s;\nconst BIAS: bool = false;\nfn bias_load(i: u32) -> T { return T(); }\n",
-                 p->out->dtype == WGT_F32 ? "f32" : "S");
-}
-
-
-/* The cached pipeline under key + the epilogue's specialization, or a new one
- * from prelude + matmul_common + kernel file (bindings a, b, out, bias), or for
- * the split-K reduction (no matmul_common) prelude + kernel file (bindings
- * partial, out, bias). sa, sb: the dtypes of the buffers bound as a and b
- * (the GEMV kernels bind the matrix as a); when they differ (f32 x f16) the
- * prelude is f16's and SA, SB name each one's type. */
-wgt_status matmul_get_pipeline_ex(webgpu_backend *wg, const matmul_problem *p, const char *base_key, const char *file,
-                                  wgt_dtype dtype, wgt_dtype sa, wgt_dtype sb, const char *consts, const char *op,
-                                  webgpu_pipeline **out)
-{
-    bool reduce = strcmp(file, "matmul_splitk_reduce") == 0, mixed = sa != sb;
-    char key[224];
-    snprintf(key, sizeof(key), "%s:o%s:bias%s%s%s%s", base_key, wgt_dtype_name(p->out->dtype),
-             p->bias ? wgt_dtype_name(p->bias->dtype) : "0",
-             mixed ? ":a" : "", mixed ? wgt_dtype_name(sa) : "", mixed ? wgt_dtype_name(sb) : "");
-    *out = webgpu_pipeline_find(wg, key);
-    if (*out) return WGT_OK;
-    const char *common = reduce ? "" : webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source(file);
-    if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
-    const char *prelude = dtype_prelude(mixed ? WGT_F16 : dtype);
-    char epilogue[320];
-    epilogue_prelude(p, reduce ? 3 : 4, epilogue, sizeof(epilogue));
-    size_t at = strlen(epilogue);
-    snprintf(epilogue + at, sizeof(epilogue) - at, "alias SA = %s;\nalias SB = %s;\n", mixed ? matmul_wgsl_type(sa) : "S",
-             mixed ? matmul_wgsl_type(sb) : "S");
-    size_t n = strlen(prelude) + strlen(epilogue) + strlen(consts) + strlen(common) + strlen(body) + 1;
-    char *source = malloc(n);
-    if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-    snprintf(source, n, "%s%s%s%s%s", prelude, epilogue, consts, common, body);
-    /* unchecked: every kernel bounds its own reads and writes (CHECK, row < M, ...) */
-    static const bool read_only[4] = {true, true, false, true};   /* a, b, out, bias */
-    static const bool reduce_read_only[3] = {true, false, true};  /* partial, out, bias */
-    int n_storage = (reduce ? 2 : 3) + (p->bias != NULL);
-    wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, n_storage, reduce ? reduce_read_only : read_only,
-                                             true, false, false, op, out);
-    free(source);
-    return s;
-}
-
-/* get_pipeline_ex for kernels that bind p->a as a and p->b as b. */
-static wgt_status get_pipeline(webgpu_backend *wg, const matmul_problem *p, const char *base_key, const char *file,
-                               wgt_dtype dtype, const char *consts, const char *op, webgpu_pipeline **out)
-{
-    return matmul_get_pipeline_ex(wg, p, base_key, file, dtype, p->a->dtype, p->b->dtype, consts, op, out);
-}
-
-/* ------------------------------------------------------------ dispatch */
-
-void matmul_fill_batches(const matmul_problem *p, const int64_t *a_batch, const int64_t *b_batch, matmul_params *q)
-{
-    q->batches = (uint32_t)p->batches;
-    q->batch_ndim = (uint32_t)p->batch_ndim;
-    for (int d = 0; d < p->batch_ndim; d++) {
-        q->batch_shape[d] = (uint32_t)p->batch_shape[d];
-        q->a_batch[d] = (uint32_t)a_batch[d]; /* two's complement when negative */
-        q->b_batch[d] = (uint32_t)b_batch[d];
-    }
-    q->out_offset = (uint32_t)p->out->offset;
-}
-
-wgt_status matmul_dispatch(webgpu_backend *wg, webgpu_pipeline *pipe, const wgt_tensor_view *first,
-                           const wgt_tensor_view *second, const matmul_problem *p, const matmul_params *q,
-                           int64_t workgroups, const char *op)
-{
-    if (workgroups >= (int64_t)UINT32_MAX)
-        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: %lld workgroups exceed 2^32", op,
-                         (long long)workgroups);
-    uint32_t x, y;
-    wgt_status s = webgpu_grid(wg, (uint64_t)workgroups, &x, &y, op);
-    if (s != WGT_OK) return s;
-    WGPUBuffer buffers[4] = {webgpu_view_buffer(first), webgpu_view_buffer(second), webgpu_view_buffer(p->out),
-                             p->bias ? webgpu_view_buffer(p->bias) : NULL};
-    return webgpu_dispatch(wg, pipe, buffers, p->bias ? 4 : 3, q, sizeof(*q), x, y, 1, op);
-}
-
-const char *matmul_dtype_key(wgt_dtype dtype) { return wgt_dtype_name(dtype); }
 
 static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
                              const wgt_tensor_view *bias, const wgt_tensor_view *out, const char *op);
@@ -483,7 +237,7 @@ static wgt_status run_splitk_reduce(webgpu_backend *wg, const matmul_problem *p,
     char key[96];
     snprintf(key, sizeof(key), "matmul_splitk_reduce:%s", matmul_dtype_key(p->a->dtype));
     webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, p, key, "matmul_splitk_reduce", p->a->dtype, "", op, &pipe);
+    wgt_status s = matmul_get_pipeline(wg, p, key, "matmul_splitk_reduce", p->a->dtype, "", op, &pipe);
     if (s != WGT_OK) return s;
     int64_t total = p->batches * p->M * p->N;
     splitk_reduce_params q;
@@ -527,7 +281,7 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     }
     bool check = p->M % c->bm != 0 || p->N % c->bn != 0 || p->K % c->bk != 0;
     bool a_block = c->blocks && a_quad_k && a_vec, b_block = c->blocks && b_quad_k && b_vec;
-    int64_t threads = config_threads(c);
+    int64_t threads = matmul_config_threads(c);
     /* registers per invocation for one fetched slice: quads, or 4 per 4x4 block */
     int64_t a_regs = a_block ? 4 * matmul_ceil_div((int64_t)c->bm * c->bk / 16, threads) : matmul_ceil_div((int64_t)c->bm * c->bk / 4, threads);
     int64_t b_regs = b_block ? 4 * matmul_ceil_div((int64_t)c->bn * c->bk / 16, threads) : matmul_ceil_div((int64_t)c->bn * c->bk / 4, threads);
@@ -559,7 +313,7 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     const matmul_problem *pp = parts > 1 ? &split : p;
 
     webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, pp, key, "matmul_tiled", a->dtype, consts, op, &pipe);
+    wgt_status s = matmul_get_pipeline(wg, pp, key, "matmul_tiled", a->dtype, consts, op, &pipe);
     if (s != WGT_OK) {
         webgpu_temp_release(wg, &partial);
         return s;
@@ -591,85 +345,6 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     /* released right after recording: queue order keeps the block's reuse safe */
     webgpu_temp_release(wg, &partial);
     return s;
-}
-
-/* Collapses the batch dims of a, b (dropping size-1 dims, merging dims that are
- * contiguous in both) and checks every size and index fits the kernels' u32s. */
-wgt_status matmul_make_problem(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
-                               const wgt_tensor_view *bias, const wgt_tensor_view *out, const char *op,
-                               matmul_problem *p)
-{
-    memset(p, 0, sizeof(*p));
-    int nd = a->ndim;
-    p->a = a;
-    p->b = b;
-    p->bias = bias;
-    p->out = out;
-    p->M = a->shape[nd - 2];
-    p->K = a->shape[nd - 1];
-    p->N = b->shape[nd - 1];
-    p->batches = 1;
-    for (int d = 0; d < nd - 2; d++) {
-        int64_t size = a->shape[d];
-        p->batches *= size;
-        if (size == 1) continue;
-        int n = p->batch_ndim;
-        /* the previous (outer) dim steps over exactly `size` of this one in both: merge */
-        if (n > 0 && p->a_batch[n - 1] == a->strides[d] * size && p->b_batch[n - 1] == b->strides[d] * size) {
-            p->batch_shape[n - 1] *= size;
-            p->a_batch[n - 1] = a->strides[d];
-            p->b_batch[n - 1] = b->strides[d];
-            continue;
-        }
-        p->batch_shape[n] = size;
-        p->a_batch[n] = a->strides[d];
-        p->b_batch[n] = b->strides[d];
-        p->batch_ndim++;
-    }
-    /* One batch dim along which b is broadcast (x [B, T, C] @ W, as autograd's
-     * dx = dy W runs) and a's rows run on from one batch to the next: one
-     * product of B M rows, whose tiles, split-K and transposed copies are
-     * chosen for the whole (out [B, M, N] is contiguous, so it is [B M, N]).
-     * Not for M == 1 or N == 1, which stay matrix-vector products. */
-    if (p->batch_ndim == 1 && p->b_batch[0] == 0 && p->M > 1 && p->N > 1 &&
-        p->a_batch[0] == p->M * a->strides[nd - 2]) {
-        p->M *= p->batch_shape[0];
-        p->batches = 1;
-        p->batch_ndim = 0;
-        /* the kernels and the transposed copies see the 2-D views */
-        const wgt_tensor_view *views[3] = {a, b, out};
-        int64_t rows[3] = {p->M, p->K, p->M}, cols[3] = {p->K, p->N, p->N};
-        for (int i = 0; i < 3; i++) {
-            wgt_tensor_view *f = &p->folded[i];
-            *f = *views[i];
-            f->ndim = 2;
-            f->shape[0] = rows[i];
-            f->shape[1] = cols[i];
-            f->strides[0] = views[i]->strides[nd - 2];
-            f->strides[1] = views[i]->strides[nd - 1];
-        }
-        p->a = &p->folded[0];
-        p->b = &p->folded[1];
-        p->out = &p->folded[2];
-    }
-    const int64_t limit = (int64_t)UINT32_MAX;
-    int64_t out_end = out->offset + p->batches * p->M * p->N;
-    int64_t bias_end = bias ? bias->offset + (p->N - 1) * llabs(bias->strides[0]) : 0;
-    if (p->M >= limit || p->N >= limit || p->K >= limit || p->batches >= limit || out_end >= limit ||
-        bias_end >= limit || (bias && bias->strides[0] < 0))
-        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: sizes M %lld, N %lld, K %lld, %lld batches exceed 2^32",
-                         op, (long long)p->M, (long long)p->N, (long long)p->K, (long long)p->batches);
-    /* inputs are bound as arrays of vec4 (8 or 16 bytes) */
-    const wgt_tensor_view *in[2] = {a, b};
-    for (int i = 0; i < 2; i++) {
-        uint64_t size = wgpuBufferGetSize(webgpu_view_buffer(in[i]));
-        uint64_t quad = 4 * wgt_dtype_size(in[i]->dtype);
-        if (size % quad != 0)
-            return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED,
-                             "%s: a buffer of %llu bytes (not a multiple of %llu) cannot be bound as vec4s", op,
-                             (unsigned long long)size, (unsigned long long)quad);
-    }
-    return WGT_OK;
 }
 
 static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
@@ -756,13 +431,126 @@ bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
     return a->ndim - 2 <= MATMUL_MAX_BATCH_DIMS;
 }
 
+/* MATMUL with the SwiGLU epilogue (wgt_linear_swiglu_ex; see backend.h). A
+ * decode product (one row, one batch) that takes matmul_gemv_half with an even
+ * number of rows per workgroup computes it in the epilogue: the workgroup
+ * holding rows 2i (gate) and 2i + 1 (up) of the matrix writes out[i], one
+ * dispatch for projection and SwiGLU. Anything else runs the two calls the
+ * CPU backend runs: the product into a temporary [.., M, N], then the
+ * elementwise SwiGLU of its even and odd columns. */
+static wgt_status run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
+    const char *op = call->op_name;
+    const int n = out->ndim;
+    if ((out->dtype != WGT_F32 && out->dtype != WGT_F16) || call->n_inputs != 2 || b->ndim != n ||
+        b->shape[n - 1] != 2 * out->shape[n - 1])
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: a SwiGLU epilogue of %s out, %d inputs", op,
+                         wgt_dtype_name(out->dtype), call->n_inputs);
+    wgt_tensor_view gu = *out; /* the product's [.., M, N] (contiguous, as the temporary below) */
+    gu.shape[n - 1] = b->shape[n - 1];
+    wgt_contiguous_strides(n, gu.shape, gu.strides);
+    if (!emulate && a->shape[n - 2] == 1 && gu.shape[n - 1] > 1) {
+        matmul_problem p;
+        wgt_status s = matmul_make_problem(wg, a, b, NULL, &gu, op, &p);
+        if (s != WGT_OK) return s;
+        gemv_plan g;
+        matmul_plan_gemv(wg, &p, &g);
+        if (p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && g.c->threads <= 128 && g.om.outer % 2 == 0) {
+            p.swiglu = true;
+            p.out = out; /* its offset; N / 2 outputs */
+            return matmul_run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
+        }
+    }
+    wgt_expr e;
+    wgt_kernel_call ew;
+    char err[160];
+    wgt_tensor_view tmp;
+    wgt_status s = webgpu_temp_alloc(wg, out->dtype, n, gu.shape, &tmp);
+    if (s != WGT_OK) return s;
+    wgt_kernel_call mm = *call;
+    mm.outputs[0] = tmp;
+    mm.matmul.swiglu = false;
+    s = webgpu_matmul_run(wg, &mm);
+    if (s == WGT_OK && wgt_swiglu_elementwise_call(op, &tmp, out, &e, &ew, err, (int)sizeof(err)))
+        s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: SwiGLU expression: %s", op, err);
+    else if (s == WGT_OK)
+        s = webgpu_elementwise_run(wg, &ew);
+    webgpu_temp_release(wg, &tmp);
+    return s;
+}
+
+/* MATMUL with the RMSNorm prologue (wgt_rms_norm_linear_ex; see backend.h).
+ * A decode product (an f32 row, one batch) that takes matmul_gemv_half, whose
+ * vector fits workgroup memory, normalizes the row there first, as nn_norm.wgsl
+ * does (the same threads and summation order, so the same values), and reads
+ * it from there: one dispatch for norm and projection (and the SwiGLU
+ * epilogue, where run_swiglu would take it). Anything else runs the NN NORM
+ * kernel into a temporary, then the product. */
+static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
+    const wgt_tensor_view *nw = &call->inputs[2];
+    const char *op = call->op_name;
+    const int n = a->ndim;
+    if (a->dtype != WGT_F32 || nw->dtype != WGT_F32 || !wgt_view_is_contiguous(a))
+        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: an RMSNorm prologue of %s a", op,
+                         wgt_dtype_name(a->dtype));
+    const int64_t K = a->shape[n - 1];
+    const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    if (!emulate && a->shape[n - 2] == 1 && K % 4 == 0 && nw->offset % 4 == 0 &&
+        (uint64_t)K * 4 + 256 * 4 <= shared) {
+        wgt_tensor_view full = *out; /* the product's [.., 1, N] (SwiGLU: out holds N / 2) */
+        full.shape[n - 1] = b->shape[n - 1];
+        wgt_contiguous_strides(n, full.shape, full.strides);
+        matmul_problem p;
+        wgt_status s = matmul_make_problem(wg, a, b, NULL, &full, op, &p);
+        if (s != WGT_OK) return s;
+        gemv_plan g;
+        matmul_plan_gemv(wg, &p, &g);
+        bool ok = p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && b->shape[n - 1] > 1;
+        if (ok && call->matmul.swiglu) ok = g.c->threads <= 128 && g.om.outer % 2 == 0;
+        if (ok) {
+            p.norm = nw;
+            p.norm_eps = call->matmul.norm_eps;
+            if (call->matmul.swiglu) {
+                p.swiglu = true;
+                p.out = out;
+            }
+            return matmul_run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
+        }
+    }
+    const int64_t rows = K ? wgt_shape_numel(n, a->shape) / K : 0;
+    wgt_tensor_view y, stats;
+    wgt_status s = webgpu_temp_alloc(wg, WGT_F32, n, a->shape, &y);
+    if (s != WGT_OK) return s;
+    s = webgpu_temp_alloc(wg, WGT_F32, 2, (int64_t[]){rows, 2}, &stats);
+    if (s != WGT_OK) {
+        webgpu_temp_release(wg, &y);
+        return s;
+    }
+    wgt_kernel_call nn;
+    wgt_rms_norm_prologue_call(call, a, nw, &y, &stats, rows, K, &nn);
+    s = webgpu_nn_run(wg, &nn);
+    if (s == WGT_OK) {
+        wgt_kernel_call mm = *call;
+        mm.inputs[0] = y;
+        mm.n_inputs = 2;
+        mm.matmul.norm = false;
+        s = webgpu_matmul_run(wg, &mm);
+    }
+    webgpu_temp_release(wg, &stats);
+    webgpu_temp_release(wg, &y);
+    return s;
+}
+
 wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     if (wgt_shape_numel(out->ndim, out->shape) == 0) return WGT_OK;
     if (call->matmul.norm || call->matmul.swiglu) {
         const bool emulated = !wg->has_f16 || wg->knobs.matmul_f16_emulate;
-        return call->matmul.norm ? matmul_run_norm(wg, call, emulated) : matmul_run_swiglu(wg, call, emulated);
+        return call->matmul.norm ? run_norm(wg, call, emulated) : run_swiglu(wg, call, emulated);
     }
     if (a->dtype == WGT_F16 || b->dtype == WGT_F16) {
         if (!wg->has_f16 || wg->knobs.matmul_f16_emulate) return run_f16_emulated(wg, call);

@@ -1,19 +1,19 @@
 /*
- * MATMUL on WebGPU, the matrix-vector half (see webgpu_matmul.c for the
- * whole picture): products with M == 1 or N == 1.
+ * MATMUL on WebGPU, the matrix-vector kernels (webgpu_matmul.c has the whole
+ * picture): products with M == 1 or N == 1.
  *   matmul_gemv_rows  the matrix's k stride is 1 (W @ x): ROW_THREADS invocations per output
  *   matmul_gemv_cols  outputs contiguous in the matrix (x @ W): 4 per invocation, k split
  *   matmul_gemv_half  f16 rows read as 16-byte words against an f16 or f32 vector (decode's
- *                     f16 weight matvecs), with decode's fusions: the bias epilogue
- *                     (wgt_linear_ex's residual), the SwiGLU epilogue (matmul_run_swiglu)
- *                     and the RMSNorm prologue (matmul_run_norm); design.md, "Fusions in
- *                     the decode GEMV"
+ *                     f16 weight matvecs), with decode's fusions as preludes: the bias
+ *                     epilogue (wgt_linear_ex's residual), the SwiGLU epilogue and the
+ *                     RMSNorm prologue (webgpu_matmul.c's run_swiglu and run_norm decide
+ *                     when; design.md, "Fusions in the decode GEMV")
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "webgpu/webgpu_matmul_internal.h"
+#include "webgpu/gemm_shared.h"
 
 /* Whether matmul_gemv_half can read operand o (f16, unit k stride) as words
  * of 8 halves: K, the offset, the outer and batch strides multiples of 8. */
@@ -37,7 +37,7 @@ static bool gemv_half_wanted(const webgpu_backend *wg, const matmul_problem *p, 
     return mat->dtype == WGT_F16 && octets_aligned(p, om) && octets_aligned(p, ov);
 }
 
-static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, const matmul_config *c,
+wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, const matmul_config *c,
                                 const matmul_operand *om, const matmul_operand *ov, bool mat_is_a, const char *op)
 {
     const bool vec_f32 = (mat_is_a ? p->b : p->a)->dtype == WGT_F32;
@@ -140,20 +140,8 @@ static wgt_status run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
     return matmul_dispatch(wg, pipe, mat_is_a ? p->a : p->b, mat_is_a ? p->b : p->a, &bound, &q, per_batch * p->batches, op);
 }
 
-/* M == 1 or N == 1: y[i] = sum_k mat[i, k] * x[k] with mat = a (N == 1) or b
- * transposed (M == 1, N > 1). */
-/* How run_gemv sees a matrix-vector problem: which operand is the matrix, the
- * operands, the kernel and its config (NULL when none fits). */
-typedef struct gemv_plan {
-    bool mat_is_a;
-    const wgt_tensor_view *mat, *vec;
-    matmul_operand om, ov;
-    matmul_kernel kernel;
-    const matmul_config *c;
-    bool half;                     /* matmul_gemv_half */
-} gemv_plan;
 
-static void plan_gemv(const webgpu_backend *wg, const matmul_problem *p, gemv_plan *g)
+void matmul_plan_gemv(const webgpu_backend *wg, const matmul_problem *p, gemv_plan *g)
 {
     const wgt_tensor_view *a = p->a, *b = p->b;
     int nd = a->ndim;
@@ -179,14 +167,14 @@ wgt_status matmul_run_gemv(webgpu_backend *wg, const matmul_problem *p, const ch
 {
     const wgt_tensor_view *a = p->a;
     gemv_plan g;
-    plan_gemv(wg, p, &g);
+    matmul_plan_gemv(wg, p, &g);
     const bool mat_is_a = g.mat_is_a;
     const wgt_tensor_view *mat = g.mat, *vec = g.vec;
     const matmul_operand om = g.om, ov = g.ov;
     const matmul_kernel kernel = g.kernel;
     const matmul_config *c = g.c;
     if (!c) return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matrix-vector config fits this device", op);
-    if (g.half) return run_gemv_half(wg, p, c, &om, &ov, mat_is_a, op);
+    if (g.half) return matmul_run_gemv_half(wg, p, c, &om, &ov, mat_is_a, op);
     bool vec4;
     char key[160], consts[200];
     const char *file;
@@ -228,117 +216,4 @@ wgt_status matmul_run_gemv(webgpu_backend *wg, const matmul_problem *p, const ch
     }
     matmul_fill_batches(p, om.batch_strides, ov.batch_strides, &q);
     return matmul_dispatch(wg, pipe, mat, vec, p, &q, per_batch * p->batches, op);
-}
-
-/* MATMUL with the SwiGLU epilogue (wgt_linear_swiglu_ex; see backend.h). A
- * decode product (one row, one batch) that takes matmul_gemv_half with an even
- * number of rows per workgroup computes it in the epilogue: the workgroup
- * holding rows 2i (gate) and 2i + 1 (up) of the matrix writes out[i], one
- * dispatch for projection and SwiGLU. Anything else runs the two calls the
- * CPU backend runs: the product into a temporary [.., M, N], then the
- * elementwise SwiGLU of its even and odd columns. */
-wgt_status matmul_run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
-{
-    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
-    const char *op = call->op_name;
-    const int n = out->ndim;
-    if ((out->dtype != WGT_F32 && out->dtype != WGT_F16) || call->n_inputs != 2 || b->ndim != n ||
-        b->shape[n - 1] != 2 * out->shape[n - 1])
-        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: a SwiGLU epilogue of %s out, %d inputs", op,
-                         wgt_dtype_name(out->dtype), call->n_inputs);
-    wgt_tensor_view gu = *out; /* the product's [.., M, N] (contiguous, as the temporary below) */
-    gu.shape[n - 1] = b->shape[n - 1];
-    wgt_contiguous_strides(n, gu.shape, gu.strides);
-    if (!emulate && a->shape[n - 2] == 1 && gu.shape[n - 1] > 1) {
-        matmul_problem p;
-        wgt_status s = matmul_make_problem(wg, a, b, NULL, &gu, op, &p);
-        if (s != WGT_OK) return s;
-        gemv_plan g;
-        plan_gemv(wg, &p, &g);
-        if (p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && g.c->threads <= 128 && g.om.outer % 2 == 0) {
-            p.swiglu = true;
-            p.out = out; /* its offset; N / 2 outputs */
-            return run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
-        }
-    }
-    wgt_expr e;
-    wgt_kernel_call ew;
-    char err[160];
-    wgt_tensor_view tmp;
-    wgt_status s = webgpu_temp_alloc(wg, out->dtype, n, gu.shape, &tmp);
-    if (s != WGT_OK) return s;
-    wgt_kernel_call mm = *call;
-    mm.outputs[0] = tmp;
-    mm.matmul.swiglu = false;
-    s = webgpu_matmul_run(wg, &mm);
-    if (s == WGT_OK && wgt_swiglu_elementwise_call(op, &tmp, out, &e, &ew, err, (int)sizeof(err)))
-        s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: SwiGLU expression: %s", op, err);
-    else if (s == WGT_OK)
-        s = webgpu_elementwise_run(wg, &ew);
-    webgpu_temp_release(wg, &tmp);
-    return s;
-}
-
-/* MATMUL with the RMSNorm prologue (wgt_rms_norm_linear_ex; see backend.h).
- * A decode product (an f32 row, one batch) that takes matmul_gemv_half, whose
- * vector fits workgroup memory, normalizes the row there first, as nn_norm.wgsl
- * does (the same threads and summation order, so the same values), and reads
- * it from there: one dispatch for norm and projection (and the SwiGLU
- * epilogue, where run_swiglu would take it). Anything else runs the NN NORM
- * kernel into a temporary, then the product. */
-wgt_status matmul_run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
-{
-    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
-    const wgt_tensor_view *nw = &call->inputs[2];
-    const char *op = call->op_name;
-    const int n = a->ndim;
-    if (a->dtype != WGT_F32 || nw->dtype != WGT_F32 || !wgt_view_is_contiguous(a))
-        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: an RMSNorm prologue of %s a", op,
-                         wgt_dtype_name(a->dtype));
-    const int64_t K = a->shape[n - 1];
-    const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
-    if (!emulate && a->shape[n - 2] == 1 && K % 4 == 0 && nw->offset % 4 == 0 &&
-        (uint64_t)K * 4 + 256 * 4 <= shared) {
-        wgt_tensor_view full = *out; /* the product's [.., 1, N] (SwiGLU: out holds N / 2) */
-        full.shape[n - 1] = b->shape[n - 1];
-        wgt_contiguous_strides(n, full.shape, full.strides);
-        matmul_problem p;
-        wgt_status s = matmul_make_problem(wg, a, b, NULL, &full, op, &p);
-        if (s != WGT_OK) return s;
-        gemv_plan g;
-        plan_gemv(wg, &p, &g);
-        bool ok = p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && b->shape[n - 1] > 1;
-        if (ok && call->matmul.swiglu) ok = g.c->threads <= 128 && g.om.outer % 2 == 0;
-        if (ok) {
-            p.norm = nw;
-            p.norm_eps = call->matmul.norm_eps;
-            if (call->matmul.swiglu) {
-                p.swiglu = true;
-                p.out = out;
-            }
-            return run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
-        }
-    }
-    const int64_t rows = K ? wgt_shape_numel(n, a->shape) / K : 0;
-    wgt_tensor_view y, stats;
-    wgt_status s = webgpu_temp_alloc(wg, WGT_F32, n, a->shape, &y);
-    if (s != WGT_OK) return s;
-    s = webgpu_temp_alloc(wg, WGT_F32, 2, (int64_t[]){rows, 2}, &stats);
-    if (s != WGT_OK) {
-        webgpu_temp_release(wg, &y);
-        return s;
-    }
-    wgt_kernel_call nn;
-    wgt_rms_norm_prologue_call(call, a, nw, &y, &stats, rows, K, &nn);
-    s = webgpu_nn_run(wg, &nn);
-    if (s == WGT_OK) {
-        wgt_kernel_call mm = *call;
-        mm.inputs[0] = y;
-        mm.n_inputs = 2;
-        mm.matmul.norm = false;
-        s = webgpu_matmul_run(wg, &mm);
-    }
-    webgpu_temp_release(wg, &stats);
-    webgpu_temp_release(wg, &y);
-    return s;
 }

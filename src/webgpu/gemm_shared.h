@@ -1,11 +1,11 @@
 /*
- * Private to the MATMUL implementation on WebGPU (webgpu_matmul.c: configs,
- * split-K, the tiled GEMM, problems and dispatch; webgpu_matmul_gemv.c: the
- * matrix-vector kernels and decode's fused epilogues and prologue). The types
- * mirror the kernels' Params; the functions are the seam between the two files.
+ * Private to the MATMUL implementation on WebGPU (webgpu_matmul.c: split-K,
+ * the tiled GEMM, f16 emulation, decode's fused calls; webgpu_matmul_gemv.c: the
+ * matrix-vector kernels; webgpu_matmul_plan.c: configs, problems, pipelines
+ * and dispatch, which both use). The types mirror the kernels' Params.
  */
-#ifndef WGT_WEBGPU_MATMUL_INTERNAL_H
-#define WGT_WEBGPU_MATMUL_INTERNAL_H
+#ifndef WGT_WEBGPU_GEMM_SHARED_H
+#define WGT_WEBGPU_GEMM_SHARED_H
 
 #include "webgpu/webgpu_internal.h"
 
@@ -60,9 +60,13 @@ typedef struct matmul_operand {
 
 static inline int64_t matmul_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* ---- webgpu_matmul.c, for webgpu_matmul_gemv.c */
+/* ---- webgpu_matmul_plan.c */
+const matmul_config *matmul_find_config(const char *name);
+int64_t matmul_config_threads(const matmul_config *c);
 /* Whether config c fits the device's limits (and the tiled kernel's index logic). */
 bool matmul_config_fits(const webgpu_backend *wg, const matmul_config *c);
+/* The config WGT_MATMUL_CONFIG names, if it is of this kernel kind and fits. */
+const matmul_config *matmul_forced_config(const webgpu_backend *wg, matmul_kernel kernel);
 /* The matrix-vector config for kernel and K (WGT_MATMUL_CONFIG where it names one). */
 const matmul_config *matmul_choose_gemv(const webgpu_backend *wg, matmul_kernel kernel, int64_t K);
 /* Whether operand o's quads of 4 (along k, or along its outer dim) are aligned vec4s. */
@@ -70,10 +74,14 @@ bool matmul_quads_aligned(const matmul_problem *p, const matmul_operand *o, bool
 /* "f32", "f16" or "i32": the WGSL type of a bias or an operand. */
 const char *matmul_wgsl_type(wgt_dtype d);
 const char *matmul_dtype_key(wgt_dtype dtype);
-/* The pipeline of kernel file for problem p with its prelude (consts), cached under key. */
+/* The pipeline of kernel file for problem p with its prelude (consts), cached
+ * under key; _ex names the two operands' types (matrix-vector kernels bind the
+ * matrix as a). */
 wgt_status matmul_get_pipeline_ex(webgpu_backend *wg, const matmul_problem *p, const char *key, const char *file,
                                   wgt_dtype t, wgt_dtype ta, wgt_dtype tb, const char *consts, const char *op,
                                   webgpu_pipeline **out);
+wgt_status matmul_get_pipeline(webgpu_backend *wg, const matmul_problem *p, const char *key, const char *file,
+                               wgt_dtype t, const char *consts, const char *op, webgpu_pipeline **out);
 void matmul_fill_batches(const matmul_problem *p, const int64_t *a_batch, const int64_t *b_batch, matmul_params *q);
 /* Binds first, second (a and b as the kernel names them), p's out and bias, and dispatches groups workgroups. */
 wgt_status matmul_dispatch(webgpu_backend *wg, webgpu_pipeline *pipe, const wgt_tensor_view *first,
@@ -84,11 +92,24 @@ wgt_status matmul_make_problem(webgpu_backend *wg, const wgt_tensor_view *a, con
                                const wgt_tensor_view *bias, const wgt_tensor_view *out, const char *op,
                                matmul_problem *p);
 
-/* ---- webgpu_matmul_gemv.c, for webgpu_matmul.c */
+/* ---- webgpu_matmul_gemv.c */
+/* M == 1 or N == 1: y[i] = sum_k mat[i, k] * x[k] with mat = a (N == 1) or b
+ * transposed (M == 1, N > 1). */
+/* How run_gemv sees a matrix-vector problem: which operand is the matrix, the
+ * operands, the kernel and its config (NULL when none fits). */
+typedef struct gemv_plan {
+    bool mat_is_a;
+    const wgt_tensor_view *mat, *vec;
+    matmul_operand om, ov;
+    matmul_kernel kernel;
+    const matmul_config *c;
+    bool half;                     /* matmul_gemv_half */
+} gemv_plan;
+void matmul_plan_gemv(const webgpu_backend *wg, const matmul_problem *p, gemv_plan *g);
 /* M == 1 or N == 1: the matrix-vector kernels. */
 wgt_status matmul_run_gemv(webgpu_backend *wg, const matmul_problem *p, const char *op);
-/* MATMUL with the SwiGLU epilogue or the RMSNorm prologue (emulate: no shader-f16). */
-wgt_status matmul_run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate);
-wgt_status matmul_run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate);
+/* matmul_gemv_half with p's bias, SwiGLU (p->swiglu) or RMSNorm (p->norm). */
+wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, const matmul_config *c,
+                                const matmul_operand *om, const matmul_operand *ov, bool mat_is_a, const char *op);
 
 #endif
