@@ -92,6 +92,15 @@ typedef struct webgpu_knobs {
                                 * phase; default true */
     bool conv_debug;           /* WGT_CONV_DEBUG set (any value): print every call's plan to stderr;
                                 * default false */
+    /* WGT_CONV_V2: the second convolution path, in parts, for A/B timing (webgpu_conv.c):
+     * "1" or "all" every part, else a comma list of: "reduce" (split-K sums by conv_splitk_sum.wgsl, an
+     * invocation per element, for large outputs), "tiles" (tiles of 8 x 8 outputs per invocation with 64
+     * or 128 invocations: 64 x 128, 128 x 64, 64 x 64), "waves" (tiles and splits chosen by whole waves
+     * of WGT_CONV_SLOTS workgroups), "stem" (input gradients of <= 4 channels per group by
+     * conv_stem_dx.wgsl); default unset or "0": none */
+    bool conv_v2_reduce, conv_v2_tiles, conv_v2_waves, conv_v2_stem;
+    uint64_t conv_slots;       /* WGT_CONV_SLOTS=<n>: workgroups of 256 invocations the GPU runs at once,
+                                * for "waves"; default 0: 264 (two per SM of an H100) */
 
     /* ---- attention (webgpu_attention.c, webgpu_attention_decode.c) */
     bool attention_tiles_set;  /* WGT_ATTENTION_TILES="rows,keys,kv_keys,kv_rows,joint_d4" (five counts):   */

@@ -101,21 +101,29 @@ typedef struct conv_tile {
     uint32_t bm, bn, bk, tm, tn;
     double speed;
     bool few_rows; /* only for problems of at most bm rows (WGT_CONV_STEM=0 leaves it out) */
+    bool v2;       /* fewer than 256 invocations: a candidate only with WGT_CONV_V2 "tiles" */
 } conv_tile;
 
 /* bk of the first four: WGT_CONV_BK (8 by default; see choose_plan). */
 static const conv_tile conv_tiles[] = {
-    {"64", 64, 64, 16, 4, 4, 0.6, false},
-    {"64x128", 64, 128, 16, 4, 8, 0.8, false},
-    {"128x64", 128, 64, 16, 8, 4, 0.8, false},
-    {"128", 128, 128, 16, 8, 8, 1.0, false},
+    {"64", 64, 64, 16, 4, 4, 0.6, false, false},
+    {"64x128", 64, 128, 16, 4, 8, 0.8, false, false},
+    {"128x64", 128, 64, 16, 8, 4, 0.8, false, false},
+    {"128", 128, 128, 16, 8, 8, 1.0, false, false},
     /* few rows (input gradients of 5 to 16 channels per group; 1 to 4 go to
      * conv_direct_dx.wgsl unless WGT_CONV_STEM=0): a 64-row tile computing 3
      * rows wastes 95% of its work, these 80% and 62% (8 x 512: 17 KiB of
      * workgroup memory, beyond WebGPU's default 16 KiB but within what
      * adapters offer; taken only where it fits) */
-    {"16x256", 16, 256, 8, 4, 4, 0.5, true},
-    {"8x512", 8, 512, 8, 4, 4, 0.45, true},
+    {"16x256", 16, 256, 8, 4, 4, 0.5, true, false},
+    {"8x512", 8, 512, 8, 4, 4, 0.45, true, false},
+    /* WGT_CONV_V2 "tiles": 8 x 8 outputs per invocation (the register block
+     * of the 128 x 128 tile, whose multiply measured as fast as the GEMM's)
+     * on 128 or 64 invocations, for problems of 64 rows (the 64-channel
+     * layers ran the 4 x 8 block of 64 x 128) and finer grids */
+    {"64x128w", 64, 128, 16, 8, 8, 0.95, false, true},
+    {"128x64w", 128, 64, 16, 8, 8, 0.95, false, true},
+    {"64x64w", 64, 64, 16, 8, 8, 0.85, false, true},
 };
 #define CONV_N_TILES (sizeof(conv_tiles) / sizeof(conv_tiles[0]))
 
@@ -124,6 +132,10 @@ static const conv_tile conv_tiles[] = {
 #define CONV_SPLIT_TARGET 512u /* workgroups split-K aims at (about 4 per SM); WGT_CONV_SPLIT_TARGET=<n> to tune */
 #define CONV_SPLIT_MIN 256u    /* each split sums at least this many of the N OH OW terms */
 #define CONV_SPLIT_MAX 1024u
+#define CONV_SLOTS 264u        /* WGT_CONV_V2 "waves": workgroups of 256 invocations an H100 runs at once
+                                * (2 per SM); WGT_CONV_SLOTS=<n> to tune */
+#define CONV_V2_SPLIT_MIN 128u /* "waves": each split of a forward or input gradient sums >= this many terms */
+#define CONV_V2_SPLIT_COST 48.0 /* "waves": multiply-adds that one partial element costs (written, read) */
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -143,6 +155,44 @@ static double tile_cost(const conv_tile *t, uint64_t rows, uint64_t cols, uint64
     uint64_t n = cdiv(rows, t->bm) * cdiv(cols, t->bn) * z;
     double depth = (double)(cdiv(len, t->bk) * t->bk);
     return (double)(n > CONV_FILL ? n : CONV_FILL) * t->bm * t->bn * depth / t->speed;
+}
+
+static uint32_t tile_threads(const conv_tile *t) { return (t->bm / t->tm) * (t->bn / t->tn); }
+
+/* WGT_CONV_V2 "waves": the grid runs in whole waves of `slots` workgroups
+ * (of 256 invocations; smaller ones fit proportionally more), each as long
+ * as one workgroup's padded multiply-adds: a grid of 1.1 waves costs 2 (its
+ * last workgroups start when the first end), which the former model, linear
+ * past CONV_FILL, did not see (3 splits of a 196-tile forward are 2.2 waves
+ * of an H100, 4 splits 3.0). */
+static double wave_cost(const webgpu_knobs *k, const conv_tile *t, uint64_t rows, uint64_t cols, uint64_t z,
+                        uint64_t len)
+{
+    uint64_t slots = (k->conv_slots > 0 ? k->conv_slots : CONV_SLOTS) * 256 / tile_threads(t);
+    uint64_t n = cdiv(rows, t->bm) * cdiv(cols, t->bn) * z;
+    double depth = (double)(cdiv(len, t->bk) * t->bk);
+    return (double)(cdiv(n, slots) * slots) * t->bm * t->bn * depth / t->speed;
+}
+
+/* "waves": the split count of least wave_cost plus the partials' traffic
+ * (each split's output written and read once); each split at least
+ * CONV_V2_SPLIT_MIN terms (the weight gradient's CONV_SPLIT_MIN), a multiple
+ * of the slice depth. */
+static void choose_splits_waves(const webgpu_knobs *k, const conv_tile *t, uint64_t rows, uint64_t cols,
+                                uint64_t z, uint64_t depth, bool fill_only, uint64_t out_size, uint64_t *splits,
+                                uint64_t *len)
+{
+    uint64_t most = depth / (fill_only ? CONV_V2_SPLIT_MIN : CONV_SPLIT_MIN);
+    if (most > CONV_SPLIT_MAX) most = CONV_SPLIT_MAX;
+    if (most < 1) most = 1;
+    double best = 0;
+    *splits = 1, *len = depth ? depth : 1;
+    for (uint64_t s = 1; s <= most; s++) {
+        uint64_t l = depth ? cdiv(cdiv(depth, s), t->bk) * t->bk : 1, n = depth ? cdiv(depth, l) : 1;
+        if (n != s) continue; /* the same as a smaller count */
+        double c = wave_cost(k, t, rows, cols, z * n, l) + (n > 1 ? (double)n * out_size * CONV_V2_SPLIT_COST : 0.0);
+        if (s == 1 || c < best) best = c, *splits = n, *len = l;
+    }
 }
 
 /* A plan for one call: the tile, its shared-memory options, and the splits of
@@ -208,7 +258,11 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
         gemm_plan p = {tv, 0, rtab && tile_shared(t, 0, true, false) <= shared, false, 1, len};
         p.dbuf = dbuf && tile_shared(t, 0, p.rtab, true) <= shared;
         p.pad = new_loads && tile_shared(t, 1, p.rtab, p.dbuf) <= shared ? 1u : 0u;
-        if (own_splits) choose_splits(k, t, rows, cols, z, len, fill_only, &p.splits, &p.split_len);
+        if (tv.v2 && !k->conv_v2_tiles && !(env && strcmp(env, t->name) == 0)) continue;
+        if (own_splits && k->conv_v2_waves && !k->conv_splits)
+            choose_splits_waves(k, t, rows, cols, z, len, fill_only, out_size, &p.splits, &p.split_len);
+        else if (own_splits)
+            choose_splits(k, t, rows, cols, z, len, fill_only, &p.splits, &p.split_len);
         if (old_rule) {
             /* the former rule: 128 x 128 when there are CONV_OLD_BIG_TILES of them, else 64 x 64 */
             bool big = cdiv(rows, 128) * cdiv(cols, 128) * z >= CONV_OLD_BIG_TILES;
@@ -220,6 +274,9 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
         /* + the reduction: each split's partial output written and read once */
         double cost = tile_cost(t, rows, cols, z * p.splits, p.split_len) +
                       (p.splits > 1 ? (double)p.splits * out_size * 16.0 : 0.0);
+        if (k->conv_v2_waves)
+            cost = wave_cost(k, t, rows, cols, z * p.splits, p.split_len) +
+                   (p.splits > 1 ? (double)p.splits * out_size * CONV_V2_SPLIT_COST : 0.0);
         if (!found || cost < best_cost) best = p, best_cost = cost, found = true;
     }
     if (!found) { /* 64 x 64 (4 KiB at BK 8, 8 KiB at 16, + the table) fits every WebGPU device */
@@ -272,14 +329,22 @@ typedef struct reduce_params {
     uint32_t size, splits, src_offset, dst_offset;
 } reduce_params;
 
+/* conv_splitk_sum.wgsl's smallest output: 256 workgroups of 256 elements */
+#define CONV_SUM_MIN_SIZE 65536u
+#define CONV_SUM_MAX_SPLITS 8u /* or at most this many splits */
+
 /* dst[size] = sum over s of src[s][size], in order (deterministic). */
 static wgt_status splitk_reduce(webgpu_backend *wg, const wgt_tensor_view *src, const wgt_tensor_view *dst,
                                 uint32_t size, uint32_t splits, const char *op)
 {
     webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, "conv_splitk_reduce", "", NULL, "conv_splitk_reduce", 1, 1, op, &pipe);
+    /* WGT_CONV_V2 "reduce": an invocation per element where that fills the
+     * GPU, or where the splits are few (every invocation then busy) */
+    bool per_element = wg->knobs.conv_v2_reduce && (size >= CONV_SUM_MIN_SIZE || splits <= CONV_SUM_MAX_SPLITS);
+    const char *file = per_element ? "conv_splitk_sum" : "conv_splitk_reduce";
+    wgt_status s = get_pipeline(wg, file, "", NULL, file, 1, 1, op, &pipe);
     uint32_t gx = 0, gy = 0;
-    if (s == WGT_OK) s = webgpu_grid(wg, cdiv(size, 32), &gx, &gy, op); /* 32 elements per workgroup */
+    if (s == WGT_OK) s = webgpu_grid(wg, cdiv(size, per_element ? 256 : 32), &gx, &gy, op); /* elements per workgroup */
     if (s != WGT_OK) return s;
     reduce_params p = {size, splits, (uint32_t)src->offset, (uint32_t)dst->offset};
     WGPUBuffer buffers[2] = {webgpu_view_buffer(src), webgpu_view_buffer(dst)};
@@ -465,6 +530,62 @@ static wgt_status run_direct_dx(webgpu_backend *wg, const wgt_kernel_call *call,
     return webgpu_dispatch(wg, pipe, buffers, 3, &p, sizeof(p), gx, gy, 1, op);
 }
 
+/* The parameter block of kernels/conv_stem_dx.wgsl (WGT_CONV_V2 "stem"). */
+typedef struct stem_params {
+    uint32_t n, c, h, w, k, oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, cg;
+    uint32_t kg, groups, step_h, step_w, w_offset, dy_offset, dx_offset, pad0;
+} stem_params;
+_Static_assert(sizeof(stem_params) % 16 == 0, "conv stem params");
+_Static_assert(offsetof(stem_params, kg) == (CONV_GEOMETRY_FIELDS - 1) * sizeof(uint32_t), "stem_params geometry");
+
+#define STEM_PX 4u          /* pixels per invocation */
+#define STEM_WSH 512u       /* vec4s of weights in workgroup memory (8 KiB): output channels x phase taps */
+
+/* The input gradient of few channels per group by conv_stem_dx.wgsl: one
+ * dispatch, z = the stride phases, y = n groups + g, x = blocks of the
+ * phase's pixels. False (the caller takes conv_direct_dx.wgsl) where the grid
+ * or the phase arithmetic would not fit. */
+static bool stem_fits(const webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    uint64_t limit = wg->limits.maxComputeWorkgroupsPerDimension;
+    uint64_t plane = cdiv((uint64_t)call->conv.h, (uint64_t)call->conv.stride_h) *
+                     cdiv((uint64_t)call->conv.w, (uint64_t)call->conv.stride_w);
+    return use_phases(wg, call) && (uint64_t)call->conv.n * call->conv.groups <= limit &&
+           (uint64_t)call->conv.stride_h * call->conv.stride_w <= limit && cdiv(plane, STEM_PX * 256) <= limit &&
+           plane < ((uint64_t)1 << 30);
+}
+
+static wgt_status run_stem_dx(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v)
+{
+    const char *op = call->op_name;
+    stem_params p;
+    memset(&p, 0, sizeof(p));
+    fill_geometry(call, &p);
+    p.groups = u32of(call->conv.groups);
+    p.step_h = p.stride_h / gcd32(p.stride_h, p.dil_h), p.step_w = p.stride_w / gcd32(p.stride_w, p.dil_w);
+    /* inputs dy, w; output dx */
+    const wgt_tensor_view *dy = &v->in[0], *w = &v->in[1], *dx = &v->out[0];
+    p.w_offset = (uint32_t)w->offset, p.dy_offset = (uint32_t)dy->offset, p.dx_offset = (uint32_t)dx->offset;
+    uint64_t plane = cdiv(p.h, p.stride_h) * cdiv(p.w, p.stride_w), gy = (uint64_t)p.n * p.groups;
+    if (plane == 0 || gy == 0) return WGT_OK;
+    uint32_t taps = (uint32_t)(cdiv(p.kh, p.step_h) * cdiv(p.kw, p.step_w)); /* the largest phase's */
+    uint32_t chunk = STEM_WSH / taps > 0 ? STEM_WSH / taps : 1;
+    if (chunk > p.kg) chunk = p.kg > 0 ? p.kg : 1;
+    if (wg->knobs.conv_debug)
+        fprintf(stderr, "wgt conv: %s stem input gradient cg %u k/g %u, %u phases of %llu pixels, %u taps, chunk %u\n",
+                op, p.cg, p.kg, p.stride_h * p.stride_w, (unsigned long long)plane, taps, chunk);
+    char key[64], prelude[128];
+    snprintf(key, sizeof(key), "conv_stem_dx/%u/%u/%u", p.cg, taps, chunk);
+    snprintf(prelude, sizeof(prelude), "const CG = %uu;\nconst PX = %uu;\nconst TAPS = %uu;\nconst CO_CHUNK = %uu;\n",
+             p.cg, STEM_PX, taps, chunk);
+    webgpu_pipeline *pipe;
+    wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_stem_dx", 2, 1, op, &pipe);
+    if (s != WGT_OK) return s;
+    WGPUBuffer buffers[3] = {webgpu_view_buffer(w), webgpu_view_buffer(dy), webgpu_view_buffer(dx)};
+    return webgpu_dispatch(wg, pipe, buffers, 3, &p, sizeof(p), (uint32_t)cdiv(plane, STEM_PX * 256), (uint32_t)gy,
+                           p.stride_h * p.stride_w, op);
+}
+
 /* ----------------------------------------------------------------- pooling */
 
 typedef struct pool_params {
@@ -626,7 +747,9 @@ wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call)
         case WGT_CONV_FORWARD:
         case WGT_CONV_BACKWARD_INPUT:
         case WGT_CONV_BACKWARD_WEIGHT:
-            s = use_direct_dx(wg, call) ? run_direct_dx(wg, call, &v) : run_gemm(wg, call, &v);
+            if (!use_direct_dx(wg, call)) s = run_gemm(wg, call, &v);
+            else if (wg->knobs.conv_v2_stem && stem_fits(wg, call)) s = run_stem_dx(wg, call, &v);
+            else s = run_direct_dx(wg, call, &v);
             break;
         case WGT_POOL_FORWARD:
         case WGT_POOL_BACKWARD: s = run_pool(wg, call, &v); break;

@@ -28,7 +28,8 @@
 // Loads), B_SPREAD (see slot_col), DBUF (double-buffered shared tiles, see
 // main): bool; the tile BM x BN (rows x columns of out per workgroup), BK
 // (depth of one K slice), TM x TN (outputs per invocation, multiples of 4)
-// with (BM / TM) (BN / TN) = 256 invocations, and PAD (0 or 1 vec4 of padding
+// with (BM / TM) (BN / TN) = WG invocations (256; 128 or 64 for the 8 x 8
+// blocks of the WGT_CONV_V2 tiles), and PAD (0 or 1 vec4 of padding
 // per shared tile row).
 // Workgroups: x = column tiles, y = row tiles, z = group + groups (phase +
 // phases split). With splits, out is [splits][out's size] (a temporary that
@@ -71,7 +72,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
-const WG = 256u;
+const WG = (BM / TM) * (BN / TN);                 // invocations: 256, or 128 / 64 for the "w" tiles
 const A_QUADS = BM * BK / 4u;                      // quads of A per K slice
 const B_QUADS = BN * BK / 4u;
 const A_LOADS = (A_QUADS + WG - 1u) / WG;          // per invocation (the last may be partial: small tiles)
@@ -368,7 +369,7 @@ fn multiply(buf: u32, tx: u32, ty: u32, acc: ptr<function, array<vec4<f32>, RQ *
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let g = wid.z % params.groups;
     let split = wid.z / (params.groups * params.phases);
