@@ -108,9 +108,10 @@ static void read_conv(webgpu_knobs *k)
     const char *v2 = env("WGT_CONV_V2");
     bool all = v2 && (strcmp(v2, "1") == 0 || strcmp(v2, "all") == 0);
     k->conv_v2_reduce = all || (v2 && strstr(v2, "reduce"));
-    k->conv_v2_tiles = all || (v2 && strstr(v2, "tiles"));
+    k->conv_v2_tiles = v2 && strstr(v2, "tiles"); /* not in "all": slower on the 64-channel layers */
     k->conv_v2_waves = all || (v2 && strstr(v2, "waves"));
     k->conv_v2_stem = all || (v2 && strstr(v2, "stem"));
+    k->conv_v2_ctab = all || (v2 && strstr(v2, "ctab"));
     k->conv_slots = positive("WGT_CONV_SLOTS");
 }
 

@@ -9,8 +9,8 @@
 // loads per 3 FMAs at the stem) and ran at 2 TFLOP/s on an H100 (1.8 ms of
 // the stem's 2.9 ms forward + backward). Here the weights come from workgroup
 // memory as one vec4 per (co, tap) (its CG channels in components 0..CG-1),
-// so a tap costs one broadcast shared load and one dy load per pixel for 4
-// products.
+// so a tap costs one broadcast shared load, and one dy load per pixel feeds
+// CG products.
 //
 // Grid: z = stride phase (ih % sh, iw % sw), y = n groups + g, x = blocks of
 // PX * 256 pixels of the phase's plane (u, v) (ih = ph + sh u, iw = pw + sw v).
@@ -89,8 +89,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             s[k] = i32(p % wv) + off_w;
         }
     }
-    var acc: array<vec4<f32>, PX>;
-    for (var k = 0u; k < PX; k++) { acc[k] = vec4<f32>(0.0); }
+    var acc: array<f32, PX * CG>;   // [pixel][channel]: CG products per dy load, none wasted on a 4th lane
+    for (var k = 0u; k < PX * CG; k++) { acc[k] = 0.0; }
 
     let dy_base = params.dy_offset + (n * params.k + g * params.kg) * plane;
     let w_taps = params.kh * params.kw;
@@ -111,16 +111,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var co = 0u; co < chunk; co++) {
             let d0 = dy_base + (c0 + co) * plane;
             for (var ta = 0u; ta < na; ta++) {
+                // each pixel's dy row for this tap row: tested and addressed once for the nb taps
+                var row_ok: array<bool, PX>;
+                var row_at: array<u32, PX>;
+                for (var k = 0u; k < PX; k++) {
+                    let i = q[k] - i32(ta) * dh;
+                    // negative coordinates wrap to large u32: one comparison per bound
+                    row_ok[k] = u32(i) < params.oh;
+                    row_at[k] = d0 + u32(i) * params.ow;
+                }
                 for (var tb = 0u; tb < nb; tb++) {
                     let wv4 = wsh[co * TAPS + ta * nb + tb];
-                    let di = i32(ta) * dh;
                     let dj = i32(tb) * dw;
                     for (var k = 0u; k < PX; k++) {
-                        let i = q[k] - di;
                         let j = s[k] - dj;
-                        // negative coordinates wrap to large u32: one comparison per bound
-                        if (u32(i) < params.oh && u32(j) < params.ow) {
-                            acc[k] = fma(wv4, vec4<f32>(dy[d0 + u32(i) * params.ow + u32(j)]), acc[k]);
+                        if (row_ok[k] && u32(j) < params.ow) {
+                            let v = dy[row_at[k] + u32(j)];
+                            for (var ci = 0u; ci < CG; ci++) { acc[k * CG + ci] = fma(wv4[ci], v, acc[k * CG + ci]); }
                         }
                     }
                 }
@@ -134,6 +141,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let ih = ph + sh * (p / wv);
         let iw = pw + sw * (p % wv);
         let out = params.dx_offset + (n * params.c + g * params.cg) * hw + ih * params.w + iw;
-        for (var ci = 0u; ci < CG; ci++) { dx[out + ci * hw] = acc[k][ci]; }
+        for (var ci = 0u; ci < CG; ci++) { dx[out + ci * hw] = acc[k * CG + ci]; }
     }
 }
