@@ -705,8 +705,6 @@ static void test_conv_variants(void)
         {"WGT_CONV_V2", "all", "WGT_CONV_TILE", "64x64w", "WGT_CONV_BK", "16", "WGT_CONV_PHASES", "0"},
         {"WGT_CONV_V2", "reduce,stem", "WGT_CONV_SPLITK", "2", NULL, NULL, NULL, NULL},
         {"WGT_CONV_V2", "ctab", "WGT_CONV_LOADS", "0", "WGT_CONV_TILE", "64x128", "WGT_CONV_SPLITK", "4"},
-        {"WGT_CONV_V2", "all,select", "WGT_CONV_PHASES", "0", "WGT_CONV_TILE", "64x128", NULL, NULL},
-        {"WGT_CONV_V2", "select", "WGT_CONV_TILE", "128", "WGT_CONV_SPLITK", "3", "WGT_CONV_RTAB", "0"},
     };
     /* the knobs are read when a context is created: one context per variant */
     for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {

@@ -98,10 +98,9 @@ typedef struct webgpu_knobs {
      * splits of 8 x 8 tiles of 256 invocations chosen by whole waves of WGT_CONV_SLOTS workgroups),
      * "stem" (input gradients of <= 4 channels per group by conv_stem_dx.wgsl), "ctab" (conv_gemm's B
      * columns from a workgroup table, not registers, for blocks under 8 x 8), "tiles" (not in "all":
-     * tiles of 8 x 8 outputs per invocation with 64 or 128 invocations, 64x128w, 128x64w, 64x64w),
-     * "select" (not in "all": conv_gemm's fetch without branches, every load issued and masked);
+     * tiles of 8 x 8 outputs per invocation with 64 or 128 invocations, 64x128w, 128x64w, 64x64w);
      * default unset or "0": none */
-    bool conv_v2_reduce, conv_v2_tiles, conv_v2_waves, conv_v2_stem, conv_v2_ctab, conv_v2_select;
+    bool conv_v2_reduce, conv_v2_tiles, conv_v2_waves, conv_v2_stem, conv_v2_ctab;
     uint64_t conv_slots;       /* WGT_CONV_SLOTS=<n>: workgroups of 256 invocations the GPU runs at once,
                                 * for "waves"; default 0: 264 (two per SM of an H100) */
 

@@ -451,17 +451,16 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     /* WGT_CONV_V2 "ctab" for blocks smaller than 8 x 8 (measured on an H100:
      * 9-16% faster there, 15% slower on the 128 x 128 input gradient) */
     bool ctab = wg->knobs.conv_v2_ctab && tile->tm * tile->tn < 64;
-    bool sel = wg->knobs.conv_v2_select;
-    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d/%d/%d/%d/%d/%d", mode, tile->bm, tile->bn,
-             tile->bk, tile->tm, tile->tn, plan.pad, (int)phased, (int)along_r, (int)rtab, (int)plan.dbuf,
-             (int)new_loads, (int)ctab, (int)sel);
+    snprintf(key, sizeof(key), "conv_gemm/%d/%u/%u/%u/%u/%u/%u/%d/%d/%d/%d/%d/%d", mode, tile->bm, tile->bn, tile->bk,
+             tile->tm, tile->tn, plan.pad, (int)phased, (int)along_r, (int)rtab, (int)plan.dbuf, (int)new_loads,
+             (int)ctab);
     snprintf(prelude, sizeof(prelude),
              "const MODE = %du;\nconst PHASED = %s;\nconst B_ALONG_R = %s;\nconst RTAB = %s;\nconst DBUF = %s;\n"
              "const B_SPREAD = %s;\nconst BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst TM = %uu;\n"
-             "const TN = %uu;\nconst PAD = %uu;\nconst CTAB = %s;\nconst SELECT = %s;\n",
+             "const TN = %uu;\nconst PAD = %uu;\nconst CTAB = %s;\n",
              mode, phased ? "true" : "false", along_r ? "true" : "false", rtab ? "true" : "false",
              plan.dbuf ? "true" : "false", new_loads ? "true" : "false", tile->bm, tile->bn, tile->bk, tile->tm,
-             tile->tn, plan.pad, ctab ? "true" : "false", sel ? "true" : "false");
+             tile->tn, plan.pad, ctab ? "true" : "false");
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_gemm", 3, 1, op, &pipe);
     if (s != WGT_OK) return s;

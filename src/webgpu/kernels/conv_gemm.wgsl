@@ -26,8 +26,7 @@
 // Prelude (webgpu_conv.c): const MODE: u32; PHASED, B_ALONG_R (MODE 2: B quads
 // fetched along r, see Loads), RTAB (r_info from a per-slice table, see
 // Loads), B_SPREAD (see slot_col), DBUF (double-buffered shared tiles, see
-// main), CTAB (column table, see ctab), SELECT (branch-free fetch, see
-// fetch_sel): bool; the tile BM x BN (rows x columns of out per workgroup), BK
+// main), CTAB (column table, see ctab): bool; the tile BM x BN (rows x columns of out per workgroup), BK
 // (depth of one K slice), TM x TN (outputs per invocation, multiples of 4)
 // with (BM / TM) (BN / TN) = WG invocations (256; 128 or 64 for the 8 x 8
 // blocks of the WGT_CONV_V2 tiles), and PAD (0 or 1 vec4 of padding
@@ -344,10 +343,6 @@ fn info_of(g: u32, r0: u32, rl: u32, buf: u32) -> RInfo {
 // This invocation's quads of the K slice starting at r0, zeros past the edges.
 fn fetch(g: u32, row0: u32, r0: u32, r_end: u32, t: u32, buf: u32, cols: ptr<function, array<Column, B_LOADS * 4u>>,
          a_regs: ptr<function, array<vec4<f32>, A_LOADS>>, b_regs: ptr<function, array<vec4<f32>, B_LOADS>>) {
-    if (SELECT) {
-        fetch_sel(g, row0, r0, r_end, t, buf, cols, a_regs, b_regs);
-        return;
-    }
     for (var q = 0u; q < A_LOADS; q++) {
         let quad = t + q * WG;
         if (quad < A_QUADS) {
@@ -376,68 +371,6 @@ fn fetch(g: u32, row0: u32, r0: u32, r_end: u32, t: u32, buf: u32, cols: ptr<fun
                 }
             }
         }
-    }
-}
-
-// SELECT (WGT_CONV_V2 "select"): fetch without branches. Every load is
-// issued, at index 0 of its binding where the element is past an edge or in
-// the padding, and its value replaced by 0 (select); the tests combine with
-// the non-short-circuit &, so the fetch is one straight run of loads that the
-// compiler can schedule together (the branchy fetch, with the multiply
-// removed, still took ~1000 cycles per slice on an H100: more than one memory
-// latency).
-fn load_a_sel(g: u32, m: u32, ri: RInfo, inside: bool) -> f32 {
-    let ok = inside & (m < params.rows);
-    var at: u32;
-    if (MODE == 0u) { at = ri.x + m * params.depth; }
-    else if (MODE == 1u) { at = ri.x + m * params.kh * params.kw; }
-    else { at = ri.x + (g * params.kg + m) * params.oh * params.ow; }
-    return select(0.0, a_src[select(0u, at, ok)], ok);
-}
-
-fn load_b_sel(col: Column, ri: RInfo, inside: bool) -> f32 {
-    var i = col.q + ri.y;
-    var j = col.s + ri.z;
-    var ok = inside & col.valid;
-    if (MODE == 1u && !PHASED) {
-        ok = ok & (i >= 0) & (j >= 0) & (u32(i) % params.stride_h == 0u) & (u32(j) % params.stride_w == 0u);
-        i = i32(u32(i) / params.stride_h);
-        j = i32(u32(j) / params.stride_w);
-    }
-    var at: u32;
-    if (MODE == 1u) {
-        ok = ok & (u32(i) < params.oh) & (u32(j) < params.ow);
-        at = col.base + ri.w + u32(i) * params.ow + u32(j);
-    } else {
-        ok = ok & (u32(i) < params.h) & (u32(j) < params.w);
-        at = col.base + ri.w + u32(i) * params.w + u32(j);
-    }
-    return select(0.0, b_src[select(0u, at, ok)], ok);
-}
-
-fn fetch_sel(g: u32, row0: u32, r0: u32, r_end: u32, t: u32, buf: u32, cols: ptr<function, array<Column, B_LOADS * 4u>>,
-             a_regs: ptr<function, array<vec4<f32>, A_LOADS>>, b_regs: ptr<function, array<vec4<f32>, B_LOADS>>) {
-    for (var q = 0u; q < A_LOADS; q++) {
-        let quad = t + q * WG;
-        let inside = (A_QUADS % WG == 0u || quad < A_QUADS) & (r0 + a_r(quad) < r_end);
-        let ri = info_of(g, r0, a_r(quad), buf);
-        let m = row0 + a_rq(quad) * 4u;
-        (*a_regs)[q] = vec4<f32>(load_a_sel(g, m, ri, inside), load_a_sel(g, m + 1u, ri, inside),
-                                 load_a_sel(g, m + 2u, ri, inside), load_a_sel(g, m + 3u, ri, inside));
-    }
-    for (var q = 0u; q < B_LOADS; q++) {
-        let quad = t + q * WG;
-        let inside = (B_QUADS % WG == 0u || quad < B_QUADS) & (r0 + b_r(quad) < r_end);
-        let ri = info_of(g, r0, b_r(quad), buf);
-        var c: array<Column, 4>;
-        if (CTAB) {
-            let cq = ctab[min(b_cq(quad), BN / 4u - 1u)];
-            for (var e = 0u; e < 4u; e++) { c[e] = quad_col(cq, e); }
-        } else {
-            for (var e = 0u; e < 4u; e++) { c[e] = (*cols)[q * 4u + e]; }
-        }
-        (*b_regs)[q] = vec4<f32>(load_b_sel(c[0], ri, inside), load_b_sel(c[1], ri, inside),
-                                 load_b_sel(c[2], ri, inside), load_b_sel(c[3], ri, inside));
     }
 }
 
