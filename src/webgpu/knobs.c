@@ -112,6 +112,7 @@ static void read_conv(webgpu_knobs *k)
     k->conv_v2_waves = all || (v2 && strstr(v2, "waves"));
     k->conv_v2_stem = all || (v2 && strstr(v2, "stem"));
     k->conv_v2_ctab = all || (v2 && strstr(v2, "ctab"));
+    k->conv_v2_pool = all || (v2 && strstr(v2, "pool"));
     k->conv_slots = positive("WGT_CONV_SLOTS");
 }
 

@@ -624,7 +624,11 @@ static wgt_status run_pool(webgpu_backend *wg, const wgt_kernel_call *call, cons
     if (p.total == 0) return WGT_OK;
     webgpu_pipeline *pipe;
     const char *file = forward ? "conv_pool" : "conv_pool_backward";
-    wgt_status s = get_pipeline(wg, file, "", "conv_pool_common", file, forward ? 1 : 2, forward ? 2 : 1, op, &pipe);
+    /* WGT_CONV_V2 "pool": the backward's window ranges (conv_pool_backward.wgsl RANGES) */
+    bool ranges = !forward && wg->knobs.conv_v2_pool;
+    const char *key = forward ? file : ranges ? "conv_pool_backward/ranges" : "conv_pool_backward/taps";
+    const char *prelude = forward ? "" : ranges ? "const RANGES = true;\n" : "const RANGES = false;\n";
+    wgt_status s = get_pipeline(wg, key, prelude, "conv_pool_common", file, forward ? 1 : 2, forward ? 2 : 1, op, &pipe);
     if (s != WGT_OK) return s;
     uint32_t gx, gy;
     s = webgpu_grid(wg, ((uint64_t)p.total + 255) / 256, &gx, &gy, op);
