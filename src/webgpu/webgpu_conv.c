@@ -624,19 +624,14 @@ static wgt_status run_pool(webgpu_backend *wg, const wgt_kernel_call *call, cons
     if (p.total == 0) return WGT_OK;
     webgpu_pipeline *pipe;
     const char *file = forward ? "conv_pool" : "conv_pool_backward";
-    /* WGT_CONV_V2 "pool": the backward without dilation by rows and window
-     * ranges (conv_pool_backward.wgsl ROWS), the stride as a constant up to 4 */
-    bool rows = !forward && wg->knobs.conv_v2_pool && p.mode != 2 && p.dil_h == 1 && p.dil_w == 1;
-    uint32_t sw = rows && p.stride_w <= 4 ? p.stride_w : 0;
-    char key[48], prelude[64];
-    snprintf(key, sizeof(key), "%s/%d/%u", file, (int)rows, sw);
-    snprintf(prelude, sizeof(prelude), forward ? "" : "const ROWS = %s;\nconst SW = %uu;\n", rows ? "true" : "false", sw);
+    /* WGT_CONV_V2 "pool": the backward's window ranges (conv_pool_backward.wgsl RANGES) */
+    bool ranges = !forward && wg->knobs.conv_v2_pool;
+    const char *key = forward ? file : ranges ? "conv_pool_backward/ranges" : "conv_pool_backward/taps";
+    const char *prelude = forward ? "" : ranges ? "const RANGES = true;\n" : "const RANGES = false;\n";
     wgt_status s = get_pipeline(wg, key, prelude, "conv_pool_common", file, forward ? 1 : 2, forward ? 2 : 1, op, &pipe);
     if (s != WGT_OK) return s;
     uint32_t gx, gy;
-    /* ROWS: a workgroup per 256 columns of each input row */
-    uint64_t groups = rows ? (uint64_t)p.planes * p.h * cdiv(p.w, 256) : ((uint64_t)p.total + 255) / 256;
-    s = webgpu_grid(wg, groups, &gx, &gy, op);
+    s = webgpu_grid(wg, ((uint64_t)p.total + 255) / 256, &gx, &gy, op);
     if (s != WGT_OK) return s;
     if (forward) {
         const wgt_tensor_view *x = &v->in[0], *y = &v->out[0];

@@ -3,66 +3,20 @@
 // for tap a of the kernel, the window i with i stride - pad + a dil = ih (if
 // any); adaptive windows are found by range. After conv_pool_common.wgsl.
 // (x_offset is dy's offset, y_offset dx's.)
-// Prelude: const ROWS: bool, SW: u32 (WGT_CONV_V2 "pool", max and avg pooling
-// without dilation): a workgroup per block of 256 columns of one input row, so
-// the row's decomposition is uniform, and the windows containing (ih, iw) are
-// the ranges of rows i_lo..i_hi and columns j_lo..j_hi (divisions by SW, the
-// stride as a constant when it is at most 4, else 0 and the parameter's),
-// instead of a division and a remainder test per tap and three divisions per
-// element (ResNet's 3x3 stride-2 max pool backward, 51M elements, took 0.57
-// ms on an H100, bound by those integer divisions). Visited in the per-tap
-// loop's order (i and j descending), so the sums are the same.
+// Prelude: const RANGES: bool (WGT_CONV_V2 "pool"): without dilation, the
+// windows containing (ih, iw) are a range of rows i_lo..i_hi and columns
+// j_lo..j_hi found with four divisions, instead of two divisions and a
+// remainder test per tap (ResNet's 3x3 stride-2 max pool backward took 0.57
+// ms for 51M elements on an H100, integer-division bound). Visited in the
+// per-tap loop's order (i and j descending), so the sums are the same.
 
 @group(0) @binding(1) var<storage, read> dy: array<f32>;
 @group(0) @binding(2) var<storage, read> arg: array<i32>;
 @group(0) @binding(3) var<storage, read_write> dx: array<f32>;
 
-fn div_h(x: u32) -> u32 { return x / params.stride_h; }
-fn div_w(x: u32) -> u32 {
-    if (SW > 0u) { return x / max(SW, 1u); }
-    return x / params.stride_w;
-}
-
-fn rows_main(wid: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>) {
-    let blocks = (params.w + 255u) / 256u;
-    let linear = wid.x + wid.y * nwg.x;
-    let row = linear / blocks;                     // uniform: plane and ih
-    if (row >= params.planes * params.h) { return; }
-    let iw = (linear - row * blocks) * 256u + lid.x;
-    if (iw >= params.w) { return; }
-    let ih = row % params.h;
-    let out_base = (row / params.h) * params.oh * params.ow;
-    let here = i32(ih * params.w + iw);
-    var acc = 0.0;
-    if (params.oh > 0u && params.ow > 0u) {
-        // window i covers rows i sh - pad .. i sh - pad + kh - 1
-        let th = ih + params.pad_h;
-        let tw = iw + params.pad_w;
-        let i_hi = min(div_h(th), params.oh - 1u);
-        let j_hi = min(div_w(tw), params.ow - 1u);
-        let i_lo = select(0u, div_h(th + 1u - params.kh + params.stride_h - 1u), th + 1u >= params.kh);
-        let j_lo = select(0u, div_w(tw + 1u - params.kw + params.stride_w - 1u), tw + 1u >= params.kw);
-        for (var i = i_hi + 1u; i > i_lo; i--) {
-            for (var j = j_hi + 1u; j > j_lo; j--) {
-                let o = out_base + (i - 1u) * params.ow + j - 1u;
-                if (params.mode == MODE_MAX) {
-                    if (arg[params.arg_offset + o] == here) { acc += dy[params.x_offset + o]; }
-                } else {
-                    acc += dy[params.x_offset + o] / window_of(i - 1u, j - 1u).divisor;
-                }
-            }
-        }
-    }
-    dx[params.y_offset + row * params.w + iw] = acc;
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
-    if (ROWS) {
-        rows_main(wid, nwg, lid);
-        return;
-    }
     let e = element_index(wid, nwg, lid);
     if (e >= params.total) { return; }
     let iw = e % params.w;
@@ -85,6 +39,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     let here = i32(ih * params.w + iw);
+    if (RANGES && params.dil_h == 1u && params.dil_w == 1u) {
+        if (params.oh > 0u && params.ow > 0u) {
+            // window i covers rows i sh - pad .. i sh - pad + kh - 1
+            let th = ih + params.pad_h;
+            let tw = iw + params.pad_w;
+            let i_hi = min(th / params.stride_h, params.oh - 1u);
+            let j_hi = min(tw / params.stride_w, params.ow - 1u);
+            let i_lo = select(0u, (th + 1u - params.kh + params.stride_h - 1u) / params.stride_h, th + 1u >= params.kh);
+            let j_lo = select(0u, (tw + 1u - params.kw + params.stride_w - 1u) / params.stride_w, tw + 1u >= params.kw);
+            for (var i = i_hi + 1u; i > i_lo; i--) {
+                for (var j = j_hi + 1u; j > j_lo; j--) {
+                    let o = out_base + (i - 1u) * params.ow + j - 1u;
+                    if (params.mode == MODE_MAX) {
+                        if (arg[params.arg_offset + o] == here) { acc += dy[params.x_offset + o]; }
+                    } else {
+                        acc += dy[params.x_offset + o] / window_of(i - 1u, j - 1u).divisor;
+                    }
+                }
+            }
+        }
+        dx[params.y_offset + e] = acc;
+        return;
+    }
     for (var a = 0u; a < params.kh; a++) {
         let th = i32(ih + params.pad_h) - i32(a * params.dil_h);
         if (th < 0 || u32(th) % params.stride_h != 0u) { continue; }
