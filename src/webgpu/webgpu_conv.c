@@ -6,6 +6,7 @@
  *                          (+ kernels/conv_splitk_reduce.wgsl when the reduction is split)
  *   CONV_BACKWARD_INPUT with at most 4 channels per group (the stem, depthwise)
  *                          kernels/conv_direct_dx.wgsl  an invocation per input pixel
+ *                          (WGT_CONV_V2 "stem": kernels/conv_stem_dx.wgsl, webgpu_conv_stem.c)
  *   POOL_FORWARD           kernels/conv_pool.wgsl   an invocation per output element
  *   POOL_BACKWARD          kernels/conv_pool_backward.wgsl  per input element (gathers)
  *   BATCH_NORM_FORWARD / _BACKWARD  kernels/conv_bn_partials.wgsl + conv_bn_apply.wgsl
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "core/conv_call.h"
+#include "webgpu/webgpu_conv_internal.h"
 #include "webgpu/webgpu_internal.h"
 
 static const bool conv_checked = false; /* every index is bounds-checked by the kernels' own logic */
@@ -69,9 +71,9 @@ bool webgpu_conv_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 
 /* ---------------------------------------------------------------- pipelines */
 
-static wgt_status get_pipeline(webgpu_backend *wg, const char *key, const char *prelude, const char *common,
-                               const char *file, int n_read_only, int n_read_write, const char *op,
-                               webgpu_pipeline **out)
+wgt_status webgpu_conv_pipeline(webgpu_backend *wg, const char *key, const char *prelude, const char *common,
+                                const char *file, int n_read_only, int n_read_write, const char *op,
+                                webgpu_pipeline **out)
 {
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
@@ -86,6 +88,8 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *key, const char *
     free(source);
     return s;
 }
+
+#define get_pipeline webgpu_conv_pipeline
 
 static uint32_t u32of(int64_t v) { return (uint32_t)v; }
 
@@ -138,7 +142,7 @@ static const conv_tile conv_tiles[] = {
 #define CONV_V2_SPLIT_COST 48.0 /* "waves": multiply-adds that one partial element costs (written, read) */
 #define CONV_V2_SPEED_64_DW 0.74 /* "ctab": the 64 x 64 tile's speed in the weight gradient */
 
-static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+#define cdiv webgpu_conv_cdiv
 
 /* Workgroup memory of a tile with `pad` vec4s after each row of r, the r_info
  * table (16 bytes per r) when rtab, all twice when dbuf. */
@@ -294,7 +298,7 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
     return best;
 }
 
-static uint32_t gcd32(uint32_t a, uint32_t b)
+uint32_t webgpu_conv_gcd(uint32_t a, uint32_t b)
 {
     while (b) {
         uint32_t r = a % b;
@@ -314,9 +318,8 @@ _Static_assert(sizeof(gemm_params) % 16 == 0 && sizeof(gemm_params) <= WEBGPU_PA
 
 /* Both parameter blocks (gemm_params, direct_params) open with the same 17
  * geometry fields, n .. kg in this order; fill_geometry writes them. */
-#define CONV_GEOMETRY_FIELDS 17
 _Static_assert(offsetof(gemm_params, kg) == (CONV_GEOMETRY_FIELDS - 1) * sizeof(uint32_t), "gemm_params geometry");
-static void fill_geometry(const wgt_kernel_call *call, void *params)
+void webgpu_conv_fill_geometry(const wgt_kernel_call *call, void *params)
 {
     const uint32_t groups = u32of(call->conv.groups), c = u32of(call->conv.c), k = u32of(call->conv.k);
     const uint32_t g[CONV_GEOMETRY_FIELDS] = {
@@ -362,7 +365,7 @@ static wgt_status splitk_reduce(webgpu_backend *wg, const wgt_tensor_view *src, 
 /* Whether the input gradient runs one GEMM per stride phase (at stride 1,
  * one phase: the same GEMM with the simplest loads), unless the phase
  * arithmetic (pad + stride dil) would overflow the kernel's i32. */
-static bool use_phases(const webgpu_backend *wg, const wgt_kernel_call *call)
+bool webgpu_conv_use_phases(const webgpu_backend *wg, const wgt_kernel_call *call)
 {
     if (!wg->knobs.conv_phases) return false;
     const int64_t lim = (int64_t)1 << 30;
@@ -376,10 +379,10 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     int mode = call->conv.kernel == WGT_CONV_FORWARD ? 0 : call->conv.kernel == WGT_CONV_BACKWARD_INPUT ? 1 : 2;
     gemm_params p;
     memset(&p, 0, sizeof(p));
-    fill_geometry(call, &p);
+    webgpu_conv_fill_geometry(call, &p);
     p.groups = u32of(call->conv.groups);
     uint64_t taps = (uint64_t)p.kh * p.kw, wsize = (uint64_t)p.k * p.cg * taps;
-    bool phased = mode == 1 && use_phases(wg, call);
+    bool phased = mode == 1 && webgpu_conv_use_phases(wg, call);
     uint64_t z = p.groups, fe_splits = 1, plan_len = 0, out_size = wsize;
     p.phases = 1;
     switch (mode) {
@@ -394,7 +397,7 @@ static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, cons
         if (phased) {
             /* one GEMM per phase (ih % sh, iw % sw), z = group + groups phase;
              * cols and depth of the largest phase (the kernel bounds each) */
-            p.step_h = p.stride_h / gcd32(p.stride_h, p.dil_h), p.step_w = p.stride_w / gcd32(p.stride_w, p.dil_w);
+            p.step_h = p.stride_h / webgpu_conv_gcd(p.stride_h, p.dil_h), p.step_w = p.stride_w / webgpu_conv_gcd(p.stride_w, p.dil_w);
             p.cols = (uint32_t)(p.n * cdiv(p.h, p.stride_h) * cdiv(p.w, p.stride_w));
             plan_len = p.kg * cdiv(p.kh, p.step_h) * cdiv(p.kw, p.step_w);
             p.phases = p.stride_h * p.stride_w;
@@ -519,7 +522,7 @@ static wgt_status run_direct_dx(webgpu_backend *wg, const wgt_kernel_call *call,
     const char *op = call->op_name;
     direct_params p;
     memset(&p, 0, sizeof(p));
-    fill_geometry(call, &p);
+    webgpu_conv_fill_geometry(call, &p);
     p.groups = u32of(call->conv.groups);
     uint64_t total = (uint64_t)p.n * p.groups * p.h * p.w; /* at most dx's size: u32 */
     p.total = (uint32_t)total;
@@ -540,62 +543,6 @@ static wgt_status run_direct_dx(webgpu_backend *wg, const wgt_kernel_call *call,
     if (s != WGT_OK) return s;
     WGPUBuffer buffers[3] = {webgpu_view_buffer(w), webgpu_view_buffer(dy), webgpu_view_buffer(dx)};
     return webgpu_dispatch(wg, pipe, buffers, 3, &p, sizeof(p), gx, gy, 1, op);
-}
-
-/* The parameter block of kernels/conv_stem_dx.wgsl (WGT_CONV_V2 "stem"). */
-typedef struct stem_params {
-    uint32_t n, c, h, w, k, oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, cg;
-    uint32_t kg, groups, step_h, step_w, w_offset, dy_offset, dx_offset, pad0;
-} stem_params;
-_Static_assert(sizeof(stem_params) % 16 == 0, "conv stem params");
-_Static_assert(offsetof(stem_params, kg) == (CONV_GEOMETRY_FIELDS - 1) * sizeof(uint32_t), "stem_params geometry");
-
-#define STEM_PX 4u          /* pixels per invocation */
-#define STEM_WSH 512u       /* vec4s of weights in workgroup memory (8 KiB): output channels x phase taps */
-
-/* The input gradient of few channels per group by conv_stem_dx.wgsl: one
- * dispatch, z = the stride phases, y = n groups + g, x = blocks of the
- * phase's pixels. False (the caller takes conv_direct_dx.wgsl) where the grid
- * or the phase arithmetic would not fit. */
-static bool stem_fits(const webgpu_backend *wg, const wgt_kernel_call *call)
-{
-    uint64_t limit = wg->limits.maxComputeWorkgroupsPerDimension;
-    uint64_t plane = cdiv((uint64_t)call->conv.h, (uint64_t)call->conv.stride_h) *
-                     cdiv((uint64_t)call->conv.w, (uint64_t)call->conv.stride_w);
-    return use_phases(wg, call) && (uint64_t)call->conv.n * call->conv.groups <= limit &&
-           (uint64_t)call->conv.stride_h * call->conv.stride_w <= limit && cdiv(plane, STEM_PX * 256) <= limit &&
-           plane < ((uint64_t)1 << 30);
-}
-
-static wgt_status run_stem_dx(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v)
-{
-    const char *op = call->op_name;
-    stem_params p;
-    memset(&p, 0, sizeof(p));
-    fill_geometry(call, &p);
-    p.groups = u32of(call->conv.groups);
-    p.step_h = p.stride_h / gcd32(p.stride_h, p.dil_h), p.step_w = p.stride_w / gcd32(p.stride_w, p.dil_w);
-    /* inputs dy, w; output dx */
-    const wgt_tensor_view *dy = &v->in[0], *w = &v->in[1], *dx = &v->out[0];
-    p.w_offset = (uint32_t)w->offset, p.dy_offset = (uint32_t)dy->offset, p.dx_offset = (uint32_t)dx->offset;
-    uint64_t plane = cdiv(p.h, p.stride_h) * cdiv(p.w, p.stride_w), gy = (uint64_t)p.n * p.groups;
-    if (plane == 0 || gy == 0) return WGT_OK;
-    uint32_t taps = (uint32_t)(cdiv(p.kh, p.step_h) * cdiv(p.kw, p.step_w)); /* the largest phase's */
-    uint32_t chunk = STEM_WSH / taps > 0 ? STEM_WSH / taps : 1;
-    if (chunk > p.kg) chunk = p.kg > 0 ? p.kg : 1;
-    if (wg->knobs.conv_debug)
-        fprintf(stderr, "wgt conv: %s stem input gradient cg %u k/g %u, %u phases of %llu pixels, %u taps, chunk %u\n",
-                op, p.cg, p.kg, p.stride_h * p.stride_w, (unsigned long long)plane, taps, chunk);
-    char key[64], prelude[128];
-    snprintf(key, sizeof(key), "conv_stem_dx/%u/%u/%u", p.cg, taps, chunk);
-    snprintf(prelude, sizeof(prelude), "const CG = %uu;\nconst PX = %uu;\nconst TAPS = %uu;\nconst CO_CHUNK = %uu;\n",
-             p.cg, STEM_PX, taps, chunk);
-    webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, key, prelude, NULL, "conv_stem_dx", 2, 1, op, &pipe);
-    if (s != WGT_OK) return s;
-    WGPUBuffer buffers[3] = {webgpu_view_buffer(w), webgpu_view_buffer(dy), webgpu_view_buffer(dx)};
-    return webgpu_dispatch(wg, pipe, buffers, 3, &p, sizeof(p), (uint32_t)cdiv(plane, STEM_PX * 256), (uint32_t)gy,
-                           p.stride_h * p.stride_w, op);
 }
 
 /* ----------------------------------------------------------------- pooling */
@@ -764,7 +711,7 @@ wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call)
         case WGT_CONV_BACKWARD_INPUT:
         case WGT_CONV_BACKWARD_WEIGHT:
             if (!use_direct_dx(wg, call)) s = run_gemm(wg, call, &v);
-            else if (wg->knobs.conv_v2_stem && stem_fits(wg, call)) s = run_stem_dx(wg, call, &v);
+            else if (wg->knobs.conv_v2_stem && webgpu_conv_stem_fits(wg, call)) s = webgpu_conv_stem_dx(wg, call, &v);
             else s = run_direct_dx(wg, call, &v);
             break;
         case WGT_POOL_FORWARD:
