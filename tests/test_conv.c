@@ -685,7 +685,7 @@ static void test_bad_input(wgt_context *ctx, const char *backend)
  * GEMM for input gradients of few channels (else the direct kernel), and the
  * former paths (front-end splits summed by a
  * REDUCE, unphased input gradient, B loads along columns, every load doing
- * its own index divisions). */
+ * its own index divisions), and the parts of WGT_CONV_V2. */
 static void test_conv_variants(void)
 {
     static const char *variants[][8] = {
@@ -697,6 +697,14 @@ static void test_conv_variants(void)
         {"WGT_CONV_TILE", "128x64", NULL, NULL, NULL, NULL, NULL, NULL},
         {"WGT_CONV_BK", "16", "WGT_CONV_SPLITK", "45", "WGT_CONV_DBUF", "0", NULL, NULL},
         {"WGT_CONV_SPLITK", "0", "WGT_CONV_PHASES", "0", "WGT_CONV_LOADS", "0", "WGT_CONV_RTAB", "0"},
+        /* WGT_CONV_V2: the 8 x 8 tiles of 128 and 64 invocations, with
+         * splits summed by conv_splitk_sum (few splits) or conv_splitk_reduce
+         * (many), and the stem input gradient (conv_stem_dx) */
+        {"WGT_CONV_V2", "all", "WGT_CONV_TILE", "64x128w", "WGT_CONV_SPLITK", "3", NULL, NULL},
+        {"WGT_CONV_V2", "all", "WGT_CONV_TILE", "128x64w", "WGT_CONV_SPLITK", "20", NULL, NULL},
+        {"WGT_CONV_V2", "all", "WGT_CONV_TILE", "64x64w", "WGT_CONV_BK", "16", "WGT_CONV_PHASES", "0"},
+        {"WGT_CONV_V2", "reduce,stem", "WGT_CONV_SPLITK", "2", NULL, NULL, NULL, NULL},
+        {"WGT_CONV_V2", "ctab", "WGT_CONV_LOADS", "0", "WGT_CONV_TILE", "64x128", "WGT_CONV_SPLITK", "4"},
     };
     /* the knobs are read when a context is created: one context per variant */
     for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {

@@ -105,6 +105,15 @@ static void read_conv(webgpu_knobs *k)
     k->conv_dbuf = on_unless_zero("WGT_CONV_DBUF");
     k->conv_phases = on_unless_zero("WGT_CONV_PHASES");
     k->conv_debug = env("WGT_CONV_DEBUG") != NULL;
+    const char *v2 = env("WGT_CONV_V2");
+    bool all = v2 && (strcmp(v2, "1") == 0 || strcmp(v2, "all") == 0);
+    k->conv_v2_reduce = all || (v2 && strstr(v2, "reduce"));
+    k->conv_v2_tiles = v2 && strstr(v2, "tiles"); /* not in "all": slower on the 64-channel layers */
+    k->conv_v2_waves = all || (v2 && strstr(v2, "waves"));
+    k->conv_v2_stem = all || (v2 && strstr(v2, "stem"));
+    k->conv_v2_ctab = all || (v2 && strstr(v2, "ctab"));
+    k->conv_v2_pool = all || (v2 && strstr(v2, "pool"));
+    k->conv_slots = positive("WGT_CONV_SLOTS");
 }
 
 static void read_attention(webgpu_knobs *k)

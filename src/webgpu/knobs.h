@@ -92,6 +92,18 @@ typedef struct webgpu_knobs {
                                 * phase; default true */
     bool conv_debug;           /* WGT_CONV_DEBUG set (any value): print every call's plan to stderr;
                                 * default false */
+    /* WGT_CONV_V2: the second convolution path, in parts, for A/B timing (webgpu_conv.c):
+     * "1" or "all": reduce, waves, stem, ctab, pool; else a comma list of: "reduce" (split-K sums by
+     * conv_splitk_sum.wgsl, an invocation per element, for large outputs or few splits), "waves" (the
+     * splits of 8 x 8 tiles of 256 invocations chosen by whole waves of WGT_CONV_SLOTS workgroups),
+     * "stem" (input gradients of <= 4 channels per group by conv_stem_dx.wgsl), "ctab" (conv_gemm's B
+     * columns from a workgroup table, not registers, for blocks under 8 x 8), "pool" (pooling backward
+     * without dilation finds its windows as ranges, conv_pool_backward.wgsl RANGES), "tiles" (not in "all":
+     * tiles of 8 x 8 outputs per invocation with 64 or 128 invocations, 64x128w, 128x64w, 64x64w);
+     * default unset or "0": none */
+    bool conv_v2_reduce, conv_v2_tiles, conv_v2_waves, conv_v2_stem, conv_v2_ctab, conv_v2_pool;
+    uint64_t conv_slots;       /* WGT_CONV_SLOTS=<n>: workgroups of 256 invocations the GPU runs at once,
+                                * for "waves"; default 0: 264 (two per SM of an H100) */
 
     /* ---- attention (webgpu_attention.c, webgpu_attention_decode.c) */
     bool attention_tiles_set;  /* WGT_ATTENTION_TILES="rows,keys,kv_keys,kv_rows,joint_d4" (five counts):   */

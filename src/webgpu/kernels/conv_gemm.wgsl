@@ -26,9 +26,10 @@
 // Prelude (webgpu_conv.c): const MODE: u32; PHASED, B_ALONG_R (MODE 2: B quads
 // fetched along r, see Loads), RTAB (r_info from a per-slice table, see
 // Loads), B_SPREAD (see slot_col), DBUF (double-buffered shared tiles, see
-// main): bool; the tile BM x BN (rows x columns of out per workgroup), BK
+// main), CTAB (column table, see ctab): bool; the tile BM x BN (rows x columns of out per workgroup), BK
 // (depth of one K slice), TM x TN (outputs per invocation, multiples of 4)
-// with (BM / TM) (BN / TN) = 256 invocations, and PAD (0 or 1 vec4 of padding
+// with (BM / TM) (BN / TN) = WG invocations (256; 128 or 64 for the 8 x 8
+// blocks of the WGT_CONV_V2 tiles), and PAD (0 or 1 vec4 of padding
 // per shared tile row).
 // Workgroups: x = column tiles, y = row tiles, z = group + groups (phase +
 // phases split). With splits, out is [splits][out's size] (a temporary that
@@ -71,7 +72,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
-const WG = 256u;
+const WG = (BM / TM) * (BN / TN);                 // invocations: 256, or 128 / 64 for the "w" tiles
 const A_QUADS = BM * BK / 4u;                      // quads of A per K slice
 const B_QUADS = BN * BK / 4u;
 const A_LOADS = (A_QUADS + WG - 1u) / WG;          // per invocation (the last may be partial: small tiles)
@@ -302,6 +303,36 @@ fn b_cq(quad: u32) -> u32 { return select(quad % (BN / 4u), quad / BK, B_ALONG_R
 
 var<workgroup> rtab: array<RInfo, NBUF * BK>;   // RTAB: [buffer][r] r_info of the slice being fetched
 
+// CTAB (WGT_CONV_V2 "ctab"): the 4 columns of each b_tile slot, decomposed
+// once per workgroup into workgroup memory, read back (3 shared loads) at each
+// fetch: without it every invocation keeps its B quads' Columns in registers
+// (16 per quad), which next to the 8 x 8 block's 64 accumulators pushed the
+// kernel past 128 registers (one workgroup of 256 per SM, nothing else to run
+// while a slice waits on its loads; BK 16, 2 more vec4 registers, measured
+// 1.5-2x slower). A column past the edge has q = COL_NONE, so its bounds
+// tests fail: no separate validity flag.
+struct ColQuad {
+    base: vec4<u32>, q: vec4<i32>, s: vec4<i32>,
+}
+const COL_NONE = -0x40000000;
+var<workgroup> ctab: array<ColQuad, select(1u, BN / 4u, CTAB)>;   // [b_tile column slot]
+
+fn col_quad(g: u32, col0: u32, slot: u32) -> ColQuad {
+    var o: ColQuad;
+    for (var e = 0u; e < 4u; e++) {
+        let c = column_of(g, col0 + slot_col(slot, e));
+        o.base[e] = c.base;
+        o.q[e] = select(COL_NONE, c.q, c.valid);
+        o.s[e] = c.s;
+    }
+    return o;
+}
+
+// Column e of a ctab entry (valid: its q carries the edge).
+fn quad_col(c: ColQuad, e: u32) -> Column {
+    return Column(true, c.base[e], c.q[e], c.s[e]);
+}
+
 // r_info of r0 + rl: from buffer buf of the table (RTAB, filled by BK
 // invocations per slice) or computed here (every load then pays the divisions).
 fn info_of(g: u32, r0: u32, rl: u32, buf: u32) -> RInfo {
@@ -330,8 +361,14 @@ fn fetch(g: u32, row0: u32, r0: u32, r_end: u32, t: u32, buf: u32, cols: ptr<fun
             (*b_regs)[q] = vec4<f32>(0.0);
             if (r0 + b_r(quad) < r_end) {
                 let ri = info_of(g, r0, b_r(quad), buf);
-                (*b_regs)[q] = vec4<f32>(load_b((*cols)[q * 4u], ri), load_b((*cols)[q * 4u + 1u], ri),
-                                         load_b((*cols)[q * 4u + 2u], ri), load_b((*cols)[q * 4u + 3u], ri));
+                if (CTAB) {
+                    let c = ctab[b_cq(quad)];
+                    (*b_regs)[q] = vec4<f32>(load_b(quad_col(c, 0u), ri), load_b(quad_col(c, 1u), ri),
+                                             load_b(quad_col(c, 2u), ri), load_b(quad_col(c, 3u), ri));
+                } else {
+                    (*b_regs)[q] = vec4<f32>(load_b((*cols)[q * 4u], ri), load_b((*cols)[q * 4u + 1u], ri),
+                                             load_b((*cols)[q * 4u + 2u], ri), load_b((*cols)[q * 4u + 3u], ri));
+                }
             }
         }
     }
@@ -368,7 +405,7 @@ fn multiply(buf: u32, tx: u32, ty: u32, acc: ptr<function, array<vec4<f32>, RQ *
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let g = wid.z % params.groups;
     let split = wid.z / (params.groups * params.phases);
@@ -385,10 +422,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
     // this invocation's B quads: 4 columns each, decomposed once
     var cols: array<Column, B_LOADS * 4u>;
-    for (var q = 0u; q < B_LOADS; q++) {
-        let quad = t + q * WG;
-        for (var e = 0u; e < 4u; e++) {
-            cols[q * 4u + e] = column_of(g, col0 + slot_col(b_cq(quad), e));
+    if (CTAB) {
+        for (var j = t; j < BN / 4u; j += WG) { ctab[j] = col_quad(g, col0, j); }
+        workgroupBarrier();   // (uniform: CTAB is a constant)
+    } else {
+        for (var q = 0u; q < B_LOADS; q++) {
+            let quad = t + q * WG;
+            for (var e = 0u; e < 4u; e++) {
+                cols[q * 4u + e] = column_of(g, col0 + slot_col(b_cq(quad), e));
+            }
         }
     }
 
