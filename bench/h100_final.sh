@@ -51,7 +51,7 @@ mkdir -p "$out/cnn"
 "$W" bench --only conv_fb --json "$out/cnn/wgt_conv.json" > "$out/cnn/wgt_conv.txt" 2>&1
 "$W" bench --only resnet18 --json "$out/cnn/wgt_resnet.json" > "$out/cnn/wgt_resnet.txt" 2>&1
 merge_json "$out/cnn/wgt.json" "$out/cnn/wgt_conv.json" "$out/cnn/wgt_resnet.json"
-OLD="WGT_CONV_SPLITK=0 WGT_CONV_TILE=old WGT_CONV_PHASES=0 WGT_CONV_RTAB=0 WGT_CONV_LOADS=0 WGT_CONV_DBUF=0 WGT_CONV_STEM=0"
+OLD="WGT_CONV_V2=0 WGT_CONV_SPLITK=0 WGT_CONV_TILE=old WGT_CONV_PHASES=0 WGT_CONV_RTAB=0 WGT_CONV_LOADS=0 WGT_CONV_DBUF=0 WGT_CONV_STEM=0"
 env $OLD "$W" bench --only conv_fb > "$out/cnn/wgt_conv_former_paths.txt" 2>&1
 env $OLD "$W" bench --only resnet18 >> "$out/cnn/wgt_conv_former_paths.txt" 2>&1
 python3 "$root/bench/cnn_torch_ref.py" --json "$out/cnn/torch.json" > "$out/cnn/torch.txt" 2>&1

@@ -106,7 +106,8 @@ static void read_conv(webgpu_knobs *k)
     k->conv_phases = on_unless_zero("WGT_CONV_PHASES");
     k->conv_debug = env("WGT_CONV_DEBUG") != NULL;
     const char *v2 = env("WGT_CONV_V2");
-    bool all = v2 && (strcmp(v2, "1") == 0 || strcmp(v2, "all") == 0);
+    /* unset: every part but "tiles" (faster than the first path on every ResNet layer of an H100); "0": none */
+    bool all = !v2 || strcmp(v2, "1") == 0 || strcmp(v2, "all") == 0;
     k->conv_v2_reduce = all || (v2 && strstr(v2, "reduce"));
     k->conv_v2_tiles = v2 && strstr(v2, "tiles"); /* not in "all": slower on the 64-channel layers */
     k->conv_v2_waves = all || (v2 && strstr(v2, "waves"));
