@@ -28,11 +28,13 @@
 //           invocation's 4 keys are neighbours, so one Philox call gives the
 //           dropout factors z of a row; p z and ds = p (z dp - delta) go to
 //           shared [row][key quad] as whole vec4s
-//   update  invocation (kq, c) = (lid / 16, lid % 16) holds dk and dv of keys
-//           4 kq .. 4 kq + 3, column quad c, in registers: per row one p, ds,
-//           dout, q vec4 each for 32 FMAs; and computes the dq partial of rows
-//           4 kq .. 4 kq + 3, column quad c: per key quad 4 ds + 4 k loads for
-//           64 FMAs; stores it to the work buffer
+//   update  invocation (kq, c) holds dk and dv of keys 4 kq .. 4 kq + 3,
+//           column quad c, in registers: per row one p, ds, dout, q vec4 each
+//           for 32 FMAs; and computes the dq partial of rows kq + BK / 4 m
+//           (m < 4), column quad c: per key quad 4 ds + 4 k loads for 64 FMAs;
+//           stores it to the work buffer. A warp covers 4 kq x 8 c (kq = 4
+//           (warp / 2) + lane / 8, c = 8 (warp % 2) + lane % 8): per load 4 or 8
+//           distinct vec4s in distinct banks, one shared wavefront each
 // Causal: query i sees key j when j <= i + Tk - Tq; tiles before the first
 // one with a row that sees the block's first key are skipped, invisible pairs
 // get p = 0 (a row that sees no key has lse = -inf: the select keeps its
@@ -129,8 +131,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let j4 = j0 + 4u * tk;
     let keys = vec4<i32>(i32(j4)) + vec4<i32>(0, 1, 2, 3);
     // update step: key quad (dk, dv) or row quad (dq), and column quad
-    let kq = lid / 16u;
-    let c = lid % 16u;
+    let kq = 4u * (lid / 64u) + (lid % 32u) / 8u;
+    let c = 8u * ((lid / 32u) % 2u) + lid % 8u;
     let col_ok = c < D4;
     var dka: array<vec4<f32>, 4>;   // [key a]: dk of key 4 kq + a, columns 4 c ..
     var dva: array<vec4<f32>, 4>;
@@ -195,7 +197,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (i >= params.Tq) { last = -1; }
             let visible = keys <= vec4<i32>(last);
             let p = select(vec4<f32>(0.0), exp2(sc[n] - vec4<f32>(lse_tile[r])), visible);
-            let z = dropout_factors4(row_base + i, j4);
+            var z = vec4<f32>(1.0);
+            if (any(visible)) { z = dropout_factors4(row_base + i, j4); }   // no Philox for hidden quads
             p_tile[r * PS + tk] = p * z;
             ds_tile[r * PS + tk] = p * (z * dp[n] - vec4<f32>(delta_tile[r]));
         }
@@ -217,7 +220,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 dka[2] = fma(vec4<f32>(dsv.z), qv, dka[2]);
                 dka[3] = fma(vec4<f32>(dsv.w), qv, dka[3]);
             }
-            // dq partial of rows 4 kq + m: sum over the block's keys of ds k
+            // dq partial of rows kq + KQ m: sum over the block's keys of ds k
             var dqa: array<vec4<f32>, 4>;
             for (var m = 0u; m < 4u; m++) { dqa[m] = vec4<f32>(); }
             for (var kk = 0u; kk < KQ; kk++) {
@@ -226,13 +229,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k2 = k_tile[(2u * KQ + kk) * QS + c];
                 let k3 = k_tile[(3u * KQ + kk) * QS + c];
                 for (var m = 0u; m < 4u; m++) {
-                    let dsv = ds_tile[(4u * kq + m) * PS + kk];
+                    let dsv = ds_tile[(kq + KQ * m) * PS + kk];
                     dqa[m] = fma(vec4<f32>(dsv.x), k0, fma(vec4<f32>(dsv.y), k1,
                              fma(vec4<f32>(dsv.z), k2, fma(vec4<f32>(dsv.w), k3, dqa[m]))));
                 }
             }
             for (var m = 0u; m < 4u; m++) {
-                let i = i0 + 4u * kq + m;
+                let i = i0 + kq + KQ * m;
                 if (i < params.Tq) {
                     let base = params.offsets[2].z + ((b * params.H + h) * params.offsets[2].w + part_row0 + i - i_first) * params.D;
                     for (var e = 0u; e < 4u; e++) {
