@@ -828,31 +828,39 @@ static void check_fused_kernels(void)
         config c;
         double dropout;
         const char *tile; /* WGT_ATTENTION_FUSED_TILE */
+        bool permuted;    /* q, k, v stored [B, T, H, D] (strided; vec4 loads where D % 4 == 0) */
     } cases[] = {
-        {{2, 2, 1, 37, 37, 64, true}, 0.0, "16"},     /* causal, GQA 2:1, odd T past two blocks */
-        {{2, 2, 1, 37, 37, 64, true}, 0.2, "16"},     /* the same with dropout */
-        {{1, 3, 1, 9, 30, 48, true}, 0.3, "16"},      /* Tq < Tk, D4 = 12 */
-        {{1, 2, 2, 21, 6, 8, true}, 0.0, "16"},       /* Tq > Tk: rows that see no key (lse -inf) */
-        {{1, 4, 2, 19, 35, 30, false}, 0.25, "16"},   /* not causal, GQA, Tq != Tk, D not a multiple of 4 */
-        {{1, 2, 1, 70, 70, 64, true}, 0.2, "32"},     /* the default tile: several blocks, a partial one */
-        {{2, 2, 2, 33, 47, 64, false}, 0.0, "32"},    /* not causal, Tq < Tk */
+        {{2, 2, 1, 37, 37, 64, true}, 0.0, "16", false},     /* causal, GQA 2:1, odd T past two blocks */
+        {{2, 2, 1, 37, 37, 64, true}, 0.2, "16", false},     /* the same with dropout */
+        {{1, 3, 1, 9, 30, 48, true}, 0.3, "16", false},      /* Tq < Tk, D4 = 12 */
+        {{1, 2, 2, 21, 6, 8, true}, 0.0, "16", false},       /* Tq > Tk: rows that see no key (lse -inf) */
+        {{1, 4, 2, 19, 35, 30, false}, 0.25, "16", false},   /* not causal, GQA, Tq != Tk, D not a multiple of 4 */
+        {{1, 2, 1, 70, 70, 64, true}, 0.2, "32", false},     /* the default tile: several blocks, a partial one */
+        {{2, 2, 2, 33, 47, 64, false}, 0.0, "32", false},    /* not causal, Tq < Tk */
+        {{1, 4, 2, 23, 23, 32, true}, 0.2, "16", true},   /* permuted inputs (vec4 loads through strides) */
+        {{1, 2, 1, 17, 17, 30, true}, 0.0, "16", true},   /* permuted, D % 4 != 0 (scalar loads) */
     };
     char label[200];
     wgt_context *ctx = NULL;
     const char *ctx_tile = NULL;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    /* every case without, then with WGT_ATTENTION_FUSED_PREFETCH=1 (loads of the next tile in flight) */
+    for (size_t n = 0; n < 2 * sizeof(cases) / sizeof(cases[0]); n++) {
+        size_t i = n % (sizeof(cases) / sizeof(cases[0]));
+        const char *prefetch = n == i ? "0" : "1";
         const config *c = &cases[i].c;
-        if (!ctx || strcmp(cases[i].tile, ctx_tile) != 0) {
+        if (!ctx || strcmp(cases[i].tile, ctx_tile) != 0 || i == 0) {
             wgt_context_destroy(ctx);
             ctx = test_context_env(NULL, (const char *[]){"WGT_ATTENTION_BACKWARD", "fused",
-                                                          "WGT_ATTENTION_FUSED_TILE", cases[i].tile, NULL});
+                                                          "WGT_ATTENTION_FUSED_TILE", cases[i].tile,
+                                                          "WGT_ATTENTION_FUSED_PREFETCH", prefetch, NULL});
             ctx_tile = cases[i].tile;
             if (!ctx) return;
         }
-        snprintf(label, sizeof(label), "webgpu fused attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f tile %s",
+        snprintf(label, sizeof(label), "webgpu fused attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f tile %s%s prefetch %s",
                  (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
-                 (long long)c->D, c->causal ? " causal" : "", cases[i].dropout, cases[i].tile);
-        check_attention(ctx, label, *c, false, cases[i].dropout);
+                 (long long)c->D, c->causal ? " causal" : "", cases[i].dropout, cases[i].tile,
+                 cases[i].permuted ? " permuted" : "", prefetch);
+        check_attention(ctx, label, *c, cases[i].permuted, cases[i].dropout);
     }
     wgt_context_destroy(ctx);
 }

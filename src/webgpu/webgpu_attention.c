@@ -117,7 +117,9 @@ bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 /* The pipeline of kernel file (after attention_common) with constants D4, BQ,
  * BK and (attention_backward_kv) which gradients it computes (want: bit 0 dk,
  * bit 1 dv; bit 2: MASK_BITS, the dropout mask passed from dk/dv to dq as
- * bits), cached under a key naming them. */
+ * bits; bit 3: VEC_IN, attention_backward_fused reads its inputs as vec4s,
+ * IN_T; bit 4: PREFETCH, it loads the next query tile during this one),
+ * cached under a key naming them. */
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4, uint32_t bq, uint32_t bk,
                                unsigned want, int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
 {
@@ -127,11 +129,13 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
     if (*out) return WGT_OK;
     const char *common = webgpu_kernel_source("attention_common"), *body = webgpu_kernel_source(file);
     if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
-    char consts[256];
+    char consts[384];
     snprintf(consts, sizeof(consts),
              "const D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
-             "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\n",
-             d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false");
+             "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\nconst VEC_IN: bool = %s;\nalias IN_T = %s;\n"
+             "const PREFETCH: bool = %s;\n",
+             d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false",
+             want & 8 ? "true" : "false", want & 8 ? "vec4<f32>" : "f32", want & 16 ? "true" : "false");
     size_t n = strlen(consts) + strlen(common) + strlen(body) + 1;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -454,7 +458,14 @@ static wgt_status run_backward_fused(webgpu_backend *wg, const wgt_kernel_call *
     const uint32_t prep_rows = 128;
     webgpu_pipeline *prepare, *fused, *reduce;
     wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, prep_rows, bk, 0, 2, 1, op, &prepare);
-    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_fused", d4, bk, bk, 0, 5, 3, op, &fused);
+    /* vec4 loads when every quad of q, k, v and dout is 16 aligned bytes */
+    bool vec_in = p->D % 4 == 0;
+    for (int i = 0; i < 5; i++)
+        if (i != 3)
+            vec_in = vec_in && in[i].strides[3] == 1 && in[i].offset % 4 == 0 && in[i].strides[0] % 4 == 0 &&
+                     in[i].strides[1] % 4 == 0 && in[i].strides[2] % 4 == 0;
+    unsigned want = (vec_in ? 8 : 0) | (wg->knobs.attention_fused_prefetch ? 16 : 0);
+    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_fused", d4, bk, bk, want, 5, 3, op, &fused);
     if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_dq_reduce", d4, bk, bk, 0, 1, 1, op, &reduce);
     if (s != WGT_OK) return s;
     if (!wgt_view_is_contiguous(&in[5])) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: lse must be contiguous", op);

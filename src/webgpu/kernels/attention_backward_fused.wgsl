@@ -39,12 +39,15 @@
 // one with a row that sees the block's first key are skipped, invisible pairs
 // get p = 0 (a row that sees no key has lse = -inf: the select keeps its
 // exp2 = inf out of the sums). Rows past Tq and keys past Tk are zeros.
-// Prelude constants: D4, BK (16 or 32), BQ (= BK).
+// PREFETCH: the next tile's q and dout loads are issued before this tile's
+// products (NLOAD x 2 vec4 registers more), so their latency overlaps them.
+// Prelude constants: D4, BK (16 or 32), BQ (= BK), VEC_IN and IN_T (see q_quad),
+// PREFETCH.
 
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> dout: array<f32>;
+@group(0) @binding(1) var<storage, read> q: array<IN_T>;      // IN_T: vec4<f32> with VEC_IN, else f32
+@group(0) @binding(2) var<storage, read> k: array<IN_T>;
+@group(0) @binding(3) var<storage, read> v: array<IN_T>;
+@group(0) @binding(4) var<storage, read> dout: array<IN_T>;
 @group(0) @binding(5) var<storage, read> lse: array<f32>;
 @group(0) @binding(6) var<storage, read_write> work: array<f32>;   // delta [rows], then the dq partials
 @group(0) @binding(7) var<storage, read_write> dk: array<f32>;
@@ -73,20 +76,64 @@ fn first_row(j0: u32) -> u32 {
     return u32(max(i32(j0) - (i32(params.Tk) - i32(params.Tq)), 0)) / BQ * BQ;
 }
 
-// Quad (row, d quad) of element tensor x (q or dout; zeros past Tq and D).
-fn load_quad(is_q: bool, b: u32, h: u32, i: u32, d0: u32) -> vec4<f32> {
+// The quad of elements (b, h, t, d0 .. d0 + 3) of q, k, v or dout (zeros past
+// D; t in range). VEC_IN (d stride 1, D, offsets and strides multiples of 4:
+// the inputs are bound as vec4 arrays, IN_T): one 16-byte load. Else four
+// loads from one index computation. (vec4<f32>(x) is x or its splat: each
+// branch type-checks for either IN_T.)
+fn q_quad(b: u32, h: u32, t: u32, d0: u32) -> vec4<f32> {
+    let at = elem(params.offsets[0].x, params.q_st, b, h, t, d0);
+    if (VEC_IN) { return vec4<f32>(q[at >> 2u]); }
     var x = vec4<f32>();
-    if (i >= params.Tq) { return x; }
     for (var c = 0u; c < 4u; c++) {
-        if (d0 + c < params.D) {
-            if (is_q) {
-                x[c] = q[elem(params.offsets[0].x, params.q_st, b, h, i, d0 + c)] * params.scale_log2;
-            } else {
-                x[c] = dout[elem(params.offsets[1].x, params.do_st, b, h, i, d0 + c)];
-            }
-        }
+        if (d0 + c < params.D) { x[c] = vec4<f32>(q[at + c * params.q_st.w]).x; }
     }
     return x;
+}
+fn do_quad(b: u32, h: u32, t: u32, d0: u32) -> vec4<f32> {
+    let at = elem(params.offsets[1].x, params.do_st, b, h, t, d0);
+    if (VEC_IN) { return vec4<f32>(dout[at >> 2u]); }
+    var x = vec4<f32>();
+    for (var c = 0u; c < 4u; c++) {
+        if (d0 + c < params.D) { x[c] = vec4<f32>(dout[at + c * params.do_st.w]).x; }
+    }
+    return x;
+}
+fn k_quad(b: u32, g: u32, t: u32, d0: u32) -> vec4<f32> {
+    let at = elem(params.offsets[0].y, params.k_st, b, g, t, d0);
+    if (VEC_IN) { return vec4<f32>(k[at >> 2u]); }
+    var x = vec4<f32>();
+    for (var c = 0u; c < 4u; c++) {
+        if (d0 + c < params.D) { x[c] = vec4<f32>(k[at + c * params.k_st.w]).x; }
+    }
+    return x;
+}
+fn v_quad(b: u32, g: u32, t: u32, d0: u32) -> vec4<f32> {
+    let at = elem(params.offsets[0].z, params.v_st, b, g, t, d0);
+    if (VEC_IN) { return vec4<f32>(v[at >> 2u]); }
+    var x = vec4<f32>();
+    for (var c = 0u; c < 4u; c++) {
+        if (d0 + c < params.D) { x[c] = vec4<f32>(v[at + c * params.v_st.w]).x; }
+    }
+    return x;
+}
+
+// Quads lid, lid + WG, .. of the q (pre-scaled) and dout tile of rows i0 ..
+// i0 + BQ - 1 of head h (zeros past Tq).
+fn fetch_tile(qn: ptr<function, array<vec4<f32>, NLOAD>>, on: ptr<function, array<vec4<f32>, NLOAD>>, b: u32,
+              h: u32, i0: u32, lid: u32) {
+    for (var x = 0u; x < NLOAD; x++) {
+        let s = lid + x * WG;
+        let r = s / D4;
+        var qv = vec4<f32>();
+        var ov = vec4<f32>();
+        if (s < BQ * D4 && i0 + r < params.Tq) {
+            qv = q_quad(b, h, i0 + r, (s % D4) * 4u) * params.scale_log2;
+            ov = do_quad(b, h, i0 + r, (s % D4) * 4u);
+        }
+        (*qn)[x] = qv;
+        (*on)[x] = ov;
+    }
 }
 
 @compute @workgroup_size(WG)
@@ -108,12 +155,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var kv = vec4<f32>();
         var vv = vec4<f32>();
         if (j < params.Tk) {
-            for (var c = 0u; c < 4u; c++) {
-                if (d4 * 4u + c < params.D) {
-                    kv[c] = k[elem(params.offsets[0].y, params.k_st, b, g, j, d4 * 4u + c)];
-                    vv[c] = v[elem(params.offsets[0].z, params.v_st, b, g, j, d4 * 4u + c)];
-                }
-            }
+            kv = k_quad(b, g, j, d4 * 4u);
+            vv = v_quad(b, g, j, d4 * 4u);
         }
         let slot = (key % 4u) * KQ + key / 4u;
         k_tile[slot * QS + d4] = kv;
@@ -143,19 +186,26 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     let tiles_per_head = (params.Tq - i_first + BQ - 1u) / BQ;
     let n_tiles = tiles_per_head * params.group;
+    var qn: array<vec4<f32>, NLOAD>;   // a tile's q (pre-scaled) and dout quads, staged in registers
+    var on: array<vec4<f32>, NLOAD>;
+    if (PREFETCH && n_tiles > 0u) { fetch_tile(&qn, &on, b, g * params.group, i_first, lid); }
     for (var t = 0u; t < n_tiles; t++) {
         let h = g * params.group + t / tiles_per_head;
         let i0 = i_first + (t % tiles_per_head) * BQ;
         let row_base = (b * params.H + h) * params.Tq;
         workgroupBarrier();   // the previous tile's update step is done with the tiles
+        if (!PREFETCH) { fetch_tile(&qn, &on, b, h, i0, lid); }
         for (var x = 0u; x < NLOAD; x++) {
             let s = lid + x * WG;
             if (s < BQ * D4) {
-                let r = s / D4;
-                let d4 = s % D4;
-                q_tile[r * QS + d4] = load_quad(true, b, h, i0 + r, d4 * 4u);
-                do_tile[r * QS + d4] = load_quad(false, b, h, i0 + r, d4 * 4u);
+                q_tile[(s / D4) * QS + s % D4] = qn[x];
+                do_tile[(s / D4) * QS + s % D4] = on[x];
             }
+        }
+        if (PREFETCH && t + 1u < n_tiles) {
+            // the next tile's loads run during this tile's products
+            let t1 = t + 1u;
+            fetch_tile(&qn, &on, b, g * params.group + t1 / tiles_per_head, i_first + (t1 % tiles_per_head) * BQ, lid);
         }
         if (lid < BQ) {
             let ok = i0 + lid < params.Tq;
