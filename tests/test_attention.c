@@ -843,23 +843,19 @@ static void check_fused_kernels(void)
     char label[200];
     wgt_context *ctx = NULL;
     const char *ctx_tile = NULL;
-    /* every case without, then with WGT_ATTENTION_FUSED_PREFETCH=1 (loads of the next tile in flight) */
-    for (size_t n = 0; n < 2 * sizeof(cases) / sizeof(cases[0]); n++) {
-        size_t i = n % (sizeof(cases) / sizeof(cases[0]));
-        const char *prefetch = n == i ? "0" : "1";
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const config *c = &cases[i].c;
-        if (!ctx || strcmp(cases[i].tile, ctx_tile) != 0 || i == 0) {
+        if (!ctx || strcmp(cases[i].tile, ctx_tile) != 0) {
             wgt_context_destroy(ctx);
             ctx = test_context_env(NULL, (const char *[]){"WGT_ATTENTION_BACKWARD", "fused",
-                                                          "WGT_ATTENTION_FUSED_TILE", cases[i].tile,
-                                                          "WGT_ATTENTION_FUSED_PREFETCH", prefetch, NULL});
+                                                          "WGT_ATTENTION_FUSED_TILE", cases[i].tile, NULL});
             ctx_tile = cases[i].tile;
             if (!ctx) return;
         }
-        snprintf(label, sizeof(label), "webgpu fused attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f tile %s%s prefetch %s",
+        snprintf(label, sizeof(label), "webgpu fused attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f tile %s%s",
                  (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
                  (long long)c->D, c->causal ? " causal" : "", cases[i].dropout, cases[i].tile,
-                 cases[i].permuted ? " permuted" : "", prefetch);
+                 cases[i].permuted ? " permuted" : "");
         check_attention(ctx, label, *c, cases[i].permuted, cases[i].dropout);
     }
     wgt_context_destroy(ctx);

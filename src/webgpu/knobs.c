@@ -132,8 +132,6 @@ static void read_attention(webgpu_knobs *k)
     k->attention_dropout_mask = on_unless_zero("WGT_ATTENTION_DROPOUT_MASK");
     const char *fused = env("WGT_ATTENTION_FUSED_TILE");
     k->attention_fused_tile = fused && strcmp(fused, "16") == 0 ? 16u : 32u;
-    const char *prefetch = env("WGT_ATTENTION_FUSED_PREFETCH");
-    k->attention_fused_prefetch = prefetch && strcmp(prefetch, "1") == 0;
     const char *decode = env("WGT_DECODE_ATTN");
     k->decode_attn = decode && strcmp(decode, "0") == 0   ? WEBGPU_DECODE_ATTN_OFF
                      : decode && strcmp(decode, "1") == 0 ? WEBGPU_DECODE_ATTN_FORCED

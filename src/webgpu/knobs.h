@@ -106,8 +106,6 @@ typedef struct webgpu_knobs {
                                   * instead of reading dk/dv's bits; default true */
     unsigned attention_fused_tile; /* WGT_ATTENTION_FUSED_TILE=16 or 32: keys (= rows) per block of
                                     * attention_backward_fused; default 32 (other values: 32) */
-    bool attention_fused_prefetch; /* WGT_ATTENTION_FUSED_PREFETCH=1: attention_backward_fused loads the next
-                                    * query tile during this one; default false */
     webgpu_decode_attn decode_attn; /* WGT_DECODE_ATTN, above */
 
     /* ---- quantized matmul (webgpu_quant.c) */

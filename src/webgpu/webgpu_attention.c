@@ -34,8 +34,12 @@
  *                               register tiles for s, dp, dk, dv and dq, dq as
  *                               partial sums per key block that
  *   attention_backward_dq_reduce  adds in a fixed order (no atomics). On an
- *                               H100, 64x6x256x64 causal, dropout 0.2 fwd+bwd:
- *                               1.48 ms against 1.73 with dkdv + q
+ *                               H100, fwd+bwd 64x6x256x64 causal dropout 0.2:
+ *                               1.34 ms against 1.73 with dkdv + q (backward
+ *                               0.93 ms against 1.31); 8x12x1024x64 causal:
+ *                               3.53 against 3.95; GPT preset training step
+ *                               40.0 ms against 42.4. Not the default yet: its
+ *                               partials take ~T / 64 times dq's memory
  *   attention_backward_kv_tiled dk, dv: 4 keys x 4 rows register blocks per
  *                               invocation; _q_tiled: dq, 4 rows x 4 keys
  *                               (WGT_ATTENTION_BACKWARD=tiled, =kv_tiled, =q_tiled;
@@ -118,8 +122,7 @@ bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
  * BK and (attention_backward_kv) which gradients it computes (want: bit 0 dk,
  * bit 1 dv; bit 2: MASK_BITS, the dropout mask passed from dk/dv to dq as
  * bits; bit 3: VEC_IN, attention_backward_fused reads its inputs as vec4s,
- * IN_T; bit 4: PREFETCH, it loads the next query tile during this one),
- * cached under a key naming them. */
+ * IN_T), cached under a key naming them. */
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4, uint32_t bq, uint32_t bk,
                                unsigned want, int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
 {
@@ -132,10 +135,9 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
     char consts[384];
     snprintf(consts, sizeof(consts),
              "const D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
-             "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\nconst VEC_IN: bool = %s;\nalias IN_T = %s;\n"
-             "const PREFETCH: bool = %s;\n",
+             "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\nconst VEC_IN: bool = %s;\nalias IN_T = %s;\n",
              d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false",
-             want & 8 ? "true" : "false", want & 8 ? "vec4<f32>" : "f32", want & 16 ? "true" : "false");
+             want & 8 ? "true" : "false", want & 8 ? "vec4<f32>" : "f32");
     size_t n = strlen(consts) + strlen(common) + strlen(body) + 1;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -464,8 +466,7 @@ static wgt_status run_backward_fused(webgpu_backend *wg, const wgt_kernel_call *
         if (i != 3)
             vec_in = vec_in && in[i].strides[3] == 1 && in[i].offset % 4 == 0 && in[i].strides[0] % 4 == 0 &&
                      in[i].strides[1] % 4 == 0 && in[i].strides[2] % 4 == 0;
-    unsigned want = (vec_in ? 8 : 0) | (wg->knobs.attention_fused_prefetch ? 16 : 0);
-    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_fused", d4, bk, bk, want, 5, 3, op, &fused);
+    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_fused", d4, bk, bk, vec_in ? 8 : 0, 5, 3, op, &fused);
     if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_dq_reduce", d4, bk, bk, 0, 1, 1, op, &reduce);
     if (s != WGT_OK) return s;
     if (!wgt_view_is_contiguous(&in[5])) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: lse must be contiguous", op);
