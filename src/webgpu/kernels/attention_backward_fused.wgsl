@@ -13,7 +13,7 @@
 //      block kb follow those of blocks 0 .. kb - 1, from its first query tile
 //      i_first(kb) to Tq (causal blocks skip the tiles no row of which sees
 //      them)
-// Shapes: D4 <= 16 (D <= 64), BK = BQ in {16, 32}: at D = 64 and 32 the six
+// Shapes: D4 <= 16 (D <= 64), BK = BQ in {16, 32}: at D = 64 and BK = 32 the six
 // shared tiles take 43.3 KiB, under the 48 KiB of NVIDIA's Vulkan driver.
 // Per query tile, between barriers:
 //   load    q (pre-scaled by scale * log2 e) and dout rows into shared
