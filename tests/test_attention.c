@@ -816,6 +816,51 @@ static void check_block_kernels(void)
     wgt_context_destroy(ctx);
 }
 
+/* attention_backward_fused (dk, dv and dq partials in one register-blocked
+ * pass, dq summed by attention_backward_dq_reduce; WGT_ATTENTION_BACKWARD=fused)
+ * vs the double-precision reference: 16-key blocks (WGT_ATTENTION_FUSED_TILE=16:
+ * several key blocks and query tiles on small shapes, partial last ones) and
+ * the default 32, dropout on and off, causal and not, GQA, Tq != Tk, odd T,
+ * D not a multiple of 4 and D4 < 16 (idle column quads). D <= 64 only. */
+static void check_fused_kernels(void)
+{
+    static const struct {
+        config c;
+        double dropout;
+        const char *tile; /* WGT_ATTENTION_FUSED_TILE */
+        bool permuted;    /* q, k, v stored [B, T, H, D] (strided; vec4 loads where D % 4 == 0) */
+    } cases[] = {
+        {{2, 2, 1, 37, 37, 64, true}, 0.0, "16", false},     /* causal, GQA 2:1, odd T past two blocks */
+        {{2, 2, 1, 37, 37, 64, true}, 0.2, "16", false},     /* the same with dropout */
+        {{1, 3, 1, 9, 30, 48, true}, 0.3, "16", false},      /* Tq < Tk, D4 = 12 */
+        {{1, 2, 2, 21, 6, 8, true}, 0.0, "16", false},       /* Tq > Tk: rows that see no key (lse -inf) */
+        {{1, 4, 2, 19, 35, 30, false}, 0.25, "16", false},   /* not causal, GQA, Tq != Tk, D not a multiple of 4 */
+        {{1, 2, 1, 70, 70, 64, true}, 0.2, "32", false},     /* the default tile: several blocks, a partial one */
+        {{2, 2, 2, 33, 47, 64, false}, 0.0, "32", false},    /* not causal, Tq < Tk */
+        {{1, 4, 2, 23, 23, 32, true}, 0.2, "16", true},   /* permuted inputs (vec4 loads through strides) */
+        {{1, 2, 1, 17, 17, 30, true}, 0.0, "16", true},   /* permuted, D % 4 != 0 (scalar loads) */
+    };
+    char label[200];
+    wgt_context *ctx = NULL;
+    const char *ctx_tile = NULL;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const config *c = &cases[i].c;
+        if (!ctx || strcmp(cases[i].tile, ctx_tile) != 0) {
+            wgt_context_destroy(ctx);
+            ctx = test_context_env(NULL, (const char *[]){"WGT_ATTENTION_BACKWARD", "fused",
+                                                          "WGT_ATTENTION_FUSED_TILE", cases[i].tile, NULL});
+            ctx_tile = cases[i].tile;
+            if (!ctx) return;
+        }
+        snprintf(label, sizeof(label), "webgpu fused attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f tile %s%s",
+                 (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
+                 (long long)c->D, c->causal ? " causal" : "", cases[i].dropout, cases[i].tile,
+                 cases[i].permuted ? " permuted" : "");
+        check_attention(ctx, label, *c, cases[i].permuted, cases[i].dropout);
+    }
+    wgt_context_destroy(ctx);
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void run_backend(wgt_context *ctx, wgt_context *other, const char *name)
@@ -857,6 +902,7 @@ static void run_backend(wgt_context *ctx, wgt_context *other, const char *name)
     check_attention_bad_input(ctx);
     if (strcmp(name, "webgpu") == 0) check_kernel_variants();
     if (strcmp(name, "webgpu") == 0) check_block_kernels();
+    if (strcmp(name, "webgpu") == 0) check_fused_kernels();
     check_rope(ctx, name);
     check_rope_grad(ctx, name);
     check_linear(ctx, name);

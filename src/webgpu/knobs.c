@@ -134,11 +134,14 @@ static void read_attention(webgpu_knobs *k)
                             : strcmp(bwd, "tiled") == 0    ? WEBGPU_ATTN_BACKWARD_TILED
                             : strcmp(bwd, "kv_tiled") == 0 ? WEBGPU_ATTN_BACKWARD_KV_TILED
                             : strcmp(bwd, "q_tiled") == 0  ? WEBGPU_ATTN_BACKWARD_Q_TILED
+                            : strcmp(bwd, "fused") == 0    ? WEBGPU_ATTN_BACKWARD_FUSED
                                                            : WEBGPU_ATTN_BACKWARD_ROWS;
     const char *dkdv = env("WGT_ATTENTION_DKDV_TILES");
     unsigned *d = k->attention_dkdv_tiles;
     k->attention_dkdv_tiles_set = dkdv && sscanf(dkdv, "%u,%u", &d[0], &d[1]) == 2;
     k->attention_dropout_mask = on_unless_zero("WGT_ATTENTION_DROPOUT_MASK");
+    const char *fused = env("WGT_ATTENTION_FUSED_TILE");
+    k->attention_fused_tile = fused && strcmp(fused, "16") == 0 ? 16u : 32u;
     const char *decode = env("WGT_DECODE_ATTN");
     k->decode_attn = decode && strcmp(decode, "0") == 0   ? WEBGPU_DECODE_ATTN_OFF
                      : decode && strcmp(decode, "1") == 0 ? WEBGPU_DECODE_ATTN_FORCED

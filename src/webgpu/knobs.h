@@ -32,6 +32,7 @@ typedef enum {
     WEBGPU_ATTN_BACKWARD_TILED,    /* "tiled": both register-blocked */
     WEBGPU_ATTN_BACKWARD_KV_TILED, /* "kv_tiled" */
     WEBGPU_ATTN_BACKWARD_Q_TILED,  /* "q_tiled" */
+    WEBGPU_ATTN_BACKWARD_FUSED,    /* "fused": dk, dv and dq partials in one register-blocked pass (D <= 64) */
     WEBGPU_ATTN_BACKWARD_ROWS,     /* "rows" or any other value: one row per invocation (the former GPU default) */
 } webgpu_attn_backward;
 
@@ -116,6 +117,8 @@ typedef struct webgpu_knobs {
     unsigned attention_dkdv_tiles[2]; /* powers of two (bk >= 8); default unset: 64, 32 */
     bool attention_dropout_mask; /* WGT_ATTENTION_DROPOUT_MASK=0: the dq kernel draws the dropout mask again
                                   * instead of reading dk/dv's bits; default true */
+    unsigned attention_fused_tile; /* WGT_ATTENTION_FUSED_TILE=16 or 32: keys (= rows) per block of
+                                    * attention_backward_fused; default 32 (other values: 32) */
     webgpu_decode_attn decode_attn; /* WGT_DECODE_ATTN, above */
 
     /* ---- quantized matmul (webgpu_quant.c) */

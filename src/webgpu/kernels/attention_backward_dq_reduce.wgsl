@@ -1,0 +1,39 @@
+// attention_backward_dq_reduce: dq from the partial sums attention_backward_fused
+// stored per (key block, query row), added in key-block order (fixed: the
+// same bits run to run, no atomics).
+//   work f32: partials [B, H, R, D] at offsets[2].z (R = offsets[2].w rows per
+//   head: key block kb's rows first_row(kb) .. Tq - 1 after those of blocks
+//   0 .. kb - 1) -> dq f32 [B, H, Tq, D] contiguous at offsets[1].y
+//   dq = scale * sum over the blocks whose rows include i of partial(kb, i)
+// One invocation per element of dq (memory-bound: params.blocks reads each).
+// Prelude constants: BK, BQ (those of attention_backward_fused).
+
+@group(0) @binding(1) var<storage, read> work: array<f32>;
+@group(0) @binding(2) var<storage, read_write> dq: array<f32>;
+
+// The same as attention_backward_fused's: first query row of key block j0's tiles.
+fn first_row(j0: u32) -> u32 {
+    if (params.causal == 0u) { return 0u; }
+    return u32(max(i32(j0) - (i32(params.Tk) - i32(params.Tq)), 0)) / BQ * BQ;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let e = (wid.x + wid.y * nwg.x) * 256u + lid;
+    if (e >= params.B * params.H * params.Tq * params.D) { return; }
+    let d = e % params.D;
+    let row = e / params.D;
+    let i = row % params.Tq;
+    let bh = row / params.Tq;
+    let head = params.offsets[2].z + bh * params.offsets[2].w * params.D + d;
+    var acc = 0.0;
+    var part_row0 = 0u;
+    for (var kb = 0u; kb < params.blocks; kb++) {
+        let i_first = first_row(kb * BK);
+        if (i < i_first) { break; }   // later blocks start later still
+        acc += work[head + (part_row0 + i - i_first) * params.D];
+        part_row0 += params.Tq - i_first;
+    }
+    dq[params.offsets[1].y + e] = acc * (params.scale_log2 / LOG2E);
+}
