@@ -27,7 +27,8 @@ typedef enum {
 
 /* WGT_ATTENTION_BACKWARD: which backward kernels run. */
 typedef enum {
-    WEBGPU_ATTN_BACKWARD_DEFAULT,  /* unset: register-blocked on a software adapter, else dkdv */
+    WEBGPU_ATTN_BACKWARD_DEFAULT,  /* unset: register-blocked on a software adapter, else fused where its dq
+                                    * partials are small (webgpu_attention.c), else dkdv */
     WEBGPU_ATTN_BACKWARD_DKDV,     /* "dkdv": dk and dv in one pass */
     WEBGPU_ATTN_BACKWARD_TILED,    /* "tiled": both register-blocked */
     WEBGPU_ATTN_BACKWARD_KV_TILED, /* "kv_tiled" */
