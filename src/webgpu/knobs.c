@@ -89,6 +89,11 @@ static void read_matmul(webgpu_knobs *k)
     k->gemv_half = on_unless_zero("WGT_GEMV_HALF");
     const char *emulate = env("WGT_MATMUL_F16_EMULATE");
     k->matmul_f16_emulate = emulate && strcmp(emulate, "1") == 0;
+    const char *rules = env("WGT_MATMUL_SHAPE_RULES");
+    bool all = !rules || strcmp(rules, "1") == 0 || strcmp(rules, "all") == 0;
+    k->matmul_k_layout = all || (rules && strstr(rules, "layout"));
+    k->matmul_split_waves = all || (rules && strstr(rules, "waves"));
+    k->matmul_pad_ladder = all || (rules && strstr(rules, "pad"));
 }
 
 static void read_conv(webgpu_knobs *k)

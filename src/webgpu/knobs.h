@@ -75,6 +75,12 @@ typedef struct webgpu_knobs {
                                 * matrices) for matmul_gemv_rows; default true */
     bool matmul_f16_emulate;   /* WGT_MATMUL_F16_EMULATE=1: f16 products through f32 temporaries as on a
                                 * device without shader-f16; default false */
+    /* WGT_MATMUL_SHAPE_RULES: the GEMM heuristic's rules for the shapes of a GPT step (webgpu_matmul.c);
+     * unset, "1" or "all": every rule; "0": none (the previous heuristic); else the named ones
+     * ("layout", "waves", "pad" in any text) */
+    bool matmul_k_layout;      /* "layout": products with N < 1024 read both operands along k */
+    bool matmul_split_waves;   /* "waves": the split-K count that fills whole waves of workgroups */
+    bool matmul_pad_ladder;    /* "pad": keep a tile when the next smaller one pads the output alike */
 
     /* ---- convolution (webgpu_conv.c) */
     char conv_tile[16];        /* WGT_CONV_TILE=<name> (64, 128, 64x128, 128x64, 16x256, 8x512): force that

@@ -88,9 +88,10 @@ typedef struct splitk_reduce_params {
  * WebGPU does not say how many compute units there are, so the automatic
  * choice aims at SPLITK_TARGET workgroups, 2 per SM of an H100 / H200 (132
  * SMs), never more (floor): a partial last wave would cost a whole part's
- * time. It applies only with fewer tiles than half the target and K >=
- * SPLITK_MIN_K: square products of the tuner's sizes never split, so the tuned
- * configs keep timing what runs. WGT_SPLITK=<parts> forces a count (0 or 1:
+ * time (by default the count is then chosen to fill waves: wave_parts). It
+ * applies only with fewer tiles than half the target and K >= SPLITK_MIN_K:
+ * square products of the tuner's sizes never split, so the tuned configs keep
+ * timing what runs. WGT_SPLITK=<parts> forces a count (0 or 1:
  * off; capped so every part has at least one BK slice), WGT_SPLITK_TARGET
  * replaces the target (both for measuring on a real GPU). */
 #define SPLITK_TARGET 264
@@ -100,6 +101,31 @@ typedef struct splitk_reduce_params {
 #define SPLITK_MIN_PART_K 512
 
 #define SPLITK_MAX_TEMP_BYTES ((int64_t)256 << 20)
+
+/* The automatic count with WGT_MATMUL_SHAPE_RULES' "waves" (the default): an
+ * H100 / H200 runs up to 3 of these workgroups per SM at once, and a part's
+ * workgroups take the same time, so the product takes about
+ * ceil(parts tiles / SMS) / parts of the unsplit time per SM. Of the counts
+ * that give more than one workgroup per SM and at most 3 (one wave), the one
+ * with the least of that (the fewest parts on a tie) wins. GPT's weight
+ * gradients on an H100 (`wgt bench --only gemm_bwd_dw`, ms): 1152x384 over
+ * K = 16384 0.342 with 14 parts (378 workgroups) against 0.353 with the
+ * 264-target's 9 (243), 1536x384 0.427 with 11 (396) against 0.441 with 7
+ * (252); 384x384 keeps 29 parts (261: 0.140 ms; 32 parts, 288, took 0.168).
+ * 0 when no count qualifies (K too short for that many parts): the target's. */
+#define SPLITK_SMS 132
+
+static int64_t wave_parts(int64_t tiles, int64_t max_parts)
+{
+    int64_t best = 0;
+    double best_cost = 0;
+    for (int64_t n = 2; n <= max_parts && n * tiles <= 3 * SPLITK_SMS; n++) {
+        if (n * tiles <= SPLITK_SMS) continue;
+        double cost = (double)matmul_ceil_div(n * tiles, SPLITK_SMS) / (double)n;
+        if (best == 0 || cost < best_cost) best = n, best_cost = cost;
+    }
+    return best;
+}
 
 /* Elements of one part's partial sums: the output, padded to whole vec4s. */
 static int64_t splitk_stride(const matmul_problem *p) { return matmul_ceil_div(p->batches * p->M * p->N, 4) * 4; }
@@ -115,8 +141,12 @@ static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, c
     if (parts < 0) { /* automatic */
         int64_t target = wg->knobs.splitk_target > 0 ? wg->knobs.splitk_target : SPLITK_TARGET;
         if (p->K < SPLITK_MIN_K || 2 * tiles >= target) return 1;
-        parts = target / tiles;
-        if (parts > p->K / SPLITK_MIN_PART_K) parts = p->K / SPLITK_MIN_PART_K;
+        bool waves = wg->knobs.matmul_split_waves && wg->knobs.splitk_target <= 0;
+        parts = waves ? wave_parts(tiles, p->K / SPLITK_MIN_PART_K) : 0;
+        if (parts == 0) {
+            parts = target / tiles;
+            if (parts > p->K / SPLITK_MIN_PART_K) parts = p->K / SPLITK_MIN_PART_K;
+        }
     }
     int64_t slices = matmul_ceil_div(p->K, c->bk);
     if (parts > slices) parts = slices;
@@ -158,6 +188,17 @@ static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_
          * mostly empty tile rows would multiply zeros; smaller tiles split instead) */
         if (c->bm <= p->M && c->bn <= p->N && tiles * choose_split(wg, p, c, NULL) >= tiled_ladder[i].min_workgroups)
             return c;
+        /* "pad": a next tile that pads the output to the same size only splits padding
+         * (x W^T to 65 outputs: 128 x 64 tiles compute 128 columns as 128 x 128 do, in
+         * twice the workgroups); at half the workgroups wanted, keep this one. GPT's
+         * head 16384 x 384 -> 65 on an H100: 0.060 ms against 0.084 with 128 x 64 */
+        if (wg->knobs.matmul_pad_ladder && 2 * tiles >= tiled_ladder[i].min_workgroups &&
+            i + 1 < sizeof(tiled_ladder) / sizeof(tiled_ladder[0])) {
+            const matmul_config *next = matmul_find_config(tiled_ladder[i + 1].name);
+            bool same_m = matmul_ceil_div(p->M, next->bm) * next->bm == matmul_ceil_div(p->M, c->bm) * c->bm;
+            bool same_n = matmul_ceil_div(p->N, next->bn) * next->bn == matmul_ceil_div(p->N, c->bn) * c->bn;
+            if (matmul_config_fits(wg, next) && same_m && same_n) return c;
+        }
     }
     return fallback;
 }
@@ -211,7 +252,31 @@ static bool transpose_pays(const matmul_problem *p, bool quad_k, bool vec, int64
     return quad_k && vec && p->batches == 1 && outer % 4 == 0 && other >= 1024;
 }
 
-static wgt_status run_transposed(webgpu_backend *wg, const matmul_problem *p, bool ta, bool tb, const char *op)
+/* With few column tiles (N < 1024: a GPT step's N = 384 products, 16384 rows)
+ * the opposite holds on an H100: both operands read along k ran fastest
+ * (`wgt bench --only linear_gpt`, `gemm_bwd_dx`, ms): x W^T 16384x384x1536
+ * 0.507 as it is against 0.555 with W copied row-major, 16384x384x384 0.148
+ * against 0.170; x W (dx = dy W) 0.546, the same product, with W read along
+ * n. So with WGT_MATMUL_SHAPE_RULES' "layout" (the default), where a is read
+ * along k, such a b is not copied row-major, and a b read along n is copied
+ * with k contiguous (K N elements against M N K flops) when M is large. At
+ * N = 1152 and 1536 the row-major copies stay faster (0.379 against 0.393 ms,
+ * 0.481 against 0.513). Not for a read along m (the weight gradient dy^T x:
+ * copying x [16384, 384] to k contiguous took 1536x384 from 0.44 to 0.56 ms). */
+static bool k_layout_pays(const webgpu_backend *wg, const matmul_problem *p, bool a_quad_k, bool a_vec)
+{
+    return wg->knobs.matmul_k_layout && p->N < 1024 && a_quad_k && a_vec;
+}
+
+static bool k_copy_pays(const matmul_problem *p, bool quad_k, bool vec)
+{
+    return !quad_k && vec && p->batches == 1 && p->K % 4 == 0 && p->M >= 1024;
+}
+
+/* The product on copies: a with m contiguous (ta), b row-major (tb) or b with
+ * k contiguous (tbk). */
+static wgt_status run_transposed(webgpu_backend *wg, const matmul_problem *p, bool ta, bool tb, bool tbk,
+                                 const char *op)
 {
     wgt_tensor_view a = *p->a, b = *p->b, tmp_a, tmp_b;
     memset(&tmp_a, 0, sizeof(tmp_a));
@@ -222,7 +287,8 @@ static wgt_status run_transposed(webgpu_backend *wg, const matmul_problem *p, bo
         s = webgpu_temp_convert(wg, p->b, p->b->dtype, &tmp_b, op);
         if (s == WGT_OK) b = tmp_b;
     }
-    /* the copies read along m and n: run_tiled does not come back here */
+    if (s == WGT_OK && tbk) s = transposed_copy(wg, p->b, &tmp_b, &b, op); /* b^T's storage: k contiguous */
+    /* the copies read along m and n (or b along k): run_tiled does not come back here */
     if (s == WGT_OK) s = run_native(wg, &a, &b, p->bias, p->out, op);
     webgpu_temp_release(wg, &tmp_a);
     webgpu_temp_release(wg, &tmp_b);
@@ -277,7 +343,9 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     choose_layout(p, &ob, &b_quad_k, &b_vec);
     if (c->transpose) {
         bool ta = transpose_pays(p, a_quad_k, a_vec, p->M, p->N), tb = transpose_pays(p, b_quad_k, b_vec, p->N, p->M);
-        if (ta || tb) return run_transposed(wg, p, ta, tb, op);
+        bool tbk = false;
+        if (k_layout_pays(wg, p, a_quad_k, a_vec)) tb = false, tbk = k_copy_pays(p, b_quad_k, b_vec);
+        if (ta || tb || tbk) return run_transposed(wg, p, ta, tb, tbk, op);
     }
     bool check = p->M % c->bm != 0 || p->N % c->bn != 0 || p->K % c->bk != 0;
     bool a_block = c->blocks && a_quad_k && a_vec, b_block = c->blocks && b_quad_k && b_vec;

@@ -408,6 +408,14 @@ static const bench_case cases[] = {
     {"gemm_bwd_dw_65x384", "dy^T x 65x384 K=16384", 65, 384, 16384, 16, 0, NULL, flops_gemm, setup_bwd_dw, step_bwd_dw, 20},
     {"gemm_bwd_dx_1536to384", "16384x1536 x 1536x384", 16384, 384, 1536, 16, 0, NULL, flops_gemm, setup_gemm, step_matmul, 20},
     {"gemm_bwd_dx_384to1536", "16384x384 x 384x1536", 16384, 1536, 384, 16, 0, NULL, flops_gemm, setup_gemm, step_matmul, 20},
+    {"gemm_bwd_dx_1152to384", "16384x1152 x 1152x384", 16384, 384, 1152, 16, 0, NULL, flops_gemm, setup_gemm, step_matmul, 20},
+    {"gemm_bwd_dx_384to384", "16384x384 x 384x384", 16384, 384, 384, 16, 0, NULL, flops_gemm, setup_gemm, step_matmul, 20},
+    /* the GPT forward linears x W^T + bias at B T = 16384: qkv, attention proj, MLP fc, fc proj, head */
+    {"linear_gpt_qkv", "16384x384 -> 1152", 16384, 1152, 384, 16, 0, NULL, flops_gemm, setup_linear, step_linear, 20},
+    {"linear_gpt_proj", "16384x384 -> 384", 16384, 384, 384, 16, 0, NULL, flops_gemm, setup_linear, step_linear, 20},
+    {"linear_gpt_fc", "16384x384 -> 1536", 16384, 1536, 384, 16, 0, NULL, flops_gemm, setup_linear, step_linear, 20},
+    {"linear_gpt_fcproj", "16384x1536 -> 384", 16384, 384, 1536, 16, 0, NULL, flops_gemm, setup_linear, step_linear, 20},
+    {"linear_gpt_head", "16384x384 -> 65", 16384, 65, 384, 16, 0, NULL, flops_gemm, setup_linear, step_linear, 20},
     {"gemm_bwd_dx_b64_1536to384", "[64,256,1536] x 1536x384", 16384, 384, 1536, 16, 0, NULL, flops_gemm, setup_gemm, step_bwd_dx_batched, 20},
     /* n = 8 / (the divisor of the model's sizes): 8 is GPT-2 small (124M parameters; B=8, T=1024) */
     {"adamw_124m", "GPT-2 small params, fused", 8, 0, 0, 8, 0, bytes_adamw, NULL, setup_adamw, step_adamw, 10},
