@@ -24,10 +24,9 @@
 #include <string.h>
 
 #include "core/conv_call.h"
-#include "webgpu/webgpu_conv_internal.h"
+#include "webgpu/conv_shared.h"
 #include "webgpu/webgpu_internal.h"
 
-static const bool conv_checked = false; /* every index is bounds-checked by the kernels' own logic */
 
 static bool fits_u32(const wgt_tensor_view *v)
 {
@@ -70,24 +69,6 @@ bool webgpu_conv_supports(webgpu_backend *wg, const wgt_kernel_call *call)
  * the conv kernels compute in f32 only. */
 
 /* ---------------------------------------------------------------- pipelines */
-
-wgt_status webgpu_conv_pipeline(webgpu_backend *wg, const char *key, const char *prelude, const char *common,
-                                const char *file, int n_read_only, int n_read_write, const char *op,
-                                webgpu_pipeline **out)
-{
-    *out = webgpu_pipeline_find(wg, key);
-    if (*out) return WGT_OK;
-    const char *common_src = common ? webgpu_kernel_source(common) : "", *body = webgpu_kernel_source(file);
-    if (!common_src || !body)
-        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel source %s is not embedded", op, body ? common : file);
-    size_t n = strlen(prelude) + strlen(common_src) + strlen(body) + 4;
-    char *source = malloc(n);
-    if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-    snprintf(source, n, "%s%s\n%s", prelude, common_src, body);
-    wgt_status s = webgpu_pipeline_create(wg, key, source, NULL, n_read_only, n_read_write, true, conv_checked, op, out);
-    free(source);
-    return s;
-}
 
 #define get_pipeline webgpu_conv_pipeline
 
@@ -298,15 +279,6 @@ static gemm_plan choose_plan(webgpu_backend *wg, uint64_t rows, uint64_t cols, u
     return best;
 }
 
-uint32_t webgpu_conv_gcd(uint32_t a, uint32_t b)
-{
-    while (b) {
-        uint32_t r = a % b;
-        a = b, b = r;
-    }
-    return a;
-}
-
 /* The parameter block of kernels/conv_gemm.wgsl. */
 typedef struct gemm_params {
     uint32_t n, c, h, w, k, oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, cg;
@@ -319,22 +291,6 @@ _Static_assert(sizeof(gemm_params) % 16 == 0 && sizeof(gemm_params) <= WEBGPU_PA
 /* Both parameter blocks (gemm_params, direct_params) open with the same 17
  * geometry fields, n .. kg in this order; fill_geometry writes them. */
 _Static_assert(offsetof(gemm_params, kg) == (CONV_GEOMETRY_FIELDS - 1) * sizeof(uint32_t), "gemm_params geometry");
-void webgpu_conv_fill_geometry(const wgt_kernel_call *call, void *params)
-{
-    const uint32_t groups = u32of(call->conv.groups), c = u32of(call->conv.c), k = u32of(call->conv.k);
-    const uint32_t g[CONV_GEOMETRY_FIELDS] = {
-        u32of(call->conv.n),        c,
-        u32of(call->conv.h),        u32of(call->conv.w),
-        k,                          u32of(call->conv.oh),
-        u32of(call->conv.ow),       u32of(call->conv.kh),
-        u32of(call->conv.kw),       u32of(call->conv.stride_h),
-        u32of(call->conv.stride_w), u32of(call->conv.pad_top),
-        u32of(call->conv.pad_left), u32of(call->conv.dil_h),
-        u32of(call->conv.dil_w),    c / groups,
-        k / groups};
-    memcpy(params, g, sizeof(g));
-}
-
 /* The parameter block of kernels/conv_splitk_reduce.wgsl. */
 typedef struct reduce_params {
     uint32_t size, splits, src_offset, dst_offset;
@@ -360,17 +316,6 @@ static wgt_status splitk_reduce(webgpu_backend *wg, const wgt_tensor_view *src, 
     reduce_params p = {size, splits, (uint32_t)src->offset, (uint32_t)dst->offset};
     WGPUBuffer buffers[2] = {webgpu_view_buffer(src), webgpu_view_buffer(dst)};
     return webgpu_dispatch(wg, pipe, buffers, 2, &p, sizeof(p), gx, gy, 1, op);
-}
-
-/* Whether the input gradient runs one GEMM per stride phase (at stride 1,
- * one phase: the same GEMM with the simplest loads), unless the phase
- * arithmetic (pad + stride dil) would overflow the kernel's i32. */
-bool webgpu_conv_use_phases(const webgpu_backend *wg, const wgt_kernel_call *call)
-{
-    if (!wg->knobs.conv_phases) return false;
-    const int64_t lim = (int64_t)1 << 30;
-    return call->conv.pad_top + call->conv.stride_h * (call->conv.dil_h + 1) < lim &&
-           call->conv.pad_left + call->conv.stride_w * (call->conv.dil_w + 1) < lim;
 }
 
 static wgt_status run_gemm(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v)

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "webgpu/webgpu_conv_internal.h"
+#include "webgpu/conv_shared.h"
 #include "webgpu/webgpu_internal.h"
 
 /* The parameter block of kernels/conv_stem_dx.wgsl (WGT_CONV_V2 "stem"). */

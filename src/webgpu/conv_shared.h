@@ -1,10 +1,11 @@
 /*
- * What webgpu_conv.c shares with webgpu_conv_stem.c (the WGT_CONV_V2 "stem"
- * input gradient): the pipeline lookup, the parameter blocks' common
- * geometry, the stride-phase test and two integer helpers.
+ * What webgpu_conv.c and webgpu_conv_stem.c (the WGT_CONV_V2 "stem" input
+ * gradient) share, defined in webgpu_conv_shared.c: the pipeline lookup, the
+ * parameter blocks' common geometry, the stride-phase test and two integer
+ * helpers; and the stem's entry points for webgpu_conv.c.
  */
-#ifndef WGT_WEBGPU_CONV_INTERNAL_H
-#define WGT_WEBGPU_CONV_INTERNAL_H
+#ifndef WGT_WEBGPU_CONV_SHARED_H
+#define WGT_WEBGPU_CONV_SHARED_H
 
 #include <stdbool.h>
 #include <stdint.h>
