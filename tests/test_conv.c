@@ -289,6 +289,10 @@ static const pool_case pool_cases[] = {
     {"max 2x3 dilation (2, 1) stride (1, 2)", 0, 1, 5, 7, 9, {2, 3}, {1, 2}, {0, 1}, {2, 1}, false, true, {0, 0}, 0},
     {"max ties go to the first", 0, 2, 2, 6, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, {0, 0}, 1},
     {"max with NaN", 0, 1, 3, 5, 5, {2, 2}, {2, 2}, {0, 0}, {1, 1}, true, true, {0, 0}, 2},
+    /* the GPU's max backward takes 2 x 4 input elements per invocation: ragged edge tiles, ties */
+    {"max 3x3 stride 2 pad 1, ragged tiles", 0, 2, 3, 13, 14, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 0},
+    {"max 3x3 stride 2 pad 1, ties", 0, 1, 2, 11, 10, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 1},
+    {"max 2x2 stride 1, width 3", 0, 2, 2, 5, 3, {2, 2}, {1, 1}, {0, 0}, {1, 1}, false, true, {0, 0}, 1},
     {"avg 3x3 stride 2 pad 1 include pad, ceil", 1, 2, 3, 7, 8, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, {0, 0}, 0},
     {"avg 3x2 pad (1, 1) exclude pad", 1, 1, 5, 6, 5, {3, 2}, {2, 1}, {1, 1}, {1, 1}, false, false, {0, 0}, 0},
     {"adaptive 7x5 -> 3x2", 2, 2, 3, 7, 5, {0, 0}, {0, 0}, {0, 0}, {0, 0}, false, false, {3, 2}, 0},
@@ -412,6 +416,8 @@ static const bn_case bn_cases[] = {
     /* more than 2048 values per channel: the GPU splits each channel in chunks and merges their statistics */
     {"training affine [8, 3, 40, 40] (7 chunks per channel)", 4, {8, 3, 40, 40}, true, true},
     {"eval [4, 2, 50, 50] (5 chunks per channel)", 4, {4, 2, 50, 50}, true, false},
+    /* rows shorter than the workgroup (L = 49): the GPU's walk crosses several rows per step */
+    {"training affine [48, 3, 7, 7] (L < 256)", 4, {48, 3, 7, 7}, true, true},
 };
 
 static void test_bn_case(wgt_context *ctx, const char *backend, const bn_case *bc)

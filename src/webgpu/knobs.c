@@ -115,6 +115,8 @@ static void read_conv(webgpu_knobs *k)
     k->conv_v2_ctab = all || (v2 && strstr(v2, "ctab"));
     k->conv_v2_pool = all || (v2 && strstr(v2, "pool"));
     k->conv_slots = positive("WGT_CONV_SLOTS");
+    k->pool_tiles = on_unless_zero("WGT_POOL_TILES");
+    k->bn_stream = on_unless_zero("WGT_BN_STREAM");
 }
 
 static void read_attention(webgpu_knobs *k)

@@ -1,6 +1,6 @@
 /*
  * What webgpu_conv.c shares with webgpu_conv_stem.c (the WGT_CONV_V2 "stem"
- * input gradient): the pipeline lookup, the parameter blocks' common
+ * input gradient) and webgpu_conv_pool.c (pooling): the pipeline lookup, the parameter blocks' common
  * geometry, the stride-phase test and two integer helpers.
  */
 #ifndef WGT_WEBGPU_CONV_INTERNAL_H
@@ -29,5 +29,8 @@ static inline uint32_t webgpu_conv_u32(int64_t v) { return (uint32_t)v; }
 /* webgpu_conv_stem.c */
 bool webgpu_conv_stem_fits(const webgpu_backend *wg, const wgt_kernel_call *call);
 wgt_status webgpu_conv_stem_dx(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v);
+
+/* webgpu_conv_pool.c: POOL_FORWARD and POOL_BACKWARD */
+wgt_status webgpu_conv_pool(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v);
 
 #endif
