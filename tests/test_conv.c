@@ -289,10 +289,15 @@ static const pool_case pool_cases[] = {
     {"max 2x3 dilation (2, 1) stride (1, 2)", 0, 1, 5, 7, 9, {2, 3}, {1, 2}, {0, 1}, {2, 1}, false, true, {0, 0}, 0},
     {"max ties go to the first", 0, 2, 2, 6, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, {0, 0}, 1},
     {"max with NaN", 0, 1, 3, 5, 5, {2, 2}, {2, 2}, {0, 0}, {1, 1}, true, true, {0, 0}, 2},
-    /* the GPU's max backward takes 2 x 4 input elements per invocation: ragged edge tiles, ties */
-    {"max 3x3 stride 2 pad 1, ragged tiles", 0, 2, 3, 13, 14, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 0},
-    {"max 3x3 stride 2 pad 1, ties", 0, 1, 2, 11, 10, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 1},
+    /* the GPU's max backward takes 2 x 4 input elements per invocation where W % 4 == 0: odd H, ties */
+    {"max 3x3 stride 2 pad 1, odd height", 0, 2, 3, 13, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 0},
+    {"max 3x3 stride 2 pad 1, ties", 0, 1, 2, 11, 12, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 1},
+    {"max 3x3 stride 2 pad 1, width 14", 0, 2, 3, 13, 14, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 0},
     {"max 2x2 stride 1, width 3", 0, 2, 2, 5, 3, {2, 2}, {1, 1}, {0, 0}, {1, 1}, false, true, {0, 0}, 1},
+    /* ... and its forward 4 outputs of a row per invocation where OW % 4 == 0: padding, ties, NaN, ceil */
+    {"max 3x3 stride 2 pad 1, 8 outputs a row", 0, 2, 3, 10, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 1},
+    {"max 2x3 stride (1, 2), NaN", 0, 1, 3, 6, 15, {2, 3}, {1, 2}, {1, 1}, {1, 1}, true, true, {0, 0}, 2},
+    {"max 3x3 stride 1 pad 1, ties", 0, 1, 2, 5, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, {0, 0}, 1},
     {"avg 3x3 stride 2 pad 1 include pad, ceil", 1, 2, 3, 7, 8, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, {0, 0}, 0},
     {"avg 3x2 pad (1, 1) exclude pad", 1, 1, 5, 6, 5, {3, 2}, {2, 1}, {1, 1}, {1, 1}, false, false, {0, 0}, 0},
     {"adaptive 7x5 -> 3x2", 2, 2, 3, 7, 5, {0, 0}, {0, 0}, {0, 0}, {0, 0}, false, false, {3, 2}, 0},

@@ -564,11 +564,12 @@ _Static_assert(sizeof(bn_params) % 16 == 0, "batch norm params");
 static wgt_status bn_dispatch(webgpu_backend *wg, const char *file, bool backward, int n_read_only, int n_read_write,
                               const WGPUBuffer *buffers, bn_params *p, const char *op)
 {
-    char key[64], prelude[80];
+    char key[64], prelude[128];
     bool stream = wg->knobs.bn_stream; /* WGT_BN_STREAM (conv_bn_common.wgsl) */
-    snprintf(key, sizeof(key), "%s/%d/%d", file, (int)backward, (int)stream);
-    snprintf(prelude, sizeof(prelude), "const BACKWARD = %s;\nconst STREAM = %s;\n", backward ? "true" : "false",
-             stream ? "true" : "false");
+    bool welford = wg->knobs.bn_welford && !backward; /* WGT_BN_WELFORD (conv_bn_partials.wgsl) */
+    snprintf(key, sizeof(key), "%s/%d/%d/%d", file, (int)backward, (int)stream, (int)welford);
+    snprintf(prelude, sizeof(prelude), "const BACKWARD = %s;\nconst STREAM = %s;\nconst WELFORD = %s;\n",
+             backward ? "true" : "false", stream ? "true" : "false", welford ? "true" : "false");
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, key, prelude, "conv_bn_common", file, n_read_only, n_read_write, op, &pipe);
     uint32_t gx = 0, gy = 0;

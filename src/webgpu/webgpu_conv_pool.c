@@ -2,10 +2,13 @@
  * Pooling (WGT_KERNEL_CONV POOL_FORWARD / POOL_BACKWARD, contracts in
  * src/core/backend.h), called by webgpu_conv.c:
  *
- *   POOL_FORWARD    kernels/conv_pool.wgsl           an invocation per output element
+ *   POOL_FORWARD    kernels/conv_pool_max_rows.wgsl  max without dilation
+ *                   (WGT_POOL_TILES), OW a multiple of 4: an invocation per 4
+ *                   outputs of a row, the window's size as constants
+ *                   kernels/conv_pool.wgsl           otherwise: an invocation per output element
  *   POOL_BACKWARD   kernels/conv_pool_backward_max.wgsl  max without dilation
- *                   (WGT_POOL_TILES, the default): an invocation per 2 x 4
- *                   input elements
+ *                   (WGT_POOL_TILES, the default), W a multiple of 4: an
+ *                   invocation per 2 x 4 input elements
  *                   kernels/conv_pool_backward.wgsl  otherwise: an invocation
  *                   per input element (gathers from its windows; no atomics)
  */
@@ -25,6 +28,7 @@ static uint32_t u32of(int64_t v) { return (uint32_t)v; }
 
 #define POOL_TILE_ROWS 2u /* conv_pool_backward_max.wgsl TR x TC */
 #define POOL_TILE_COLS 4u
+#define POOL_PATCH_MAX 64u /* conv_pool_max_rows.wgsl: input values per invocation (registers) */
 
 wgt_status webgpu_conv_pool(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v)
 {
@@ -48,12 +52,28 @@ wgt_status webgpu_conv_pool(webgpu_backend *wg, const wgt_kernel_call *call, con
     bool ranges = !forward && wg->knobs.conv_v2_pool;
     const char *key = forward ? file : ranges ? "conv_pool_backward/ranges" : "conv_pool_backward/taps";
     const char *prelude = forward ? "" : ranges ? "const RANGES = true;\n" : "const RANGES = false;\n";
-    /* WGT_POOL_TILES: max without dilation, 2 x 4 input elements per invocation */
-    if (!forward && max && p.dil_h == 1 && p.dil_w == 1 && wg->knobs.pool_tiles) {
+    /* WGT_POOL_TILES: max without dilation, 2 x 4 input elements per invocation
+     * (vec4 stores: W and dx's offset multiples of 4) */
+    const wgt_tensor_view *dx_view = &v->out[0];
+    if (!forward && max && p.dil_h == 1 && p.dil_w == 1 && p.w % POOL_TILE_COLS == 0 &&
+        dx_view->offset % POOL_TILE_COLS == 0 && wg->knobs.pool_tiles) {
         file = key = "conv_pool_backward_max", prelude = "";
         uint64_t tiles = (uint64_t)p.planes * ((p.h + POOL_TILE_ROWS - 1) / POOL_TILE_ROWS) *
                          ((p.w + POOL_TILE_COLS - 1) / POOL_TILE_COLS);
         p.total = (uint32_t)tiles; /* at most planes h w, which fits (supports()) */
+    }
+    /* WGT_POOL_TILES, forward: max without dilation, 4 outputs of a row per
+     * invocation (vec4 stores: OW and the output offsets multiples of 4), the
+     * window as constants, its input patch at most POOL_PATCH_MAX values */
+    char fkey[64], fprelude[128];
+    if (forward && max && p.dil_h == 1 && p.dil_w == 1 && p.ow % POOL_TILE_COLS == 0 && wg->knobs.pool_tiles &&
+        v->out[0].offset % POOL_TILE_COLS == 0 && v->out[1].offset % POOL_TILE_COLS == 0 &&
+        (uint64_t)p.kh * ((POOL_TILE_COLS - 1) * p.stride_w + p.kw) <= POOL_PATCH_MAX) {
+        snprintf(fkey, sizeof(fkey), "conv_pool_max_rows/%u/%u/%u/%u", p.kh, p.kw, p.stride_h, p.stride_w);
+        snprintf(fprelude, sizeof(fprelude), "const KH = %uu;\nconst KW = %uu;\nconst SH = %uu;\nconst SW = %uu;\n"
+                 "const PW = %uu;\n", p.kh, p.kw, p.stride_h, p.stride_w, (POOL_TILE_COLS - 1) * p.stride_w + p.kw);
+        file = "conv_pool_max_rows", key = fkey, prelude = fprelude;
+        p.total /= POOL_TILE_COLS;
     }
     wgt_status s = webgpu_conv_pipeline(wg, key, prelude, "conv_pool_common", file, forward ? 1 : 2, forward ? 2 : 1,
                                         op, &pipe);

@@ -1,8 +1,9 @@
 // POOL_BACKWARD, max without dilation (WGT_POOL_TILES, the default): dy and
 // argmax [N, C, OH, OW] -> dx [N, C, H, W], one invocation per tile of TR x TC
 // (2 x 4) input elements of a plane, gathering from the windows that contain
-// any of them. (x_offset is dy's offset, y_offset dx's; params.total counts
-// tiles.) After conv_pool_common.wgsl.
+// any of them, written as two vec4 stores (W and dx's offset are multiples of
+// 4: webgpu_conv_pool.c checks). (x_offset is dy's offset, y_offset dx's;
+// params.total counts tiles.) After conv_pool_common.wgsl.
 //
 // Why: conv_pool_backward.wgsl spends an invocation, its index divisions and
 // the window-range divisions on each input element; ResNet-18's 3x3 stride-2
@@ -21,7 +22,7 @@
 
 @group(0) @binding(1) var<storage, read> dy: array<f32>;
 @group(0) @binding(2) var<storage, read> arg: array<i32>;
-@group(0) @binding(3) var<storage, read_write> dx: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dx: array<vec4<f32>>;
 
 const TR = 2u;
 const TC = 4u;
@@ -39,7 +40,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let ih0 = r * TR;
     let iw0 = q * TC;
     let rows = min(TR, params.h - ih0);
-    let cols = min(TC, params.w - iw0);
+    let cols = TC;
     var acc0 = vec4<f32>(0.0);   // row ih0, columns iw0 .. iw0 + 3
     var acc1 = vec4<f32>(0.0);   // row ih0 + 1
     if (params.oh > 0u && params.ow > 0u) {
@@ -68,9 +69,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
         }
     }
-    let base = params.y_offset + p * params.h * params.w + ih0 * params.w + iw0;
-    for (var c = 0u; c < cols; c++) {
-        dx[base + c] = acc0[c];
-        if (rows > 1u) { dx[base + params.w + c] = acc1[c]; }
-    }
+    let base = (params.y_offset + p * params.h * params.w + ih0 * params.w + iw0) / 4u;
+    dx[base] = acc0;
+    if (rows > 1u) { dx[base + params.w / 4u] = acc1; }
 }
