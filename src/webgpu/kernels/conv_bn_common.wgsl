@@ -8,7 +8,8 @@
 // few channels (one workgroup per channel left most SMs idle at 64 channels).
 // Two dispatches per direction, no atomics:
 //   partials  forward (training): per chunk its mean and the sum of squared
-//             deviations from it (two passes over the chunk: no cancellation);
+//             deviations from it (no cancellation: one Welford pass, WELFORD
+//             in conv_bn_partials.wgsl, or two passes over the chunk);
 //             backward: per chunk sum(dy) and sum(dy xhat)
 //   apply     combines the channel's chunk partials (Chan's parallel variance
 //             formula forward, plain sums backward: every workgroup of the
