@@ -289,6 +289,15 @@ static const pool_case pool_cases[] = {
     {"max 2x3 dilation (2, 1) stride (1, 2)", 0, 1, 5, 7, 9, {2, 3}, {1, 2}, {0, 1}, {2, 1}, false, true, {0, 0}, 0},
     {"max ties go to the first", 0, 2, 2, 6, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, {0, 0}, 1},
     {"max with NaN", 0, 1, 3, 5, 5, {2, 2}, {2, 2}, {0, 0}, {1, 1}, true, true, {0, 0}, 2},
+    /* the GPU's max backward takes 2 x 4 input elements per invocation where W % 4 == 0: odd H, ties */
+    {"max 3x3 stride 2 pad 1, odd height", 0, 2, 3, 13, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 0},
+    {"max 3x3 stride 2 pad 1, ties", 0, 1, 2, 11, 12, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 1},
+    {"max 3x3 stride 2 pad 1, width 14", 0, 2, 3, 13, 14, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 0},
+    {"max 2x2 stride 1, width 3", 0, 2, 2, 5, 3, {2, 2}, {1, 1}, {0, 0}, {1, 1}, false, true, {0, 0}, 1},
+    /* ... and its forward 4 outputs of a row per invocation where OW % 4 == 0: padding, ties, NaN, ceil */
+    {"max 3x3 stride 2 pad 1, 8 outputs a row", 0, 2, 3, 10, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, {0, 0}, 1},
+    {"max 2x3 stride (1, 2), NaN", 0, 1, 3, 6, 15, {2, 3}, {1, 2}, {1, 1}, {1, 1}, true, true, {0, 0}, 2},
+    {"max 3x3 stride 1 pad 1, ties", 0, 1, 2, 5, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1}, false, true, {0, 0}, 1},
     {"avg 3x3 stride 2 pad 1 include pad, ceil", 1, 2, 3, 7, 8, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, {0, 0}, 0},
     {"avg 3x2 pad (1, 1) exclude pad", 1, 1, 5, 6, 5, {3, 2}, {2, 1}, {1, 1}, {1, 1}, false, false, {0, 0}, 0},
     {"adaptive 7x5 -> 3x2", 2, 2, 3, 7, 5, {0, 0}, {0, 0}, {0, 0}, {0, 0}, false, false, {3, 2}, 0},
@@ -402,16 +411,20 @@ typedef struct bn_case {
     int ndim;
     int64_t shape[4];
     bool affine, training;
+    double offset; /* added to x (then rounded to f32): a mean far from 0 tests for cancellation */
 } bn_case;
 
 static const bn_case bn_cases[] = {
-    {"training affine [3, 5, 7, 6]", 4, {3, 5, 7, 6}, true, true},
-    {"training plain [2, 3, 1, 9]", 4, {2, 3, 1, 9}, false, true},
-    {"training [17, 6] (batch norm 1d)", 2, {17, 6, 0, 0}, true, true},
-    {"eval affine [2, 4, 5, 3]", 4, {2, 4, 5, 3}, true, false},
+    {"training affine [3, 5, 7, 6]", 4, {3, 5, 7, 6}, true, true, 0.0},
+    {"training plain [2, 3, 1, 9]", 4, {2, 3, 1, 9}, false, true, 0.0},
+    {"training [17, 6] (batch norm 1d)", 2, {17, 6, 0, 0}, true, true, 0.0},
+    {"eval affine [2, 4, 5, 3]", 4, {2, 4, 5, 3}, true, false, 0.0},
     /* more than 2048 values per channel: the GPU splits each channel in chunks and merges their statistics */
-    {"training affine [8, 3, 40, 40] (7 chunks per channel)", 4, {8, 3, 40, 40}, true, true},
-    {"eval [4, 2, 50, 50] (5 chunks per channel)", 4, {4, 2, 50, 50}, true, false},
+    {"training affine [8, 3, 40, 40] (7 chunks per channel)", 4, {8, 3, 40, 40}, true, true, 0.0},
+    {"eval [4, 2, 50, 50] (5 chunks per channel)", 4, {4, 2, 50, 50}, true, false, 0.0},
+    /* rows shorter than the workgroup (L = 49): the GPU's walk crosses several rows per step */
+    {"training affine [48, 3, 7, 7] (L < 256)", 4, {48, 3, 7, 7}, true, true, 0.0},
+    {"training affine [8, 2, 30, 30], values near 100", 4, {8, 2, 30, 30}, true, true, 100.0},
 };
 
 static void test_bn_case(wgt_context *ctx, const char *backend, const bn_case *bc)
@@ -419,6 +432,7 @@ static void test_bn_case(wgt_context *ctx, const char *backend, const bn_case *b
     int64_t nx = numel(bc->ndim, bc->shape), n = bc->shape[0], c = bc->shape[1], l = nx / (n * c);
     const double eps = 1e-5, momentum = 0.1;
     double *x = random_values(nx, -2, 3, WGT_F32), *r = random_values(nx, -1, 1, WGT_F32);
+    for (int64_t i = 0; bc->offset != 0 && i < nx; i++) x[i] = (float)(x[i] + bc->offset);
     double *w = random_values(c, 0.5, 1.5, WGT_F32), *b = random_values(c, -1, 1, WGT_F32);
     double *rm = random_values(c, -0.5, 0.5, WGT_F32), *rv = random_values(c, 0.5, 2, WGT_F32);
     double *y = malloc(sizeof(double) * (size_t)nx), *dx = malloc(sizeof(double) * (size_t)nx);

@@ -1,8 +1,9 @@
 /*
- * What webgpu_conv.c and webgpu_conv_stem.c (the WGT_CONV_V2 "stem" input
- * gradient) share, defined in webgpu_conv_shared.c: the pipeline lookup, the
- * parameter blocks' common geometry, the stride-phase test and two integer
- * helpers; and the stem's entry points for webgpu_conv.c.
+ * What the convolution files share, defined in webgpu_conv_shared.c: the
+ * pipeline lookup, the parameter blocks' common geometry, the stride-phase
+ * test and two integer helpers; and the entry points webgpu_conv.c calls in
+ * webgpu_conv_stem.c (the WGT_CONV_V2 "stem" input gradient) and
+ * webgpu_conv_pool.c (pooling).
  */
 #ifndef WGT_WEBGPU_CONV_SHARED_H
 #define WGT_WEBGPU_CONV_SHARED_H
@@ -30,5 +31,8 @@ static inline uint32_t webgpu_conv_u32(int64_t v) { return (uint32_t)v; }
 /* webgpu_conv_stem.c */
 bool webgpu_conv_stem_fits(const webgpu_backend *wg, const wgt_kernel_call *call);
 wgt_status webgpu_conv_stem_dx(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v);
+
+/* webgpu_conv_pool.c: POOL_FORWARD and POOL_BACKWARD */
+wgt_status webgpu_conv_pool(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v);
 
 #endif

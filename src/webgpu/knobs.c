@@ -120,6 +120,9 @@ static void read_conv(webgpu_knobs *k)
     k->conv_v2_ctab = all || (v2 && strstr(v2, "ctab"));
     k->conv_v2_pool = all || (v2 && strstr(v2, "pool"));
     k->conv_slots = positive("WGT_CONV_SLOTS");
+    k->pool_tiles = on_unless_zero("WGT_POOL_TILES");
+    k->bn_stream = on_unless_zero("WGT_BN_STREAM");
+    k->bn_welford = on_unless_zero("WGT_BN_WELFORD");
 }
 
 static void read_attention(webgpu_knobs *k)

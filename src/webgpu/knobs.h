@@ -113,6 +113,17 @@ typedef struct webgpu_knobs {
     bool conv_v2_reduce, conv_v2_tiles, conv_v2_waves, conv_v2_stem, conv_v2_ctab, conv_v2_pool;
     uint64_t conv_slots;       /* WGT_CONV_SLOTS=<n>: workgroups of 256 invocations the GPU runs at once,
                                 * for "waves"; default 0: 264 (two per SM of an H100) */
+    bool pool_tiles;           /* WGT_POOL_TILES: max pooling without dilation by
+                                * conv_pool_max_rows.wgsl (4 outputs per invocation) and
+                                * conv_pool_backward_max.wgsl (2 x 4 input elements per invocation)
+                                * where the widths are multiples of 4 (webgpu_conv_pool.c); "0": one
+                                * per element; default on */
+    bool bn_stream;            /* WGT_BN_STREAM: batch norm walks its chunk with a running (n, l)
+                                * position and 4 loads in flight per invocation, not a division per
+                                * element (conv_bn_common.wgsl STREAM); "0": off; default on */
+    bool bn_welford;           /* WGT_BN_WELFORD: batch norm forward's chunk statistics in one pass
+                                * (Welford per invocation, Chan over the workgroup), not two
+                                * (conv_bn_partials.wgsl WELFORD); "0": two passes; default on */
 
     /* ---- attention (webgpu_attention.c, webgpu_attention_decode.c) */
     bool attention_tiles_set;  /* WGT_ATTENTION_TILES="rows,keys,kv_keys,kv_rows,joint_d4" (five counts):   */

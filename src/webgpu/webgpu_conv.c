@@ -7,8 +7,7 @@
  *   CONV_BACKWARD_INPUT with at most 4 channels per group (the stem, depthwise)
  *                          kernels/conv_direct_dx.wgsl  an invocation per input pixel
  *                          (WGT_CONV_V2 "stem": kernels/conv_stem_dx.wgsl, webgpu_conv_stem.c)
- *   POOL_FORWARD           kernels/conv_pool.wgsl   an invocation per output element
- *   POOL_BACKWARD          kernels/conv_pool_backward.wgsl  per input element (gathers)
+ *   POOL_FORWARD, POOL_BACKWARD  webgpu_conv_pool.c
  *   BATCH_NORM_FORWARD / _BACKWARD  kernels/conv_bn_partials.wgsl + conv_bn_apply.wgsl
  *                          a workgroup per (channel, chunk): partial sums, then combine + apply
  *
@@ -490,63 +489,6 @@ static wgt_status run_direct_dx(webgpu_backend *wg, const wgt_kernel_call *call,
     return webgpu_dispatch(wg, pipe, buffers, 3, &p, sizeof(p), gx, gy, 1, op);
 }
 
-/* ----------------------------------------------------------------- pooling */
-
-typedef struct pool_params {
-    uint32_t planes, h, w, oh, ow, kh, kw, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, mode;
-    uint32_t count_include_pad, total, x_offset, y_offset, arg_offset, pad0;
-} pool_params;
-_Static_assert(sizeof(pool_params) % 16 == 0, "pool params");
-
-static wgt_status run_pool(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v)
-{
-    const char *op = call->op_name;
-    bool forward = call->conv.kernel == WGT_POOL_FORWARD, max = call->conv.pool_mode == WGT_POOL_MAX;
-    pool_params p;
-    memset(&p, 0, sizeof(p));
-    p.planes = u32of(call->conv.n * call->conv.c);
-    p.h = u32of(call->conv.h), p.w = u32of(call->conv.w), p.oh = u32of(call->conv.oh), p.ow = u32of(call->conv.ow);
-    p.kh = u32of(call->conv.kh), p.kw = u32of(call->conv.kw);
-    p.stride_h = u32of(call->conv.stride_h), p.stride_w = u32of(call->conv.stride_w);
-    p.pad_h = u32of(call->conv.pad_top), p.pad_w = u32of(call->conv.pad_left);
-    p.dil_h = u32of(call->conv.dil_h), p.dil_w = u32of(call->conv.dil_w);
-    p.mode = (uint32_t)call->conv.pool_mode;
-    p.count_include_pad = call->conv.count_include_pad;
-    p.total = forward ? p.planes * p.oh * p.ow : p.planes * p.h * p.w;
-    if (p.total == 0) return WGT_OK;
-    webgpu_pipeline *pipe;
-    const char *file = forward ? "conv_pool" : "conv_pool_backward";
-    /* WGT_CONV_V2 "pool": the backward's window ranges (conv_pool_backward.wgsl RANGES) */
-    bool ranges = !forward && wg->knobs.conv_v2_pool;
-    const char *key = forward ? file : ranges ? "conv_pool_backward/ranges" : "conv_pool_backward/taps";
-    const char *prelude = forward ? "" : ranges ? "const RANGES = true;\n" : "const RANGES = false;\n";
-    wgt_status s = get_pipeline(wg, key, prelude, "conv_pool_common", file, forward ? 1 : 2, forward ? 2 : 1, op, &pipe);
-    if (s != WGT_OK) return s;
-    uint32_t gx, gy;
-    s = webgpu_grid(wg, ((uint64_t)p.total + 255) / 256, &gx, &gy, op);
-    if (s != WGT_OK) return s;
-    if (forward) {
-        const wgt_tensor_view *x = &v->in[0], *y = &v->out[0];
-        wgt_tensor_view scratch = {0};
-        const wgt_tensor_view *arg = max ? &v->out[1] : NULL;
-        if (!arg) { /* the kernel binds an argmax buffer it never writes: a small temporary, never y */
-            int64_t four = 4;
-            s = webgpu_temp_alloc(wg, WGT_I32, 1, &four, &scratch);
-            if (s != WGT_OK) return s;
-            arg = &scratch;
-        }
-        p.x_offset = (uint32_t)x->offset, p.y_offset = (uint32_t)y->offset, p.arg_offset = (uint32_t)arg->offset;
-        WGPUBuffer buffers[3] = {webgpu_view_buffer(x), webgpu_view_buffer(y), webgpu_view_buffer(arg)};
-        s = webgpu_dispatch(wg, pipe, buffers, 3, &p, sizeof(p), gx, gy, 1, op);
-        if (scratch.storage) webgpu_temp_release(wg, &scratch);
-        return s;
-    }
-    const wgt_tensor_view *dy = &v->in[0], *dx = &v->out[0], *arg = max ? &v->in[1] : dy;
-    p.x_offset = (uint32_t)dy->offset, p.y_offset = (uint32_t)dx->offset, p.arg_offset = (uint32_t)arg->offset;
-    WGPUBuffer buffers[3] = {webgpu_view_buffer(dy), webgpu_view_buffer(arg), webgpu_view_buffer(dx)};
-    return webgpu_dispatch(wg, pipe, buffers, 3, &p, sizeof(p), gx, gy, 1, op);
-}
-
 /* -------------------------------------------------------------- batch norm */
 
 /* The parameter block of kernels/conv_bn_common.wgsl. */
@@ -567,9 +509,12 @@ _Static_assert(sizeof(bn_params) % 16 == 0, "batch norm params");
 static wgt_status bn_dispatch(webgpu_backend *wg, const char *file, bool backward, int n_read_only, int n_read_write,
                               const WGPUBuffer *buffers, bn_params *p, const char *op)
 {
-    char key[64], prelude[48];
-    snprintf(key, sizeof(key), "%s/%d", file, (int)backward);
-    snprintf(prelude, sizeof(prelude), "const BACKWARD = %s;\n", backward ? "true" : "false");
+    char key[64], prelude[128];
+    bool stream = wg->knobs.bn_stream; /* WGT_BN_STREAM (conv_bn_common.wgsl) */
+    bool welford = wg->knobs.bn_welford && !backward; /* WGT_BN_WELFORD (conv_bn_partials.wgsl) */
+    snprintf(key, sizeof(key), "%s/%d/%d/%d", file, (int)backward, (int)stream, (int)welford);
+    snprintf(prelude, sizeof(prelude), "const BACKWARD = %s;\nconst STREAM = %s;\nconst WELFORD = %s;\n",
+             backward ? "true" : "false", stream ? "true" : "false", welford ? "true" : "false");
     webgpu_pipeline *pipe;
     wgt_status s = get_pipeline(wg, key, prelude, "conv_bn_common", file, n_read_only, n_read_write, op, &pipe);
     uint32_t gx = 0, gy = 0;
@@ -660,7 +605,7 @@ wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call)
             else s = run_direct_dx(wg, call, &v);
             break;
         case WGT_POOL_FORWARD:
-        case WGT_POOL_BACKWARD: s = run_pool(wg, call, &v); break;
+        case WGT_POOL_BACKWARD: s = webgpu_conv_pool(wg, call, &v); break;
         case WGT_BATCH_NORM_FORWARD:
         case WGT_BATCH_NORM_BACKWARD: s = run_batch_norm(wg, call, &v); break;
         default: s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: unknown convolution kernel", call->op_name);

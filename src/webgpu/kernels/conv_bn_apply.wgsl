@@ -54,6 +54,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let scale = w / sqrt(v + params.eps);
         var shift = 0.0;
         if ((params.flags & HAS_BIAS) != 0u) { shift = b[params.b_offset + c]; }
+        if (STREAM) {
+            var k = cursor_at(range.x + t);
+            var e = range.x + t;
+            for (; e + 768u < range.y; e += 1024u) {
+                let i = cursor_next4(&k, c);
+                let ix = i + vec4<u32>(params.x_offset);
+                let iy = i + vec4<u32>(params.y_offset);
+                let v = (vec4<f32>(x[ix.x], x[ix.y], x[ix.z], x[ix.w]) - vec4<f32>(m)) * scale + vec4<f32>(shift);
+                y[iy.x] = v.x;
+                y[iy.y] = v.y;
+                y[iy.z] = v.z;
+                y[iy.w] = v.w;
+            }
+            for (; e < range.y; e += 256u) {
+                let i = cursor_index(c, k);
+                y[params.y_offset + i] = (x[params.x_offset + i] - m) * scale + shift;
+                k = cursor_next(k);
+            }
+            return;
+        }
         for (var e = range.x + t; e < range.y; e += 256u) {
             let i = element(c, e);
             y[params.y_offset + i] = (x[params.x_offset + i] - m) * scale + shift;
@@ -71,6 +91,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let scale = w * rstd;
     let m_dy = sums.x / total;
     let m_dy_xhat = sums.y / total;
+    if (STREAM && training) {
+        var k = cursor_at(range.x + t);
+        var e = range.x + t;
+        for (; e + 768u < range.y; e += 1024u) {
+            let i = cursor_next4(&k, c);
+            let ig = i + vec4<u32>(params.b_offset);
+            let ix = i + vec4<u32>(params.x_offset);
+            let iy = i + vec4<u32>(params.y_offset);
+            let g = vec4<f32>(b[ig.x], b[ig.y], b[ig.z], b[ig.w]);
+            let xv = vec4<f32>(x[ix.x], x[ix.y], x[ix.z], x[ix.w]);
+            let d = scale * (g - vec4<f32>(m_dy) - (xv - vec4<f32>(m)) * rstd * m_dy_xhat);
+            y[iy.x] = d.x;
+            y[iy.y] = d.y;
+            y[iy.z] = d.z;
+            y[iy.w] = d.w;
+        }
+        for (; e < range.y; e += 256u) {
+            let i = cursor_index(c, k);
+            let g = b[params.b_offset + i];
+            y[params.y_offset + i] = scale * (g - m_dy - (x[params.x_offset + i] - m) * rstd * m_dy_xhat);
+            k = cursor_next(k);
+        }
+        return;
+    }
     for (var e = range.x + t; e < range.y; e += 256u) {
         let i = element(c, e);
         let g = b[params.b_offset + i];

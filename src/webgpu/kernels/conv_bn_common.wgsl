@@ -8,14 +8,21 @@
 // few channels (one workgroup per channel left most SMs idle at 64 channels).
 // Two dispatches per direction, no atomics:
 //   partials  forward (training): per chunk its mean and the sum of squared
-//             deviations from it (two passes over the chunk: no cancellation);
+//             deviations from it (no cancellation: one Welford pass, WELFORD
+//             in conv_bn_partials.wgsl, or two passes over the chunk);
 //             backward: per chunk sum(dy) and sum(dy xhat)
 //   apply     combines the channel's chunk partials (Chan's parallel variance
 //             formula forward, plain sums backward: every workgroup of the
 //             channel does the same few operations), then writes y (or dx)
 //             for its chunk; chunk 0 also writes mean / var (forward training)
 //             or dweight / dbias (backward)
-// Prelude (webgpu_conv.c): const BACKWARD: bool.
+// Prelude (webgpu_conv.c): const BACKWARD: bool; const STREAM: bool
+// (WGT_BN_STREAM, the default): an invocation walks its elements of the chunk
+// (e, e + 256, ...) with a running position (e / L, e % L) instead of a
+// division and a remainder per element, and issues 4 loads before it uses
+// them (one load in flight per invocation left the kernels at 2.2-2.6 TB/s on
+// an H100). The values are combined in the same order as without: the same
+// bits.
 
 struct Params {
     n: u32, c: u32, l: u32, flags: u32,   // 1 training, 2 has weight, 4 has bias
@@ -55,4 +62,37 @@ fn chunk_range(s: u32) -> vec2<u32> {
     let total = params.n * params.l;
     let begin = min(s * params.chunk, total);
     return vec2<u32>(begin, min(begin + params.chunk, total));
+}
+
+// Element e of a channel as (e / L, e % L): STREAM's running position.
+struct Cursor { q: u32, r: u32, }
+
+fn cursor_at(e: u32) -> Cursor { return Cursor(e / params.l, e % params.l); }
+
+fn cursor_index(c: u32, k: Cursor) -> u32 { return k.q * params.c * params.l + c * params.l + k.r; }
+
+// The position 256 elements on (one step of an invocation's walk).
+fn cursor_next(k: Cursor) -> Cursor {
+    var q = k.q;
+    var r = k.r + 256u;
+    if (r >= params.l) {
+        if (params.l >= 256u) {
+            r -= params.l;
+            q += 1u;
+        } else {
+            q += r / params.l;
+            r = r % params.l;
+        }
+    }
+    return Cursor(q, r);
+}
+
+// The indices of the next 4 steps of the walk; *k moves past them.
+fn cursor_next4(k: ptr<function, Cursor>, c: u32) -> vec4<u32> {
+    let k0 = *k;
+    let k1 = cursor_next(k0);
+    let k2 = cursor_next(k1);
+    let k3 = cursor_next(k2);
+    *k = cursor_next(k3);
+    return vec4<u32>(cursor_index(c, k0), cursor_index(c, k1), cursor_index(c, k2), cursor_index(c, k3));
 }
