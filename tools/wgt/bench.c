@@ -96,9 +96,14 @@ static bool setup_gemv(bench_state *s)
 static bool setup_decode_gemv(bench_state *s, int bits)
 {
     int64_t sa[2] = {s->n, s->k}, sx[2] = {1, s->k};
-    wgt_tensor *w = wgt_cast(randn(s, 2, sa, 7), WGT_F16);
+    wgt_tensor *w32 = randn(s, 2, sa, 7);
+    wgt_tensor *w = w32 ? wgt_cast(w32, WGT_F16) : NULL;
+    wgt_tensor_release(w32);
     s->b = randn(s, 2, sx, 8);
-    if (!w || !s->b) return false;
+    if (!w || !s->b) {
+        wgt_tensor_release(w);
+        return false;
+    }
     if (!bits) {
         s->a = w;
         return true;
