@@ -114,9 +114,12 @@ static wgt_tensor *qlinear_composed(wgt_tensor *x, wgt_tensor *qweight, wgt_tens
 static wgt_tensor *qlinear(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits,
                            const wgt_qlinear_fusion *f, const char *op)
 {
-    wgt_tensor *args[5] = {x, qweight, scales, f ? f->norm_weight : NULL, f ? f->bias : NULL};
-    const int n_args = 3 + (f && f->norm_weight) + (f && f->bias);
-    if (f && !f->norm_weight && f->bias) args[3] = f->bias;
+    /* x, qweight, scales, then the fusion's tensors that are set (the kernel's
+     * fourth input, when there is one, is args[3]) */
+    wgt_tensor *args[5] = {x, qweight, scales, NULL, NULL};
+    int n_args = 3;
+    if (f && f->norm_weight) args[n_args++] = f->norm_weight;
+    if (f && f->bias) args[n_args++] = f->bias;
     wgt_context *ctx = wgt_op_begin(op, n_args, args);
     if (!ctx || !bits_ok(ctx, bits, op)) return NULL;
     char xs[160], qs[160], ss[160];

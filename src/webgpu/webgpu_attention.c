@@ -37,8 +37,8 @@
  *                               H100, fwd+bwd 64x6x256x64 causal dropout 0.2:
  *                               1.34 ms against 1.73 with dkdv + q (backward
  *                               0.93 ms against 1.31); 8x12x1024x64 causal:
- *                               3.53 against 3.95; GPT preset training step
- *                               40.0 ms against 42.4. The GPU default where
+ *                               3.53 against 3.95 (alternated runs of one
+ *                               call). The GPU default where
  *                               its partials (~T / 64 times dq's memory) stay
  *                               within 8x dq and 512 MiB (run_backward)
  *   attention_backward_kv_tiled dk, dv: 4 keys x 4 rows register blocks per
@@ -524,7 +524,7 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
         /* The GPU default where its dq partials (about T / 64 times dq's
          * size) stay within 8x dq and 512 MiB: on an H100 at the GPT's shape
          * (64 x 6 x 256 x 64, dropout) fwd + bwd 1.34 ms against 1.73 with
-         * dkdv, the training step 40.0 ms against 42.4, peak memory the same.
+         * dkdv (alternated runs of one call), peak training memory the same.
          * Longer sequences take dkdv (T = 1024's partials are 16x dq). */
         const uint64_t dq_bytes = (uint64_t)p.B * p.H * p.Tq * p.D * 4, work_bytes = work_n * 4;
         if (work_bytes <= 8 * dq_bytes && work_bytes <= ((uint64_t)512 << 20))
