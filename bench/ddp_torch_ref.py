@@ -74,7 +74,8 @@ def main():
         print(f"torch DDP {torch.__version__}: {world} ranks x batch {a.batch_size}, "
               f"{sum(p_.numel() for p_ in model.parameters()) / 1e6:.2f}M parameters")
         print(f"bench: {timed} steps after {a.bench_warmup} warm-up: {1e3 * elapsed / timed:.1f} ms/step, "
-              f"{timed * tokens / elapsed:.0f} tokens/s")
+              f"{timed * tokens / elapsed:.0f} tokens/s, "
+              f"peak device memory {torch.cuda.max_memory_allocated(dev) / 1048576:.1f} MiB")
     dist.destroy_process_group()
 
 

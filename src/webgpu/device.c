@@ -329,6 +329,11 @@ static void release_device(WGPUInstance instance, WGPUAdapter adapter, WGPUDevic
         wgpuDeviceRelease(device);
     }
     if (adapter) wgpuAdapterRelease(adapter);
+    if (instance && getenv("WGT_REPORT_LIVE")) { /* what this context left unreleased (a leak) */
+        char live[512];
+        webgpu_native_live_objects(instance, live, sizeof(live));
+        fprintf(stderr, "wgt_context_destroy: wgpu objects still held in the process's instance: %s\n", live[0] ? live : "none");
+    }
     if (instance) wgpuInstanceRelease(instance);
 }
 

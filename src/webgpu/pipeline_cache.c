@@ -1,6 +1,8 @@
 /* Shader modules and compute pipelines, created once and cached under a string
  * key (kernel id + dtypes + specialization). Compile errors come back as
  * WGT_ERR_SHADER_COMPILE with the compiler's line:column. */
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +93,27 @@ static void find_location(const char *message, int *line, int *column)
     if (p) sscanf(p + 5, "%d:%d", line, column);
 }
 
+/* WGT_WGSL_DUMP_DIR=folder: the source of a pipeline the device refused is
+ * written there as <key>.wgsl (characters other than letters, digits, '.',
+ * '_' and '-' become '_'), so a failure seen only on one GPU can be read and
+ * validated elsewhere. Best effort: a dump that fails is not an error. */
+static void dump_refused_source(const char *key, const char *source)
+{
+    const char *dir = getenv("WGT_WGSL_DUMP_DIR");
+    if (!dir || !*dir) return;
+    char path[512];
+    int n = snprintf(path, sizeof(path), "%s/", dir);
+    if (n < 0 || (size_t)n >= sizeof(path) - 8) return;
+    size_t at = (size_t)n;
+    for (const char *k = key; *k && at < sizeof(path) - 6; k++)
+        path[at++] = (isalnum((unsigned char)*k) || *k == '.' || *k == '_' || *k == '-') ? *k : '_';
+    memcpy(path + at, ".wgsl", 6);
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fputs(source, f);
+    fclose(f);
+}
+
 wgt_status webgpu_pipeline_create_ex(webgpu_backend *wg, const char *key, const char *source, const char *entry,
                                      int n_storage, const bool *read_only, bool has_params, bool params_last,
                                      bool checked, const char *op, webgpu_pipeline **out)
@@ -132,6 +155,7 @@ wgt_status webgpu_pipeline_create_ex(webgpu_backend *wg, const char *key, const 
         find_location(message, &line, &column);
         s = wgt_error(ctx, WGT_ERR_SHADER_COMPILE, "%s: WGSL error at line %d, column %d: %s", op, line, column,
                       message);
+        dump_refused_source(key, source);
     }
     if (s != WGT_OK) {
         if (pipeline) wgpuComputePipelineRelease(pipeline);

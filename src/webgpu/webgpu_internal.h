@@ -217,6 +217,7 @@ double webgpu_native_timestamp_period(WGPUQueue queue);
 void webgpu_native_version(char *buf, size_t size);
 /* The adapter feature ids of wgpu-native's subgroup extension (if any). */
 bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter);
+void webgpu_native_live_objects(WGPUInstance instance, char *buf, size_t size);
 
 /* -------------------------------------------------------------- device.c, waits.c */
 extern const wgt_backend_vtable webgpu_vtable; /* webgpu_backend.c */
