@@ -268,6 +268,11 @@ wgt_status wgt_tensor_read(wgt_tensor *t, void *data, size_t bytes);
 typedef struct wgt_read wgt_read;
 wgt_read *wgt_tensor_read_start(wgt_tensor *t);
 wgt_status wgt_read_finish(wgt_read *r, void *data, size_t bytes);
+/* Whether wgt_read_finish(r, ...) would return without waiting: the copy has
+ * landed, or the read failed (finish then says why). Polls the device once and
+ * never blocks, so a host loop can do other work (start a network transfer of
+ * what has arrived) while the device is still busy. NULL: true. */
+bool wgt_read_ready(wgt_read *r);
 /* Overwrites the tensor's elements (any view) from contiguous host data. */
 wgt_status wgt_tensor_write(wgt_tensor *t, const void *data, size_t bytes);
 

@@ -3,6 +3,7 @@
  * execution model (1000 small ops go out in a handful of submits). */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/philox.h"
 #include "test_util.h"
@@ -282,6 +283,17 @@ static void test_read_start(wgt_context *ctx, const char *backend)
     wgt_read *rd = wgt_tensor_read_start(x);
     CHECK(rd && wgt_read_finish(rd, NULL, 0) == WGT_OK, "%s read dropped: %s", backend, wgt_context_error_message(ctx));
     CHECK(wgt_read_finish(NULL, got, sizeof(got)) == WGT_ERR_INVALID_ARGUMENT, "%s read_finish(NULL)", backend);
+    /* wgt_read_ready: polls without waiting; becomes true once the copy has
+     * landed (bounded here by 10 s of 1 ms polls), and finish then has the data */
+    wgt_fill(x, 3.0);
+    wgt_read *rp = wgt_tensor_read_start(x);
+    bool ready = false;
+    for (int i = 0; i < 10000 && rp && !(ready = wgt_read_ready(rp)); i++) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    CHECK(ready, "%s wgt_read_ready never became true", backend);
+    all = rp && wgt_read_finish(rp, got, sizeof(got)) == WGT_OK;
+    for (int i = 0; all && i < 12; i++) all = got[i] == 3.0f;
+    CHECK(all, "%s read after wgt_read_ready: %g", backend, (double)got[0]);
+    CHECK(wgt_read_ready(NULL), "%s wgt_read_ready(NULL) is true", backend);
     CHECK(wgt_tensor_read_start(x) != NULL, "%s read left for destroy", backend); /* context destroy frees it */
     wgt_tensor *views[] = {xt, si, sh, x, xi, xh};
     for (int i = 0; i < 6; i++) wgt_tensor_release(views[i]);

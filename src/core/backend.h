@@ -391,6 +391,9 @@ typedef struct wgt_backend_vtable {
      * them the front-end reads synchronously at start. */
     wgt_status (*storage_read_start)(wgt_backend *b, void *handle, size_t offset, size_t bytes, void **pending);
     wgt_status (*storage_read_finish)(wgt_backend *b, void *pending, void *dst);
+    /* Optional: whether finish would not wait for pending (polls once, never
+     * blocks). Without it a started read counts as ready (finish waits). */
+    bool (*storage_read_ready)(wgt_backend *b, void *pending);
 
     /* Whether run() implements this call (kind, dtypes, ranks). Must not fail. */
     bool (*supports)(wgt_backend *b, const wgt_kernel_call *call);

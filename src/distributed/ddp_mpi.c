@@ -5,10 +5,14 @@
  * slot in a host bucket; buckets are laid out in reverse parameter order,
  * the order backward finishes them (the last layers first), so the first
  * bucket fills while most of backward is still ahead. When the autograd
- * engine reports a parameter's gradient final (wgt_backward_set_grad_hook) it
- * is read into its slot; a full bucket starts its MPI_Iallreduce at once.
- * Open MPI has no progress thread by default, so every hook call also tests
- * the requests in flight, which moves them on between backward's kernels.
+ * engine reports a parameter's gradient final (wgt_backward_set_grad_hook),
+ * its copy to the host is queued behind the work recorded so far
+ * (wgt_tensor_read_start) and nothing waits: the host goes on recording
+ * backward while the device runs it. A bucket whose copies have all landed
+ * (wgt_read_ready) starts its MPI_Iallreduce, in bucket order on every rank;
+ * a bucket whose all-reduce has finished is written back to the .grads while
+ * later ones are still in flight. Open MPI has no progress thread by default,
+ * so the hook and ddp_finish_step's loop test the requests in flight.
  *
  * Every wait has a deadline (a rank that stops answering ends the job with a
  * message naming this rank and what it waited for), MPI errors return codes
@@ -26,8 +30,9 @@
 typedef struct bucket {
     float *host;          /* staging, allocated once in ddp_attach */
     size_t count;         /* floats */
-    int members, ready;   /* parameters in the bucket, gradients read so far this step */
-    bool started, done;
+    int members, ready;   /* parameters in the bucket, gradients taken (read started) so far this step */
+    int lo, hi;           /* its parameters: lo..hi */
+    bool started, done, written;
     MPI_Request request;
 } bucket;
 
@@ -40,9 +45,14 @@ struct ddp {
     int *bucket_of;       /* parameter -> bucket */
     size_t *offset_of;    /* parameter -> first float in its bucket */
     int64_t *numel;
-    bool *ready;          /* parameter -> gradient in its slot this step */
+    bool *ready;          /* parameter -> gradient taken this step (read started, or slot zeroed) */
+    wgt_read **reads;     /* parameter -> its read in flight, NULL once in its slot */
+    int next_start;       /* the next bucket to start (buckets start in order on every rank) */
     int n_buckets;
     bucket *buckets;
+    MPI_Comm skew_comm;   /* measure_skew's barrier: its own communicator, since a rank may start it before or
+                           * after a bucket's all-reduce (when its copies land), and collectives of one
+                           * communicator must start in the same order on every rank */
     float *staging;       /* ddp_broadcast: the largest tensor */
     size_t staging_count;
     ddp_stats stats;
@@ -117,6 +127,12 @@ ddp *ddp_init(const ddp_options *opt, char *msg, size_t msg_size)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d->size);
+    d->skew_comm = MPI_COMM_NULL;
+    if (d->opt.measure_skew && MPI_Comm_dup(MPI_COMM_WORLD, &d->skew_comm) != MPI_SUCCESS) {
+        snprintf(msg, msg_size, "MPI_Comm_dup failed");
+        free(d);
+        return NULL;
+    }
     MPI_Comm local;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
         MPI_Comm_rank(local, &d->local_rank);
@@ -222,37 +238,77 @@ static bool start_bucket(ddp *d, int b)
     return true;
 }
 
-/* Copies parameter i's gradient into its slot (zeros when it has none: the
- * sum over ranks then counts it as 0) and starts its bucket when full. */
+static void hook_failed(ddp *d, int i, const char *what)
+{
+    if (!d->hook_error[0])
+        snprintf(d->hook_error, sizeof(d->hook_error), "rank %d: %s the gradient of parameter %d: %s", d->rank, what, i,
+                 wgt_context_error_message(d->ctx));
+}
+
+static float *slot_of(const ddp *d, int i) { return d->buckets[d->bucket_of[i]].host + d->offset_of[i]; }
+
+/* Takes parameter i's gradient: queues its copy to the host without waiting
+ * (zeros when it has none: the sum over ranks then counts it as 0). */
 static void take_gradient(ddp *d, int i, wgt_tensor *grad)
 {
     if (d->ready[i]) return;
     d->ready[i] = true;
-    bucket *k = &d->buckets[d->bucket_of[i]];
-    float *slot = k->host + d->offset_of[i];
     size_t bytes = (size_t)d->numel[i] * sizeof(float);
     double t0 = now_s();
-    if (!grad) {
-        memset(slot, 0, bytes);
-    } else if (wgt_tensor_numel(grad) != d->numel[i] || wgt_tensor_dtype(grad) != WGT_F32 ||
-               wgt_tensor_read(grad, slot, bytes) != WGT_OK) {
-        if (!d->hook_error[0])
-            snprintf(d->hook_error, sizeof(d->hook_error), "rank %d: reading the gradient of parameter %d: %s", d->rank,
-                     i, wgt_context_error_message(d->ctx));
-        memset(slot, 0, bytes);
+    if (grad && (wgt_tensor_numel(grad) != d->numel[i] || wgt_tensor_dtype(grad) != WGT_F32)) {
+        hook_failed(d, i, "the shape or dtype of");
+        grad = NULL;
     }
+    if (grad && !(d->reads[i] = wgt_tensor_read_start(grad))) hook_failed(d, i, "starting the read of");
+    if (!d->reads[i]) memset(slot_of(d, i), 0, bytes);
     d->stats.copy_s += now_s() - t0;
-    if (++k->ready == k->members) start_bucket(d, d->bucket_of[i]);
+    d->buckets[d->bucket_of[i]].ready++;
 }
 
-static void progress(ddp *d)
+/* Parameter i's read, landed (or waited for), into its slot. */
+static void finish_read(ddp *d, int i)
 {
-    for (int b = 0; b < d->n_buckets; b++) {
-        bucket *k = &d->buckets[b];
-        if (!k->started || k->done) continue;
-        int flag = 0;
-        if (MPI_Test(&k->request, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag) k->done = true;
+    double t0 = now_s();
+    if (wgt_read_finish(d->reads[i], slot_of(d, i), (size_t)d->numel[i] * sizeof(float)) != WGT_OK) {
+        hook_failed(d, i, "reading");
+        memset(slot_of(d, i), 0, (size_t)d->numel[i] * sizeof(float));
     }
+    d->reads[i] = NULL;
+    d->stats.copy_s += now_s() - t0;
+}
+
+/* Moves the step on without waiting for the device: the next buckets whose
+ * gradients have all landed start their all-reduce (in bucket order, so every
+ * rank starts the same collectives in the same order), and the all-reduces in
+ * flight are tested (which is what moves them on). Returns whether anything
+ * changed. */
+static bool advance(ddp *d)
+{
+    bool moved = false;
+    while (d->next_start < d->n_buckets) {
+        bucket *k = &d->buckets[d->next_start];
+        if (k->ready < k->members) break;
+        bool landed = true;
+        for (int i = k->lo; i <= k->hi; i++) {
+            if (!d->reads[i]) continue;
+            if (!wgt_read_ready(d->reads[i])) {
+                landed = false;
+                break;
+            }
+            finish_read(d, i);
+            moved = true;
+        }
+        if (!landed || !start_bucket(d, d->next_start)) break;
+        d->next_start++;
+        moved = true;
+    }
+    for (int b = 0; b < d->next_start; b++) {
+        bucket *k = &d->buckets[b];
+        if (k->done) continue;
+        int flag = 0;
+        if (MPI_Test(&k->request, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag) k->done = moved = true;
+    }
+    return moved;
 }
 
 static void on_grad_ready(wgt_tensor *leaf, wgt_tensor *grad, void *user)
@@ -262,10 +318,10 @@ static void on_grad_ready(wgt_tensor *leaf, wgt_tensor *grad, void *user)
     int i = param_index(d, leaf);
     double copy0 = d->stats.copy_s;
     if (i >= 0) take_gradient(d, i, grad);
-    progress(d);
+    advance(d);
     double spent = now_s() - t0;
     d->stats.hook_s += spent;
-    d->stats.hook_mpi_s += spent - (d->stats.copy_s - copy0); /* less the gradient read */
+    d->stats.hook_mpi_s += spent - (d->stats.copy_s - copy0); /* less the gradient reads */
 }
 
 bool ddp_attach(ddp *d, wgt_context *ctx, wgt_tensor *const *params, int n, char *msg, size_t msg_size)
@@ -277,8 +333,9 @@ bool ddp_attach(ddp *d, wgt_context *ctx, wgt_tensor *const *params, int n, char
     d->offset_of = calloc((size_t)n, sizeof(size_t));
     d->numel = calloc((size_t)n, sizeof(int64_t));
     d->ready = calloc((size_t)n, sizeof(bool));
+    d->reads = calloc((size_t)n, sizeof(wgt_read *));
     d->buckets = calloc((size_t)n, sizeof(bucket)); /* at most one per parameter */
-    if (!d->params || !d->bucket_of || !d->offset_of || !d->numel || !d->ready || !d->buckets) {
+    if (!d->params || !d->bucket_of || !d->offset_of || !d->numel || !d->ready || !d->reads || !d->buckets) {
         snprintf(msg, msg_size, "rank %d: out of host memory", d->rank);
         return false;
     }
@@ -291,7 +348,11 @@ bool ddp_attach(ddp *d, wgt_context *ctx, wgt_tensor *const *params, int n, char
             return false;
         }
         bucket *k = d->n_buckets ? &d->buckets[d->n_buckets - 1] : NULL;
-        if (!k || (k->count > 0 && k->count + (size_t)d->numel[j] > cap)) k = &d->buckets[d->n_buckets++];
+        if (!k || (k->count > 0 && k->count + (size_t)d->numel[j] > cap)) {
+            k = &d->buckets[d->n_buckets++];
+            k->hi = j;
+        }
+        k->lo = j;
         d->bucket_of[j] = (int)(k - d->buckets);
         d->offset_of[j] = k->count;
         k->count += (size_t)d->numel[j];
@@ -315,43 +376,21 @@ void ddp_begin_step(ddp *d)
     memset(d->ready, 0, (size_t)d->n_params * sizeof(bool));
     for (int b = 0; b < d->n_buckets; b++) {
         d->buckets[b].ready = 0;
-        d->buckets[b].started = d->buckets[b].done = false;
+        d->buckets[b].started = d->buckets[b].done = d->buckets[b].written = false;
     }
+    d->next_start = 0;
 }
 
-bool ddp_finish_step(ddp *d, char *msg, size_t msg_size)
+/* Bucket b's sum, divided by the ranks, into its parameters' .grads (queued
+ * writes: the device takes them before the optimizer step). */
+static bool write_back(ddp *d, int b, char *msg, size_t msg_size)
 {
-    for (int i = 0; i < d->n_params; i++) /* no hook (--ddp-no-overlap), or a parameter backward did not reach */
-        if (!d->ready[i]) take_gradient(d, i, wgt_tensor_grad(d->params[i]));
-    if (d->opt.measure_skew) { /* before the remaining starts: what is in flight may progress meanwhile */
-        double t0 = now_s();
-        MPI_Request barrier;
-        int rc = MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
-        if (mpi_failed(rc, "the barrier after backward", msg, msg_size, d) ||
-            !wait_all(d, &barrier, 1, "the barrier after backward", msg, msg_size))
-            return false;
-        d->stats.skew_s += now_s() - t0;
-    }
-    double t0 = now_s(); /* starting counts: a shared-memory all-reduce does much of its copying there */
-    for (int b = 0; b < d->n_buckets; b++)
-        if (!d->buckets[b].started && !start_bucket(d, b)) break;
-    if (d->hook_error[0]) {
-        snprintf(msg, msg_size, "%s", d->hook_error);
-        return false;
-    }
-    MPI_Request requests[64];
-    for (int b0 = 0; b0 < d->n_buckets; b0 += 64) {
-        int n = 0;
-        for (int b = b0; b < d->n_buckets && b < b0 + 64; b++) requests[n++] = d->buckets[b].request;
-        if (!wait_all(d, requests, n, "the gradient all-reduce", msg, msg_size)) return false;
-        for (int b = b0; b < d->n_buckets && b < b0 + 64; b++) d->buckets[b].done = true;
-    }
-    d->stats.wait_s += now_s() - t0;
-    t0 = now_s();
+    double t0 = now_s();
+    bucket *k = &d->buckets[b];
     const float scale = 1.0f / (float)d->size;
-    for (int i = 0; i < d->n_params; i++) {
-        float *slot = d->buckets[d->bucket_of[i]].host + d->offset_of[i];
-        for (int64_t e = 0; e < d->numel[i]; e++) slot[e] *= scale;
+    for (size_t e = 0; e < k->count; e++) k->host[e] *= scale;
+    for (int i = k->lo; i <= k->hi; i++) {
+        float *slot = slot_of(d, i);
         wgt_tensor *grad = wgt_tensor_grad(d->params[i]);
         wgt_status s;
         if (grad) {
@@ -368,7 +407,54 @@ bool ddp_finish_step(ddp *d, char *msg, size_t msg_size)
             return false;
         }
     }
+    k->written = true;
     d->stats.copy_s += now_s() - t0;
+    return true;
+}
+
+bool ddp_finish_step(ddp *d, char *msg, size_t msg_size)
+{
+    for (int i = 0; i < d->n_params; i++) /* no hook (--ddp-no-overlap), or a parameter backward did not reach */
+        if (!d->ready[i]) take_gradient(d, i, wgt_tensor_grad(d->params[i]));
+    if (d->opt.measure_skew) { /* before the remaining starts: what is in flight may progress meanwhile */
+        double t0 = now_s();
+        MPI_Request barrier;
+        int rc = MPI_Ibarrier(d->skew_comm, &barrier);
+        if (mpi_failed(rc, "the barrier after backward", msg, msg_size, d) ||
+            !wait_all(d, &barrier, 1, "the barrier after backward", msg, msg_size))
+            return false;
+        d->stats.skew_s += now_s() - t0;
+    }
+    /* Until every bucket is back in its .grads: start what has landed, test
+     * what is in flight, write back what has finished. The deadline restarts
+     * whenever something moves. */
+    double t0 = now_s(), deadline = t0 + d->opt.timeout_s;
+    int written = 0;
+    while (written < d->n_buckets && !d->hook_error[0]) {
+        bool moved = advance(d);
+        for (int b = 0; b < d->next_start; b++)
+            if (d->buckets[b].done && !d->buckets[b].written) {
+                if (!write_back(d, b, msg, msg_size)) return false;
+                written++;
+                moved = true;
+            }
+        if (moved) {
+            deadline = now_s() + d->opt.timeout_s;
+        } else if (now_s() > deadline) {
+            snprintf(msg, msg_size, "rank %d of %d: the gradient all-reduce has waited %.0f s for the other ranks "
+                                    "(bucket %d of %d started): one of them, or this rank's device, has stopped or "
+                                    "hangs (--ddp-timeout sets the limit)",
+                     d->rank, d->size, d->opt.timeout_s, d->next_start, d->n_buckets);
+            return false;
+        } else {
+            sched_yield(); /* the peer may share this core */
+        }
+    }
+    if (d->hook_error[0]) {
+        snprintf(msg, msg_size, "%s", d->hook_error);
+        return false;
+    }
+    d->stats.wait_s += now_s() - t0;
     d->stats.steps++;
     return true;
 }
@@ -420,7 +506,11 @@ void ddp_finalize(ddp *d)
     free(d->offset_of);
     free(d->numel);
     free(d->ready);
+    for (int i = 0; d->reads && i < d->n_params; i++) /* a step that failed midway */
+        if (d->reads[i]) wgt_read_finish(d->reads[i], NULL, 0);
+    free(d->reads);
     free(d->staging);
+    if (d->skew_comm != MPI_COMM_NULL) MPI_Comm_free(&d->skew_comm);
     free(d);
     MPI_Finalize();
 }

@@ -99,6 +99,13 @@ wgt_read *wgt_tensor_read_start(wgt_tensor *t)
     return r;
 }
 
+bool wgt_read_ready(wgt_read *r)
+{
+    if (!r || !r->pending) return true; /* nothing in flight: read at start, or nothing to read */
+    const wgt_backend_vtable *vt = r->ctx->backend->vt;
+    return !vt->storage_read_ready || vt->storage_read_ready(r->ctx->backend, r->pending);
+}
+
 wgt_status wgt_read_finish(wgt_read *r, void *data, size_t bytes)
 {
     if (!r) return WGT_ERR_INVALID_ARGUMENT;

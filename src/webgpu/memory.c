@@ -297,6 +297,17 @@ wgt_status webgpu_storage_read_start(wgt_backend *b, void *handle, size_t offset
     return WGT_OK;
 }
 
+/* Whether a started read's map has completed (or failed): one poll, no wait.
+ * A device known lost or stuck counts as ready, so finish reports it. */
+bool webgpu_storage_read_ready(wgt_backend *b, void *pending)
+{
+    webgpu_backend *wg = webgpu_of(b);
+    webgpu_pending_read *p = pending;
+    if (p->req->done || wg->device_lost) return true;
+    webgpu_native_poll(wg->instance, wg->device);
+    return p->req->done;
+}
+
 /* Waits for a started read, copies it to dst (NULL: drops it) and frees it. */
 wgt_status webgpu_storage_read_finish(wgt_backend *b, void *pending, void *dst)
 {

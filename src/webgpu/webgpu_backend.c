@@ -106,6 +106,7 @@ const wgt_backend_vtable webgpu_vtable = {
     /* no index check here: it would wait for all recorded work (wgt_tensor_read_start) */
     .storage_read_start = webgpu_storage_read_start,
     .storage_read_finish = webgpu_storage_read_finish,
+    .storage_read_ready = webgpu_storage_read_ready,
     .supports = webgpu_supports,
     .run = webgpu_run,
     .synchronize = synchronize_checked,

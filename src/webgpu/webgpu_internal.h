@@ -272,6 +272,7 @@ wgt_status webgpu_storage_write(wgt_backend *b, void *handle, size_t offset, con
 wgt_status webgpu_storage_read(wgt_backend *b, void *handle, size_t offset, void *dst, size_t bytes);
 wgt_status webgpu_storage_read_start(wgt_backend *b, void *handle, size_t offset, size_t bytes, void **pending);
 wgt_status webgpu_storage_read_finish(wgt_backend *b, void *pending, void *dst);
+bool webgpu_storage_read_ready(wgt_backend *b, void *pending);
 wgt_status webgpu_memory_stats(wgt_backend *b, wgt_memory_stats *stats);
 wgt_status webgpu_memory_trim(wgt_backend *b);
 wgt_status webgpu_memory_set_budget(wgt_backend *b, uint64_t budget);
