@@ -7,7 +7,7 @@
 #     shakespeare  the preset (6 x 384, block 256), 64 sequences per GPU
 #     gpt2         GPT-2 small's blocks (12 layers, 12 heads, 768, block 1024,
 #                  dropout 0) on the character data, 8 sequences per GPU
-#   STEPS=60 (the first 10 not timed), LOSS_STEPS=40 (the loss comparison).
+#   STEPS=60 (the first 10 not timed), LOSS_STEPS=40 (the loss comparison), LOSS_CHECK=0 skips it.
 # Weak scaling: a fixed batch per GPU, so the global batch grows with N. For
 # wgt, N ranks also run with --ddp-no-overlap: the difference in ms/step is the
 # communication that overlapping with backward hides. Efficiency is
@@ -28,7 +28,7 @@ counts=("$@")
 read -r -a models <<< "${MODELS:-shakespeare gpt2}"
 steps="${STEPS:-60}"
 loss_steps="${LOSS_STEPS:-40}"
-wgt="$root/build/bin/wgt"
+wgt="${WGT:-$root/build/bin/wgt}"  # WGT: another binary (an A/B of two builds)
 mkdir -p "$out"
 mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 adapters() { seq -s, 0 $(($1 - 1)); }  # rank i on adapter i
@@ -54,7 +54,7 @@ for model in "${models[@]}"; do
   done
   # the loss check: N ranks against one process, same global batch, no dropout
   for n in "${counts[@]}"; do
-    [ "$n" = 1 ] && continue
+    [ "$n" = 1 ] || [ "${LOSS_CHECK:-1}" = 0 ] && continue
     largs=(train --preset shakespeare "${shape[@]}" --dropout 0 --backend webgpu --batch-size $((per_gpu * n))
            --max-iters "$loss_steps" --log-interval 10 --eval-interval 100000 --eval-iters 1 --sample 0 --quiet)
     "$wgt" "${largs[@]}" --adapter 0 --out "$out/loss_${model}_1x$n" > /dev/null

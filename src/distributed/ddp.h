@@ -20,7 +20,7 @@
 typedef struct ddp ddp;
 
 typedef struct ddp_options {
-    size_t bucket_bytes;  /* gradient bytes per all-reduce; 0: 25 MiB */
+    size_t bucket_bytes;  /* gradient bytes per all-reduce; 0: 8 MiB (ddp_mpi.c says why) */
     double timeout_s;     /* longest wait on a peer before the job is stopped; 0: 120 s */
     bool no_overlap;      /* all-reduce only after backward (to measure what overlap hides) */
     bool measure_skew;    /* a barrier after backward, so wait_s excludes waiting for a slower rank */

@@ -115,7 +115,10 @@ ddp *ddp_init(const ddp_options *opt, char *msg, size_t msg_size)
         return NULL;
     }
     d->opt = *opt;
-    if (d->opt.bucket_bytes == 0) d->opt.bucket_bytes = (size_t)25 << 20;
+    /* 8 MB, not PyTorch's 25: a host all-reduce of 25-43 MB ran at 1.0-2.9 GB/s on
+     * the lent 4-GPU machine against ~3 for 16 MB, and smaller buckets start
+     * earlier in backward (shakespeare on 2 GPUs: 77.6 -> 51.8 ms a step) */
+    if (d->opt.bucket_bytes == 0) d->opt.bucket_bytes = (size_t)8 << 20;
     if (!(d->opt.timeout_s > 0)) d->opt.timeout_s = 120;
     int initialized = 0;
     MPI_Initialized(&initialized);

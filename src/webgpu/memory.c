@@ -99,22 +99,30 @@ static WGPUBuffer staging_take(webgpu_backend *wg, uint64_t bytes, uint64_t *siz
     return webgpu_create_buffer(wg, *size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "wgt_tensor_read");
 }
 
-/* Returns an unmapped staging buffer to the cache, evicting the largest. */
+/* Returns an unmapped staging buffer to the cache, evicting the largest
+ * when the cache is full or would hold more than WEBGPU_STAGING_CACHE_BYTES. */
 static void staging_give_back(webgpu_backend *wg, WGPUBuffer b, uint64_t size)
 {
     webgpu_allocator *a = &wg->allocator;
-    int slot = -1;
-    for (int i = 0; i < WEBGPU_STAGING_CACHE && slot < 0; i++)
-        if (!a->staging[i]) slot = i;
-    if (slot < 0) {
-        slot = 0;
-        for (int i = 1; i < WEBGPU_STAGING_CACHE; i++)
-            if (a->staging_size[i] > a->staging_size[slot]) slot = i;
-        if (a->staging_size[slot] <= size) {
+    int largest = -1, empty = -1;
+    uint64_t held = 0;
+    for (int i = 0; i < WEBGPU_STAGING_CACHE; i++) {
+        if (!a->staging[i]) {
+            if (empty < 0) empty = i;
+        } else {
+            held += a->staging_size[i];
+            if (largest < 0 || a->staging_size[i] > a->staging_size[largest]) largest = i;
+        }
+    }
+    int slot = empty >= 0 && held + size <= WEBGPU_STAGING_CACHE_BYTES ? empty : -1;
+    if (slot < 0) { /* no room: keep the smaller of b and the largest held */
+        if (largest < 0 || a->staging_size[largest] <= size ||
+            held - a->staging_size[largest] + size > WEBGPU_STAGING_CACHE_BYTES) {
             release_buffer(b);
             return;
         }
-        release_buffer(a->staging[slot]);
+        release_buffer(a->staging[largest]);
+        slot = largest;
     }
     a->staging[slot] = b;
     a->staging_size[slot] = size;
