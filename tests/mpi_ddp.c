@@ -275,7 +275,15 @@ int main(void)
     CHECK(sh(MPI " -np 2 " WGT_CLI_PATH RUN " --backend cpu --batch-size 8 --ddp-no-overlap --out " WORK
                  "/no_overlap > /dev/null 2>&1") == 0,
           "--ddp-no-overlap failed");
-    CHECK(file_has(WORK "/two.log", "in 1 bucket\n"), "default is not one bucket:\n%s", slurp(WORK "/two.log"));
+    CHECK(file_has(WORK "/two.log", "in 1 bucket (shared memory)\n"),
+          "default is not one bucket exchanged through shared memory:\n%s", slurp(WORK "/two.log"));
+    /* the MPI all-reduce (ranks on several machines) gives the same sums: with 2 ranks (a + b) / 2 either way */
+    CHECK(sh(MPI " -x WGT_DDP_ALLREDUCE=mpi -np 2 " WGT_CLI_PATH RUN " --backend cpu --batch-size 8 --out " WORK
+                 "/two_mpi > " WORK "/two_mpi.log 2>&1") == 0,
+          "2 ranks over MPI failed: %s", slurp(WORK "/two_mpi.log"));
+    CHECK(file_has(WORK "/two_mpi.log", "(MPI all-reduce)"), "WGT_DDP_ALLREDUCE=mpi not taken:\n%s",
+          slurp(WORK "/two_mpi.log"));
+    CHECK(sh("cmp -s " WORK "/two/log.csv " WORK "/two_mpi/log.csv") == 0, "MPI all-reduce changed log.csv");
     const char *count = strstr(slurp(WORK "/tiny_buckets.log") ? slurp(WORK "/tiny_buckets.log") : "", "gradients in ");
     int buckets = count ? atoi(count + strlen("gradients in ")) : 0;
     CHECK(buckets >= 10, "1K buckets: %d buckets, want one per parameter tensor (15)", buckets);

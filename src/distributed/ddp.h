@@ -51,6 +51,10 @@ ddp *ddp_init(const ddp_options *opt, char *msg, size_t msg_size);
 int ddp_rank(const ddp *d);
 int ddp_size(const ddp *d);
 int ddp_local_rank(const ddp *d); /* rank among the processes of this machine */
+/* How gradients are summed, once attached: "shared memory" (every rank on this
+ * machine: each device sums its peers' buckets, ddp_shm.c) or "MPI all-reduce"
+ * (ranks on several machines, or WGT_DDP_ALLREDUCE=mpi). */
+const char *ddp_exchange_name(const ddp *d);
 
 /* Every rank passes the same-length fingerprint (config hash, parameter
  * count, ...): false on all ranks when any differs, msg naming the first

@@ -18,7 +18,7 @@
  * message naming this rank and what it waited for), MPI errors return codes
  * (MPI_ERRORS_RETURN) turned into messages, and ddp_abort ends all ranks. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
-#include "ddp.h"
+#include "ddp_internal.h"
 
 #include <mpi.h>
 #include <sched.h>
@@ -27,39 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef struct bucket {
-    float *host;          /* staging, allocated once in ddp_attach */
-    size_t count;         /* floats */
-    int members, ready;   /* parameters in the bucket, gradients taken (read started) so far this step */
-    int lo, hi;           /* its parameters: lo..hi */
-    bool started, done, written;
-    MPI_Request request;
-} bucket;
-
-struct ddp {
-    ddp_options opt;
-    int rank, size, local_rank;
-    wgt_context *ctx;
-    int n_params;
-    wgt_tensor **params;
-    int *bucket_of;       /* parameter -> bucket */
-    size_t *offset_of;    /* parameter -> first float in its bucket */
-    int64_t *numel;
-    bool *ready;          /* parameter -> gradient taken this step (read started, or slot zeroed) */
-    wgt_read **reads;     /* parameter -> its read in flight, NULL once in its slot */
-    int next_start;       /* the next bucket to start (buckets start in order on every rank) */
-    int n_buckets;
-    bucket *buckets;
-    MPI_Comm skew_comm;   /* measure_skew's barrier: its own communicator, since a rank may start it before or
-                           * after a bucket's all-reduce (when its copies land), and collectives of one
-                           * communicator must start in the same order on every rank */
-    float *staging;       /* ddp_broadcast: the largest tensor */
-    size_t staging_count;
-    ddp_stats stats;
-    char hook_error[512]; /* the first failure inside the hook, reported by ddp_finish_step */
-};
-
-static double now_s(void)
+double ddp_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -78,7 +46,7 @@ bool ddp_launched_by_mpi(void)
     return false;
 }
 
-static bool mpi_failed(int rc, const char *what, char *msg, size_t msg_size, const ddp *d)
+bool ddp_mpi_failed(int rc, const char *what, char *msg, size_t msg_size, const ddp *d)
 {
     if (rc == MPI_SUCCESS) return false;
     char text[MPI_MAX_ERROR_STRING];
@@ -89,15 +57,15 @@ static bool mpi_failed(int rc, const char *what, char *msg, size_t msg_size, con
 }
 
 /* Waits for n requests, testing (a blocking MPI_Wait has no deadline). */
-static bool wait_all(ddp *d, MPI_Request *requests, int n, const char *what, char *msg, size_t msg_size)
+bool ddp_wait_all(ddp *d, MPI_Request *requests, int n, const char *what, char *msg, size_t msg_size)
 {
-    const double deadline = now_s() + d->opt.timeout_s;
+    const double deadline = ddp_now_s() + d->opt.timeout_s;
     for (;;) {
         int flag = 0;
         int rc = MPI_Testall(n, requests, &flag, MPI_STATUSES_IGNORE);
-        if (mpi_failed(rc, what, msg, msg_size, d)) return false;
+        if (ddp_mpi_failed(rc, what, msg, msg_size, d)) return false;
         if (flag) return true;
-        if (now_s() > deadline) {
+        if (ddp_now_s() > deadline) {
             snprintf(msg, msg_size, "rank %d of %d: %s has waited %.0f s for the other ranks: one of them has "
                                     "stopped or hangs (--ddp-timeout sets the limit)",
                      d->rank, d->size, what, d->opt.timeout_s);
@@ -147,6 +115,7 @@ ddp *ddp_init(const ddp_options *opt, char *msg, size_t msg_size)
 int ddp_rank(const ddp *d) { return d->rank; }
 int ddp_size(const ddp *d) { return d->size; }
 int ddp_local_rank(const ddp *d) { return d->local_rank; }
+const char *ddp_exchange_name(const ddp *d) { return d->shm ? "shared memory" : "MPI all-reduce"; }
 
 bool ddp_agree(ddp *d, const uint64_t *fingerprint, int n, const char *const *names, char *msg, size_t msg_size)
 {
@@ -157,8 +126,8 @@ bool ddp_agree(ddp *d, const uint64_t *fingerprint, int n, const char *const *na
     }
     MPI_Request request;
     int rc = MPI_Iallgather(fingerprint, n, MPI_UINT64_T, all, n, MPI_UINT64_T, MPI_COMM_WORLD, &request);
-    bool ok = !mpi_failed(rc, "the start-up check", msg, msg_size, d) &&
-              wait_all(d, &request, 1, "the start-up check", msg, msg_size);
+    bool ok = !ddp_mpi_failed(rc, "the start-up check", msg, msg_size, d) &&
+              ddp_wait_all(d, &request, 1, "the start-up check", msg, msg_size);
     for (int r = 1; ok && r < d->size; r++)
         for (int i = 0; ok && i < n; i++)
             if (all[(size_t)r * (size_t)n + (size_t)i] != all[i]) {
@@ -206,8 +175,8 @@ bool ddp_broadcast(ddp *d, wgt_tensor *const *tensors, int n, char *msg, size_t 
         }
         MPI_Request request;
         int rc = MPI_Ibcast(d->staging, (int)count, MPI_FLOAT, 0, MPI_COMM_WORLD, &request);
-        if (mpi_failed(rc, "the broadcast of the initial parameters", msg, msg_size, d) ||
-            !wait_all(d, &request, 1, "the broadcast of the initial parameters", msg, msg_size))
+        if (ddp_mpi_failed(rc, "the broadcast of the initial parameters", msg, msg_size, d) ||
+            !ddp_wait_all(d, &request, 1, "the broadcast of the initial parameters", msg, msg_size))
             return false;
         wgt_context *ctx = wgt_tensor_context(tensors[i]);
         wgt_no_grad_push(ctx); /* a parameter requires grad: writing it is not an op to differentiate */
@@ -231,9 +200,14 @@ static int param_index(const ddp *d, const wgt_tensor *leaf)
 static bool start_bucket(ddp *d, int b)
 {
     bucket *k = &d->buckets[b];
+    if (d->shm) {
+        if (!ddp_shm_start_bucket(d, b)) return false;
+        d->stats.bytes += (int64_t)(k->count * sizeof(float));
+        return true;
+    }
     int rc = MPI_Iallreduce(MPI_IN_PLACE, k->host, (int)k->count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &k->request);
     if (rc != MPI_SUCCESS) {
-        if (!d->hook_error[0]) mpi_failed(rc, "MPI_Iallreduce", d->hook_error, sizeof(d->hook_error), d);
+        if (!d->hook_error[0]) ddp_mpi_failed(rc, "MPI_Iallreduce", d->hook_error, sizeof(d->hook_error), d);
         return false;
     }
     k->started = true;
@@ -257,27 +231,27 @@ static void take_gradient(ddp *d, int i, wgt_tensor *grad)
     if (d->ready[i]) return;
     d->ready[i] = true;
     size_t bytes = (size_t)d->numel[i] * sizeof(float);
-    double t0 = now_s();
+    double t0 = ddp_now_s();
     if (grad && (wgt_tensor_numel(grad) != d->numel[i] || wgt_tensor_dtype(grad) != WGT_F32)) {
         hook_failed(d, i, "the shape or dtype of");
         grad = NULL;
     }
     if (grad && !(d->reads[i] = wgt_tensor_read_start(grad))) hook_failed(d, i, "starting the read of");
     if (!d->reads[i]) memset(slot_of(d, i), 0, bytes);
-    d->stats.copy_s += now_s() - t0;
+    d->stats.copy_s += ddp_now_s() - t0;
     d->buckets[d->bucket_of[i]].ready++;
 }
 
 /* Parameter i's read, landed (or waited for), into its slot. */
 static void finish_read(ddp *d, int i)
 {
-    double t0 = now_s();
+    double t0 = ddp_now_s();
     if (wgt_read_finish(d->reads[i], slot_of(d, i), (size_t)d->numel[i] * sizeof(float)) != WGT_OK) {
         hook_failed(d, i, "reading");
         memset(slot_of(d, i), 0, (size_t)d->numel[i] * sizeof(float));
     }
     d->reads[i] = NULL;
-    d->stats.copy_s += now_s() - t0;
+    d->stats.copy_s += ddp_now_s() - t0;
 }
 
 /* Moves the step on without waiting for the device: the next buckets whose
@@ -317,12 +291,12 @@ static bool advance(ddp *d)
 static void on_grad_ready(wgt_tensor *leaf, wgt_tensor *grad, void *user)
 {
     ddp *d = user;
-    double t0 = now_s();
+    double t0 = ddp_now_s();
     int i = param_index(d, leaf);
     double copy0 = d->stats.copy_s;
     if (i >= 0) take_gradient(d, i, grad);
     advance(d);
-    double spent = now_s() - t0;
+    double spent = ddp_now_s() - t0;
     d->stats.hook_s += spent;
     d->stats.hook_mpi_s += spent - (d->stats.copy_s - copy0); /* less the gradient reads */
 }
@@ -361,7 +335,13 @@ bool ddp_attach(ddp *d, wgt_context *ctx, wgt_tensor *const *params, int n, char
         k->count += (size_t)d->numel[j];
         k->members++;
     }
+    size_t total = 0;
     for (int b = 0; b < d->n_buckets; b++) {
+        d->buckets[b].first = total;
+        total += d->buckets[b].count;
+    }
+    if (!ddp_shm_attach(d, total, msg, msg_size)) return false;
+    for (int b = 0; b < d->n_buckets && !d->shm; b++) {
         d->buckets[b].host = malloc(d->buckets[b].count * sizeof(float));
         if (!d->buckets[b].host) {
             snprintf(msg, msg_size, "rank %d: out of host memory for gradient bucket %d (%zu floats)", d->rank, b,
@@ -388,8 +368,14 @@ void ddp_begin_step(ddp *d)
  * writes: the device takes them before the optimizer step). */
 static bool write_back(ddp *d, int b, char *msg, size_t msg_size)
 {
-    double t0 = now_s();
+    double t0 = ddp_now_s();
     bucket *k = &d->buckets[b];
+    if (d->shm) {
+        bool ok = ddp_shm_reduce_bucket(d, b, msg, msg_size);
+        k->written = ok;
+        d->stats.copy_s += ddp_now_s() - t0;
+        return ok;
+    }
     const float scale = 1.0f / (float)d->size;
     for (size_t e = 0; e < k->count; e++) k->host[e] *= scale;
     for (int i = k->lo; i <= k->hi; i++) {
@@ -411,7 +397,7 @@ static bool write_back(ddp *d, int b, char *msg, size_t msg_size)
         }
     }
     k->written = true;
-    d->stats.copy_s += now_s() - t0;
+    d->stats.copy_s += ddp_now_s() - t0;
     return true;
 }
 
@@ -420,18 +406,18 @@ bool ddp_finish_step(ddp *d, char *msg, size_t msg_size)
     for (int i = 0; i < d->n_params; i++) /* no hook (--ddp-no-overlap), or a parameter backward did not reach */
         if (!d->ready[i]) take_gradient(d, i, wgt_tensor_grad(d->params[i]));
     if (d->opt.measure_skew) { /* before the remaining starts: what is in flight may progress meanwhile */
-        double t0 = now_s();
+        double t0 = ddp_now_s();
         MPI_Request barrier;
         int rc = MPI_Ibarrier(d->skew_comm, &barrier);
-        if (mpi_failed(rc, "the barrier after backward", msg, msg_size, d) ||
-            !wait_all(d, &barrier, 1, "the barrier after backward", msg, msg_size))
+        if (ddp_mpi_failed(rc, "the barrier after backward", msg, msg_size, d) ||
+            !ddp_wait_all(d, &barrier, 1, "the barrier after backward", msg, msg_size))
             return false;
-        d->stats.skew_s += now_s() - t0;
+        d->stats.skew_s += ddp_now_s() - t0;
     }
     /* Until every bucket is back in its .grads: start what has landed, test
      * what is in flight, write back what has finished. The deadline restarts
      * whenever something moves. */
-    double t0 = now_s(), deadline = t0 + d->opt.timeout_s;
+    double t0 = ddp_now_s(), deadline = t0 + d->opt.timeout_s;
     int written = 0;
     while (written < d->n_buckets && !d->hook_error[0]) {
         bool moved = advance(d);
@@ -442,8 +428,8 @@ bool ddp_finish_step(ddp *d, char *msg, size_t msg_size)
                 moved = true;
             }
         if (moved) {
-            deadline = now_s() + d->opt.timeout_s;
-        } else if (now_s() > deadline) {
+            deadline = ddp_now_s() + d->opt.timeout_s;
+        } else if (ddp_now_s() > deadline) {
             snprintf(msg, msg_size, "rank %d of %d: the gradient all-reduce has waited %.0f s for the other ranks "
                                     "(bucket %d of %d started): one of them, or this rank's device, has stopped or "
                                     "hangs (--ddp-timeout sets the limit)",
@@ -457,7 +443,8 @@ bool ddp_finish_step(ddp *d, char *msg, size_t msg_size)
         snprintf(msg, msg_size, "%s", d->hook_error);
         return false;
     }
-    d->stats.wait_s += now_s() - t0;
+    if (d->shm && !ddp_shm_end_step(d, msg, msg_size)) return false;
+    d->stats.wait_s += ddp_now_s() - t0;
     d->stats.steps++;
     return true;
 }
@@ -466,8 +453,8 @@ bool ddp_allreduce_sum(ddp *d, double *values, int n, char *msg, size_t msg_size
 {
     MPI_Request request;
     int rc = MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
-    return !mpi_failed(rc, "the all-reduce of losses", msg, msg_size, d) &&
-           wait_all(d, &request, 1, "the all-reduce of losses", msg, msg_size);
+    return !ddp_mpi_failed(rc, "the all-reduce of losses", msg, msg_size, d) &&
+           ddp_wait_all(d, &request, 1, "the all-reduce of losses", msg, msg_size);
 }
 
 bool ddp_any(ddp *d, bool flag)
@@ -476,7 +463,7 @@ bool ddp_any(ddp *d, bool flag)
     char msg[600];
     MPI_Request request;
     int rc = MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request);
-    if (mpi_failed(rc, "the stop check", msg, sizeof(msg), d) || !wait_all(d, &request, 1, "the stop check", msg, sizeof(msg)))
+    if (ddp_mpi_failed(rc, "the stop check", msg, sizeof(msg), d) || !ddp_wait_all(d, &request, 1, "the stop check", msg, sizeof(msg)))
         ddp_abort(d, msg, 1);
     return value != 0;
 }
@@ -502,7 +489,8 @@ void ddp_finalize(ddp *d)
 {
     if (!d) return;
     if (d->ctx) wgt_backward_set_grad_hook(d->ctx, NULL, NULL);
-    for (int b = 0; b < d->n_buckets; b++) free(d->buckets[b].host);
+    for (int b = 0; b < d->n_buckets && !d->shm; b++) free(d->buckets[b].host);
+    ddp_shm_free(d);
     free(d->buckets);
     free(d->params);
     free(d->bucket_of);

@@ -544,8 +544,8 @@ static int run(trainer *t, int argc, char **argv)
         ddp_stats st;
         ddp_stats_get(t->ddp, &st);
         if (t->rank == 0) /* even with --quiet: the layout of the run */
-            printf("wgt train: data parallel over %d ranks: batch %" PRId64 " per rank, gradients in %d bucket%s\n",
-                   t->world, t->local_batch, st.buckets, st.buckets == 1 ? "" : "s");
+            printf("wgt train: data parallel over %d ranks: batch %" PRId64 " per rank, gradients in %d bucket%s (%s)\n",
+                   t->world, t->local_batch, st.buckets, st.buckets == 1 ? "" : "s", ddp_exchange_name(t->ddp));
     }
     const char *out = t->opt.out_dir;
     char default_out[64];
