@@ -1,6 +1,6 @@
-/* What ddp_mpi.c (buckets, hooks, MPI all-reduce) and ddp_shm.c (the
- * exchange through shared memory of ranks on one machine) share. Private to
- * src/distributed. */
+/* What ddp_mpi.c (buckets, hooks, MPI all-reduce), ddp_shm.c (the exchange
+ * through shared memory of ranks on one machine) and ddp_common.c (their
+ * helpers) share. Private to src/distributed. */
 #ifndef WGT_DDP_INTERNAL_H
 #define WGT_DDP_INTERNAL_H
 
