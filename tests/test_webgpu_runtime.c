@@ -1,6 +1,7 @@
 /* The WebGPU foundation: adapters, selection, buffer round trips, the caching
  * allocator, the pipeline cache, custom kernels and each of their failure modes,
  * a grid folded past 65535 workgroups, and recovery after every error. */
+#define _GNU_SOURCE /* strcasestr */
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,34 @@ static void test_adapters(void)
               strstr(chosen.name, needle) != NULL,
           "select by name '%s': %s", needle, wgt_context_error_message(ctx));
     wgt_context_destroy(ctx);
+
+    /* by API: "vulkan" picks a Vulkan adapter (lavapipe in CI); "gl" also
+     * probes OpenGL and picks it, and a GL adapter either runs a kernel or is
+     * refused at creation with the cause (compute_works in device.c), never
+     * at the first kernel */
+    const char *apis[2] = {"vulkan", "gl"};
+    for (int a = 0; a < 2; a++) {
+        o.adapter_name = apis[a];
+        ctx = wgt_context_create(&o);
+        if (wgt_context_status(ctx) == WGT_OK) {
+            CHECK(wgt_context_adapter_info(ctx, &chosen) == WGT_OK && strcasestr(chosen.backend, apis[a]),
+                  "select by API '%s' gave %s (%s)", apis[a], chosen.name, chosen.backend);
+            float x[3] = {-1, 2, -3}, y[3] = {9, 9, 9};
+            wgt_tensor *t = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){3}, x);
+            wgt_tensor *r = wgt_relu(t);
+            CHECK(wgt_tensor_read(r, y, sizeof(y)) == WGT_OK && y[0] == 0 && y[1] == 2 && y[2] == 0,
+                  "relu on the '%s' adapter: %g %g %g (%s)", apis[a], (double)y[0], (double)y[1], (double)y[2],
+                  wgt_context_error_message(ctx));
+            wgt_tensor_release(r);
+            wgt_tensor_release(t);
+        } else {
+            CHECK(a == 1 && wgt_context_status(ctx) == WGT_ERR_NO_ADAPTER &&
+                      strstr(wgt_context_error_message(ctx), "wgt_context_create"),
+                  "select by API '%s': %s", apis[a], wgt_context_error_message(ctx));
+            printf("no usable OpenGL adapter here: %s\n", wgt_context_error_message(ctx));
+        }
+        wgt_context_destroy(ctx);
+    }
 
     o.adapter_name = "no-such-adapter-xyz";
     ctx = wgt_context_create(&o);

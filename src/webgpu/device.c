@@ -160,8 +160,9 @@ static int choose_adapter(wgt_context *ctx, const wgt_adapter_info *infos, size_
     }
     int best = -1, best_score = -1;
     for (size_t i = 0; i < n; i++) {
+        /* the name may be the adapter's, its vendor's or its API's (WGT_ADAPTER=gl picks OpenGL) */
         if (o->adapter_name && !strcasestr(infos[i].name, o->adapter_name) &&
-            !strcasestr(infos[i].vendor, o->adapter_name))
+            !strcasestr(infos[i].vendor, o->adapter_name) && !strcasestr(infos[i].backend, o->adapter_name))
             continue;
         if (o->adapter_type != WGT_ADAPTER_ANY && infos[i].type != o->adapter_type) continue;
         int score = webgpu_adapter_score(&infos[i], o->power);
@@ -298,6 +299,31 @@ static bool request_device(webgpu_backend *wg)
     wg->has_timestamps = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_TimestampQuery);
     wg->has_subgroups = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_Subgroups);
     return true;
+}
+
+/* An OpenGL adapter may lack what wgtensor's kernels need (storage buffers in
+ * compute shaders): NVIDIA's GL through EGL, which wgpu offers when no Vulkan
+ * adapter answers, refused every kernel with a bare "Validation Error" at its
+ * first use. Such an adapter is refused here, once, with the cause: a
+ * one-binding compute pipeline is built (and kept in the cache). Vulkan,
+ * Metal and D3D12 adapters are not probed. */
+static bool compute_works(webgpu_backend *wg)
+{
+    if (strcasestr(wg->info.backend, "gl") == NULL) return true;
+    static const char probe[] = "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n"
+                                "@compute @workgroup_size(1) fn main() { x[0] = 1u; }\n";
+    webgpu_pipeline *pipe;
+    if (webgpu_pipeline_create(wg, "compute_probe", probe, "main", 0, 1, false, true, "wgt_context_create",
+                               &pipe) == WGT_OK)
+        return true;
+    char cause[600];
+    snprintf(cause, sizeof(cause), "%s", wgt_context_error_message(wg->base.ctx));
+    wgt_context_clear_error(wg->base.ctx);
+    wgt_error(wg->base.ctx, WGT_ERR_NO_ADAPTER,
+              "wgt_context_create: adapter \"%s\" (%s) cannot run compute shaders with storage buffers (%s); "
+              "use a Vulkan, Metal or D3D12 adapter, or WGT_BACKEND=cpu",
+              wg->info.name, wg->info.backend, cause);
+    return false;
 }
 
 /* ------------------------------------------------------------ teardown */
@@ -452,7 +478,7 @@ wgt_backend *wgt_webgpu_backend_create(wgt_context *ctx, const wgt_context_optio
     if (wg->progress) wg->progress->refs = 1;
     webgpu_allocator_init(wg);
     webgpu_pipeline_cache_init(wg);
-    if (!request_device(wg) || webgpu_execution_init(wg) != WGT_OK) {
+    if (!request_device(wg) || webgpu_execution_init(wg) != WGT_OK || !compute_works(wg)) {
         webgpu_destroy(&wg->base);
         return NULL;
     }
