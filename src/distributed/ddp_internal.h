@@ -16,13 +16,15 @@ typedef struct bucket {
     size_t count;         /* floats */
     int members, ready;   /* parameters in the bucket, gradients taken (read started) so far this step */
     int lo, hi;           /* its parameters: lo..hi */
-    bool started, done, written;
+    bool done, written;   /* started: b < ddp.next_start */
     MPI_Request request;
 } bucket;
 
 struct ddp {
     ddp_options opt;
     int rank, size, local_rank;
+    MPI_Comm local_comm;  /* the ranks of this machine (MPI_COMM_TYPE_SHARED); MPI_COMM_NULL if the split failed */
+    int local_size;
     wgt_context *ctx;
     int n_params;
     wgt_tensor **params;

@@ -17,7 +17,7 @@
  * Every wait has a deadline (a rank that stops answering ends the job with a
  * message naming this rank and what it waited for), MPI errors return codes
  * (MPI_ERRORS_RETURN) turned into messages, and ddp_abort ends all ranks. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* sched_yield */
 #include "ddp_internal.h"
 
 #include <mpi.h>
@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 bool ddp_compiled(void) { return true; }
 
@@ -68,10 +67,14 @@ ddp *ddp_init(const ddp_options *opt, char *msg, size_t msg_size)
         free(d);
         return NULL;
     }
-    MPI_Comm local;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
-        MPI_Comm_rank(local, &d->local_rank);
-        MPI_Comm_free(&local);
+    d->local_comm = MPI_COMM_NULL;
+    d->local_size = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &d->local_comm) == MPI_SUCCESS) {
+        MPI_Comm_set_errhandler(d->local_comm, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(d->local_comm, &d->local_rank);
+        MPI_Comm_size(d->local_comm, &d->local_size);
+    } else {
+        d->local_comm = MPI_COMM_NULL;
     }
     return d;
 }
@@ -174,7 +177,6 @@ static bool start_bucket(ddp *d, int b)
         if (!d->hook_error[0]) ddp_mpi_failed(rc, "MPI_Iallreduce", d->hook_error, sizeof(d->hook_error), d);
         return false;
     }
-    k->started = true;
     d->stats.bytes += (int64_t)(k->count * sizeof(float));
     return true;
 }
@@ -323,7 +325,7 @@ void ddp_begin_step(ddp *d)
     memset(d->ready, 0, (size_t)d->n_params * sizeof(bool));
     for (int b = 0; b < d->n_buckets; b++) {
         d->buckets[b].ready = 0;
-        d->buckets[b].started = d->buckets[b].done = d->buckets[b].written = false;
+        d->buckets[b].done = d->buckets[b].written = false;
     }
     d->next_start = 0;
 }
@@ -466,6 +468,7 @@ void ddp_finalize(ddp *d)
     free(d->reads);
     free(d->staging);
     if (d->skew_comm != MPI_COMM_NULL) MPI_Comm_free(&d->skew_comm);
+    if (d->local_comm != MPI_COMM_NULL) MPI_Comm_free(&d->local_comm);
     free(d);
     MPI_Finalize();
 }

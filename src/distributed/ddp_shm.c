@@ -18,7 +18,7 @@
  * around each barrier (the unified memory model's rule for load/store
  * access), and a barrier at the end of a step so no rank overwrites its part
  * while a peer may still be uploading it. Barriers start in bucket order on
- * the window's own communicator. */
+ * the machine's communicator (d->local_comm), which carries nothing else. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +31,6 @@
 #define SHM_MAX_RANKS 8
 
 struct ddp_shm {
-    MPI_Comm comm;      /* the window's ranks: all of them (same machine) */
     MPI_Win win;
     float *base[SHM_MAX_RANKS]; /* each rank's part of the window, as this process maps it */
     char sum_expression[96];    /* "((a + b) + c) * p0" for this many ranks */
@@ -41,35 +40,22 @@ bool ddp_shm_attach(ddp *d, size_t total_floats, char *msg, size_t msg_size)
 {
     const char *want = getenv("WGT_DDP_ALLREDUCE");
     if ((want && strcmp(want, "mpi") == 0) || d->size < 2 || d->size > SHM_MAX_RANKS || total_floats == 0) return true;
-    MPI_Comm local;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS)
-        return true; /* then MPI it is */
-    int local_size = 0;
-    MPI_Comm_size(local, &local_size);
-    /* every rank decides alike: local_size == size on one rank means one machine for all */
-    if (local_size != d->size) {
-        MPI_Comm_free(&local);
-        return true;
-    }
+    /* every rank decides alike: the machine's ranks are all the ranks, or not */
+    if (d->local_comm == MPI_COMM_NULL || d->local_size != d->size) return true;
     ddp_shm *shm = calloc(1, sizeof(*shm));
     if (!shm) {
-        MPI_Comm_free(&local);
         snprintf(msg, msg_size, "rank %d: out of host memory", d->rank);
         return false;
     }
-    shm->comm = local;
-    MPI_Comm_set_errhandler(shm->comm, MPI_ERRORS_RETURN);
     float *mine = NULL;
     int rc = MPI_Win_allocate_shared((MPI_Aint)(total_floats * sizeof(float)), (int)sizeof(float), MPI_INFO_NULL,
-                                     shm->comm, &mine, &shm->win);
+                                     d->local_comm, &mine, &shm->win);
     if (ddp_mpi_failed(rc, "allocating the shared gradient window (MPI_Win_allocate_shared)", msg, msg_size, d)) {
-        MPI_Comm_free(&shm->comm);
         free(shm);
         return false;
     }
     MPI_Win_lock_all(MPI_MODE_NOCHECK, shm->win);
-    int me = 0;
-    MPI_Comm_rank(shm->comm, &me);
+    /* with every rank on this machine, the split kept the world's order: rank r's part is r's */
     for (int r = 0; r < d->size; r++) {
         MPI_Aint bytes = 0;
         int unit = 0;
@@ -83,7 +69,7 @@ bool ddp_shm_attach(ddp *d, size_t total_floats, char *msg, size_t msg_size)
         at += (size_t)snprintf(shm->sum_expression + at, sizeof(shm->sum_expression) - at, " + %c)", 'a' + r);
     snprintf(shm->sum_expression + at, sizeof(shm->sum_expression) - at, " * p0");
     d->shm = shm;
-    for (int b = 0; b < d->n_buckets; b++) d->buckets[b].host = shm->base[me] + d->buckets[b].first;
+    for (int b = 0; b < d->n_buckets; b++) d->buckets[b].host = mine + d->buckets[b].first;
     return true;
 }
 
@@ -91,12 +77,11 @@ bool ddp_shm_start_bucket(ddp *d, int b)
 {
     bucket *k = &d->buckets[b];
     MPI_Win_sync(d->shm->win); /* this rank's stores into its part, visible before the barrier says so */
-    int rc = MPI_Ibarrier(d->shm->comm, &k->request);
+    int rc = MPI_Ibarrier(d->local_comm, &k->request);
     if (rc != MPI_SUCCESS) {
         if (!d->hook_error[0]) ddp_mpi_failed(rc, "the bucket barrier", d->hook_error, sizeof(d->hook_error), d);
         return false;
     }
-    k->started = true;
     return true;
 }
 
@@ -140,7 +125,7 @@ bool ddp_shm_reduce_bucket(ddp *d, int b, char *msg, size_t msg_size)
 bool ddp_shm_end_step(ddp *d, char *msg, size_t msg_size)
 {
     MPI_Request request;
-    int rc = MPI_Ibarrier(d->shm->comm, &request);
+    int rc = MPI_Ibarrier(d->local_comm, &request);
     return !ddp_mpi_failed(rc, "the end-of-step barrier", msg, msg_size, d) &&
            ddp_wait_all(d, &request, 1, "the end-of-step barrier", msg, msg_size);
 }
@@ -150,7 +135,6 @@ void ddp_shm_free(ddp *d)
     if (!d->shm) return;
     MPI_Win_unlock_all(d->shm->win);
     MPI_Win_free(&d->shm->win);
-    MPI_Comm_free(&d->shm->comm);
     free(d->shm);
     d->shm = NULL;
 }

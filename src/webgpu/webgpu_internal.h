@@ -72,8 +72,8 @@ typedef struct webgpu_block {
 
 /* Idle readback buffers kept for reuse, and the bytes they may hold: data-
  * parallel training starts a read per gradient tensor during backward
- * (GPT-2 small: ~150 reads, 343 MB in flight), and creating mappable
- * buffers for them each step cost more than the copies. */
+ * (GPT-2 small: ~150 reads, 343 MB in flight); with 4 kept, each step
+ * created the rest as new mappable buffers (docs/design.md). */
 #define WEBGPU_STAGING_CACHE 256
 #define WEBGPU_STAGING_CACHE_BYTES ((uint64_t)1 << 30)
 #define WEBGPU_INDEX_CHECKS 16          /* indexing dispatches named in an out-of-range report */
