@@ -149,6 +149,15 @@ static const conv_case conv_cases[] = {
     {"stem-like 3 -> 8, 7x7 stride 2 pad 3", 2, 3, 30, 28, 8, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, {0, 0}, true, false, WGT_F32},
     {"one input row, stride 2 (phase rows past the input)", 1, 2, 1, 5, 3, 1, 3, {2, 2}, {0, 0, 1, 1}, {1, 1}, 1, {0, 0}, false, false, WGT_F32},
     {"f16 stem-like 3 -> 4, 7x7 stride 2 pad 3", 1, 3, 17, 19, 4, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, {0, 0}, false, false, WGT_F16},
+    /* 3x3 stride 1 with >= 32 channels: the WebGPU backend's Winograd path
+     * by default (webgpu_conv_winograd.c); sizes not multiples of its 4 x 4
+     * tiles, per-side padding 0 to 2, and the transposed form (its input
+     * gradient kernel) */
+    {"winograd 3x3 pad 1, 32 -> 40 channels, 13 x 10", 2, 32, 13, 10, 40, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}, true, false, WGT_F32},
+    {"winograd 3x3 per-side padding (2, 0, 0, 1), 33 -> 36", 1, 33, 9, 11, 36, 3, 3, {1, 1}, {2, 0, 0, 1}, {1, 1}, 1, {0, 0}, false, false, WGT_F32},
+    {"winograd f16 3x3 pad 1, 32 -> 32, 7 x 7", 3, 32, 7, 7, 32, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}, true, false, WGT_F16},
+    {"winograd weight gradient in 2 parts (270 tiles, 2 zero tiles of padding)", 1, 32, 58, 70, 33, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {0, 0}, false, false, WGT_F32},
+    {"winograd transposed 3x3 stride 1 pad (2, 2, 0, 1), 34 -> 32", 2, 34, 6, 7, 32, 3, 3, {1, 1}, {2, 2, 0, 1}, {1, 1}, 1, {0, 0}, true, true, WGT_F32},
 };
 
 /* The (transposed) convolution's output size. */
@@ -246,7 +255,15 @@ static void test_conv_case(wgt_context *ctx, const char *backend, const conv_cas
     memcpy(o.output_padding, cc->out_pad, sizeof(o.output_padding));
     wgt_tensor *y = cc->transposed ? wgt_conv_transpose2d(xt, wt, bt, &o) : wgt_conv2d(xt, wt, bt, &o);
     CHECK(y != NULL, "%s %s: %s", backend, cc->name, wgt_context_error_message(ctx));
-    double tol = cc->dtype == WGT_F16 ? 1e-2 : 2e-4;
+    /* The WebGPU backend may take Winograd F(4x4, 3x3) for a 3x3 stride-1
+     * undilated ungrouped convolution (webgpu_conv_winograd.c; by default
+     * with >= 32 channels, WGT_CONV_WINOGRAD=all for any): its transforms
+     * scale by up to 8 and 1/24, so its f32 rounding is 10-30x the direct
+     * sum's (worst element errors 2e-5 to 3e-4 here, against 1e-6 to 2e-5
+     * for the implicit GEMM on the same cases) */
+    bool winograd = strcmp(backend, "cpu") != 0 && cc->kh == 3 && cc->kw == 3 && cc->stride[0] == 1 &&
+                    cc->stride[1] == 1 && cc->dilation[0] == 1 && cc->dilation[1] == 1 && cc->groups == 1;
+    double tol = cc->dtype == WGT_F16 ? 1e-2 : winograd ? 1e-3 : 2e-4;
     char what[160];
     if (y) {
         const int64_t *s = wgt_tensor_shape(y);
@@ -719,6 +736,10 @@ static void test_conv_variants(void)
         {"WGT_CONV_V2", "all", "WGT_CONV_TILE", "64x64w", "WGT_CONV_BK", "16", "WGT_CONV_PHASES", "0"},
         {"WGT_CONV_V2", "reduce,stem", "WGT_CONV_SPLITK", "2", NULL, NULL, NULL, NULL},
         {"WGT_CONV_V2", "ctab", "WGT_CONV_LOADS", "0", "WGT_CONV_TILE", "64x128", "WGT_CONV_SPLITK", "4"},
+        /* Winograd F(4x4, 3x3) never (the implicit GEMM on the cases that
+         * take it by default), and for every 3x3 stride-1 case */
+        {"WGT_CONV_WINOGRAD", "0", NULL, NULL, NULL, NULL, NULL, NULL},
+        {"WGT_CONV_WINOGRAD", "all", NULL, NULL, NULL, NULL, NULL, NULL},
     };
     /* the knobs are read when a context is created: one context per variant */
     for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {

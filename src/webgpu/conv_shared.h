@@ -32,6 +32,10 @@ static inline uint32_t webgpu_conv_u32(int64_t v) { return (uint32_t)v; }
 bool webgpu_conv_stem_fits(const webgpu_backend *wg, const wgt_kernel_call *call);
 wgt_status webgpu_conv_stem_dx(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v);
 
+/* webgpu_conv_winograd.c: 3x3 stride-1 convolutions (forward and both gradients) */
+bool webgpu_conv_winograd_applies(const webgpu_backend *wg, const wgt_kernel_call *call);
+wgt_status webgpu_conv_winograd(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v);
+
 /* webgpu_conv_pool.c: POOL_FORWARD and POOL_BACKWARD */
 wgt_status webgpu_conv_pool(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v);
 

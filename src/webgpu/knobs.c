@@ -120,6 +120,8 @@ static void read_conv(webgpu_knobs *k)
     k->conv_v2_ctab = all || (v2 && strstr(v2, "ctab"));
     k->conv_v2_pool = all || (v2 && strstr(v2, "pool"));
     k->conv_slots = positive("WGT_CONV_SLOTS");
+    const char *wino = env("WGT_CONV_WINOGRAD");
+    k->conv_winograd = !wino ? 1 : strcmp(wino, "0") == 0 ? 0 : strcmp(wino, "all") == 0 ? 2 : 1;
     k->pool_tiles = on_unless_zero("WGT_POOL_TILES");
     k->bn_stream = on_unless_zero("WGT_BN_STREAM");
     k->bn_welford = on_unless_zero("WGT_BN_WELFORD");

@@ -113,6 +113,9 @@ typedef struct webgpu_knobs {
     bool conv_v2_reduce, conv_v2_tiles, conv_v2_waves, conv_v2_stem, conv_v2_ctab, conv_v2_pool;
     uint64_t conv_slots;       /* WGT_CONV_SLOTS=<n>: workgroups of 256 invocations the GPU runs at once,
                                 * for "waves"; default 0: 264 (two per SM of an H100) */
+    int conv_winograd;         /* WGT_CONV_WINOGRAD: 3x3 stride-1 convolutions by Winograd F(4x4, 3x3)
+                                * (webgpu_conv_winograd.c): "0" never (the implicit GEMM), "all" whatever
+                                * the channel counts; default 1: where both have at least 32 channels */
     bool pool_tiles;           /* WGT_POOL_TILES: max pooling without dilation by
                                 * conv_pool_max_rows.wgsl (4 outputs per invocation) and
                                 * conv_pool_backward_max.wgsl (2 x 4 input elements per invocation)

@@ -4,6 +4,8 @@
  *   CONV_FORWARD, CONV_BACKWARD_INPUT, CONV_BACKWARD_WEIGHT
  *                          kernels/conv_gemm.wgsl   implicit GEMM, MODE 0 / 1 / 2
  *                          (+ kernels/conv_splitk_reduce.wgsl when the reduction is split)
+ *   3x3 stride-1 convolutions (all three) where webgpu_conv_winograd_applies:
+ *                          webgpu_conv_winograd.c, Winograd F(4x4, 3x3) around batched GEMMs
  *   CONV_BACKWARD_INPUT with at most 4 channels per group (the stem, depthwise)
  *                          kernels/conv_direct_dx.wgsl  an invocation per input pixel
  *                          (WGT_CONV_V2 "stem": kernels/conv_stem_dx.wgsl, webgpu_conv_stem.c)
@@ -600,7 +602,8 @@ wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call)
         case WGT_CONV_FORWARD:
         case WGT_CONV_BACKWARD_INPUT:
         case WGT_CONV_BACKWARD_WEIGHT:
-            if (!use_direct_dx(wg, call)) s = run_gemm(wg, call, &v);
+            if (webgpu_conv_winograd_applies(wg, call)) s = webgpu_conv_winograd(wg, call, &v);
+            else if (!use_direct_dx(wg, call)) s = run_gemm(wg, call, &v);
             else if (wg->knobs.conv_v2_stem && webgpu_conv_stem_fits(wg, call)) s = webgpu_conv_stem_dx(wg, call, &v);
             else s = run_direct_dx(wg, call, &v);
             break;

@@ -399,6 +399,11 @@ wgt_status webgpu_elementwise_run(webgpu_backend *wg, const wgt_kernel_call *cal
 bool webgpu_reduce_supports(webgpu_backend *wg, const wgt_kernel_call *call);   /* REDUCE, CUMSUM, SOFTMAX */
 wgt_status webgpu_reduce_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call);
+/* out [B.., M, N] = a [B.., M, K] b [B.., K, N] for f32 views of this
+ * backend's buffers (any strides; out contiguous), as MATMUL runs it: for the
+ * backend's own compositions (webgpu_conv_winograd.c). */
+wgt_status webgpu_matmul_views(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
+                               const wgt_tensor_view *out, const char *op);
 wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_indexing_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* GATHER, SCATTER_ADD, TOPK */
 wgt_status webgpu_indexing_run(webgpu_backend *wg, const wgt_kernel_call *call);

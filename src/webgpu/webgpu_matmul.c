@@ -178,6 +178,17 @@ static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_
     const char *tuned = wg->matmul_tuned[webgpu_tune_bucket(p->M, p->N)];
     if (tuned[0] && (c = matmul_find_config(tuned)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c)) return c;
     const matmul_config *fallback = NULL;
+    /* "pad", narrow outputs: at most 64 rows (columns) would leave at least half
+     * of every 128-row (-column) tile padding, which the ladder below takes
+     * whenever the batch gives enough tiles (the Winograd convolution's 36
+     * products of 64 filters: 128 x 128 tiles ran its forward GEMM at 16
+     * TFLOP/s on an H200); the 64-high (-wide) tile instead, or 64 x 64 */
+    if (wg->knobs.matmul_pad_ladder && (p->M <= 64 || p->N <= 64)) {
+        const char *name = p->M <= 64 && p->N <= 64 ? "tile64x64k16" : p->M <= 64 ? "tile64x128k8" : "tile128x64k8";
+        c = matmul_find_config(name);
+        int64_t tiles = matmul_ceil_div(p->M, c->bm) * matmul_ceil_div(p->N, c->bn) * p->batches;
+        if (matmul_config_fits(wg, c) && tiles >= 192) return c;
+    }
     for (size_t i = 0; i < sizeof(tiled_ladder) / sizeof(tiled_ladder[0]); i++) {
         c = matmul_find_config(tiled_ladder[i].name);
         if (!matmul_config_fits(wg, c)) continue;
@@ -423,6 +434,12 @@ static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const
     if (s != WGT_OK) return s;
     if (p.M == 1 || p.N == 1) return matmul_run_gemv(wg, &p, op);
     return run_tiled(wg, &p, op);
+}
+
+wgt_status webgpu_matmul_views(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
+                               const wgt_tensor_view *out, const char *op)
+{
+    return run_native(wg, a, b, NULL, out, op);
 }
 
 /* An f32 copy of x, converting only one copy of each broadcast (stride 0) dim
