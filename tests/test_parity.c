@@ -442,8 +442,8 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         x = upload(ctx, d, 4, SHAPE(2, 3, 9, 64), DOMAIN_SIGNED, 35);
         out[0] = wgt_rope(x, v ? 500 : 0, 10000.0, v == 1);
         break;
-    case WGT_OP_CONV2D: /* v0 3x2 kernel, stride (2, 1), per-side padding, dilation (1, 2), bias; v1 depthwise; v2 1x1 GEMM path */
-    case WGT_OP_CONV_TRANSPOSE2D: { /* v0 stride 2, output_padding 1, bias; v1 groups 2, 2x3 kernel; v2 1x1 */
+    case WGT_OP_CONV2D: /* v0 3x2 kernel, stride (2, 1), per-side padding, dilation (1, 2), bias; v1 depthwise; v2 1x1 GEMM path; v3 Winograd */
+    case WGT_OP_CONV_TRANSPOSE2D: { /* v0 stride 2, output_padding 1, bias; v1 groups 2, 2x3 kernel; v2 1x1; v3 Winograd */
         wgt_conv2d_options co;
         wgt_conv2d_options_init(&co);
         bool t = p->op == WGT_OP_CONV_TRANSPOSE2D;
@@ -458,9 +458,14 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
             y = upload(ctx, d, 4, t ? SHAPE(4, 3, 2, 3) : SHAPE(6, 1, 3, 3), DOMAIN_SIGNED, 40);
             co.groups = t ? 2 : 6;
             co.padding[0] = co.padding[1] = co.padding[2] = co.padding[3] = 1;
-        } else {
+        } else if (v == 2) {
             x = upload(ctx, d, 4, SHAPE(2, 5, 4, 3), DOMAIN_SIGNED, 41);
             y = upload(ctx, d, 4, SHAPE(t ? 5 : 7, t ? 7 : 5, 1, 1), DOMAIN_SIGNED, 42);
+        } else { /* v3: 3x3 stride 1 pad 1, 32 -> 33 channels: WebGPU's Winograd F(4x4, 3x3) path */
+            x = upload(ctx, d, 4, t ? SHAPE(2, 33, 6, 7) : SHAPE(2, 32, 6, 7), DOMAIN_SIGNED, 70);
+            y = upload(ctx, d, 4, SHAPE(33, 32, 3, 3), DOMAIN_SIGNED, 71); /* conv: [K, C, 3, 3]; transposed: [C, K, 3, 3] */
+            z = upload(ctx, d, 1, t ? SHAPE(32) : SHAPE(33), DOMAIN_SIGNED, 72);
+            co.padding[0] = co.padding[1] = co.padding[2] = co.padding[3] = 1;
         }
         out[0] = t ? wgt_conv_transpose2d(x, y, z, &co) : wgt_conv2d(x, y, z, &co);
         break;
@@ -630,8 +635,8 @@ static const parity_op table[] = {
     {WGT_OP_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_ATTENTION, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_ROPE, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
-    {WGT_OP_CONV2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
-    {WGT_OP_CONV_TRANSPOSE2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_CONV2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 4},
+    {WGT_OP_CONV_TRANSPOSE2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 4},
     {WGT_OP_MAX_POOL2D, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_AVG_POOL2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_ADAPTIVE_AVG_POOL2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
