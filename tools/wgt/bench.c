@@ -92,10 +92,10 @@ static bool setup_gemv(bench_state *s)
 }
 /* Decode matvecs of an LLM: x [1, k] f32 times W [n, k]^T stored f16 (s->a)
  * or group-wise 8 / 4 bits (s->a codes, s->c scales; quantized from a random
- * f16 matrix) */
+ * f16 matrix); with m > 0, x has m rows (a prompt's prefill) */
 static bool setup_decode_gemv(bench_state *s, int bits)
 {
-    int64_t sa[2] = {s->n, s->k}, sx[2] = {1, s->k};
+    int64_t sa[2] = {s->n, s->k}, sx[2] = {s->m > 0 ? s->m : 1, s->k};
     wgt_tensor *w32 = randn(s, 2, sa, 7);
     wgt_tensor *w = w32 ? wgt_cast(w32, WGT_F16) : NULL;
     wgt_tensor_release(w32);
@@ -395,6 +395,10 @@ static const bench_case cases[] = {
     {"gemv_q4_16384x2048", "x W^T, W 4-bit", 16384, 0, 2048, 16, 0, bytes_gemv_q4, flops_gemv, setup_gemv_q4, step_qgemv, 50},
     {"gemv_f16_128256x2048", "x W^T, W f16", 128256, 0, 2048, 16, 0, bytes_gemv_f16, flops_gemv, setup_gemv_f16, step_gemv_half, 20},
     {"gemv_q4_128256x2048", "x W^T, W 4-bit", 128256, 0, 2048, 16, 0, bytes_gemv_q4, flops_gemv, setup_gemv_q4, step_qgemv, 20},
+    /* prefill: a 512-token prompt through the gate/up projection of Llama-3.2-1B (x [512, 2048] f32) */
+    {"qmatmul_f16_512x16384x2048", "512 rows x W^T, W f16", 16384, 512, 2048, 16, 0, bytes_gemv_f16, flops_gemm, setup_gemv_f16, step_gemv_half, 20},
+    {"qmatmul_q8_512x16384x2048", "512 rows x W^T, W 8-bit", 16384, 512, 2048, 16, 0, bytes_gemv_q8, flops_gemm, setup_gemv_q8, step_qgemv, 20},
+    {"qmatmul_q4_512x16384x2048", "512 rows x W^T, W 4-bit", 16384, 512, 2048, 16, 0, bytes_gemv_q4, flops_gemm, setup_gemv_q4, step_qgemv, 20},
     {"layernorm_fb_768", "8192x768 fwd+bwd", 8192, 768, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_layer_norm_fb, 20},
     {"layernorm_fb_4096", "8192x4096 fwd+bwd", 8192, 4096, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_layer_norm_fb, 20},
     {"rmsnorm_fb_768", "8192x768 fwd+bwd", 8192, 768, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_rms_norm_fb, 20},
