@@ -29,14 +29,15 @@ typedef struct ddp_options {
 /* Time and traffic since the last ddp_stats_reset (this rank). */
 typedef struct ddp_stats {
     int64_t steps;
-    int64_t bytes;        /* gradient bytes all-reduced (each rank sends and receives about 2x this) */
+    int64_t bytes;        /* gradient bytes summed across ranks (MPI all-reduce: each rank sends and receives
+                           * about 2x this; shared memory: each rank reads its peers' copies) */
     int buckets;          /* per step */
     double copy_s;        /* device -> host reads of gradients and host -> device writes back */
     double hook_s;        /* inside the gradient-ready hook (reads, starting all-reduces) */
     double hook_mpi_s;    /* of hook_s, inside MPI (starting and testing all-reduces): without a progress
                            * thread the start of a shared-memory all-reduce does much of its copying */
     double skew_s;        /* measure_skew: in the barrier after backward (waiting for the slowest rank) */
-    double wait_s;        /* in ddp_finish_step starting the remaining all-reduces and waiting for all */
+    double wait_s;        /* in ddp_finish_step starting the remaining exchanges and waiting for all */
 } ddp_stats;
 
 /* true when this binary was built with MPI. */

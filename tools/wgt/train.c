@@ -306,11 +306,12 @@ static int train_loop(trainer *t)
             ddp_stats_get(t->ddp, &st);
             double n = st.steps ? (double)st.steps : 1;
             snprintf(line, sizeof(line),
-                     "ddp (rank 0 of %d): %d buckets, %.2f MB all-reduced per step; per step: gradient copies "
-                     "%.2f ms, MPI inside the grad hook %.2f ms, waiting for the slowest rank %.2f ms, all-reduce "
-                     "wait after that %.2f ms%s\n",
-                     t->world, st.buckets, (double)st.bytes / n / 1e6, 1e3 * st.copy_s / n, 1e3 * st.hook_mpi_s / n,
-                     1e3 * st.skew_s / n, 1e3 * st.wait_s / n, t->opt.ddp_no_overlap ? " (--ddp-no-overlap)" : "");
+                     "ddp (rank 0 of %d): %d buckets, %.2f MB of gradients summed per step by %s; per step: "
+                     "gradient copies %.2f ms, MPI calls inside the grad hook %.2f ms, waiting for the slowest rank "
+                     "%.2f ms, waiting for the exchange after that %.2f ms%s\n",
+                     t->world, st.buckets, (double)st.bytes / n / 1e6, ddp_exchange_name(t->ddp), 1e3 * st.copy_s / n,
+                     1e3 * st.hook_mpi_s / n, 1e3 * st.skew_s / n, 1e3 * st.wait_s / n,
+                     t->opt.ddp_no_overlap ? " (--ddp-no-overlap)" : "");
             print_line(t, line);
         }
         /* the weights are still worth keeping: `wgt sample` times generation on them */
