@@ -616,6 +616,60 @@ static void test_group_norm(wgt_context *ctx, const char *backend, int ndim, con
 
 /* -------------------------------------------------------------- bad input */
 
+/* A 3x3 stride-1 convolution whose Winograd temporaries do not fit the
+ * context's memory budget (WebGPU: webgpu_conv_winograd.c falls back to the
+ * implicit GEMM): y and dw must still come out, equal to the CPU backend's,
+ * with the context usable. x [2, 32, 32, 32], w [32, 32, 3, 3]: y is 256 KiB;
+ * Winograd's temporaries are ~1.3 MiB a pass, the implicit GEMM's split-K
+ * partials at most a few outputs, so a budget of what is in use + 4 y fits
+ * only the latter. */
+static void test_winograd_memory_budget(wgt_context *gpu)
+{
+    wgt_context *cpu = test_cpu_context();
+    CHECK(cpu != NULL, "winograd under a memory budget: a CPU context");
+    if (!cpu) return;
+    const int64_t xs[4] = {2, 32, 32, 32}, ws[4] = {32, 32, 3, 3};
+    const int64_t n = numel(4, xs), ysize = n * 4;
+    double *x = random_values(n, -1, 1, WGT_F32), *w = random_values(numel(4, ws), -1, 1, WGT_F32);
+    double *r = random_values(n, -1, 1, WGT_F32);
+    wgt_conv2d_options o;
+    wgt_conv2d_options_init(&o);
+    for (int i = 0; i < 4; i++) o.padding[i] = 1;
+    double *want_y = NULL, *want_dw = NULL, *got_y = NULL, *got_dw = NULL;
+    wgt_context *ctxs[2] = {cpu, gpu};
+    for (int k = 0; k < 2; k++) {
+        wgt_context *ctx = ctxs[k];
+        wgt_tensor *xt = upload(ctx, WGT_F32, 4, xs, x), *wt = upload(ctx, WGT_F32, 4, ws, w);
+        wgt_tensor *rt = upload(ctx, WGT_F32, 4, xs, r);
+        wgt_tensor_set_requires_grad(wt, true);
+        wgt_memory_stats ms;
+        wgt_memory_stats_get(ctx, &ms);
+        if (k == 1) wgt_memory_set_budget(ctx, ms.bytes_in_use + 4 * (uint64_t)ysize);
+        wgt_tensor *y = wgt_conv2d(xt, wt, NULL, &o);
+        CHECK(y != NULL, "winograd under a memory budget (%s): %s", k ? "webgpu" : "cpu", wgt_context_error_message(ctx));
+        bool ok = y && wgt_backward_ex(y, rt, false) == WGT_OK;
+        CHECK(ok, "winograd under a memory budget (%s), backward: %s", k ? "webgpu" : "cpu", wgt_context_error_message(ctx));
+        if (ok) {
+            *(k ? &got_y : &want_y) = download(y);
+            *(k ? &got_dw : &want_dw) = download(wgt_tensor_grad(wt));
+        }
+        CHECK(wgt_context_status(ctx) == WGT_OK, "winograd under a memory budget: context usable: %s",
+              wgt_context_error_message(ctx));
+        wgt_memory_set_budget(ctx, 0);
+        wgt_tensor_release(y), wgt_tensor_release(xt), wgt_tensor_release(wt), wgt_tensor_release(rt);
+    }
+    if (want_y && got_y) {
+        double worst = 0, worst_dw = 0;
+        for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs(got_y[i] - want_y[i]) / (1 + fabs(want_y[i])));
+        for (int64_t i = 0; i < numel(4, ws); i++)
+            worst_dw = fmax(worst_dw, fabs(got_dw[i] - want_dw[i]) / (1 + fabs(want_dw[i])));
+        CHECK(worst <= 2e-4 && worst_dw <= 2e-4, "winograd under a memory budget: webgpu vs cpu worst error y %.3g, "
+              "dw %.3g (tolerance 2e-4: the implicit GEMM's, so Winograd did not run)", worst, worst_dw);
+    }
+    free(x), free(w), free(r), free(want_y), free(want_dw), free(got_y), free(got_dw);
+    wgt_context_destroy(cpu);
+}
+
 static void test_bad_input(wgt_context *ctx, const char *backend)
 {
     int64_t xs[4] = {1, 4, 5, 5}, ws[4] = {6, 4, 3, 3};
@@ -777,6 +831,7 @@ int main(void)
         test_group_norm(contexts[k], names[k], 3, (const int64_t[]){3, 4, 5}, 4, false);
         test_bad_input(contexts[k], names[k]);
         if (k == 1) test_conv_variants();
+        if (k == 1) test_winograd_memory_budget(contexts[1]);
         CHECK(wgt_context_status(contexts[k]) == WGT_OK, "%s context usable: %s", names[k],
               wgt_context_error_message(contexts[k]));
         wgt_execution_stats es;

@@ -34,7 +34,10 @@ wgt_status webgpu_conv_stem_dx(webgpu_backend *wg, const wgt_kernel_call *call, 
 
 /* webgpu_conv_winograd.c: 3x3 stride-1 convolutions (forward and both gradients) */
 bool webgpu_conv_winograd_applies(const webgpu_backend *wg, const wgt_kernel_call *call);
-wgt_status webgpu_conv_winograd(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v);
+/* *short_of_memory: its temporaries did not fit (nothing was recorded, the
+ * error cleared): the caller runs the implicit GEMM instead */
+wgt_status webgpu_conv_winograd(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v,
+                                bool *short_of_memory);
 
 /* webgpu_conv_pool.c: POOL_FORWARD and POOL_BACKWARD */
 wgt_status webgpu_conv_pool(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v);

@@ -601,12 +601,15 @@ wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call)
         switch (call->conv.kernel) {
         case WGT_CONV_FORWARD:
         case WGT_CONV_BACKWARD_INPUT:
-        case WGT_CONV_BACKWARD_WEIGHT:
-            if (webgpu_conv_winograd_applies(wg, call)) s = webgpu_conv_winograd(wg, call, &v);
-            else if (!use_direct_dx(wg, call)) s = run_gemm(wg, call, &v);
+        case WGT_CONV_BACKWARD_WEIGHT: {
+            bool short_of_memory = true; /* also: Winograd does not apply */
+            if (webgpu_conv_winograd_applies(wg, call)) s = webgpu_conv_winograd(wg, call, &v, &short_of_memory);
+            if (s != WGT_OK || !short_of_memory) break;
+            if (!use_direct_dx(wg, call)) s = run_gemm(wg, call, &v);
             else if (wg->knobs.conv_v2_stem && webgpu_conv_stem_fits(wg, call)) s = webgpu_conv_stem_dx(wg, call, &v);
             else s = run_direct_dx(wg, call, &v);
             break;
+        }
         case WGT_POOL_FORWARD:
         case WGT_POOL_BACKWARD: s = webgpu_conv_pool(wg, call, &v); break;
         case WGT_BATCH_NORM_FORWARD:

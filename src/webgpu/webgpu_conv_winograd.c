@@ -149,20 +149,39 @@ static wgt_status points_temp(webgpu_backend *wg, uint64_t rows, uint64_t cols, 
     return webgpu_temp_alloc(wg, WGT_F32, 3, shape, v);
 }
 
+/* The three temporaries of a pass, [36, rows, cols] each. Where the device
+ * (or the context's memory budget) cannot hold them, none is kept, the
+ * out-of-memory error is cleared and *short_of_memory set: the caller then
+ * runs the implicit GEMM, which needs no temporaries this large (a browser
+ * tab or a small GPU still trains, more slowly). */
+static wgt_status alloc_temps(webgpu_backend *wg, const uint64_t dims[3][2], wgt_tensor_view *t[3],
+                              bool *short_of_memory)
+{
+    wgt_status s = WGT_OK;
+    for (int i = 0; i < 3 && s == WGT_OK; i++) s = points_temp(wg, dims[i][0], dims[i][1], t[i]);
+    if (s == WGT_OK) return WGT_OK;
+    for (int i = 0; i < 3; i++)
+        if (t[i]->storage) webgpu_temp_release(wg, t[i]);
+    if (s != WGT_ERR_OUT_OF_MEMORY) return s;
+    wgt_context_clear_error(wg->base.ctx);
+    *short_of_memory = true;
+    return WGT_OK;
+}
+
 /* out [N, ko, oh, ow] = conv3x3(src [N, ci, ih, iw], filters) + bias, where
  * the filters are w [ko, ci, 3, 3] or (flip) w [ci, ko, 3, 3] turned by 180
  * degrees: the forward, and the input gradient as a forward on dy. */
 static wgt_status forward(webgpu_backend *wg, const wgt_tensor_view *src, const wgt_tensor_view *w,
                           const wgt_tensor_view *bias, bool flip, uint64_t n, uint64_t ci, uint64_t ih, uint64_t iw,
                           uint64_t ko, uint64_t oh, uint64_t ow, int64_t pad_top, int64_t pad_left,
-                          const wgt_tensor_view *out, const char *op)
+                          const wgt_tensor_view *out, bool *short_of_memory, const char *op)
 {
     wino_grid g = grid_over((int64_t)n, (int64_t)oh, (int64_t)ow);
     wgt_tensor_view v = {0}, u = {0}, m = {0};
-    wgt_status s = points_temp(wg, ci, g.tiles, &v);
-    if (s == WGT_OK) s = points_temp(wg, ko, ci, &u);
-    if (s == WGT_OK) s = points_temp(wg, ko, g.tiles, &m);
-    if (s == WGT_OK) s = data_transform(wg, WINO_DATA, src, n, ci, ih, iw, &g, g.tiles, pad_top, pad_left, &v, op);
+    const uint64_t dims[3][2] = {{ci, g.tiles}, {ko, ci}, {ko, g.tiles}};
+    wgt_status s = alloc_temps(wg, dims, (wgt_tensor_view *[3]){&v, &u, &m}, short_of_memory);
+    if (s != WGT_OK || *short_of_memory) return s;
+    s = data_transform(wg, WINO_DATA, src, n, ci, ih, iw, &g, g.tiles, pad_top, pad_left, &v, op);
     if (s == WGT_OK) s = filter_transform(wg, w, flip ? ci : ko, flip ? ko : ci, flip, &u, op);
     if (s == WGT_OK) s = webgpu_matmul_views(wg, &u, &v, &m, op);
     if (s == WGT_OK) s = output_transform(wg, &m, bias, n, ko, oh, ow, &g, out, op);
@@ -178,7 +197,8 @@ static wgt_status forward(webgpu_backend *wg, const wgt_tensor_view *src, const 
  * that a small filter bank still fills the GPU; the grad-filter transform
  * adds the parts (in order: deterministic). */
 static wgt_status weight_grad(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *x,
-                              const wgt_tensor_view *dy, const wgt_tensor_view *dw, const char *op)
+                              const wgt_tensor_view *dy, const wgt_tensor_view *dw, bool *short_of_memory,
+                              const char *op)
 {
     const uint64_t n = (uint64_t)call->conv.n, c = (uint64_t)call->conv.c, k = (uint64_t)call->conv.k;
     wino_grid g = grid_over(call->conv.n, call->conv.oh, call->conv.ow);
@@ -190,11 +210,10 @@ static wgt_status weight_grad(webgpu_backend *wg, const wgt_kernel_call *call, c
     parts = webgpu_conv_cdiv(g.tiles, len);
     uint64_t layout = parts * len;
     wgt_tensor_view v = {0}, d = {0}, m = {0};
-    wgt_status s = points_temp(wg, c, layout, &v);
-    if (s == WGT_OK) s = points_temp(wg, k, layout, &d);
-    if (s == WGT_OK) s = points_temp(wg, parts * k, c, &m);
-    if (s == WGT_OK)
-        s = data_transform(wg, WINO_DATA, x, n, c, (uint64_t)call->conv.h, (uint64_t)call->conv.w, &g, layout,
+    const uint64_t dims[3][2] = {{c, layout}, {k, layout}, {parts * k, c}};
+    wgt_status s = alloc_temps(wg, dims, (wgt_tensor_view *[3]){&v, &d, &m}, short_of_memory);
+    if (s != WGT_OK || *short_of_memory) return s;
+    s = data_transform(wg, WINO_DATA, x, n, c, (uint64_t)call->conv.h, (uint64_t)call->conv.w, &g, layout,
                            call->conv.pad_top, call->conv.pad_left, &v, op);
     if (s == WGT_OK)
         s = data_transform(wg, WINO_GRAD_DATA, dy, n, k, (uint64_t)call->conv.oh, (uint64_t)call->conv.ow, &g, layout,
@@ -220,8 +239,10 @@ static wgt_status weight_grad(webgpu_backend *wg, const wgt_kernel_call *call, c
     return s;
 }
 
-wgt_status webgpu_conv_winograd(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v)
+wgt_status webgpu_conv_winograd(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v,
+                                bool *short_of_memory)
 {
+    *short_of_memory = false;
     const char *op = call->op_name;
     const uint64_t n = (uint64_t)call->conv.n, c = (uint64_t)call->conv.c, k = (uint64_t)call->conv.k;
     const uint64_t h = (uint64_t)call->conv.h, w = (uint64_t)call->conv.w;
@@ -233,12 +254,12 @@ wgt_status webgpu_conv_winograd(webgpu_backend *wg, const wgt_kernel_call *call,
     switch (call->conv.kernel) {
     case WGT_CONV_FORWARD: /* inputs x, w (, bias) */
         return forward(wg, &v->in[0], &v->in[1], call->conv.has_bias ? &v->in[2] : NULL, false, n, c, h, w, k, oh, ow,
-                       call->conv.pad_top, call->conv.pad_left, &v->out[0], op);
+                       call->conv.pad_top, call->conv.pad_left, &v->out[0], short_of_memory, op);
     case WGT_CONV_BACKWARD_INPUT: /* inputs dy, w: dx[i] = sum_a dy[i + pad - a] w[a] */
         return forward(wg, &v->in[0], &v->in[1], NULL, true, n, k, oh, ow, c, h, w, 2 - call->conv.pad_top,
-                       2 - call->conv.pad_left, &v->out[0], op);
+                       2 - call->conv.pad_left, &v->out[0], short_of_memory, op);
     case WGT_CONV_BACKWARD_WEIGHT: /* inputs x, dy */
-        return weight_grad(wg, call, &v->in[0], &v->in[1], &v->out[0], op);
+        return weight_grad(wg, call, &v->in[0], &v->in[1], &v->out[0], short_of_memory, op);
     default: return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: not a convolution kernel", op);
     }
 }
