@@ -107,7 +107,13 @@ fn first_tap(p: u32, pad: u32, dil: u32, s: u32, k: u32) -> u32 {
     return k;
 }
 
-fn set_phase(index: u32) {
+// Phase `index` (ph = index / sw, pw = index % sw). A value returned, not
+// stored in `phase` directly: the caller's loop bounds come from it, and WGSL's
+// uniformity analysis (Tint's in browsers) takes anything read back from a
+// module-scope private variable as non-uniform, so a barrier in a loop
+// bounded by phase.na failed to compile there.
+fn phase_of(index: u32) -> Phase {
+    var phase: Phase;
     let sh = params.stride_h;
     let sw = params.stride_w;
     phase.ph = index / sw;
@@ -123,6 +129,7 @@ fn set_phase(index: u32) {
     phase.off_w = (i32(phase.pw + params.pad_left) - i32(phase.b0 * params.dil_w)) / i32(sw);
     phase.dh = i32(params.step_h * params.dil_h / sh);
     phase.dw = i32(params.step_w * params.dil_w / sw);
+    return phase;
 }
 
 // What a reduction index r contributes to the addresses (the divisions that
@@ -413,8 +420,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let col0 = wid.x * BN;
     var depth = params.depth;
     if (MODE == 1u && PHASED) {
-        set_phase((wid.z / params.groups) % params.phases);
-        depth = params.kg * phase.na * phase.nb;   // 0 for a phase no tap lands on: zeros are stored
+        let p = phase_of((wid.z / params.groups) % params.phases);
+        phase = p;
+        depth = params.kg * p.na * p.nb;   // 0 for a phase no tap lands on: zeros are stored
     }
     // split-K: this split's part of r (empty past a phase's depth: zeros are stored)
     let r_begin = min(depth, split * params.split_len);

@@ -61,7 +61,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let pw = wid.z % sw;
     let g = wid.y % params.groups;
     let n = wid.y / params.groups;
-    // the phase's taps and plane (see conv_gemm.wgsl set_phase)
+    // the phase's taps and plane (see conv_gemm.wgsl phase_of)
     let a0 = first_tap(ph, params.pad_top, params.dil_h, sh, params.kh);
     let b0 = first_tap(pw, params.pad_left, params.dil_w, sw, params.kw);
     let na = select(0u, (params.kh - a0 + params.step_h - 1u) / params.step_h, a0 < params.kh);
