@@ -83,7 +83,7 @@ typedef struct rope_params {
     uint32_t B, H, T, D;
     uint32_t x_st[4];
     uint32_t x_offset, position_offset, interleaved, inverse;
-    uint32_t pairs, out_offset, pad[2];
+    uint32_t pairs, out_offset, zero, pad; /* zero: rope.wgsl's ew_opaque */
     float inv_freq[ROPE_MAX_PAIRS];
 } rope_params;
 
@@ -631,9 +631,17 @@ static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, cons
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, "rope");
     wgt_status s = WGT_OK;
     if (!pipe) {
-        const char *source = webgpu_kernel_source("rope");
-        if (!source) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel rope is not embedded", op);
+        /* rope.wgsl, then the accurate cos and sin it calls (and what they use) */
+        const char *parts[3] = {webgpu_kernel_source("rope"), webgpu_kernel_source("elementwise_common"),
+                                webgpu_kernel_source("elementwise_math")};
+        if (!parts[0] || !parts[1] || !parts[2])
+            return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel rope is not embedded", op);
+        size_t n = strlen(parts[0]) + strlen(parts[1]) + strlen(parts[2]) + 3;
+        char *source = malloc(n);
+        if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        snprintf(source, n, "%s\n%s\n%s", parts[0], parts[1], parts[2]);
         s = webgpu_pipeline_create(wg, "rope", source, NULL, 1, 1, true, false, op, &pipe);
+        free(source);
         if (s != WGT_OK) return s;
     }
     wgt_tensor_view target = *out;

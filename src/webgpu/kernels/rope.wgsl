@@ -6,14 +6,18 @@
 //   out[d0] = x[d0] cos a - x[d1] sin a,  out[d1] = x[d0] sin a + x[d1] cos a
 // inv_freq comes from the host (theta^(-2i/D) rounded to f32, the CPU
 // backend's values) and a is one f32 product, so both backends turn by the
-// same angle. GPU cos/sin are only accurate near 0, so a is first reduced by
-// multiples of 2 pi (Cody-Waite: 2 pi split in three parts, fma).
+// same angle. cos and sin are elementwise_math.wgsl's (appended by
+// webgpu_attention.c, with elementwise_common.wgsl): WGSL lets the built-ins
+// err by 2^-11 even within [-pi, pi], and Chromium's SwiftShader did (1e-4
+// here against the CPU, after a Cody-Waite reduction to [-pi, pi]).
+// ew_opaque pins roundings those functions rely on, by an OR with a zero the
+// compiler cannot see (params.zero).
 
 struct Params {
     B: u32, H: u32, T: u32, D: u32,
     x_st: vec4<u32>,                         // strides b, h, t, d (elements)
     x_offset: u32, position_offset: u32, interleaved: u32, inverse: u32,
-    pairs: u32, out_offset: u32, _p1: u32, _p2: u32,   // pairs: B * H * T * D / 2
+    pairs: u32, out_offset: u32, zero: u32, _p2: u32,  // pairs: B * H * T * D / 2; zero: 0
     inv_freq: array<vec4<f32>, 32>,          // D / 2 <= 128 values
 }
 
@@ -21,10 +25,8 @@ struct Params {
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 
-const TWO_PI_1: f32 = 6.28125;                 // 2 pi = TWO_PI_1 + TWO_PI_2 + TWO_PI_3
-const TWO_PI_2: f32 = 0.0019353071693331003;
-const TWO_PI_3: f32 = 1.0253131677018246e-11;
-const INV_TWO_PI: f32 = 0.15915493667125702;
+fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params.zero); }
+fn ew_opaque2(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params.zero); }
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -43,12 +45,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         d1 = 2u * i + 1u;
     }
     let a = f32(params.position_offset + t) * params.inv_freq[i / 4u][i % 4u];
-    let n = round(a * INV_TWO_PI);
-    var r = fma(-n, TWO_PI_1, a);
-    r = fma(-n, TWO_PI_2, r);
-    r = fma(-n, TWO_PI_3, r);
-    let c = cos(r);
-    let s = select(sin(r), -sin(r), params.inverse != 0u);
+    let c = ew_cos(a);
+    let s = select(ew_sin(a), -ew_sin(a), params.inverse != 0u);
     let at = params.x_offset + b * params.x_st.x + h * params.x_st.y + t * params.x_st.z;
     let x0 = x[at + d0 * params.x_st.w];
     let x1 = x[at + d1 * params.x_st.w];
