@@ -22,6 +22,29 @@ const char *webgpu_kernel_source(const char *name)
     return NULL;
 }
 
+wgt_status webgpu_pipeline_assemble(webgpu_backend *wg, const char *key, const char *prelude, const char *const *files,
+                                    int n_files, int n_read_only, int n_read_write, bool checked, const char *op,
+                                    webgpu_pipeline **out)
+{
+    *out = webgpu_pipeline_find(wg, key);
+    if (*out) return WGT_OK;
+    size_t n = strlen(prelude) + 1;
+    for (int i = 0; i < n_files; i++) {
+        const char *src = webgpu_kernel_source(files[i]);
+        if (!src)
+            return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel source %s is not embedded", op, files[i]);
+        n += strlen(src) + 1;
+    }
+    char *source = malloc(n);
+    if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    size_t at = (size_t)snprintf(source, n, "%s", prelude);
+    for (int i = 0; i < n_files; i++)
+        at += (size_t)snprintf(source + at, n - at, "%s\n", webgpu_kernel_source(files[i]));
+    wgt_status s = webgpu_pipeline_create(wg, key, source, NULL, n_read_only, n_read_write, true, checked, op, out);
+    free(source);
+    return s;
+}
+
 static uint32_t hash_key(const char *key)
 {
     uint32_t h = 2166136261u; /* FNV-1a */

@@ -131,22 +131,15 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
     snprintf(key, sizeof(key), "%s:d%u:q%u:k%u:w%u", file, d4, bq, bk, want);
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
-    const char *common = webgpu_kernel_source("attention_common"), *body = webgpu_kernel_source(file);
-    if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
     char consts[384];
     snprintf(consts, sizeof(consts),
              "const D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
              "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\nconst VEC_IN: bool = %s;\nalias IN_T = %s;\n",
              d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false",
              want & 8 ? "true" : "false", want & 8 ? "vec4<f32>" : "f32");
-    size_t n = strlen(consts) + strlen(common) + strlen(body) + 1;
-    char *source = malloc(n);
-    if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-    snprintf(source, n, "%s%s%s", consts, common, body);
     /* unchecked: every kernel bounds its reads (row_ok, j < Tk, d < D) */
-    wgt_status s = webgpu_pipeline_create(wg, key, source, NULL, n_read_only, n_read_write, true, false, op, out);
-    free(source);
-    return s;
+    const char *files[2] = {"attention_common", file};
+    return webgpu_pipeline_assemble(wg, key, consts, files, 2, n_read_only, n_read_write, false, op, out);
 }
 
 /* Tile sizes. WGT_ATTENTION_TILES="rows,keys,kv_keys,kv_rows,joint_d4" replaces
@@ -628,22 +621,11 @@ static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, cons
     p.pairs = (uint32_t)pairs;
     /* the CPU backend's values exactly (cpu_attention.c) */
     for (uint32_t i = 0; i < p.D / 2; i++) p.inv_freq[i] = (float)pow(call->rope.theta, -2.0 * i / (double)p.D);
-    webgpu_pipeline *pipe = webgpu_pipeline_find(wg, "rope");
-    wgt_status s = WGT_OK;
-    if (!pipe) {
-        /* rope.wgsl, then the accurate cos and sin it calls (and what they use) */
-        const char *parts[3] = {webgpu_kernel_source("rope"), webgpu_kernel_source("elementwise_common"),
-                                webgpu_kernel_source("elementwise_math")};
-        if (!parts[0] || !parts[1] || !parts[2])
-            return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel rope is not embedded", op);
-        size_t n = strlen(parts[0]) + strlen(parts[1]) + strlen(parts[2]) + 3;
-        char *source = malloc(n);
-        if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s\n%s\n%s", parts[0], parts[1], parts[2]);
-        s = webgpu_pipeline_create(wg, "rope", source, NULL, 1, 1, true, false, op, &pipe);
-        free(source);
-        if (s != WGT_OK) return s;
-    }
+    /* rope.wgsl, then the accurate cos and sin it calls (and what they use) */
+    const char *files[3] = {"rope", "elementwise_common", "elementwise_math"};
+    webgpu_pipeline *pipe;
+    wgt_status s = webgpu_pipeline_assemble(wg, "rope", "", files, 3, 1, 1, false, op, &pipe);
+    if (s != WGT_OK) return s;
     wgt_tensor_view target = *out;
     bool temp = out->dtype != WGT_F32;
     if (temp && (s = webgpu_temp_alloc(wg, WGT_F32, 4, out->shape, &target)) != WGT_OK) return s;

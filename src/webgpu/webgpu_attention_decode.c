@@ -91,20 +91,10 @@ bool webgpu_attention_decode_wanted(const webgpu_backend *wg, const wgt_kernel_c
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const char *consts, int n_read_only,
                                int n_read_write, const char *op, webgpu_pipeline **out)
 {
-    char key[160];
+    char key[200]; /* file name, ":" and consts (under 160) */
     snprintf(key, sizeof(key), "%s:%s", file, consts);
-    *out = webgpu_pipeline_find(wg, key);
-    if (*out) return WGT_OK;
-    const char *body = webgpu_kernel_source(file);
-    if (!body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
-    size_t n = strlen(consts) + strlen(body) + 1;
-    char *source = malloc(n);
-    if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-    snprintf(source, n, "%s%s", consts, body);
     /* unchecked: both kernels bound their reads (j < Tk, whole rows of D) */
-    wgt_status s = webgpu_pipeline_create(wg, key, source, NULL, n_read_only, n_read_write, true, false, op, out);
-    free(source);
-    return s;
+    return webgpu_pipeline_assemble(wg, key, consts, &file, 1, n_read_only, n_read_write, false, op, out);
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

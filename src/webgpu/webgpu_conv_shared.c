@@ -18,18 +18,9 @@ wgt_status webgpu_conv_pipeline(webgpu_backend *wg, const char *key, const char 
                                 const char *file, int n_read_only, int n_read_write, const char *op,
                                 webgpu_pipeline **out)
 {
-    *out = webgpu_pipeline_find(wg, key);
-    if (*out) return WGT_OK;
-    const char *common_src = common ? webgpu_kernel_source(common) : "", *body = webgpu_kernel_source(file);
-    if (!common_src || !body)
-        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel source %s is not embedded", op, body ? common : file);
-    size_t n = strlen(prelude) + strlen(common_src) + strlen(body) + 4;
-    char *source = malloc(n);
-    if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-    snprintf(source, n, "%s%s\n%s", prelude, common_src, body);
-    wgt_status s = webgpu_pipeline_create(wg, key, source, NULL, n_read_only, n_read_write, true, conv_checked, op, out);
-    free(source);
-    return s;
+    const char *files[2] = {common ? common : file, file};
+    return webgpu_pipeline_assemble(wg, key, prelude, files, common ? 2 : 1, n_read_only, n_read_write, conv_checked,
+                                    op, out);
 }
 
 uint32_t webgpu_conv_gcd(uint32_t a, uint32_t b)

@@ -60,6 +60,52 @@ static wino_grid grid_over(int64_t n, int64_t out_h, int64_t out_w)
     return g;
 }
 
+/* What one pass needs: the tile grid over its output (the input gradient's
+ * output is the input size), for the weight gradient the tiles in `parts`
+ * batches of `len` (layout = parts len, the tiles past g.tiles zeros; else 1,
+ * tiles, tiles), and its three temporaries [36, dims[i][0], dims[i][1]]. */
+typedef struct wino_plan {
+    wino_grid g;
+    uint64_t parts, len, layout;
+    uint64_t dims[3][2];
+} wino_plan;
+
+static wino_plan plan_of(const wgt_kernel_call *call)
+{
+    const uint64_t c = (uint64_t)call->conv.c, k = (uint64_t)call->conv.k;
+    wino_plan p;
+    memset(&p, 0, sizeof(p));
+    switch (call->conv.kernel) {
+    case WGT_CONV_BACKWARD_INPUT: /* a forward from k to c channels over the input size */
+        p.g = grid_over(call->conv.n, call->conv.h, call->conv.w);
+        p.parts = 1, p.len = p.layout = p.g.tiles;
+        p.dims[0][0] = k, p.dims[0][1] = p.g.tiles, p.dims[1][0] = c, p.dims[1][1] = k;
+        p.dims[2][0] = c, p.dims[2][1] = p.g.tiles;
+        break;
+    case WGT_CONV_BACKWARD_WEIGHT: {
+        /* the GEMM's depth (the tiles) split until ~WINO_DW_WORKGROUPS output tiles exist */
+        p.g = grid_over(call->conv.n, call->conv.oh, call->conv.ow);
+        uint64_t out_tiles = WINO_POINTS * webgpu_conv_cdiv(k, 128) * webgpu_conv_cdiv(c, 128);
+        uint64_t parts = webgpu_conv_cdiv(WINO_DW_WORKGROUPS, out_tiles), most = p.g.tiles / WINO_DW_MIN_PART;
+        if (parts > most) parts = most;
+        if (parts < 1) parts = 1;
+        p.len = p.g.tiles ? webgpu_conv_cdiv(webgpu_conv_cdiv(p.g.tiles, parts), 8) * 8 : 8; /* whole GEMM slices */
+        p.parts = webgpu_conv_cdiv(p.g.tiles, p.len);
+        p.layout = p.parts * p.len;
+        p.dims[0][0] = c, p.dims[0][1] = p.layout, p.dims[1][0] = k, p.dims[1][1] = p.layout;
+        p.dims[2][0] = p.parts * k, p.dims[2][1] = c;
+        break;
+    }
+    default: /* the forward */
+        p.g = grid_over(call->conv.n, call->conv.oh, call->conv.ow);
+        p.parts = 1, p.len = p.layout = p.g.tiles;
+        p.dims[0][0] = c, p.dims[0][1] = p.g.tiles, p.dims[1][0] = k, p.dims[1][1] = c;
+        p.dims[2][0] = k, p.dims[2][1] = p.g.tiles;
+        break;
+    }
+    return p;
+}
+
 /* Whether the call is a 3x3, stride 1, undilated, ungrouped convolution whose
  * temporaries fit a binding and u32 indexing (WGT_CONV_WINOGRAD: "0" never,
  * "all" whatever the channel counts, default from WINO_MIN_CHANNELS). */
@@ -76,13 +122,14 @@ bool webgpu_conv_winograd_applies(const webgpu_backend *wg, const wgt_kernel_cal
     if (call->conv.kernel == WGT_CONV_BACKWARD_WEIGHT && call->conv.split_len > 0 &&
         call->conv.split_len < call->conv.n * call->conv.oh * call->conv.ow)
         return false;
-    /* dx tiles the input size; the forward and dw the output size */
-    bool dx = call->conv.kernel == WGT_CONV_BACKWARD_INPUT;
-    wino_grid g = grid_over(call->conv.n, dx ? call->conv.h : call->conv.oh, dx ? call->conv.w : call->conv.ow);
-    const uint64_t most = (uint64_t)(c > k ? c : k);
-    uint64_t largest = WINO_POINTS * most * (g.tiles > most ? g.tiles : most); /* the largest temporary */
-    uint64_t limit = wg->limits.maxStorageBufferBindingSize / 4;
-    return g.tiles > 0 && largest <= limit && largest <= UINT32_MAX;
+    const wino_plan p = plan_of(call);
+    const uint64_t limit = wg->limits.maxStorageBufferBindingSize / 4;
+    for (int i = 0; i < 3; i++) {
+        if (p.dims[i][0] && p.dims[i][1] > UINT32_MAX / p.dims[i][0]) return false;
+        uint64_t elems = WINO_POINTS * p.dims[i][0] * p.dims[i][1];
+        if (elems > limit || elems > UINT32_MAX) return false;
+    }
+    return p.g.tiles > 0;
 }
 
 static wgt_status wino_dispatch(webgpu_backend *wg, int mode, bool flip, wino_params *p, const wgt_tensor_view *src,
@@ -109,9 +156,10 @@ static wgt_status data_transform(webgpu_backend *wg, int mode, const wgt_tensor_
                                  uint64_t h, uint64_t w, const wino_grid *g, uint64_t layout, int64_t pad_top,
                                  int64_t pad_left, const wgt_tensor_view *dst, const char *op)
 {
-    wino_params p = {(uint32_t)n, (uint32_t)c, (uint32_t)h, (uint32_t)w, (uint32_t)g->th, (uint32_t)g->tw,
-                     (uint32_t)layout, (uint32_t)(c * layout), (int32_t)pad_top, (int32_t)pad_left, 0, 0, 0, 0, 0,
-                     (uint32_t)g->tiles, 1, 0, 0, 0};
+    wino_params p = {.n = (uint32_t)n, .c = (uint32_t)c, .h = (uint32_t)h, .w = (uint32_t)w,
+                     .th = (uint32_t)g->th, .tw = (uint32_t)g->tw, .tiles = (uint32_t)layout,
+                     .count = (uint32_t)(c * layout), .pad_top = (int32_t)pad_top, .pad_left = (int32_t)pad_left,
+                     .real_tiles = (uint32_t)g->tiles, .parts = 1};
     return wino_dispatch(wg, mode, false, &p, src, NULL, dst, op);
 }
 
@@ -119,8 +167,7 @@ static wgt_status data_transform(webgpu_backend *wg, int mode, const wgt_tensor_
 static wgt_status filter_transform(webgpu_backend *wg, const wgt_tensor_view *w, uint64_t k, uint64_t c, bool flip,
                                    const wgt_tensor_view *dst, const char *op)
 {
-    wino_params p = {0};
-    p.k = (uint32_t)k, p.c = (uint32_t)c, p.count = (uint32_t)(k * c);
+    wino_params p = {.k = (uint32_t)k, .c = (uint32_t)c, .count = (uint32_t)(k * c)};
     return wino_dispatch(wg, WINO_FILTER, flip, &p, w, NULL, dst, op);
 }
 
@@ -129,9 +176,10 @@ static wgt_status output_transform(webgpu_backend *wg, const wgt_tensor_view *m,
                                    uint64_t n, uint64_t c, uint64_t h, uint64_t w, const wino_grid *g,
                                    const wgt_tensor_view *out, const char *op)
 {
-    wino_params p = {(uint32_t)n, (uint32_t)c, (uint32_t)h, (uint32_t)w, (uint32_t)g->th, (uint32_t)g->tw,
-                     (uint32_t)g->tiles, (uint32_t)(c * g->tiles), 0, 0, 0, 0, 0, bias != NULL, 0,
-                     (uint32_t)g->tiles, 1, 0, 0, 0};
+    wino_params p = {.n = (uint32_t)n, .c = (uint32_t)c, .h = (uint32_t)h, .w = (uint32_t)w,
+                     .th = (uint32_t)g->th, .tw = (uint32_t)g->tw, .tiles = (uint32_t)g->tiles,
+                     .count = (uint32_t)(c * g->tiles), .has_bias = bias != NULL, .real_tiles = (uint32_t)g->tiles,
+                     .parts = 1};
     return wino_dispatch(wg, WINO_OUTPUT, false, &p, m, bias, out, op);
 }
 
@@ -154,14 +202,18 @@ static wgt_status points_temp(webgpu_backend *wg, uint64_t rows, uint64_t cols, 
  * out-of-memory error is cleared and *short_of_memory set: the caller then
  * runs the implicit GEMM, which needs no temporaries this large (a browser
  * tab or a small GPU still trains, more slowly). */
-static wgt_status alloc_temps(webgpu_backend *wg, const uint64_t dims[3][2], wgt_tensor_view *t[3],
-                              bool *short_of_memory)
+static void release_temps(webgpu_backend *wg, wgt_tensor_view *t[3])
 {
-    wgt_status s = WGT_OK;
-    for (int i = 0; i < 3 && s == WGT_OK; i++) s = points_temp(wg, dims[i][0], dims[i][1], t[i]);
-    if (s == WGT_OK) return WGT_OK;
     for (int i = 0; i < 3; i++)
         if (t[i]->storage) webgpu_temp_release(wg, t[i]);
+}
+
+static wgt_status alloc_temps(webgpu_backend *wg, const wino_plan *plan, wgt_tensor_view *t[3], bool *short_of_memory)
+{
+    wgt_status s = WGT_OK;
+    for (int i = 0; i < 3 && s == WGT_OK; i++) s = points_temp(wg, plan->dims[i][0], plan->dims[i][1], t[i]);
+    if (s == WGT_OK) return WGT_OK;
+    release_temps(wg, t);
     if (s != WGT_ERR_OUT_OF_MEMORY) return s;
     wgt_context_clear_error(wg->base.ctx);
     *short_of_memory = true;
@@ -171,56 +223,44 @@ static wgt_status alloc_temps(webgpu_backend *wg, const uint64_t dims[3][2], wgt
 /* out [N, ko, oh, ow] = conv3x3(src [N, ci, ih, iw], filters) + bias, where
  * the filters are w [ko, ci, 3, 3] or (flip) w [ci, ko, 3, 3] turned by 180
  * degrees: the forward, and the input gradient as a forward on dy. */
-static wgt_status forward(webgpu_backend *wg, const wgt_tensor_view *src, const wgt_tensor_view *w,
-                          const wgt_tensor_view *bias, bool flip, uint64_t n, uint64_t ci, uint64_t ih, uint64_t iw,
-                          uint64_t ko, uint64_t oh, uint64_t ow, int64_t pad_top, int64_t pad_left,
+static wgt_status forward(webgpu_backend *wg, const wino_plan *plan, const wgt_tensor_view *src,
+                          const wgt_tensor_view *w, const wgt_tensor_view *bias, bool flip, uint64_t n, uint64_t ih,
+                          uint64_t iw, uint64_t oh, uint64_t ow, int64_t pad_top, int64_t pad_left,
                           const wgt_tensor_view *out, bool *short_of_memory, const char *op)
 {
-    wino_grid g = grid_over((int64_t)n, (int64_t)oh, (int64_t)ow);
-    wgt_tensor_view v = {0}, u = {0}, m = {0};
-    const uint64_t dims[3][2] = {{ci, g.tiles}, {ko, ci}, {ko, g.tiles}};
-    wgt_status s = alloc_temps(wg, dims, (wgt_tensor_view *[3]){&v, &u, &m}, short_of_memory);
+    const uint64_t ci = plan->dims[0][0], ko = plan->dims[2][0];
+    wgt_tensor_view v = {0}, u = {0}, m = {0}, *temps[3] = {&v, &u, &m};
+    wgt_status s = alloc_temps(wg, plan, temps, short_of_memory);
     if (s != WGT_OK || *short_of_memory) return s;
-    s = data_transform(wg, WINO_DATA, src, n, ci, ih, iw, &g, g.tiles, pad_top, pad_left, &v, op);
+    s = data_transform(wg, WINO_DATA, src, n, ci, ih, iw, &plan->g, plan->layout, pad_top, pad_left, &v, op);
     if (s == WGT_OK) s = filter_transform(wg, w, flip ? ci : ko, flip ? ko : ci, flip, &u, op);
     if (s == WGT_OK) s = webgpu_matmul_views(wg, &u, &v, &m, op);
-    if (s == WGT_OK) s = output_transform(wg, &m, bias, n, ko, oh, ow, &g, out, op);
+    if (s == WGT_OK) s = output_transform(wg, &m, bias, n, ko, oh, ow, &plan->g, out, op);
     /* released right after recording: queue order keeps each block's reuse safe */
-    if (v.storage) webgpu_temp_release(wg, &v);
-    if (u.storage) webgpu_temp_release(wg, &u);
-    if (m.storage) webgpu_temp_release(wg, &m);
+    release_temps(wg, temps);
     return s;
 }
 
-/* dw [K, C, 3, 3] from x [N, C, H, W] and dy [N, K, OH, OW]: the GEMM's depth
- * (the tiles) in `parts` parts of `len` tiles, each part its own batch, so
- * that a small filter bank still fills the GPU; the grad-filter transform
- * adds the parts (in order: deterministic). */
-static wgt_status weight_grad(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *x,
-                              const wgt_tensor_view *dy, const wgt_tensor_view *dw, bool *short_of_memory,
-                              const char *op)
+/* dw [K, C, 3, 3] from x [N, C, H, W] and dy [N, K, OH, OW]: each of the plan's
+ * parts of the tiles is its own batch of the GEMM, so that a small filter
+ * bank still fills the GPU; the grad-filter transform adds the parts (in
+ * order: deterministic). */
+static wgt_status weight_grad(webgpu_backend *wg, const wgt_kernel_call *call, const wino_plan *plan,
+                              const wgt_tensor_view *x, const wgt_tensor_view *dy, const wgt_tensor_view *dw,
+                              bool *short_of_memory, const char *op)
 {
     const uint64_t n = (uint64_t)call->conv.n, c = (uint64_t)call->conv.c, k = (uint64_t)call->conv.k;
-    wino_grid g = grid_over(call->conv.n, call->conv.oh, call->conv.ow);
-    uint64_t out_tiles = WINO_POINTS * webgpu_conv_cdiv(k, 128) * webgpu_conv_cdiv(c, 128);
-    uint64_t parts = webgpu_conv_cdiv(WINO_DW_WORKGROUPS, out_tiles), most = g.tiles / WINO_DW_MIN_PART;
-    if (parts > most) parts = most;
-    if (parts < 1) parts = 1;
-    uint64_t len = webgpu_conv_cdiv(webgpu_conv_cdiv(g.tiles, parts), 8) * 8; /* whole slices of the GEMM */
-    parts = webgpu_conv_cdiv(g.tiles, len);
-    uint64_t layout = parts * len;
-    wgt_tensor_view v = {0}, d = {0}, m = {0};
-    const uint64_t dims[3][2] = {{c, layout}, {k, layout}, {parts * k, c}};
-    wgt_status s = alloc_temps(wg, dims, (wgt_tensor_view *[3]){&v, &d, &m}, short_of_memory);
+    wgt_tensor_view v = {0}, d = {0}, m = {0}, *temps[3] = {&v, &d, &m};
+    wgt_status s = alloc_temps(wg, plan, temps, short_of_memory);
     if (s != WGT_OK || *short_of_memory) return s;
-    s = data_transform(wg, WINO_DATA, x, n, c, (uint64_t)call->conv.h, (uint64_t)call->conv.w, &g, layout,
-                           call->conv.pad_top, call->conv.pad_left, &v, op);
+    s = data_transform(wg, WINO_DATA, x, n, c, (uint64_t)call->conv.h, (uint64_t)call->conv.w, &plan->g,
+                       plan->layout, call->conv.pad_top, call->conv.pad_left, &v, op);
     if (s == WGT_OK)
-        s = data_transform(wg, WINO_GRAD_DATA, dy, n, k, (uint64_t)call->conv.oh, (uint64_t)call->conv.ow, &g, layout,
-                           0, 0, &d, op);
+        s = data_transform(wg, WINO_GRAD_DATA, dy, n, k, (uint64_t)call->conv.oh, (uint64_t)call->conv.ow, &plan->g,
+                           plan->layout, 0, 0, &d, op);
     if (s == WGT_OK) {
         /* per (point, part): D [K, len] (the part's columns) times V^T [len, C] -> M [K, C] */
-        const int64_t P = WINO_POINTS, S = (int64_t)parts, L = (int64_t)len, Tl = (int64_t)layout;
+        const int64_t P = WINO_POINTS, S = (int64_t)plan->parts, L = (int64_t)plan->len, Tl = (int64_t)plan->layout;
         const int64_t K = (int64_t)k, C = (int64_t)c;
         wgt_tensor_view dp = d, vt = v, mp = m;
         set_view4(&dp, (const int64_t[4]){P, S, K, L}, (const int64_t[4]){K * Tl, L, Tl, 1});
@@ -229,13 +269,11 @@ static wgt_status weight_grad(webgpu_backend *wg, const wgt_kernel_call *call, c
         s = webgpu_matmul_views(wg, &dp, &vt, &mp, op);
     }
     if (s == WGT_OK) {
-        wino_params p = {0};
-        p.k = (uint32_t)k, p.c = (uint32_t)c, p.count = (uint32_t)(k * c), p.parts = (uint32_t)parts;
+        wino_params p = {.k = (uint32_t)k, .c = (uint32_t)c, .count = (uint32_t)(k * c),
+                         .parts = (uint32_t)plan->parts};
         s = wino_dispatch(wg, WINO_GRAD_FILTER, false, &p, &m, NULL, dw, op);
     }
-    if (v.storage) webgpu_temp_release(wg, &v);
-    if (d.storage) webgpu_temp_release(wg, &d);
-    if (m.storage) webgpu_temp_release(wg, &m);
+    release_temps(wg, temps);
     return s;
 }
 
@@ -251,15 +289,16 @@ wgt_status webgpu_conv_winograd(webgpu_backend *wg, const wgt_kernel_call *call,
         fprintf(stderr, "wgt conv: %s kernel %d winograd F(4x4, 3x3) n %llu c %llu k %llu %llux%llu -> %llux%llu\n", op,
                 (int)call->conv.kernel, (unsigned long long)n, (unsigned long long)c, (unsigned long long)k,
                 (unsigned long long)h, (unsigned long long)w, (unsigned long long)oh, (unsigned long long)ow);
+    const wino_plan plan = plan_of(call);
     switch (call->conv.kernel) {
     case WGT_CONV_FORWARD: /* inputs x, w (, bias) */
-        return forward(wg, &v->in[0], &v->in[1], call->conv.has_bias ? &v->in[2] : NULL, false, n, c, h, w, k, oh, ow,
+        return forward(wg, &plan, &v->in[0], &v->in[1], call->conv.has_bias ? &v->in[2] : NULL, false, n, h, w, oh, ow,
                        call->conv.pad_top, call->conv.pad_left, &v->out[0], short_of_memory, op);
     case WGT_CONV_BACKWARD_INPUT: /* inputs dy, w: dx[i] = sum_a dy[i + pad - a] w[a] */
-        return forward(wg, &v->in[0], &v->in[1], NULL, true, n, k, oh, ow, c, h, w, 2 - call->conv.pad_top,
+        return forward(wg, &plan, &v->in[0], &v->in[1], NULL, true, n, oh, ow, h, w, 2 - call->conv.pad_top,
                        2 - call->conv.pad_left, &v->out[0], short_of_memory, op);
     case WGT_CONV_BACKWARD_WEIGHT: /* inputs x, dy */
-        return weight_grad(wg, call, &v->in[0], &v->in[1], &v->out[0], short_of_memory, op);
+        return weight_grad(wg, call, &plan, &v->in[0], &v->in[1], &v->out[0], short_of_memory, op);
     default: return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: not a convolution kernel", op);
     }
 }

@@ -302,6 +302,11 @@ wgt_status webgpu_pipeline_create_ex(webgpu_backend *wg, const char *key, const 
 wgt_status webgpu_pipeline_stats(wgt_backend *b, wgt_pipeline_stats *stats);
 /* Embedded kernel source by file name without .wgsl ("matmul"), or NULL. */
 const char *webgpu_kernel_source(const char *name);
+/* The pipeline cached under key, else compiled from prelude followed by the
+ * embedded files in order (with a uniform parameter block, entry "main"). */
+wgt_status webgpu_pipeline_assemble(webgpu_backend *wg, const char *key, const char *prelude, const char *const *files,
+                                    int n_files, int n_read_only, int n_read_write, bool checked, const char *op,
+                                    webgpu_pipeline **out);
 
 /* -------------------------------------------------------------- execution.c */
 wgt_status webgpu_execution_init(webgpu_backend *wg);

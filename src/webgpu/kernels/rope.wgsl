@@ -26,7 +26,6 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 
 fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params.zero); }
-fn ew_opaque2(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params.zero); }
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
