@@ -5,14 +5,14 @@
  * webgpu_conv.c sends a call here where webgpu_conv_winograd_applies says so,
  * else to the implicit GEMM.
  *
- * Why: the implicit GEMM of ResNet's 3x3 layers runs at 21-29 TFLOP/s on an
- * H100 against cuDNN's 40-70 "equivalent" TFLOP/s, which cuDNN reaches with
- * Winograd and FFT kernels (more direct-convolution multiply-adds a second
- * than an H100's f32 units can do). F(4x4, 3x3) does 2.25x fewer
- * multiply-adds, at the cost of transformed copies of the data (36 / 16 of
- * the input and output, each written and read once) and of f32 rounding a few
- * times larger than the direct sum's (the transforms multiply by up to 8 and
- * divide by 24; measured in tests/test_conv.c).
+ * Why: the implicit GEMM of ResNet's 3x3 layers runs at 25-29 TFLOP/s on an
+ * H100 or H200, against cuDNN's 31-58 direct-equivalent TFLOP/s, which cuDNN
+ * reaches with non-direct kernels of its own (some passes above the GPU's f32
+ * peak in direct multiply-adds). F(4x4, 3x3) does 4x fewer multiply-adds (2.25
+ * per output and channel pair instead of 9), at the cost of transformed
+ * copies of the data (36 / 16 of the input and output, each written and read
+ * once) and of f32 rounding 10-30x the direct sum's (the transforms multiply
+ * by up to 8 and divide by 24; measured in tests/test_conv.c).
  *
  * Temporaries, T tiles of 4 x 4 outputs (N ceil(OH / 4) ceil(OW / 4)):
  *   forward     V [36, C, T] = B^T x B, U [36, K, C] = G w G^T, M [36, K, T] = U V,
