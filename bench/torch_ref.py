@@ -67,6 +67,18 @@ def attn_gpt_fb(q, k, v, dout):
     torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=0.2, is_causal=True).backward(dout)
 
 
+def attn_gpt_fb_nodrop(q, k, v, dout):
+    q.grad = k.grad = v.grad = None
+    torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).backward(dout)
+
+
+def attn_gpt_f(dropout):
+    def run(q, k, v, dout):
+        with torch.no_grad():
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
+    return run
+
+
 def linear_make():
     return (randn(4096, 4096), randn(4096, 4096), randn(4096))
 
@@ -140,6 +152,9 @@ def case_list():
         ("attn_fb_1024", attn_make, attn_fb, 0, 3.5 * 2 * 8 * 12 * 1024 * 1024 * 64, 10),
         # GPT training's attention (wgt train's model): dropout 0.2 on the weights
         ("attn_fb_gpt_256", attn_gpt_make, attn_gpt_fb, 0, 3.5 * 2 * 64 * 6 * 256 * 256 * 64, 20),
+        ("attn_fb_gpt_256_nodrop", attn_gpt_make, attn_gpt_fb_nodrop, 0, 3.5 * 2 * 64 * 6 * 256 * 256 * 64, 20),
+        ("attn_f_gpt_256", attn_gpt_make, attn_gpt_f(0.2), 0, 2 * 64 * 6 * 256 * 256 * 64, 20),
+        ("attn_f_gpt_256_nodrop", attn_gpt_make, attn_gpt_f(0.0), 0, 2 * 64 * 6 * 256 * 256 * 64, 20),
         # a linear layer's GEMMs: x W^T + b, A B^T, A^T B (A B is gemm_f32_4096)
         ("linear_f32_4096", linear_make, lambda x, w, b: torch.nn.functional.linear(x, w, b), 0, 2 * 4096 ** 3, 5),
         ("gemm_nt_f32_4096", linear_make, lambda a, b, _: a @ b.t(), 0, 2 * 4096 ** 3, 5),

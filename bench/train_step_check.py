@@ -125,11 +125,14 @@ def philox(key, c0, c1, c2, c3):
 
 
 def elementwise_mask(key, shape, p):
-    """wgt_dropout: element i (row-major) kept when (word0 >> 8) * 2^-24 >= p (f32)."""
+    """wgt_dropout: element i (row-major) kept when (word i % 4 of counter
+    (i / 4, 0, 0, 0)) >> 8, times 2^-24, is >= p (f32)."""
     n = int(np.prod(shape))
     idx = np.arange(n, dtype=np.uint64)
-    w0 = philox(key, idx & np.uint64(MASK32), idx >> np.uint64(32), 0, 0)[0]
-    u = (w0 >> np.uint64(8)).astype(np.float32) * np.float32(2.0 ** -24)
+    q = idx >> np.uint64(2)
+    w = philox(key, q & np.uint64(MASK32), q >> np.uint64(32), 0, 0)
+    word = np.choose((idx & np.uint64(3)).astype(np.int64), w)
+    u = (word >> np.uint64(8)).astype(np.float32) * np.float32(2.0 ** -24)
     return (u >= np.float32(p)).reshape(shape)
 
 

@@ -312,7 +312,9 @@ wgt_tensor *wgt_linspace(wgt_context *ctx, wgt_dtype dtype, double start, double
 /* [n, m]: ones on the diagonal */
 wgt_tensor *wgt_eye(wgt_context *ctx, wgt_dtype dtype, int64_t n, int64_t m);
 /* Counter-based (Philox 4x32-10): element i of a tensor drawn with seed s is the
- * same number on every backend. rand: uniform [0, 1); randn: standard normal. */
+ * same number on every backend. rand: uniform [0, 1), (word i % 4 of counter
+ * (i / 4, 0, 0, 0)) >> 8 times 2^-24; randn: standard normal, Box-Muller on
+ * words 2 (i % 2), 2 (i % 2) + 1 of counter (i / 2, 0, 0, 0). */
 wgt_tensor *wgt_rand(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, uint64_t seed);
 wgt_tensor *wgt_randn(wgt_context *ctx, wgt_dtype dtype, int ndim, const int64_t *shape, uint64_t seed);
 
@@ -667,7 +669,8 @@ wgt_tensor *wgt_cross_entropy(wgt_tensor *logits, wgt_tensor *targets, wgt_reduc
 wgt_tensor *wgt_mse_loss(wgt_tensor *input, wgt_tensor *target, wgt_reduction reduction);
 /* x [...] (f32/f16) -> [...]: each element zeroed with probability p, the
  * others scaled by 1 / (1 - p). The keep mask of element i (row-major) is
- * Philox-4x32-10(seed) at counter i, uniform u = (word0 >> 8) * 2^-24, kept
+ * wgt_rand's uniform u of element i (word i % 4 of Philox-4x32-10(seed) at
+ * counter (i / 4, 0, 0, 0), >> 8, times 2^-24), kept
  * when u >= p (p rounded to f32): identical on every backend. 0 <= p < 1; p = 0
  * returns a copy. */
 wgt_tensor *wgt_dropout(wgt_tensor *x, double p, uint64_t seed);

@@ -576,7 +576,7 @@ static void test_mse(wgt_context *ctx)
 
 /* Philox-4x32-10, written here from the paper's constants (not the library's
  * header), to check the mask is the documented one. */
-static uint32_t philox_word0(uint64_t seed, uint32_t counter)
+static uint32_t philox_word(uint64_t seed, uint32_t counter, int word)
 {
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32), c0 = counter, c1 = 0, c2 = 0, c3 = 0;
     for (int round = 0; round < 10; round++) {
@@ -585,7 +585,8 @@ static uint32_t philox_word0(uint64_t seed, uint32_t counter)
         c1 = (uint32_t)p1, c3 = (uint32_t)p0, c0 = n0, c2 = n2;
         k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
     }
-    return c0;
+    uint32_t w[4] = {c0, c1, c2, c3};
+    return w[word];
 }
 
 static void test_dropout(wgt_context *ctx, wgt_context *other)
@@ -600,7 +601,8 @@ static void test_dropout(wgt_context *ctx, wgt_context *other)
     int64_t dropped = 0, wrong = 0;
     float scale = (float)(1.0 / (1.0 - p));
     for (int64_t i = 0; yv && i < n; i++) {
-        double u = (double)(philox_word0(seed, (uint32_t)i) >> 8) / 16777216.0;
+        /* element i's uniform: word i % 4 of counter i / 4 */
+        double u = (double)(philox_word(seed, (uint32_t)(i / 4), (int)(i % 4)) >> 8) / 16777216.0;
         bool keep = (float)u >= (float)p;
         dropped += !keep;
         double expect = keep ? (double)((float)x[i] * scale) : 0.0;

@@ -138,21 +138,28 @@ static void test_creation(wgt_context *ctx, const char *backend)
     CHECK(in_range && su / 4096 > 0.47 && su / 4096 < 0.53, "%s rand mean %g", backend, su / 4096);
     CHECK(sg / 4096 > -0.06 && sg / 4096 < 0.06 && sg2 / 4096 > 0.9 && sg2 / 4096 < 1.1, "%s randn mean %g var %g",
           backend, sg / 4096, sg2 / 4096);
-    /* Element 0 of seed 0 is Philox-4x32-10 at key (0, 0), counter 0: Random123's
-     * published known-answer words 6627e8d5 e169c58d ...; rand is the first
-     * word's top 24 bits / 2^24, randn Box-Muller on the first two (u1 =
+    /* Seed 0, counter 0 is Philox-4x32-10 at key (0, 0), counter (0, 0, 0, 0):
+     * Random123's published known-answer words 6627e8d5 e169c58d bc57ac4c
+     * 9b00dbd8. rand's elements 0..3 are the four words' top 24 bits / 2^24;
+     * randn's elements 0 and 1 are Box-Muller on words (0, 1) and (2, 3) (u1 =
      * (w0 >> 8) + 1, u2 = w1 >> 8, both / 2^24), in double here */
-    int64_t one = 1;
-    wgt_tensor *u0 = wgt_rand(ctx, WGT_F32, 1, &one, 0), *g0 = wgt_randn(ctx, WGT_F32, 1, &one, 0);
-    float u0h = -1, g0h = -1;
-    CHECK(wgt_tensor_read(u0, &u0h, sizeof(u0h)) == WGT_OK && wgt_tensor_read(g0, &g0h, sizeof(g0h)) == WGT_OK,
+    const uint32_t kat[4] = {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u};
+    int64_t four = 4, two = 2;
+    wgt_tensor *u0 = wgt_rand(ctx, WGT_F32, 1, &four, 0), *g0 = wgt_randn(ctx, WGT_F32, 1, &two, 0);
+    float u0h[4] = {-1, -1, -1, -1}, g0h[2] = {-1, -1};
+    CHECK(wgt_tensor_read(u0, u0h, sizeof(u0h)) == WGT_OK && wgt_tensor_read(g0, g0h, sizeof(g0h)) == WGT_OK,
           "read rand seed 0");
-    const double kat_u = (double)(0x6627e8d5u >> 8) / 16777216.0;
-    const double kat_g = sqrt(-2.0 * log((double)((0x6627e8d5u >> 8) + 1u) / 16777216.0)) *
-                         cos(6.283185307179586 * (double)(0xe169c58du >> 8) / 16777216.0);
-    CHECK(u0h == (float)kat_u, "%s rand(seed 0)[0] = %.9g, Philox's known answer gives %.9g", backend, u0h, kat_u);
-    CHECK(fabs(g0h - kat_g) < 2e-5, "%s randn(seed 0)[0] = %.9g, Philox's known answer gives %.9g", backend, g0h,
-          kat_g);
+    for (int w = 0; w < 4; w++) {
+        const double kat_u = (double)(kat[w] >> 8) / 16777216.0;
+        CHECK(u0h[w] == (float)kat_u, "%s rand(seed 0)[%d] = %.9g, Philox's known answer gives %.9g", backend, w,
+              u0h[w], kat_u);
+    }
+    for (int w = 0; w < 2; w++) {
+        const double kat_g = sqrt(-2.0 * log((double)((kat[2 * w] >> 8) + 1u) / 16777216.0)) *
+                             cos(6.283185307179586 * (double)(kat[2 * w + 1] >> 8) / 16777216.0);
+        CHECK(fabs(g0h[w] - kat_g) < 2e-5, "%s randn(seed 0)[%d] = %.9g, Philox's known answer gives %.9g", backend,
+              w, g0h[w], kat_g);
+    }
     wgt_tensor_release(u0), wgt_tensor_release(g0);
     wgt_tensor *all[] = {a, b, c, r, l, e, u, g};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) wgt_tensor_release(all[i]);

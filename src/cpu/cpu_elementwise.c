@@ -335,19 +335,29 @@ static void fill_index(int64_t inner, int64_t dim, int64_t start, int32_t *r, in
     }
 }
 
-/* Philox keyed by the seed, counter = (linear output index lo, hi, 0, 0). */
+/* Philox keyed by the seed (src/core/philox.h): uniform element i is word
+ * i % 4 of counter (i / 4 lo, hi, 0, 0); normal element i is Box-Muller on
+ * words 2 (i % 2), 2 (i % 2) + 1 of counter (i / 2 lo, hi, 0, 0). One call
+ * serves four uniforms or two normals (the WGSL twin,
+ * kernels/elementwise_philox.wgsl, draws the same values). */
 static void fill_random(int op, uint64_t seed, int64_t start, float *r, int64_t n)
 {
     uint32_t key0 = (uint32_t)seed, key1 = (uint32_t)(seed >> 32);
+    int shift = op == WGT_EXPR_RAND_UNIFORM ? 2 : 1;
+    uint64_t have = UINT64_MAX; /* the counter w holds */
+    uint32_t w[4];
     for (int64_t i = 0; i < n; i++) {
-        uint64_t index = (uint64_t)(start + i);
-        uint32_t w[4];
-        wgt_philox4x32_10(key0, key1, (uint32_t)index, (uint32_t)(index >> 32), 0, 0, w);
+        uint64_t index = (uint64_t)(start + i), counter = index >> shift;
+        if (counter != have) {
+            wgt_philox4x32_10(key0, key1, (uint32_t)counter, (uint32_t)(counter >> 32), 0, 0, w);
+            have = counter;
+        }
         if (op == WGT_EXPR_RAND_UNIFORM) {
-            r[i] = (float)(w[0] >> 8) * 0x1p-24f;
+            r[i] = (float)(w[index & 3] >> 8) * 0x1p-24f;
         } else { /* Box-Muller; u1 in (0, 1] keeps the log finite */
-            float u1 = (float)((w[0] >> 8) + 1u) * 0x1p-24f;
-            float u2 = (float)(w[1] >> 8) * 0x1p-24f;
+            const uint32_t *pair = w + 2 * (index & 1);
+            float u1 = (float)((pair[0] >> 8) + 1u) * 0x1p-24f;
+            float u2 = (float)(pair[1] >> 8) * 0x1p-24f;
             r[i] = sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
         }
     }

@@ -66,6 +66,8 @@
 #define ROPE_MAX_PAIRS 128   /* inv_freq table in the parameters: D <= 256 */
 /* Head dims the kernels take: rows live in registers (D4 vec4 each) */
 #define ATTENTION_MAX_D 256
+/* Rows per workgroup of attention_backward_prepare (16 lanes per row) */
+#define PREPARE_ROWS 16
 
 /* Mirrors struct Params of attention_common.wgsl. */
 typedef struct attention_params {
@@ -451,9 +453,8 @@ static wgt_status run_backward_fused(webgpu_backend *wg, const wgt_kernel_call *
                                      attention_params *p, uint32_t d4, uint32_t bk, uint64_t work_n)
 {
     const char *op = call->op_name;
-    const uint32_t prep_rows = 128;
     webgpu_pipeline *prepare, *fused, *reduce;
-    wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, prep_rows, bk, 0, 2, 1, op, &prepare);
+    wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, PREPARE_ROWS, bk, 0, 2, 1, op, &prepare);
     /* vec4 loads when every quad of q, k, v and dout is 16 aligned bytes */
     bool vec_in = p->D % 4 == 0;
     for (int i = 0; i < 5; i++)
@@ -478,7 +479,7 @@ static wgt_status run_backward_fused(webgpu_backend *wg, const wgt_kernel_call *
     WGPUBuffer w = webgpu_view_buffer(&work);
     if (s == WGT_OK) {
         WGPUBuffer b[3] = {webgpu_view_buffer(&in[3]), webgpu_view_buffer(&in[4]), w};
-        s = dispatch_blocks(wg, prepare, b, 3, p, ceil_div((int64_t)rows, prep_rows), op);
+        s = dispatch_blocks(wg, prepare, b, 3, p, ceil_div((int64_t)rows, PREPARE_ROWS), op);
     }
     if (s == WGT_OK) {
         p->blocks = (uint32_t)ceil_div(p->Tk, bk);
@@ -552,7 +553,7 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
                 rows * (1 + words) < UINT32_MAX && rows * (1 + words) * 4 <= wg->limits.maxStorageBufferBindingSize &&
                 rows * (1 + words) * 4 <= wg->limits.maxBufferSize;
     webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;
-    wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, t.rows, t.keys, 0, 2, 1, op, &prepare);
+    wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, PREPARE_ROWS, t.keys, 0, 2, 1, op, &prepare);
     if (s == WGT_OK && tiled_kv)
         s = get_pipeline(wg, "attention_backward_kv_tiled", d4, kv_rows, 32, 3, 6, 2, op, &kv[0]);
     else if (s == WGT_OK && dkdv)
@@ -580,7 +581,7 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
         s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: lse must be contiguous", op);
     if (s == WGT_OK) {
         WGPUBuffer b[3] = {o, dout, d};
-        s = dispatch_blocks(wg, prepare, b, 3, &p, ceil_div((int64_t)rows, t.rows), op);
+        s = dispatch_blocks(wg, prepare, b, 3, &p, ceil_div((int64_t)rows, PREPARE_ROWS), op);
     }
     if (s == WGT_OK) {
         p.blocks = (uint32_t)ceil_div(p.Tk, kv_keys);

@@ -244,6 +244,17 @@ static wgt_tensor *attention_fb(bench_state *s, double dropout, uint64_t seed)
 }
 static wgt_tensor *step_attention_fb(bench_state *s) { return attention_fb(s, 0.0, 0); }
 static wgt_tensor *step_attention_gpt_fb(bench_state *s) { return attention_fb(s, 0.2, 1234); }
+static wgt_tensor *step_attention_gpt_fb_nodrop(bench_state *s) { return attention_fb(s, 0.0, 0); }
+/* the forward alone (no tape: what evaluation and sampling run) */
+static wgt_tensor *attention_forward_only(bench_state *s, double dropout)
+{
+    if (wgt_no_grad_push(s->ctx) != WGT_OK) return NULL;
+    wgt_tensor *y = wgt_scaled_dot_product_attention(s->a, s->b, s->c, true, dropout, 1234);
+    wgt_no_grad_pop(s->ctx);
+    return y;
+}
+static wgt_tensor *step_attention_gpt_f(bench_state *s) { return attention_forward_only(s, 0.2); }
+static wgt_tensor *step_attention_gpt_f_nodrop(bench_state *s) { return attention_forward_only(s, 0.0); }
 /* linear's three GEMMs at n x k x m: forward x W^T + bias (A B^T), dx = dy W
  * (A B: gemm_f32_*), dW = dy^T x (A^T B); transposed operands read in place */
 static bool setup_linear(bench_state *s)
@@ -351,6 +362,10 @@ static double flops_attention_gpt_fb(const bench_state *s)
 {
     return 3.5 * 2.0 * (double)s->m * ATTN_GPT_HEADS * (double)s->n * (double)s->n * (double)s->k;
 }
+static double flops_attention_gpt_f(const bench_state *s)
+{
+    return 2.0 * (double)s->m * ATTN_GPT_HEADS * (double)s->n * (double)s->n * (double)s->k;
+}
 
 /* ---- whole models (bench_models.c) */
 static bool setup_adamw(bench_state *s) { return bench_adamw_setup(s->ctx, 8 / s->n); }
@@ -406,6 +421,9 @@ static const bench_case cases[] = {
     {"xent_fb_50304", "8192x50304 fwd+bwd", 8192, 50304, 0, 64, 0, bytes_3nm, NULL, setup_cross_entropy, step_cross_entropy_fb, 10},
     {"attn_fb_1024", "8x12x1024x64 causal fwd+bwd", 1024, 8, 64, 16, 0, NULL, flops_attention_fb, setup_attention, step_attention_fb, 10},
     {"attn_fb_gpt_256", "64x6x256x64 causal drop 0.2 fwd+bwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_fb, setup_attention_gpt, step_attention_gpt_fb, 20},
+    {"attn_fb_gpt_256_nodrop", "64x6x256x64 causal fwd+bwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_fb, setup_attention_gpt, step_attention_gpt_fb_nodrop, 20},
+    {"attn_f_gpt_256", "64x6x256x64 causal drop 0.2 fwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_f, setup_attention_gpt, step_attention_gpt_f, 20},
+    {"attn_f_gpt_256_nodrop", "64x6x256x64 causal fwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_f, setup_attention_gpt, step_attention_gpt_f_nodrop, 20},
     {"linear_f32_4096", "4096^3 x W^T + bias", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_linear, 5},
     {"gemm_nt_f32_4096", "4096^3 A B^T", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_gemm_nt, 5},
     {"gemm_tn_f32_4096", "4096^3 A^T B", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_gemm_tn, 5},
