@@ -766,6 +766,43 @@ static void check_kernel_variants(void)
     }
 }
 
+/* attention_forward_quad (rows split over subgroup quads; WGT_ATTENTION_FORWARD
+ * =quad, here on lavapipe's subgroups) vs the double-precision reference:
+ * causal GQA past one key tile, D4 = 12 (three column quads a lane, padded
+ * tiles), Tq > Tk (rows that see no key), dropout on, permuted inputs, and
+ * small tiles (16 rows, 8 keys: several blocks and tiles, partial last ones).
+ * D > 64 falls back to attention_forward (covered by the variants above). */
+static void check_quad_forward(void)
+{
+    static const struct {
+        config c;
+        bool permuted;
+        double dropout;
+        const char *tiles; /* WGT_ATTENTION_TILES, NULL: the kernel's defaults (64 rows, 32 keys) */
+    } cases[] = {
+        {{2, 2, 1, 65, 65, 64, true}, false, 0.0, NULL},
+        {{2, 2, 1, 65, 65, 64, true}, true, 0.2, NULL},
+        {{1, 3, 1, 9, 14, 48, true}, false, 0.3, NULL},
+        {{1, 2, 2, 13, 6, 8, true}, false, 0.0, NULL},
+        {{1, 4, 2, 11, 19, 32, false}, false, 0.25, "16,8,64,16,8"},
+        {{1, 2, 1, 37, 37, 64, true}, false, 0.2, "16,8,64,16,8"},
+    };
+    char label[200];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *env[5] = {"WGT_ATTENTION_FORWARD", "quad", cases[i].tiles ? "WGT_ATTENTION_TILES" : NULL,
+                              cases[i].tiles, NULL};
+        wgt_context *ctx = test_context_env(NULL, env);
+        if (!ctx) continue;
+        const config *c = &cases[i].c;
+        snprintf(label, sizeof(label), "webgpu quad forward%s%s Tq%lld Tk%lld D%lld%s%s dropout %g",
+                 cases[i].tiles ? " tiles " : "", cases[i].tiles ? cases[i].tiles : "", (long long)c->Tq,
+                 (long long)c->Tk, (long long)c->D, c->causal ? " causal" : "", cases[i].permuted ? " permuted" : "",
+                 cases[i].dropout);
+        check_attention(ctx, label, *c, cases[i].permuted, cases[i].dropout);
+        wgt_context_destroy(ctx);
+    }
+}
+
 /* attention_backward_dkdv (dk and dv in one pass, 4 invocations per key; the
  * default on a GPU, here forced by WGT_ATTENTION_BACKWARD=dkdv) vs the
  * double-precision reference:
@@ -902,6 +939,7 @@ static void run_backend(wgt_context *ctx, wgt_context *other, const char *name)
     check_attention_bad_input(ctx);
     if (strcmp(name, "webgpu") == 0) check_kernel_variants();
     if (strcmp(name, "webgpu") == 0) check_block_kernels();
+    if (strcmp(name, "webgpu") == 0) check_quad_forward();
     if (strcmp(name, "webgpu") == 0) check_fused_kernels();
     check_rope(ctx, name);
     check_rope_grad(ctx, name);

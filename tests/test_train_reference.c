@@ -250,12 +250,11 @@ int main(void)
         check_run(cpu, &fx, "cpu", label, fx.steps);
     }
     check_run(cpu, &fx, "webgpu", "drop", 10);
-    /* The attention kernels a GPU gets by default (one query row per
-     * invocation, 128-row / 16-key tiles), which lavapipe runs only when asked:
-     * the H100 runs of bench/results used these. */
-    setenv("WGT_ATTENTION_FORWARD", "rows", 1);
-    setenv("WGT_ATTENTION_BACKWARD", "rows", 1);
-    setenv("WGT_ATTENTION_TILES", "128,16,128,16,8", 1);
+    /* The attention kernels a GPU with subgroups gets by default (the forward
+     * with rows split over subgroup quads, the fused backward), which lavapipe
+     * runs only when asked. */
+    setenv("WGT_ATTENTION_FORWARD", "quad", 1);
+    setenv("WGT_ATTENTION_BACKWARD", "fused", 1);
     check_run(cpu, &fx, "webgpu", "drop", 10); /* the run above's folder, read before it is reused */
     check_bad_init(&fx);
     wgt_safetensors_close(fx.file);

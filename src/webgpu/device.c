@@ -240,8 +240,8 @@ static bool request_device(webgpu_backend *wg)
     size_t n_features = 0;
     if (wg->info.shader_f16) features[n_features++] = WGPUFeatureName_ShaderF16;
     if (wg->info.timestamp_query) features[n_features++] = WGPUFeatureName_TimestampQuery;
-    if (wgpuAdapterHasFeature(wg->adapter, WGPUFeatureName_Subgroups))
-        features[n_features++] = WGPUFeatureName_Subgroups;
+    WGPUFeatureName subgroups = webgpu_native_subgroups_feature(wg->adapter);
+    if (subgroups) features[n_features++] = subgroups;
 
     WGPUDeviceDescriptor desc = WGPU_DEVICE_DESCRIPTOR_INIT;
     desc.label = webgpu_string("wgtensor");
@@ -297,7 +297,7 @@ static bool request_device(webgpu_backend *wg)
     wgpuDeviceGetLimits(wg->device, &wg->limits);
     wg->has_f16 = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_ShaderF16);
     wg->has_timestamps = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_TimestampQuery);
-    wg->has_subgroups = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_Subgroups);
+    wg->has_subgroups = subgroups && wgpuDeviceHasFeature(wg->device, subgroups);
     return true;
 }
 

@@ -137,6 +137,7 @@ static void read_attention(webgpu_knobs *k)
                            : strcmp(fwd, "rows") == 0  ? WEBGPU_ATTN_FORWARD_ROWS
                            : strcmp(fwd, "flash") == 0 ? WEBGPU_ATTN_FORWARD_FLASH
                            : strcmp(fwd, "tiled") == 0 ? WEBGPU_ATTN_FORWARD_TILED
+                           : strcmp(fwd, "quad") == 0  ? WEBGPU_ATTN_FORWARD_QUAD
                                                        : WEBGPU_ATTN_FORWARD_DEFAULT;
     const char *bwd = env("WGT_ATTENTION_BACKWARD");
     k->attention_backward = !bwd                          ? WEBGPU_ATTN_BACKWARD_DEFAULT

@@ -19,10 +19,12 @@
 
 /* WGT_ATTENTION_FORWARD: which forward kernel runs. */
 typedef enum {
-    WEBGPU_ATTN_FORWARD_DEFAULT, /* unset (or another value): flash on a software adapter, else rows */
+    WEBGPU_ATTN_FORWARD_DEFAULT, /* unset (or another value): flash on a software adapter, else quad
+                                  * with subgroups and D <= 64, else rows */
     WEBGPU_ATTN_FORWARD_ROWS,    /* "rows": attention_forward, one row per invocation */
     WEBGPU_ATTN_FORWARD_FLASH,   /* "flash": attention_forward_flash */
     WEBGPU_ATTN_FORWARD_TILED,   /* "tiled" */
+    WEBGPU_ATTN_FORWARD_QUAD,    /* "quad": attention_forward_quad (needs subgroups) */
 } webgpu_attn_forward;
 
 /* WGT_ATTENTION_BACKWARD: which backward kernels run. */

@@ -111,10 +111,20 @@ void webgpu_native_version(char *buf, size_t size)
     snprintf(buf, size, "wgpu-native %u.%u.%u.%u", (v >> 24) & 0xff, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff);
 }
 
-bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter)
+bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter) { return webgpu_native_subgroups_feature(adapter) != 0; }
+
+/* Naga takes the subgroup built-ins without WGSL's `enable subgroups;` (and
+ * refuses the directive: "not yet implemented in Naga"). */
+const char *webgpu_native_subgroups_directive(void) { return ""; }
+
+/* wgpu-native offers subgroups as its own feature (WGPUNativeFeature_Subgroup),
+ * not as the standard name: requesting only the standard one left them off. */
+WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter)
 {
-    return wgpuAdapterHasFeature(adapter, (WGPUFeatureName)WGPUNativeFeature_Subgroup) ||
-           wgpuAdapterHasFeature(adapter, WGPUFeatureName_Subgroups);
+    if (wgpuAdapterHasFeature(adapter, WGPUFeatureName_Subgroups)) return WGPUFeatureName_Subgroups;
+    if (wgpuAdapterHasFeature(adapter, (WGPUFeatureName)WGPUNativeFeature_Subgroup))
+        return (WGPUFeatureName)WGPUNativeFeature_Subgroup;
+    return (WGPUFeatureName)0;
 }
 
 /* The wgpu objects of instance that its user has not released (wgpu-native's

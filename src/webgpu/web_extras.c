@@ -55,9 +55,14 @@ double webgpu_native_timestamp_period(WGPUQueue queue)
 
 void webgpu_native_version(char *buf, size_t size) { snprintf(buf, size, "browser WebGPU (wgtensor web build)"); }
 
-bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter)
+bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter) { return webgpu_native_subgroups_feature(adapter) != 0; }
+
+/* Browsers (Tint) require the directive before any subgroup built-in. */
+const char *webgpu_native_subgroups_directive(void) { return "enable subgroups;\n"; }
+
+WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter)
 {
-    return wgpuAdapterHasFeature(adapter, WGPUFeatureName_Subgroups);
+    return wgpuAdapterHasFeature(adapter, WGPUFeatureName_Subgroups) ? WGPUFeatureName_Subgroups : (WGPUFeatureName)0;
 }
 
 void webgpu_native_live_objects(WGPUInstance instance, char *buf, size_t size)

@@ -8,13 +8,19 @@
  * Kernels (src/webgpu/kernels/, after attention_common.wgsl):
  *   attention_forward           flash attention, one query row per invocation,
  *                               K/V tiles in shared memory read as broadcasts
- *                               (the default on a GPU: fastest measured there)
+ *                               (the default on a GPU without subgroups or
+ *                               with D > 64)
  *   attention_forward_flash     FlashAttention-2 order: 4 x 4 register blocks of
  *                               scores and outputs, online softmax in registers
  *                               (WGT_ATTENTION_FORWARD=flash; the default on a
  *                               software adapter, where it is the fast one)
  *   attention_forward_tiled     4 x 4 register blocks, softmax on one invocation
  *                               per row (WGT_ATTENTION_FORWARD=tiled)
+ *   attention_forward_quad      each query row split over the 4 lanes of a
+ *                               subgroup quad, 4 rows a quad: a word read from
+ *                               shared memory feeds 4 FMAs instead of 1 (the
+ *                               default on a GPU with subgroups, D <= 64;
+ *                               WGT_ATTENTION_FORWARD=quad)
  *   attention_backward_prepare  delta = rowsum(dout * out)
  *   attention_backward_dkdv     dk and dv in one pass per block of 64 keys,
  *                               4 invocations per key: scores and dp from
@@ -125,7 +131,8 @@ bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
  * BK and (attention_backward_kv) which gradients it computes (want: bit 0 dk,
  * bit 1 dv; bit 2: MASK_BITS, the dropout mask passed from dk/dv to dq as
  * bits; bit 3: VEC_IN, attention_backward_fused reads its inputs as vec4s,
- * IN_T), cached under a key naming them. */
+ * IN_T; bit 4: the kernel uses subgroup built-ins), cached under a key naming
+ * them. */
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4, uint32_t bq, uint32_t bk,
                                unsigned want, int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
 {
@@ -133,11 +140,11 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
     snprintf(key, sizeof(key), "%s:d%u:q%u:k%u:w%u", file, d4, bq, bk, want);
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
-    char consts[384];
+    char consts[400];
     snprintf(consts, sizeof(consts),
-             "const D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
+             "%sconst D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
              "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\nconst VEC_IN: bool = %s;\nalias IN_T = %s;\n",
-             d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false",
+             want & 16 ? webgpu_native_subgroups_directive() : "", d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false",
              want & 8 ? "true" : "false", want & 8 ? "vec4<f32>" : "f32");
     /* unchecked: every kernel bounds its reads (row_ok, j < Tk, d < D) */
     const char *files[2] = {"attention_common", file};
@@ -270,7 +277,7 @@ static uint64_t flash_forward_shared(uint32_t bq, uint32_t bk, uint32_t d4)
  * on an H100 at B 8, H 12, T 1024, D 64 causal it took 0.87 ms with 128-row
  * blocks and 16-key tiles, flash 1.23-1.34 ms, tiled 1.18 ms; see
  * docs/performance.md). */
-typedef enum { FORWARD_FLASH, FORWARD_TILED, FORWARD_ROWS } forward_kernel;
+typedef enum { FORWARD_FLASH, FORWARD_TILED, FORWARD_ROWS, FORWARD_QUAD } forward_kernel;
 
 static forward_kernel forward_choice(const webgpu_backend *wg)
 {
@@ -278,8 +285,35 @@ static forward_kernel forward_choice(const webgpu_backend *wg)
     case WEBGPU_ATTN_FORWARD_ROWS: return FORWARD_ROWS;
     case WEBGPU_ATTN_FORWARD_FLASH: return FORWARD_FLASH;
     case WEBGPU_ATTN_FORWARD_TILED: return FORWARD_TILED;
-    default: return software(wg) ? FORWARD_FLASH : FORWARD_ROWS;
+    case WEBGPU_ATTN_FORWARD_QUAD: return FORWARD_QUAD;
+    default: return software(wg) ? FORWARD_FLASH : wg->has_subgroups ? FORWARD_QUAD : FORWARD_ROWS;
     }
+}
+
+/* Rows per workgroup of attention_forward_quad (0: it does not apply: no
+ * subgroups, subgroups narrower than a quad, D > 64 or tiles that do not
+ * fit), keys per tile in *bk. Tiles: 64 rows (64 invocations) and 16 keys, or
+ * WGT_ATTENTION_TILES' rows and keys; its K and V tiles take 2 * bk * DS * 16
+ * bytes (DS = D4 rounded up to a multiple of 4).
+ * On an H100 (64x6x256x64 causal, no dropout; `wgt bench --only attn_f_gpt`):
+ * 64 rows and 16 keys 0.300-0.310 ms against 0.341 for attention_forward (32
+ * keys 0.43, 64 keys 0.77, 32 rows 0.90: NVIDIA's Vulkan driver left the
+ * workgroups of an SM about 64 KiB of shared memory in all, so the larger
+ * tiles ran fewer warps); in the training step -0.25 ms. */
+static uint32_t quad_forward_rows(const webgpu_backend *wg, uint32_t d4, uint32_t *bk)
+{
+    uint32_t min_lanes = wg->info.limits.subgroup_min_size; /* 0: not reported */
+    if (!wg->has_subgroups || d4 > 16 || (min_lanes != 0 && min_lanes < 4)) return 0;
+    uint32_t bq = 64;
+    *bk = 16;
+    const unsigned *v = wg->knobs.attention_tiles; /* WGT_ATTENTION_TILES: rows, keys */
+    if (wg->knobs.attention_tiles_set && tile_ok(v[0]) && tile_ok(v[1]) && v[0] >= 16) bq = v[0], *bk = v[1];
+    uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
+    if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
+    uint64_t ds = (d4 + 3) / 4 * 4;
+    while (*bk > 4 && 32ull * *bk * ds > wg->limits.maxComputeWorkgroupStorageSize) *bk /= 2;
+    while (bq > 16 && bq > threads) bq /= 2;
+    return bq <= threads && 32ull * *bk * ds <= wg->limits.maxComputeWorkgroupStorageSize ? bq : 0;
 }
 
 /* Rows per workgroup of attention_forward_flash (0: does not fit), keys per
@@ -319,11 +353,13 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     attention_tiles t = choose_tiles(wg, d4);
     forward_kernel kernel = forward_choice(wg);
     uint32_t bk = 32, bq = 0;
+    if (kernel == FORWARD_QUAD && !(bq = quad_forward_rows(wg, d4, &bk))) kernel = FORWARD_ROWS;
     if (kernel == FORWARD_FLASH && !(bq = flash_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_TILED;
     if (kernel == FORWARD_TILED && !(bq = tiled_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_ROWS;
     uint32_t rows = kernel == FORWARD_ROWS ? t.rows : bq;
     webgpu_pipeline *pipe;
-    wgt_status s = kernel == FORWARD_FLASH   ? get_pipeline(wg, "attention_forward_flash", d4, bq, bk, 0, 3, 2, op, &pipe)
+    wgt_status s = kernel == FORWARD_QUAD    ? get_pipeline(wg, "attention_forward_quad", d4, bq, bk, 16, 3, 2, op, &pipe)
+                   : kernel == FORWARD_FLASH ? get_pipeline(wg, "attention_forward_flash", d4, bq, bk, 0, 3, 2, op, &pipe)
                    : kernel == FORWARD_TILED ? get_pipeline(wg, "attention_forward_tiled", d4, bq, bk, 0, 3, 2, op, &pipe)
                                              : get_pipeline(wg, "attention_forward", d4, t.rows, t.keys, 0, 3, 2, op, &pipe);
     if (s != WGT_OK) return s;

@@ -222,6 +222,12 @@ double webgpu_native_timestamp_period(WGPUQueue queue);
 void webgpu_native_version(char *buf, size_t size);
 /* The adapter feature ids of wgpu-native's subgroup extension (if any). */
 bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter);
+/* The feature that turns subgroups on (the standard name or the
+ * implementation's own), 0 when the adapter has none. */
+WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter);
+/* What a WGSL module using subgroup built-ins starts with here: "enable
+ * subgroups;\n" in browsers, nothing for wgpu-native (whose Naga refuses it). */
+const char *webgpu_native_subgroups_directive(void);
 void webgpu_native_live_objects(WGPUInstance instance, char *buf, size_t size);
 
 /* -------------------------------------------------------------- device.c, waits.c */
