@@ -10,6 +10,8 @@
  *   approx  transcendentals, div and pow: |gpu - cpu| <= atol + rtol * |cpu|,
  *           NaN where NaN and the same infinities (tolerances at each case);
  *           atol is at least 1e-30, as GPUs may flush denormals to 0.
+ * The inner-contiguous cases (strided destinations with contiguous rows)
+ * compare with values computed in this file instead.
  * Shapes cover scalars, empty tensors, odd sizes, broadcasts, transposed and
  * sliced-with-step views, sub-word (f16/u8/bool) outputs at odd offsets, and
  * one launch of more than 65535 workgroups. Inputs mix ordinary values with
@@ -24,6 +26,7 @@
 
 #include "core/internal.h"
 #include "test_util.h"
+#include "webgpu/webgpu_elementwise.h"
 
 static wgt_context *G, *C; /* WebGPU, CPU */
 static bool verbose;
@@ -55,6 +58,13 @@ static float bits_f32(uint32_t u)
     float f;
     memcpy(&f, &u, 4);
     return f;
+}
+
+static uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
 }
 
 static float f16_to_f32(uint16_t h)
@@ -700,6 +710,208 @@ static void test_in_place(void)
     compare(x, "in-place x *= 3");
 }
 
+/* ------------------------------------------- inner-contiguous strided stores */
+
+/* Strided destinations whose innermost dim is contiguous, as the [B, H, T, D]
+ * heads of a [B, T, 3 H D] qkv buffer (a full chunk is then one vec4 per
+ * strided view: plan.inner_contiguous in webgpu_elementwise.c), and near
+ * misses of that path. A case writes into a view of a base tensor through
+ * wgt_assign (expression NULL) or wgt_fused_assign and compares the whole
+ * base, read back, with the values computed here from the views' layouts
+ * (written out in the case and checked against the library's views), so the
+ * elements outside the view must survive. Each case also says whether the
+ * whole-vec4 path must take it. WebGPU only: the reference is this code. */
+
+/* base [base] contiguous, its last dim sliced [start, stop), viewed as [view]
+ * and permuted by perm: a view of shape view[perm[i]], offset and strides */
+typedef struct inner_view {
+    int base_ndim;
+    int64_t base[3], start, stop;
+    int ndim;
+    int64_t view[4];
+    int perm[4];
+    int64_t offset, strides[4];
+} inner_view;
+
+/* [B, H, T, D]: part (0 q, 1 k, 2 v) of a [B, T, 3 H D] buffer */
+#define HEADS(B, T, H, D, part)                                                                             \
+    {3, {B, T, 3 * (H) * (D)}, (part) * (H) * (D), ((part) + 1) * (H) * (D), 4, {B, T, H, D}, {0, 2, 1, 3}, \
+     (part) * (H) * (D), {(T) * 3 * (H) * (D), D, 3 * (H) * (D), 1}}
+/* [R, stop - start]: columns [start, stop) of a [R, W] buffer */
+#define ROWS(R, W, start, stop) {2, {R, W}, start, stop, 2, {R, (stop) - (start)}, {0, 1}, start, {W, 1}}
+
+typedef struct inner_case {
+    const char *name;
+    wgt_dtype dtype, in_dtype;  /* output, inputs */
+    const char *expr;           /* NULL: wgt_assign of input a */
+    inner_view out;
+    /* per input: 'c' contiguous of the output's shape, 'v' the view in[k] of
+     * its own base, 'b' a vector of the output's last dim broadcast, 's' a
+     * scalar */
+    const char *inputs;
+    inner_view in[3];
+    bool inner;                 /* the whole-vec4 path must take it */
+} inner_case;
+
+static const inner_case inner_cases[] = {
+    /* the training step's copies, a smaller B: strides (256 * 1152, 64, 1152, 1) */
+    {"f32 heads copy [2,6,256,64] -> k of [2,256,1152]", WGT_F32, WGT_F32, NULL, HEADS(2, 256, 6, 64, 1), "c",
+     {{0}}, true},
+    {"f32 heads copy from strided heads", WGT_F32, WGT_F32, NULL, HEADS(2, 16, 6, 64, 0), "v",
+     {HEADS(2, 16, 6, 64, 2)}, true},
+    {"f32 a*b+c into heads, b heads, c [64]", WGT_F32, WGT_F32, "a*b+c", HEADS(2, 16, 6, 64, 2), "cvb",
+     {{0}, HEADS(2, 16, 6, 64, 1)}, true},
+    {"i32 heads copy", WGT_I32, WGT_I32, NULL, HEADS(2, 16, 6, 64, 1), "c", {{0}}, true},
+    {"i32 a*b+c into heads, b heads, c [64]", WGT_I32, WGT_I32, "a*b+c", HEADS(2, 16, 6, 64, 1), "cvb",
+     {{0}, HEADS(2, 16, 6, 64, 0)}, true},
+    {"f32 rows of 8 at offset 4, stride 12", WGT_F32, WGT_F32, NULL, ROWS(33, 12, 4, 12), "c", {{0}}, true},
+    /* b contiguous but at offset 1 (loaded element by element), c a scalar */
+    {"f32 a*b+c into rows, b at offset 1, c scalar", WGT_F32, WGT_F32, "a*b+c", ROWS(33, 12, 4, 12), "cvs",
+     {{0}, {1, {265}, 1, 265, 2, {33, 8}, {0, 1}, 1, {8, 1}}}, true},
+    /* just missed: element by element as before */
+    {"f32 rows of 6 (not whole chunks)", WGT_F32, WGT_F32, NULL, ROWS(33, 8, 0, 6), "c", {{0}}, false},
+    {"f32 rows at offset 1", WGT_F32, WGT_F32, NULL, ROWS(33, 12, 1, 9), "c", {{0}}, false},
+    {"f32 rows of stride 10", WGT_F32, WGT_F32, NULL, ROWS(33, 10, 0, 8), "c", {{0}}, false},
+    {"i32 rows at offset 2", WGT_I32, WGT_I32, NULL, ROWS(33, 12, 2, 10), "c", {{0}}, false},
+    {"f32 copy from rows at offset 1", WGT_F32, WGT_F32, NULL, ROWS(33, 12, 4, 12), "v", {ROWS(33, 13, 1, 9)}, false},
+    {"f32 a*b+c into rows of stride 10", WGT_F32, WGT_F32, "a*b+c", ROWS(33, 10, 0, 8), "cvb",
+     {{0}, ROWS(33, 12, 4, 12)}, false},
+    {"f16 -> f32 heads copy (2-byte input)", WGT_F32, WGT_F16, NULL, HEADS(2, 16, 6, 64, 1), "c", {{0}}, false},
+};
+
+static int64_t inner_numel(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
+/* The view v of base; NULL (with a failed CHECK) unless its layout is v's. */
+static wgt_tensor *inner_make_view(wgt_tensor *base, const inner_view *v, const char *what)
+{
+    wgt_tensor *s = wgt_slice(base, v->base_ndim - 1, v->start, v->stop, 1);
+    wgt_tensor *r = s ? wgt_view(s, v->ndim, v->view) : NULL;
+    wgt_tensor *p = r ? wgt_permute(r, v->perm) : NULL;
+    wgt_tensor_release(s);
+    wgt_tensor_release(r);
+    bool same = p && wgt_tensor_offset(p) == v->offset;
+    for (int d = 0; same && d < v->ndim; d++)
+        same = wgt_tensor_dim(p, d) == v->view[v->perm[d]] && wgt_tensor_strides(p)[d] == v->strides[d];
+    CHECK(same, "%s: the view's layout is not the case's", what);
+    if (!same) wgt_tensor_release(p);
+    return same ? p : NULL;
+}
+
+/* Element i of a host array of dtype (f32, i32 or f16) as bits. */
+static uint32_t inner_bits(wgt_dtype dt, const void *buf, int64_t i)
+{
+    return dt == WGT_F16 ? ((const uint16_t *)buf)[i] : ((const uint32_t *)buf)[i];
+}
+
+/* expr of the inputs' bits x[] (in_dtype) as the output dtype's bits. */
+static uint32_t inner_reference(const inner_case *ic, const uint32_t *x)
+{
+    if (!ic->expr) /* a copy: the bits, or an f16 widened */
+        return ic->in_dtype == WGT_F16 ? float_bits(f16_to_f32((uint16_t)x[0])) : x[0];
+    if (ic->dtype == WGT_I32) return x[0] * x[1] + x[2]; /* i32 wraps */
+    volatile float product = bits_f32(x[0]) * bits_f32(x[1]); /* rounded on its own, as the kernel does */
+    return float_bits(product + bits_f32(x[2]));
+}
+
+static void run_inner_case(const inner_case *ic)
+{
+    const inner_view *ov = &ic->out;
+    int nd = ov->ndim, n_in = (int)strlen(ic->inputs);
+    int64_t shape[4];
+    for (int d = 0; d < nd; d++) shape[d] = ov->view[ov->perm[d]];
+    int64_t n = inner_numel(nd, shape), n_base = inner_numel(ov->base_ndim, ov->base);
+    size_t bytes = (size_t)n_base * 4;
+    uint32_t *base = malloc(bytes), *expect = malloc(bytes), *got = malloc(bytes);
+    void *host[3] = {NULL, NULL, NULL};
+    wgt_tensor *gbase = NULL, *dst = NULL, *in[3] = {NULL, NULL, NULL}, *in_base[3] = {NULL, NULL, NULL};
+    fill_random(ic->dtype, n_base, base, range_default, true);
+    memcpy(expect, base, bytes);
+    gbase = wgt_tensor_from_host(G, ic->dtype, ov->base_ndim, ov->base, base);
+    dst = gbase ? inner_make_view(gbase, ov, ic->name) : NULL;
+    bool ok = dst != NULL;
+    for (int k = 0; ok && k < n_in; k++) {
+        const inner_view *iv = &ic->in[k];
+        char kind = ic->inputs[k];
+        int64_t count = kind == 'v' ? inner_numel(iv->base_ndim, iv->base) : kind == 'b' ? shape[nd - 1]
+                        : kind == 's' ? 1 : n;
+        host[k] = malloc((size_t)count * 4);
+        /* a*b+c: ordinary values (products of specials would reach denormals, which GPUs may flush);
+         * copies: specials and a NaN with a payload */
+        fill_random(ic->in_dtype, count, host[k], range_default, !ic->expr);
+        if (!ic->expr && ic->in_dtype == WGT_F32)
+            for (int64_t i = 5; i < count; i += 97) ((uint32_t *)host[k])[i] = 0x7fc12345u;
+        if (kind == 'v') {
+            in_base[k] = wgt_tensor_from_host(G, ic->in_dtype, iv->base_ndim, iv->base, host[k]);
+            in[k] = in_base[k] ? inner_make_view(in_base[k], iv, ic->name) : NULL;
+        } else {
+            int in_nd = kind == 'b' ? 1 : kind == 's' ? 0 : nd;
+            in[k] = wgt_tensor_from_host(G, ic->in_dtype, in_nd, &shape[nd - in_nd], host[k]);
+        }
+        ok = in[k] != NULL;
+    }
+    uint64_t before = webgpu_elementwise_inner_contiguous_count();
+    if (ok) ok = (ic->expr ? wgt_fused_assign(dst, ic->expr, in, n_in) : wgt_assign(dst, in[0])) == WGT_OK;
+    ok = ok && wgt_tensor_read(gbase, got, bytes) == WGT_OK;
+    CHECK(ok, "%s: %s", ic->name, wgt_context_error_message(G));
+    uint64_t taken = webgpu_elementwise_inner_contiguous_count() - before;
+    CHECK(!ok || taken == (ic->inner ? 1u : 0u), "%s: the whole-vec4 path ran %llu times, expected %d", ic->name,
+          (unsigned long long)taken, ic->inner);
+
+    /* the reference: every position of the output view, unravelled */
+    for (int64_t i = 0; ok && i < n; i++) {
+        int64_t c[4], r = i, o = ov->offset;
+        for (int d = nd - 1; d >= 0; d--) {
+            c[d] = r % shape[d];
+            r /= shape[d];
+            o += c[d] * ov->strides[d];
+        }
+        uint32_t x[3] = {0, 0, 0};
+        for (int k = 0; k < n_in; k++) {
+            int64_t at = i;
+            if (ic->inputs[k] == 'b') at = c[nd - 1];
+            if (ic->inputs[k] == 's') at = 0;
+            if (ic->inputs[k] == 'v') {
+                at = ic->in[k].offset;
+                for (int d = 0; d < nd; d++) at += c[d] * ic->in[k].strides[d];
+            }
+            x[k] = inner_bits(ic->in_dtype, host[k], at);
+        }
+        expect[o] = inner_reference(ic, x);
+    }
+    /* bit for bit; two f32 NaNs match whatever their payloads, except where a
+     * copy takes the whole-vec4 path (it moves the bits) */
+    bool any_nan = ic->dtype == WGT_F32 && !(ic->inner && !ic->expr && ic->in_dtype == ic->dtype);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; ok && i < n_base; i++) {
+        bool same = got[i] == expect[i] || (any_nan && isnan(bits_f32(got[i])) && isnan(bits_f32(expect[i])));
+        if (!same && bad++ == 0) first = i;
+    }
+    if (bad) CHECK(false, "%s: %lld of %lld elements differ; first at %lld: webgpu 0x%08x, expected 0x%08x", ic->name,
+                   (long long)bad, (long long)n_base, (long long)first, got[first], expect[first]);
+    else CHECK(ok, "%s", ic->name);
+    for (int k = 0; k < 3; k++) {
+        wgt_tensor_release(in[k]);
+        wgt_tensor_release(in_base[k]);
+        free(host[k]);
+    }
+    wgt_tensor_release(dst);
+    wgt_tensor_release(gbase);
+    free(base);
+    free(expect);
+    free(got);
+}
+
+static void test_inner_contiguous(void)
+{
+    for (size_t i = 0; i < sizeof(inner_cases) / sizeof(inner_cases[0]); i++) run_inner_case(&inner_cases[i]);
+    report_errors("inner-contiguous stores");
+}
+
 static void test_pipeline_reuse(void)
 {
     wgt_pipeline_stats before, after;
@@ -733,6 +945,7 @@ int main(void)
     test_creation();
     test_f16_paths();
     test_in_place();
+    test_inner_contiguous();
     test_pipeline_reuse();
     test_large();
     if (!G) return test_summary();

@@ -19,7 +19,8 @@
  * A chunk of a contiguous view whose offset is aligned the same way is then
  * one or more whole vec4<u32> loads/stores, and a chunk of a contiguous
  * sub-word output (f16, u8, bool) is whole 32-bit words that no other
- * invocation touches.
+ * invocation touches. With plan.inner_contiguous, a full chunk of a strided
+ * view is one row's 4 consecutive, 16-byte aligned elements: one vec4 too.
  */
 #ifndef WGT_WEBGPU_ELEMENTWISE_H
 #define WGT_WEBGPU_ELEMENTWISE_H
@@ -69,6 +70,12 @@ typedef struct ew_plan {
     int n_bindings;                     /* output is the last */
     bool vec4_binding[EW_MAX_VIEWS];    /* per binding: array<vec4<u32>> (else array<u32>) */
     ew_store store;
+    /* Strided output, every strided view inner-contiguous (stride 1 on the
+     * innermost collapsed dim, C = 4 elements of 4 bytes never crossing a row,
+     * each chunk 16-byte aligned): a full chunk is one vec4 per strided view
+     * (see plan_call in webgpu_elementwise.c); the output binding is then
+     * array<vec4<u32>>. */
+    bool inner_contiguous;
     int chunk;                          /* C: elements per invocation */
     int ndim;                           /* collapsed dims (strided views use them) */
     bool f16_hw_widen, f16_hw_narrow;   /* unpack2x16float / pack2x16float are exact here */
@@ -79,5 +86,9 @@ bool ew_plan_key(const ew_plan *plan, char *buf, size_t size);
 
 /* Returns malloc'ed WGSL for plan (NULL if out of memory). */
 char *ew_generate_wgsl(const ew_plan *plan);
+
+/* ELEMENTWISE dispatches with plan.inner_contiguous recorded by this process
+ * (all contexts): tests check that the path is taken, or just missed. */
+uint64_t webgpu_elementwise_inner_contiguous_count(void);
 
 #endif /* WGT_WEBGPU_ELEMENTWISE_H */

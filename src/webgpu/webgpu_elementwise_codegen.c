@@ -16,7 +16,8 @@
  * chunk (first or last) goes element by element and rewrites its words
  * read-modify-write (no other invocation touches them). Strided views walk
  * their offsets incrementally within a chunk and unravel the linear index
- * again when a row ends.
+ * again when a row ends; inner-contiguous ones (plan.inner_contiguous) unravel
+ * once per full chunk and load or store it as one vec4 at offset / 4.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -295,17 +296,17 @@ static void emit_bindings(text *t, const ew_plan *plan)
         }
     }
 
-    /* output stores */
+    /* output stores: whole vec4s for full chunks (contiguous or inner-contiguous), words or elements else */
     wgt_dtype odt = plan->dtype[0];
     char w[96];
+    if (plan->vec4_binding[out]) emit(t, "fn ew_store_vec4(q: u32, v: vec4<u32>) { b%d[q] = v; }\n", out);
     switch (plan->store) {
-    case EW_STORE_CHUNK: /* whole vec4s for full chunks, words for partial ones */
-        emit(t, "fn ew_store_vec4(q: u32, v: vec4<u32>) { b%d[q] = v; }\n", out);
+    case EW_STORE_CHUNK:
         emit(t, "fn ew_load_word(w: u32) -> u32 { return %s; }\n", word_at(plan, out, "w", w));
         emit(t, "fn ew_store_word(w: u32, r: u32) { %s = r; }\n", word_at(plan, out, "w", w));
         emit(t, "fn ew_out_words() -> u32 { return arrayLength(&b%d) * 4u; }\n", out);
         break;
-    case EW_STORE_WORD: emit(t, "fn ew_store_elem(e: u32, r: u32) { b%d[e] = r; }\n", out); break;
+    case EW_STORE_WORD: emit(t, "fn ew_store_elem(e: u32, r: u32) { %s = r; }\n", word_at(plan, out, "e", w)); break;
     case EW_STORE_HALF: /* r is already rounded: its f32 value converts to f16 exactly */
         emit(t, "fn ew_store_elem(e: u32, r: u32) { b%d[e] = f16(ew_f16_to_f32(r)); }\n", out);
         break;
@@ -384,6 +385,14 @@ static void emit_strided(text *t, const ew_plan *plan)
 
 static int log2_int(int x) { int l = 0; while ((1 << l) < x) l++; return l; }
 
+/* Whether view v's full chunks are whole vec4s: an aligned contiguous view,
+ * or a strided one of an inner-contiguous plan (the output: its stores). */
+static bool vec4_chunks(const ew_plan *plan, int v)
+{
+    if (v == 0) return plan->store == EW_STORE_CHUNK || plan->inner_contiguous;
+    return plan->mode[v] == EW_MODE_VECTOR || (plan->inner_contiguous && plan->mode[v] == EW_MODE_STRIDED);
+}
+
 /* Input k's value for chunk element j (constant) or runtime index expression i. */
 static void input_value(const ew_plan *plan, int k, int j, const char *i, bool full, char *buf, size_t size)
 {
@@ -391,23 +400,21 @@ static void input_value(const ew_plan *plan, int k, int j, const char *i, bool f
     wgt_dtype dt = plan->dtype[v];
     char off[32];
     param(EW_P_OFFSET + v, off);
-    switch (plan->mode[v]) {
-    case EW_MODE_VECTOR:
-        if (full) { /* word w of the chunk is u<k>_<w / 4>.<w % 4> */
-            int w = j * (int)wgt_dtype_size(dt) / 4;
-            switch (dt) {
-            case WGT_F32: snprintf(buf, size, "bitcast<f32>(u%d_%d.%s)", k, w / 4, xyzw(w)); break;
-            case WGT_I32: snprintf(buf, size, "bitcast<i32>(u%d_%d.%s)", k, w / 4, xyzw(w)); break;
-            case WGT_F16:
-                if (plan->f16_hw_widen) snprintf(buf, size, "h%d_%d.%s", k, w, xyzw(j % 2));
-                else snprintf(buf, size, "ew_f16_to_f32_exact((u%d_%d.%s >> %du) & 0xffffu)", k, w / 4, xyzw(w), 16 * (j % 2));
-                break;
-            default: snprintf(buf, size, "i32((u%d_%d.%s >> %du) & 0xffu)", k, w / 4, xyzw(w), 8 * (j % 4)); break;
-            }
-            return;
+    if (full && vec4_chunks(plan, v)) { /* word w of the chunk is u<k>_<w / 4>.<w % 4> */
+        int w = j * (int)wgt_dtype_size(dt) / 4;
+        switch (dt) {
+        case WGT_F32: snprintf(buf, size, "bitcast<f32>(u%d_%d.%s)", k, w / 4, xyzw(w)); break;
+        case WGT_I32: snprintf(buf, size, "bitcast<i32>(u%d_%d.%s)", k, w / 4, xyzw(w)); break;
+        case WGT_F16:
+            if (plan->f16_hw_widen) snprintf(buf, size, "h%d_%d.%s", k, w, xyzw(j % 2));
+            else snprintf(buf, size, "ew_f16_to_f32_exact((u%d_%d.%s >> %du) & 0xffffu)", k, w / 4, xyzw(w), 16 * (j % 2));
+            break;
+        default: snprintf(buf, size, "i32((u%d_%d.%s >> %du) & 0xffu)", k, w / 4, xyzw(w), 8 * (j % 4)); break;
         }
-        /* partial chunks load element by element */
-        /* fall through */
+        return;
+    }
+    switch (plan->mode[v]) { /* element by element: partial chunks, views of other modes */
+    case EW_MODE_VECTOR:
     case EW_MODE_LINEAR: snprintf(buf, size, "ew_load%d(%s + %s)", b, off, i); return;
     case EW_MODE_SCALAR: snprintf(buf, size, "s%d", k); return;
     case EW_MODE_STRIDED: snprintf(buf, size, "ew_load%d(p.o%d)", b, v); return;
@@ -433,8 +440,8 @@ static bool raw_copy(const ew_plan *plan)
 {
     const wgt_expr *e = plan->expr;
     return e->n_nodes == 1 && e->nodes[0].opcode == WGT_EXPR_INPUT && plan->n_views == 2 &&
-           plan->dtype[1] == plan->dtype[0] && plan->dtype[0] != WGT_BOOL && plan->mode[1] == EW_MODE_VECTOR &&
-           plan->store == EW_STORE_CHUNK &&
+           plan->dtype[1] == plan->dtype[0] && plan->dtype[0] != WGT_BOOL && vec4_chunks(plan, 0) &&
+           vec4_chunks(plan, 1) &&
            (e->nodes[0].type == WGT_EXPR_F32) == (plan->dtype[0] == WGT_F32 || plan->dtype[0] == WGT_F16);
 }
 
@@ -449,27 +456,40 @@ static bool has_strided(const ew_plan *plan)
 static int chunk_vec4s(const ew_plan *plan, int v) { return plan->chunk * (int)wgt_dtype_size(plan->dtype[v]) / 16; }
 static int vec4_shift(const ew_plan *plan, int v) { return log2_int(16 / (int)wgt_dtype_size(plan->dtype[v])); }
 
-/* Full chunk: elements i0 .. i0 + C - 1, aligned for every vector view. */
+/* "let name = ...;": the first vec4 of view v's full chunk (vec4_chunks(v)):
+ * from the linear index for a contiguous view, from the element offset of
+ * position p for an inner-contiguous strided one. */
+static void emit_chunk_vec4(text *t, const ew_plan *plan, int v, const char *name)
+{
+    if (plan->mode[v] == EW_MODE_STRIDED) emit(t, "        let %s = p.o%d >> %du;\n", name, v, vec4_shift(plan, v));
+    else emit(t, "        let %s = (%s + i0) >> %du;\n", name, P(EW_P_OFFSET + v), vec4_shift(plan, v));
+}
+
+/* Full chunk: elements i0 .. i0 + C - 1, aligned for every vector view. An
+ * inner-contiguous plan's strided views take position p once: the chunk is
+ * one row's consecutive elements. */
 static void emit_full_chunk(text *t, const ew_plan *plan, const bool *used)
 {
     int C = plan->chunk;
-    bool strided = has_strided(plan), chunk_out = plan->store == EW_STORE_CHUNK;
+    bool strided = has_strided(plan), vec4_out = vec4_chunks(plan, 0), walk = strided && !plan->inner_contiguous;
     int osize = (int)wgt_dtype_size(plan->dtype[0]);
     emit(t, "    if (start >= shift && end - start >= %du) {\n", C);
     emit(t, "        let i0 = start - shift;\n");
-    if (chunk_out) emit(t, "        let q = (%s + i0) >> %du;\n", P(EW_P_OFFSET), vec4_shift(plan, 0));
+    if (strided) emit(t, "        %s p = ew_unravel(i0);\n", walk ? "var" : "let");
+    if (vec4_out) emit_chunk_vec4(t, plan, 0, "q");
     if (raw_copy(plan)) { /* same dtype in and out: move the bits */
-        emit(t, "        let qi = (%s + i0) >> %du;\n", P(EW_P_OFFSET + 1), vec4_shift(plan, 1));
+        emit_chunk_vec4(t, plan, 1, "qi");
         for (int m = 0; m < chunk_vec4s(plan, 0); m++)
             emit(t, "        ew_store_vec4(q + %du, b%d[qi + %du]);\n", m, plan->binding[1], m);
         emit(t, "        return;\n    }\n\n");
         return;
     }
-    if (strided) emit(t, "        var p = ew_unravel(i0);\n");
     for (int k = 0; k < plan->n_views - 1; k++) {
         int v = k + 1;
-        if (!used[k] || plan->mode[v] != EW_MODE_VECTOR) continue;
-        emit(t, "        let q%d = (%s + i0) >> %du;\n", k, P(EW_P_OFFSET + v), vec4_shift(plan, v));
+        if (!used[k] || !vec4_chunks(plan, v)) continue;
+        char name[16];
+        snprintf(name, sizeof name, "q%d", k);
+        emit_chunk_vec4(t, plan, v, name);
         for (int m = 0; m < chunk_vec4s(plan, v); m++) emit(t, "        let u%d_%d = b%d[q%d + %du];\n", k, m, plan->binding[v], k, m);
         if (plan->dtype[v] == WGT_F16 && plan->f16_hw_widen) /* two halves per word, widened together */
             for (int w = 0; w < C / 2; w++) emit(t, "        let h%d_%d = unpack2x16float(u%d_%d.%s);\n", k, w, k, w / 4, xyzw(w));
@@ -479,10 +499,10 @@ static void emit_full_chunk(text *t, const ew_plan *plan, const bool *used)
         snprintf(i, sizeof i, "i0 + %du", j);
         snprintf(r, sizeof r, "r%d", j);
         emit_call(t, plan, used, j, i, true, r);
-        if (!chunk_out) emit(t, "        ew_store_elem(p.o0, r%d);\n", j);
-        if (strided && j + 1 < C) emit(t, "        p = ew_next(p, i0 + %du);\n", j + 1);
+        if (!vec4_out) emit(t, "        ew_store_elem(p.o0, r%d);\n", j);
+        if (walk && j + 1 < C) emit(t, "        p = ew_next(p, i0 + %du);\n", j + 1);
     }
-    if (chunk_out) { /* word w of the output chunk, four words per vec4 */
+    if (vec4_out) { /* word w of the output chunk, four words per vec4 */
         int per_word = 4 / osize, words = C / per_word;
         for (int m = 0; m < words / 4; m++) {
             emit(t, "        ew_store_vec4(q + %du, vec4<u32>(", m);
@@ -602,8 +622,9 @@ char *ew_generate_wgsl(const ew_plan *plan)
 
 bool ew_plan_key(const ew_plan *plan, char *buf, size_t size)
 {
-    int used = snprintf(buf, size, "elementwise;nd%d;c%d;%c%s%s;", plan->ndim, plan->chunk, (char)plan->store,
-                        plan->f16_hw_widen ? "W" : "", plan->f16_hw_narrow ? "N" : "");
+    int used = snprintf(buf, size, "elementwise;nd%d;c%d;%c%s%s%s;", plan->ndim, plan->chunk, (char)plan->store,
+                        plan->f16_hw_widen ? "W" : "", plan->f16_hw_narrow ? "N" : "",
+                        plan->inner_contiguous ? "I" : "");
     for (int v = 0; v < plan->n_views && used > 0 && (size_t)used < size; v++)
         used += snprintf(buf + used, size - (size_t)used, "%d%c%d,", (int)plan->dtype[v], (char)plan->mode[v],
                          plan->binding[v]);

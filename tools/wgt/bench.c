@@ -255,6 +255,28 @@ static wgt_tensor *attention_forward_only(bench_state *s, double dropout)
 }
 static wgt_tensor *step_attention_gpt_f(bench_state *s) { return attention_forward_only(s, 0.2); }
 static wgt_tensor *step_attention_gpt_f_nodrop(bench_state *s) { return attention_forward_only(s, 0.0); }
+/* attention's heads as GPT training lays them out: a contiguous [m, 6, n, k]
+ * tensor (s->a) copied into the [B, H, T, D] view (s->b) of a [m, n, 3 * 6 k]
+ * qkv buffer (s->c): the k part, columns 6k .. 12k - 1 of the last dim, seen
+ * as [m, n, 6, k] and permuted (strides n * 18k, k, 18k, 1) */
+static bool setup_heads(bench_state *s)
+{
+    int64_t c = ATTN_GPT_HEADS * s->k, heads[4] = {s->m, ATTN_GPT_HEADS, s->n, s->k}, qkv[3] = {s->m, s->n, 3 * c};
+    int64_t split[4] = {s->m, s->n, ATTN_GPT_HEADS, s->k};
+    int perm[4] = {0, 2, 1, 3};
+    s->a = randn(s, 4, heads, 22);
+    s->c = wgt_zeros(s->ctx, WGT_F32, 3, qkv);
+    wgt_tensor *part = s->c ? wgt_slice(s->c, 2, c, 2 * c, 1) : NULL;
+    wgt_tensor *view = part ? wgt_view(part, 4, split) : NULL;
+    s->b = view ? wgt_permute(view, perm) : NULL;
+    wgt_tensor_release(part);
+    wgt_tensor_release(view);
+    return s->a && s->b && s->c;
+}
+static wgt_tensor *step_assign_heads(bench_state *s)
+{
+    return wgt_assign(s->b, s->a) == WGT_OK ? wgt_tensor_retain(s->b) : NULL;
+}
 /* linear's three GEMMs at n x k x m: forward x W^T + bias (A B^T), dx = dy W
  * (A B: gemm_f32_*), dW = dy^T x (A^T B); transposed operands read in place */
 static bool setup_linear(bench_state *s)
@@ -337,6 +359,11 @@ static double bytes_4n(const bench_state *s) { return 4.0 * 4 * (double)s->n; }
 static double bytes_1n(const bench_state *s) { return 4.0 * (double)s->n; }
 static double bytes_nm(const bench_state *s) { return 4.0 * (double)s->n * (double)s->m; }
 static double bytes_2nm(const bench_state *s) { return 8.0 * (double)s->n * (double)s->m; }
+/* the heads copy: read and write [m, 6, n, k] */
+static double bytes_heads(const bench_state *s)
+{
+    return 2.0 * 4 * (double)s->m * ATTN_GPT_HEADS * (double)s->n * (double)s->k;
+}
 static double bytes_gemv(const bench_state *s) { return 4.0 * ((double)s->n * s->k + s->k + s->n); }
 /* norm forward + backward at least: read x, write y; read x, dy, write dx */
 static double bytes_5nm(const bench_state *s) { return 5.0 * 4 * (double)s->n * (double)s->m; }
@@ -398,6 +425,7 @@ static const bench_case cases[] = {
     {"rowsum_f32", "8192x8192 axis 1", 8192, 8192, 0, 16, 2, bytes_nm, NULL, setup_matrix, step_row_sum, 20},
     {"softmax_f32", "4096x32768", 4096, 32768, 0, 16, 4, bytes_2nm, NULL, setup_matrix, step_softmax, 20},
     {"transpose_f32", "8192x8192", 8192, 8192, 0, 16, 2, bytes_2nm, NULL, setup_matrix, step_transpose, 20},
+    {"assign_heads_f32", "64x6x256x64 into qkv view", 256, 64, 64, 8, 4, bytes_heads, NULL, setup_heads, step_assign_heads, 20},
     {"gemm_f32_1024", "1024^3", 1024, 1024, 1024, 8, 1, NULL, flops_gemm, setup_gemm, step_matmul, 20},
     {"gemm_f32_2048", "2048^3", 2048, 2048, 2048, 16, 1, NULL, flops_gemm, setup_gemm, step_matmul, 10},
     {"gemm_f32_4096", "4096^3", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_gemm, step_matmul, 5},
