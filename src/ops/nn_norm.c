@@ -34,6 +34,12 @@
 #define NORM_FUSED_ROWS_PER_128 1
 #define NORM_FUSED_MAX_CHUNK_ROWS 64
 #define NORM_FUSED_MIN_CHUNKS 264
+/* ... and at most NORM_FUSED_MAX_CHUNKS chunks, where PARTIALS_SUM's column
+ * sums stay short: the GPT's 16384 x 384 rows made 5461 chunks of 3 rows,
+ * whose sums (48 workgroups walking 85 rows a lane) took 32 us on an H100;
+ * 1024 chunks of 16 rows: 10 us, and the dx pass 38.6 -> 35.4 us (fewer
+ * partials to write); training step -0.3 ms (8, 16 and 32 rows alike). */
+#define NORM_FUSED_MAX_CHUNKS 1024
 
 /* The [rows, d] view of a contiguous tensor's elements. */
 static wgt_tensor_view rows_view(const wgt_tensor *t, int64_t rows, int64_t d)
@@ -231,6 +237,8 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
         if (chunk < NORM_GRAD_MIN_CHUNK_ROWS) chunk = NORM_GRAD_MIN_CHUNK_ROWS;
         if (fused) {
             chunk = d / 128 * NORM_FUSED_ROWS_PER_128;
+            int64_t few = (rows + NORM_FUSED_MAX_CHUNKS - 1) / NORM_FUSED_MAX_CHUNKS;
+            if (chunk < few) chunk = few;
             if (chunk > NORM_FUSED_MAX_CHUNK_ROWS) chunk = NORM_FUSED_MAX_CHUNK_ROWS;
             int64_t spread = (rows + NORM_FUSED_MIN_CHUNKS - 1) / NORM_FUSED_MIN_CHUNKS;
             if (chunk > spread) chunk = spread;
