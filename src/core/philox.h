@@ -1,8 +1,9 @@
 /*
  * Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"),
  * the counter-based generator behind wgt_rand / wgt_randn and dropout. The WGSL
- * twins live in src/webgpu/kernels/elementwise_philox.wgsl and attention_common.wgsl;
- * all must produce identical words for the same (key, counter). tests/test_tensor.c
+ * twin lives in src/webgpu/kernels/philox.wgsl (used by elementwise_philox.wgsl
+ * and attention_common.wgsl); both must produce identical words for the same
+ * (key, counter). tests/test_tensor.c
  * checks this one against Random123's published known answers and both backends'
  * rand/randn against them.
  */

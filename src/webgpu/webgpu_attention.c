@@ -5,7 +5,7 @@
  *   backward -> dq [B, H, Tq, D], dk, dv [B, Hkv, Tk, D] (f32)
  *   rope: x [B, H, T, D] -> out [B, H, T, D]
  *
- * Kernels (src/webgpu/kernels/, after attention_common.wgsl):
+ * Kernels (src/webgpu/kernels/, after philox.wgsl and attention_common.wgsl):
  *   attention_forward           flash attention, one query row per invocation,
  *                               K/V tiles in shared memory read as broadcasts
  *                               (the default on a GPU without subgroups or
@@ -147,8 +147,8 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
              want & 16 ? webgpu_native_subgroups_directive() : "", d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false",
              want & 8 ? "true" : "false", want & 8 ? "vec4<f32>" : "f32");
     /* unchecked: every kernel bounds its reads (row_ok, j < Tk, d < D) */
-    const char *files[2] = {"attention_common", file};
-    return webgpu_pipeline_assemble(wg, key, consts, files, 2, n_read_only, n_read_write, false, op, out);
+    const char *files[3] = {"philox", "attention_common", file};
+    return webgpu_pipeline_assemble(wg, key, consts, files, 3, n_read_only, n_read_write, false, op, out);
 }
 
 /* Tile sizes. WGT_ATTENTION_TILES="rows,keys,kv_keys,kv_rows,joint_d4" replaces

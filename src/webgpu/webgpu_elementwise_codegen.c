@@ -2,7 +2,7 @@
  * WGSL for the ELEMENTWISE kernel: one compute shader per (expression program,
  * dtypes, view modes, collapsed rank), built from an ew_plan (see
  * webgpu_elementwise.h) around the helper snippets in
- * src/webgpu/kernels/elementwise_{common,math,philox}.wgsl.
+ * src/webgpu/kernels/elementwise_{common,math,philox}.wgsl (and philox.wgsl).
  *
  * Generated module, in order:
  *   struct Params { w: array<vec4<u32>, 29> }   words at the EW_P_* positions
@@ -599,9 +599,9 @@ char *ew_generate_wgsl(const ew_plan *plan)
     emit_bindings(&t, plan);
     emit(&t, "fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | %s); }\n", P(EW_P_ZERO));
     emit(&t, "fn ew_opaque2(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | %s); }\n\n", P(EW_P_ZERO2));
-    const char *snippets[3] = {"elementwise_common", math ? "elementwise_math" : NULL,
+    const char *snippets[4] = {"elementwise_common", math ? "elementwise_math" : NULL, random ? "philox" : NULL,
                                random ? "elementwise_philox" : NULL};
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < 4; s++) {
         if (!snippets[s]) continue;
         const char *src = webgpu_kernel_source(snippets[s]);
         if (!src) {

@@ -1,4 +1,5 @@
 // attention_common: parameters and helpers shared by the attention kernels
+// (after philox.wgsl, whose philox4x32_10 draws the dropout masks)
 // (attention_forward, attention_backward_prepare, attention_backward_kv,
 // attention_backward_q). webgpu_attention.c puts a prelude of constants in
 // front of this file:
@@ -51,42 +52,16 @@ fn last_key(i: u32) -> i32 {
     return i32(i) + i32(params.Tk) - i32(params.Tq);
 }
 
-// 32 x 32 -> 64-bit product as (hi, lo), from 16-bit halves (WGSL has no
-// high multiply). Philox is most of the cost of dropout, so this is the short
-// form: a b = p11 2^32 + (p01 + p10) 2^16 + p00; t = p01 + (p00 >> 16) and
-// u = p10 + (t & 0xFFFF) cannot overflow (each < 2^32 - 2^16), and
-// hi = p11 + (t >> 16) + (u >> 16); two of the products fold into
-// multiply-adds, and the low word is the wrapping product itself.
-fn mul_wide(a: u32, b: u32) -> vec2<u32> {
-    let a0 = a & 0xFFFFu; let a1 = a >> 16u;
-    let b0 = b & 0xFFFFu; let b1 = b >> 16u;
-    let t = a0 * b1 + ((a0 * b0) >> 16u);
-    let u = a1 * b0 + (t & 0xFFFFu);
-    return vec2<u32>(a1 * b1 + (t >> 16u) + (u >> 16u), a * b);
-}
-
-fn philox(key: vec2<u32>, counter: vec4<u32>) -> vec4<u32> {
-    var k = key;
-    var c = counter;
-    for (var round = 0; round < 10; round++) {
-        let p0 = mul_wide(0xD2511F53u, c.x);
-        let p1 = mul_wide(0xCD9E8D57u, c.z);
-        c = vec4<u32>(p1.x ^ c.y ^ k.x, p1.y, p0.x ^ c.w ^ k.y, p0.y);
-        k = k + vec2<u32>(0x9E3779B9u, 0xBB67AE85u);
-    }
-    return c;
-}
-
 // Dropout factor of weight (row, key j): 0 or keep_scale (1 without dropout).
 fn dropout_factor(row: u32, j: u32) -> f32 {
     if (params.dropout == 0u) { return 1.0; }
-    let w = philox(params.seed, vec4<u32>(j >> 2u, row, 0u, 0x61747465u));
+    let w = philox4x32_10(params.seed, vec4<u32>(j >> 2u, row, 0u, 0x61747465u));
     return select(0.0, params.keep_scale, (w[j & 3u] >> 8u) >= params.threshold);
 }
 
 // The factors of keys j4 .. j4 + 3 (j4 a multiple of 4) with one Philox call.
 fn dropout_factors4(row: u32, j4: u32) -> vec4<f32> {
     if (params.dropout == 0u) { return vec4<f32>(1.0); }
-    let w = philox(params.seed, vec4<u32>(j4 >> 2u, row, 0u, 0x61747465u));
+    let w = philox4x32_10(params.seed, vec4<u32>(j4 >> 2u, row, 0u, 0x61747465u));
     return select(vec4<f32>(0.0), vec4<f32>(params.keep_scale), (w >> vec4<u32>(8u)) >= vec4<u32>(params.threshold));
 }

@@ -1,4 +1,5 @@
-// Philox-4x32-10, the WGSL twin of src/core/philox.h. rand of element i is
+// rand and randn from Philox-4x32-10 (philox.wgsl, put before this file: the
+// WGSL twin of src/core/philox.h). rand of element i is
 // word i % 4 of philox(key, (i / 4, 0, 0, 0)); randn of element i uses words
 // 2 (i % 2) and 2 (i % 2) + 1 of philox(key, (i / 2, 0, 0, 0)); the key (seed
 // lo, seed hi) is in params. Neighbouring elements share one call: each draw
@@ -7,29 +8,6 @@
 // evaluation instead of four (two). Philox is integer work that WGSL cannot do
 // cheaply (no 32 x 32 -> 64 multiply), so this is what keeps dropout at the
 // memory's speed rather than the integer units'.
-
-// 32 x 32 -> 64-bit product (hi, lo) from 16-bit halves: a b = p11 2^32 +
-// (p01 + p10) 2^16 + p00; t = p01 + (p00 >> 16) and u = p10 + (t & 0xFFFF)
-// cannot overflow, and hi = p11 + (t >> 16) + (u >> 16).
-fn ew_philox_mul_wide(a: u32, b: u32) -> vec2<u32> {
-    let a0 = a & 0xFFFFu; let a1 = a >> 16u;
-    let b0 = b & 0xFFFFu; let b1 = b >> 16u;
-    let t = a0 * b1 + ((a0 * b0) >> 16u);
-    let u = a1 * b0 + (t & 0xFFFFu);
-    return vec2<u32>(a1 * b1 + (t >> 16u) + (u >> 16u), a * b);
-}
-
-fn ew_philox(key: vec2<u32>, counter: vec4<u32>) -> vec4<u32> {
-    var k = key;
-    var c = counter;
-    for (var round = 0; round < 10; round = round + 1) {
-        let p0 = ew_philox_mul_wide(0xD2511F53u, c.x);
-        let p1 = ew_philox_mul_wide(0xCD9E8D57u, c.z);
-        c = vec4<u32>(p1.x ^ c.y ^ k.x, p1.y, p0.x ^ c.w ^ k.y, p0.y);
-        k = k + vec2<u32>(0x9E3779B9u, 0xBB67AE85u);
-    }
-    return c;
-}
 
 // The last counter each draw evaluated and its words (a kernel has one key).
 // 0xFFFFFFFF is no counter: i / 2 < 2^31.
@@ -42,7 +20,7 @@ var<private> ew_normal_words: vec4<u32>;
 fn ew_rand_uniform(key: vec2<u32>, i: u32) -> f32 {
     if (i >> 2u != ew_uniform_counter) {
         ew_uniform_counter = i >> 2u;
-        ew_uniform_words = ew_philox(key, vec4<u32>(i >> 2u, 0u, 0u, 0u));
+        ew_uniform_words = philox4x32_10(key, vec4<u32>(i >> 2u, 0u, 0u, 0u));
     }
     return f32(ew_uniform_words[i & 3u] >> 8u) * 5.9604644775390625e-8;
 }
@@ -51,7 +29,7 @@ fn ew_rand_uniform(key: vec2<u32>, i: u32) -> f32 {
 fn ew_rand_normal(key: vec2<u32>, i: u32) -> f32 {
     if (i >> 1u != ew_normal_counter) {
         ew_normal_counter = i >> 1u;
-        ew_normal_words = ew_philox(key, vec4<u32>(i >> 1u, 0u, 0u, 0u));
+        ew_normal_words = philox4x32_10(key, vec4<u32>(i >> 1u, 0u, 0u, 0u));
     }
     let w = select(ew_normal_words.xy, ew_normal_words.zw, (i & 1u) != 0u);
     let u1 = f32((w.x >> 8u) + 1u) * 5.9604644775390625e-8;
