@@ -144,8 +144,9 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
     snprintf(consts, sizeof(consts),
              "%sconst D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
              "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\nconst VEC_IN: bool = %s;\nalias IN_T = %s;\n",
-             want & 16 ? webgpu_native_subgroups_directive() : "", d4, bq, bk, want & 1 ? "true" : "false", want & 2 ? "true" : "false", want & 4 ? "true" : "false",
-             want & 8 ? "true" : "false", want & 8 ? "vec4<f32>" : "f32");
+             want & 16 ? webgpu_native_subgroups_directive() : "", d4, bq, bk, want & 1 ? "true" : "false",
+             want & 2 ? "true" : "false", want & 4 ? "true" : "false", want & 8 ? "true" : "false",
+             want & 8 ? "vec4<f32>" : "f32");
     /* unchecked: every kernel bounds its reads (row_ok, j < Tk, d < D) */
     const char *files[3] = {"philox", "attention_common", file};
     return webgpu_pipeline_assemble(wg, key, consts, files, 3, n_read_only, n_read_write, false, op, out);
