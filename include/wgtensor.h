@@ -743,7 +743,10 @@ wgt_tensor *wgt_group_norm(wgt_tensor *x, int64_t num_groups, wgt_tensor *weight
  * at binding n_buffers as var<uniform>. Each tensor binds its whole storage; the
  * tensor must be contiguous. Errors: WGT_ERR_SHADER_COMPILE (message carries the
  * compiler's line:column), WGT_ERR_INVALID_WORKGROUP_SIZE (size over the device
- * limits, or a count over max_compute_workgroups_per_dimension). */
+ * limits, a count over max_compute_workgroups_per_dimension, or var<workgroup>
+ * variables over max_compute_workgroup_storage_size by the WebGPU rule: each
+ * rounded up to 16 bytes; checked here because wgpu-native passes such a
+ * kernel to the driver, and NVIDIA's hung). */
 typedef struct wgt_custom_kernel {
     const char *wgsl;
     const char *entry_point;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "webgpu/webgpu_internal.h"
 
 static void test_adapters(void)
 {
@@ -378,8 +379,94 @@ static void test_backend_choice(void)
     wgt_context_destroy(any);
 }
 
+/* webgpu_wgsl_workgroup_bytes against sizes worked out by hand from the WGSL
+ * layout rules (each variable rounded up to 16 bytes, by the WebGPU rule):
+ *   a  array<vec3<f32>, 5>: stride 16 -> 80
+ *   b  mat3x3<f32>: 3 columns of vec3, stride 16 -> 48
+ *   s  array<S, 3>, S { x: f32, y: vec3<f32>, z: f16 }: x at 0, y at 16 (align
+ *      16), z at 28, size rounded to the align 16 -> 32; x3 -> 96
+ *   c  atomic<u32>: 4 -> 16
+ *   d  array<f32, max(N, 3u)>, N = 2 * (3 + 1) = 8 -> 32
+ *   e  array<V, 7>, V = vec2<f16> (size 4) -> 28 -> 32
+ *   g  array<vec4f, select(2u, 5u, BIG)>, BIG = true -> 80
+ *   p  array<P, 2>, P { @size(20) q: f32, @align(8) r: u32 }: r at 24,
+ *      size 28 rounded to 8 -> 32; x2 -> 64
+ * = 80 + 48 + 96 + 16 + 32 + 32 + 80 + 64 = 448; "unused" (never referenced)
+ * and the variable inside a comment do not count. */
+static void test_workgroup_memory_estimate(void)
+{
+    const char *src =
+        "const N = 2u * (3u + 1u);\n"
+        "const BIG: bool = true;\n"
+        "alias V = vec2<f16>;\n"
+        "struct S { x: f32, y: vec3<f32>, z: f16 }\n"
+        "struct P {\n  @size(20) q: f32,\n  @align(8) r: u32,\n}\n"
+        "var<workgroup> a: array<vec3<f32>, 5>;\n"
+        "var<workgroup> b: mat3x3<f32>;\n"
+        "var<workgroup> s: array<S, 3>;\n"
+        "var<workgroup> c: atomic<u32>;\n"
+        "var<workgroup> d: array<f32, max(N, 3u)>;\n"
+        "var<workgroup> e: array<V, 7>;\n"
+        "var<workgroup> g: array<vec4f, select(2u, 5u, BIG)>;\n"
+        "var<workgroup> p: array<P, 2>;\n"
+        "var<workgroup> unused: array<f32, 1000>;\n"
+        "/* var<workgroup> hidden: array<f32, 100000>; */\n"
+        "@compute @workgroup_size(1) fn main() {\n"
+        "  a[0] = vec3f(); b[0] = vec3f(); s[0].x = 0.0; atomicStore(&c, 0u); d[0] = 0.0; e[0] = V();\n"
+        "  g[0] = vec4f(); p[0].q = 0.0; // hidden[0] = 1.0;\n"
+        "}\n";
+    char unknown[64];
+    int64_t bytes = webgpu_wgsl_workgroup_bytes(src, unknown, sizeof(unknown));
+    CHECK(bytes == 448, "workgroup memory estimate %lld, by hand 448", (long long)bytes);
+    const char *odd = "var<workgroup> u: array<f32, foo(3)>;\n@compute @workgroup_size(1) fn main() { u[0] = 1.0; }\n";
+    bytes = webgpu_wgsl_workgroup_bytes(odd, unknown, sizeof(unknown));
+    CHECK(bytes == -1 && strcmp(unknown, "u") == 0, "an unknown size gives -1 (%lld) naming the variable (%s)",
+          (long long)bytes, unknown);
+}
+
+/* A custom kernel over the device's workgroup memory is refused before it
+ * reaches the driver (wgpu-native does not check; NVIDIA's driver hung), one
+ * at the limit runs, and the context stays usable. */
+static void test_workgroup_memory_limit(wgt_context *ctx)
+{
+    wgt_adapter_info info;
+    if (wgt_context_adapter_info(ctx, &info) != WGT_OK) return;
+    uint32_t limit = info.limits.max_compute_workgroup_storage_size;
+    int64_t n = 64;
+    wgt_tensor *t = wgt_zeros(ctx, WGT_F32, 1, &n);
+    char src[600];
+    wgt_custom_kernel k;
+    memset(&k, 0, sizeof(k));
+    k.entry_point = "main";
+    k.buffers = &t;
+    k.n_buffers = 1;
+    k.workgroups[0] = k.workgroups[1] = k.workgroups[2] = 1;
+    k.wgsl = src;
+    for (int over = 1; over >= 0; over--) {
+        snprintf(src, sizeof(src),
+                 "@group(0) @binding(0) var<storage, read_write> out: array<f32>;\n"
+                 "const QUADS: u32 = %uu;\n"
+                 "var<workgroup> tile: array<vec4<f32>, QUADS>;\n"
+                 "@compute @workgroup_size(64) fn main(@builtin(local_invocation_index) i: u32) {\n"
+                 "  tile[i] = vec4<f32>(f32(i)); workgroupBarrier(); out[i] = tile[63u - i].y; }\n",
+                 limit / 16 + (unsigned)over);
+        wgt_status s = wgt_custom_kernel_run(ctx, &k);
+        if (over) {
+            CHECK(s == WGT_ERR_INVALID_WORKGROUP_SIZE, "%u + 16 bytes of workgroup memory gives %s", limit,
+                  wgt_status_string(s));
+            check_error_and_recover(ctx, WGT_ERR_INVALID_WORKGROUP_SIZE, "workgroup memory");
+        } else {
+            float out[64];
+            CHECK(s == WGT_OK && wgt_tensor_read(t, out, sizeof(out)) == WGT_OK && out[0] == 63.0f && out[63] == 0.0f,
+                  "a kernel at the workgroup memory limit (%u bytes) runs: %s", limit, wgt_context_error_message(ctx));
+        }
+    }
+    wgt_tensor_release(t);
+}
+
 int main(void)
 {
+    test_workgroup_memory_estimate();
     test_adapters();
     test_backend_choice();
     wgt_context *ctx = test_webgpu_context();
@@ -387,6 +474,7 @@ int main(void)
         test_round_trips(ctx);
         test_allocator(ctx);
         test_custom_kernels(ctx);
+        test_workgroup_memory_limit(ctx);
         test_folded_grid(ctx);
         CHECK(wgt_synchronize(ctx) == WGT_OK, "synchronize");
         wgt_context_destroy(ctx);

@@ -146,6 +146,14 @@ wgt_status webgpu_pipeline_create_ex(webgpu_backend *wg, const char *key, const 
     if (n_storage < 0 || n_storage > WEBGPU_MAX_BINDINGS)
         return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: %d storage bindings, at most %d", op, n_storage,
                          WEBGPU_MAX_BINDINGS);
+    /* wgpu-native passes a module over the workgroup memory limit on to the
+     * driver (gfx-rs/wgpu#8946), where NVIDIA's hung: check it here */
+    char unknown[64];
+    int64_t shared = webgpu_wgsl_workgroup_bytes(source, unknown, sizeof(unknown));
+    if (shared > (int64_t)wg->limits.maxComputeWorkgroupStorageSize)
+        return wgt_error(ctx, WGT_ERR_INVALID_WORKGROUP_SIZE,
+                         "%s: the kernel's workgroup variables take %lld bytes, the device allows %u", op,
+                         (long long)shared, wg->limits.maxComputeWorkgroupStorageSize);
     double start = webgpu_now_ms();
     webgpu_error_scope_push(wg);
     WGPUShaderSourceWGSL wgsl = WGPU_SHADER_SOURCE_WGSL_INIT;

@@ -222,6 +222,10 @@ double webgpu_native_timestamp_period(WGPUQueue queue);
 void webgpu_native_version(char *buf, size_t size);
 /* The adapter feature ids of wgpu-native's subgroup extension (if any). */
 bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter);
+/* Bytes of workgroup memory a WGSL module's var<workgroup> variables take by
+ * the WebGPU rule (wgsl_workgroup_memory.c); -1 when one's size cannot be
+ * worked out (its name in unknown). */
+int64_t webgpu_wgsl_workgroup_bytes(const char *source, char *unknown, size_t unknown_size);
 /* The feature that turns subgroups on (the standard name or the
  * implementation's own), 0 when the adapter has none. */
 WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter);
