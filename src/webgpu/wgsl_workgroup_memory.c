@@ -73,6 +73,28 @@ static const char *find_decl(const wgsl_module *m, const char *keyword, const ch
 
 static bool eval_int(wgsl_module *m, const char **pp, int64_t *out);
 
+/* Skips spaces and the character c; false when c is not next. */
+static bool expect(const char **pp, char c)
+{
+    const char *p = skip_space(*pp);
+    if (*p != c) return false;
+    *pp = p + 1;
+    return true;
+}
+
+/* The expression after "=" of the module-scope const (or override) name:
+ * [*from, *semi) (false when there is none). */
+static bool const_definition(const wgsl_module *m, const char *name, bool overrides, const char **from,
+                             const char **semi)
+{
+    const char *d = find_decl(m, "const", name);
+    if (!d && overrides) d = find_decl(m, "override", name);
+    d = d ? strchr(d, '=') : NULL;
+    *semi = d ? strchr(d, ';') : NULL;
+    *from = d ? d + 1 : NULL;
+    return *semi != NULL;
+}
+
 /* A bool: true, false, !b, or a module-scope const bool defined as one. */
 static bool eval_bool(wgsl_module *m, const char **pp, bool *out)
 {
@@ -92,11 +114,8 @@ static bool eval_bool(wgsl_module *m, const char **pp, bool *out)
         *pp = q;
         return true;
     }
-    const char *d = find_decl(m, "const", name);
-    d = d ? strchr(d, '=') : NULL;
-    const char *semi = d ? strchr(d, ';') : NULL;
-    if (!d || !semi) return false;
-    d++;
+    const char *d, *semi;
+    if (!const_definition(m, name, false, &d, &semi)) return false;
     m->depth++;
     bool ok = eval_bool(m, &d, out) && skip_space(d) == semi;
     m->depth--;
@@ -136,50 +155,25 @@ static bool eval_primary(wgsl_module *m, const char **pp, int64_t *out)
     char name[64];
     const char *q = read_ident(p, name, sizeof name);
     if (q == p || m->depth > 16) return false;
+    int64_t a, b;
+    bool c;
     if (!strcmp(name, "select")) { /* select(f, t, condition) */
-        int64_t f, t;
-        bool c;
-        q = skip_space(q);
-        if (*q != '(') return false;
-        q++;
-        if (!eval_int(m, &q, &f)) return false;
-        q = skip_space(q);
-        if (*q != ',') return false;
-        q++;
-        if (!eval_int(m, &q, &t)) return false;
-        q = skip_space(q);
-        if (*q != ',') return false;
-        q++;
-        if (!eval_bool(m, &q, &c)) return false;
-        q = skip_space(q);
-        if (*q != ')') return false;
-        *out = c ? t : f;
-        *pp = q + 1;
+        if (!expect(&q, '(') || !eval_int(m, &q, &a) || !expect(&q, ',') || !eval_int(m, &q, &b) ||
+            !expect(&q, ',') || !eval_bool(m, &q, &c) || !expect(&q, ')'))
+            return false;
+        *out = c ? b : a;
+        *pp = q;
         return true;
     }
     if (!strcmp(name, "max") || !strcmp(name, "min")) { /* max(a, b), min(a, b) */
-        int64_t a, b;
-        q = skip_space(q);
-        if (*q != '(') return false;
-        q++;
-        if (!eval_int(m, &q, &a)) return false;
-        q = skip_space(q);
-        if (*q != ',') return false;
-        q++;
-        if (!eval_int(m, &q, &b)) return false;
-        q = skip_space(q);
-        if (*q != ')') return false;
+        if (!expect(&q, '(') || !eval_int(m, &q, &a) || !expect(&q, ',') || !eval_int(m, &q, &b) || !expect(&q, ')'))
+            return false;
         *out = !strcmp(name, "max") ? (a > b ? a : b) : (a < b ? a : b);
-        *pp = q + 1;
+        *pp = q;
         return true;
     }
-    const char *d = find_decl(m, "const", name);
-    if (!d) d = find_decl(m, "override", name);
-    if (!d) return false;
-    d = strchr(d, '=');
-    const char *semi = d ? strchr(d, ';') : NULL;
-    if (!d || !semi) return false;
-    d++;
+    const char *d, *semi;
+    if (!const_definition(m, name, true, &d, &semi)) return false;
     m->depth++;
     bool ok = eval_int(m, &d, out) && skip_space(d) == semi;
     m->depth--;
