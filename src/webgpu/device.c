@@ -72,7 +72,7 @@ wgt_status webgpu_fill_adapter_info(WGPUAdapter adapter, int index, wgt_adapter_
     }
     info->shader_f16 = wgpuAdapterHasFeature(adapter, WGPUFeatureName_ShaderF16);
     info->timestamp_query = wgpuAdapterHasFeature(adapter, WGPUFeatureName_TimestampQuery);
-    info->subgroups = webgpu_native_adapter_has_subgroups(adapter);
+    info->subgroups = webgpu_native_subgroups_feature(adapter) != 0;
     return WGT_OK;
 }
 

@@ -111,8 +111,6 @@ void webgpu_native_version(char *buf, size_t size)
     snprintf(buf, size, "wgpu-native %u.%u.%u.%u", (v >> 24) & 0xff, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff);
 }
 
-bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter) { return webgpu_native_subgroups_feature(adapter) != 0; }
-
 /* Naga takes the subgroup built-ins without WGSL's `enable subgroups;` (and
  * refuses the directive: "not yet implemented in Naga"). */
 const char *webgpu_native_subgroups_directive(void) { return ""; }

@@ -55,8 +55,6 @@ double webgpu_native_timestamp_period(WGPUQueue queue)
 
 void webgpu_native_version(char *buf, size_t size) { snprintf(buf, size, "browser WebGPU (wgtensor web build)"); }
 
-bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter) { return webgpu_native_subgroups_feature(adapter) != 0; }
-
 /* Browsers (Tint) require the directive before any subgroup built-in. */
 const char *webgpu_native_subgroups_directive(void) { return "enable subgroups;\n"; }
 

@@ -131,8 +131,8 @@ bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
  * BK and (attention_backward_kv) which gradients it computes (want: bit 0 dk,
  * bit 1 dv; bit 2: MASK_BITS, the dropout mask passed from dk/dv to dq as
  * bits; bit 3: VEC_IN, attention_backward_fused reads its inputs as vec4s,
- * IN_T; bit 4: the kernel uses subgroup built-ins), cached under a key naming
- * them. */
+ * IN_T; bit 4: the kernel uses subgroup built-ins; bit 5: it stages K and V
+ * with kv_quads(), attention_kv_quads.wgsl), cached under a key naming them. */
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4, uint32_t bq, uint32_t bk,
                                unsigned want, int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
 {
@@ -148,8 +148,9 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
              want & 2 ? "true" : "false", want & 4 ? "true" : "false", want & 8 ? "true" : "false",
              want & 8 ? "vec4<f32>" : "f32");
     /* unchecked: every kernel bounds its reads (row_ok, j < Tk, d < D) */
-    const char *files[3] = {"philox", "attention_common", file};
-    return webgpu_pipeline_assemble(wg, key, consts, files, 3, n_read_only, n_read_write, false, op, out);
+    const char *files[4] = {"philox", "attention_common", file, "attention_kv_quads"};
+    return webgpu_pipeline_assemble(wg, key, consts, files, want & 32 ? 4 : 3, n_read_only, n_read_write, false, op,
+                                    out);
 }
 
 /* Tile sizes. WGT_ATTENTION_TILES="rows,keys,kv_keys,kv_rows,joint_d4" replaces
@@ -297,7 +298,7 @@ static forward_kernel forward_choice(const webgpu_backend *wg)
  * WGT_ATTENTION_TILES' rows and keys; its K and V tiles take 2 * bk * DS * 16
  * bytes (DS = D4 rounded up to a multiple of 4).
  * On an H100 (64x6x256x64 causal, no dropout; `wgt bench --only attn_f_gpt`):
- * 64 rows and 16 keys 0.300-0.310 ms against 0.341 for attention_forward (32
+ * 64 rows and 16 keys 0.300 ms against 0.340-0.341 for attention_forward (32
  * keys 0.43, 64 keys 0.77, 32 rows 0.90: NVIDIA's Vulkan driver left the
  * workgroups of an SM about 64 KiB of shared memory in all, so the larger
  * tiles ran fewer warps); in the training step -0.25 ms. */
@@ -359,10 +360,11 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     if (kernel == FORWARD_TILED && !(bq = tiled_forward_rows(wg, &t, d4, &bk))) kernel = FORWARD_ROWS;
     uint32_t rows = kernel == FORWARD_ROWS ? t.rows : bq;
     webgpu_pipeline *pipe;
-    wgt_status s = kernel == FORWARD_QUAD    ? get_pipeline(wg, "attention_forward_quad", d4, bq, bk, 16, 3, 2, op, &pipe)
-                   : kernel == FORWARD_FLASH ? get_pipeline(wg, "attention_forward_flash", d4, bq, bk, 0, 3, 2, op, &pipe)
-                   : kernel == FORWARD_TILED ? get_pipeline(wg, "attention_forward_tiled", d4, bq, bk, 0, 3, 2, op, &pipe)
-                                             : get_pipeline(wg, "attention_forward", d4, t.rows, t.keys, 0, 3, 2, op, &pipe);
+    static const char *const files[] = {[FORWARD_FLASH] = "attention_forward_flash",
+                                        [FORWARD_TILED] = "attention_forward_tiled",
+                                        [FORWARD_ROWS] = "attention_forward", [FORWARD_QUAD] = "attention_forward_quad"};
+    wgt_status s = get_pipeline(wg, files[kernel], d4, rows, kernel == FORWARD_ROWS ? t.keys : bk,
+                                32 | (kernel == FORWARD_QUAD ? 16 : 0), 3, 2, op, &pipe);
     if (s != WGT_OK) return s;
     wgt_tensor_view target = *out;
     bool temp = out->dtype != WGT_F32;
@@ -592,7 +594,7 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     webgpu_pipeline *prepare, *kv[2] = {NULL, NULL}, *dq;
     wgt_status s = get_pipeline(wg, "attention_backward_prepare", d4, PREPARE_ROWS, t.keys, 0, 2, 1, op, &prepare);
     if (s == WGT_OK && tiled_kv)
-        s = get_pipeline(wg, "attention_backward_kv_tiled", d4, kv_rows, 32, 3, 6, 2, op, &kv[0]);
+        s = get_pipeline(wg, "attention_backward_kv_tiled", d4, kv_rows, 32, 3 | 32, 6, 2, op, &kv[0]);
     else if (s == WGT_OK && dkdv)
         s = get_pipeline(wg, "attention_backward_dkdv", d4, dkdv_bq, dkdv_bk, 3 | (mask ? 4 : 0), 5, 3, op,
                          &kv[0]);
@@ -601,7 +603,7 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     if (s == WGT_OK && split) s = get_pipeline(wg, "attention_backward_kv", d4, t.kv_rows, t.kv_keys, 2, 6, 2, op, &kv[1]);
     if (s == WGT_OK)
         s = get_pipeline(wg, tiled_q ? "attention_backward_q_tiled" : "attention_backward_q", d4, dq_rows, t.keys,
-                         mask ? 4 : 0, 6, 1, op, &dq);
+                         (mask ? 4 : 0) | 32, 6, 1, op, &dq);
     if (s != WGT_OK) return s;
     wgt_tensor_view delta;   /* delta f32 [rows], then (mask) the mask words */
     int64_t delta_n = (int64_t)(rows * (mask ? 1 + words : 1));

@@ -220,8 +220,6 @@ WGPUShaderModule webgpu_native_create_unchecked_module(WGPUDevice device, const 
 double webgpu_native_timestamp_period(WGPUQueue queue);
 /* "wgpu-native 29.0.1.1" */
 void webgpu_native_version(char *buf, size_t size);
-/* The adapter feature ids of wgpu-native's subgroup extension (if any). */
-bool webgpu_native_adapter_has_subgroups(WGPUAdapter adapter);
 /* Bytes of workgroup memory a WGSL module's var<workgroup> variables take by
  * the WebGPU rule (wgsl_workgroup_memory.c); -1 when one's size cannot be
  * worked out (its name in unknown). */

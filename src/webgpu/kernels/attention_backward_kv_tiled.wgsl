@@ -53,18 +53,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var s = lid; s < BK * D4; s += WG) {
         let j = j0 + s / D4;
         let d0 = (s % D4) * 4u;
-        var kv = vec4<f32>();
-        var vv = vec4<f32>();
-        if (j < params.Tk) {
-            for (var c = 0u; c < 4u; c++) {
-                if (d0 + c < params.D) {
-                    kv[c] = k[elem(params.offsets[0].y, params.k_st, b, g, j, d0 + c)];
-                    vv[c] = v[elem(params.offsets[0].z, params.v_st, b, g, j, d0 + c)];
-                }
-            }
-        }
-        k_tile[(s / D4) * QS + s % D4] = kv;
-        v_tile[(s / D4) * QS + s % D4] = vv;
+        let kv = kv_quads(b, g, j, d0);
+        k_tile[(s / D4) * QS + s % D4] = kv.k;
+        v_tile[(s / D4) * QS + s % D4] = kv.v;
     }
 
     var dka: array<vec4<f32>, 4u * DC>;   // [key a][column quad c]
