@@ -87,6 +87,8 @@ static void read_matmul(webgpu_knobs *k)
     copy_text(k->splitk_text, sizeof(k->splitk_text), "WGT_SPLITK");
     copy_text(k->splitk_target_text, sizeof(k->splitk_target_text), "WGT_SPLITK_TARGET");
     k->gemv_half = on_unless_zero("WGT_GEMV_HALF");
+    const char *rpt = env("WGT_GEMV_RPT");
+    k->gemv_rpt = rpt && (strcmp(rpt, "1") == 0 || strcmp(rpt, "2") == 0 || strcmp(rpt, "4") == 0) ? (unsigned)atoi(rpt) : 0;
     const char *emulate = env("WGT_MATMUL_F16_EMULATE");
     k->matmul_f16_emulate = emulate && strcmp(emulate, "1") == 0;
     const char *rules = env("WGT_MATMUL_SHAPE_RULES");
@@ -139,6 +141,7 @@ static void read_attention(webgpu_knobs *k)
                            : strcmp(fwd, "tiled") == 0 ? WEBGPU_ATTN_FORWARD_TILED
                            : strcmp(fwd, "quad") == 0  ? WEBGPU_ATTN_FORWARD_QUAD
                                                        : WEBGPU_ATTN_FORWARD_DEFAULT;
+    k->attention_quad_direct = on_unless_zero("WGT_ATTENTION_QUAD_DIRECT");
     const char *bwd = env("WGT_ATTENTION_BACKWARD");
     k->attention_backward = !bwd                          ? WEBGPU_ATTN_BACKWARD_DEFAULT
                             : strcmp(bwd, "dkdv") == 0     ? WEBGPU_ATTN_BACKWARD_DKDV

@@ -75,6 +75,8 @@ typedef struct webgpu_knobs {
     char splitk_text[32], splitk_target_text[32]; /* those texts, for that message */
     bool gemv_half;            /* WGT_GEMV_HALF=0 turns off matmul_gemv_half (16-byte loads of f16
                                 * matrices) for matmul_gemv_rows; default true */
+    unsigned gemv_rpt;         /* WGT_GEMV_RPT=1|2|4: rows per invocation of matmul_gemv_half and
+                                * quant_gemv_rows; 0 (unset): by the shape (gemv_rows_per_thread) */
     bool matmul_f16_emulate;   /* WGT_MATMUL_F16_EMULATE=1: f16 products through f32 temporaries as on a
                                 * device without shader-f16; default false */
     /* WGT_MATMUL_SHAPE_RULES: the GEMM heuristic's rules for the shapes of a GPT step (webgpu_matmul.c);
@@ -136,6 +138,9 @@ typedef struct webgpu_knobs {
                                   * [4, 1024]; default unset: the adapter's defaults */
     webgpu_attn_forward attention_forward;   /* WGT_ATTENTION_FORWARD, above */
     webgpu_attn_backward attention_backward; /* WGT_ATTENTION_BACKWARD, above */
+    bool attention_quad_direct; /* WGT_ATTENTION_QUAD_DIRECT=0: attention_forward_quad stages K and V in
+                                 * shared-memory tiles (attention_quad_kv_tiles.wgsl) instead of reading
+                                 * them from memory (attention_quad_kv_direct.wgsl); default true */
     bool attention_dkdv_tiles_set; /* WGT_ATTENTION_DKDV_TILES="bk,bq": the dk/dv kernel's tiles where    */
     unsigned attention_dkdv_tiles[2]; /* powers of two (bk >= 8); default unset: 64, 32 */
     bool attention_dropout_mask; /* WGT_ATTENTION_DROPOUT_MASK=0: the dq kernel draws the dropout mask again

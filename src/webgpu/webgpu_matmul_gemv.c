@@ -37,6 +37,22 @@ static bool gemv_half_wanted(const webgpu_backend *wg, const matmul_problem *p, 
     return mat->dtype == WGT_F16 && octets_aligned(p, om) && octets_aligned(p, ov);
 }
 
+/* Two rows per invocation unless that leaves fewer than GEMV_RPT_MIN_WORKGROUPS
+ * workgroups (about one per SM of a large GPU). A row per invocation reads
+ * the vector once per row, RPT rows once per RPT (the kernels' comments).
+ * H100, `wgt bench --only gemv_...` with WGT_GEMV_RPT=1 / 2 / 4 (us): f16
+ * 2048x8192 21.2 / 13.3 / 13.2, 16384x2048 36.1 / 32.6 / 33.5, 3072x2048
+ * 13.8 / 12.6 / 15.2, 128256x2048 183 / 187 / 190; q4 16384x2048 20.3 /
+ * 16.0 / 16.1, 2048x8192 15.4 / 13.2 / 18.2, the head 93.1 / 81.5 / 90.3,
+ * 3072x2048 (96 workgroups at 2) 10.9 / 13.4 / 14.7. */
+#define GEMV_RPT_MIN_WORKGROUPS 128
+
+unsigned webgpu_gemv_rows_per_thread(const webgpu_backend *wg, uint64_t rows, unsigned slots, uint64_t batches)
+{
+    if (wg->knobs.gemv_rpt) return wg->knobs.gemv_rpt; /* WGT_GEMV_RPT */
+    return (rows + 2ull * slots - 1) / (2ull * slots) * batches >= GEMV_RPT_MIN_WORKGROUPS ? 2 : 1;
+}
+
 wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, const matmul_config *c,
                                 const matmul_operand *om, const matmul_operand *ov, bool mat_is_a, const char *op)
 {
@@ -46,9 +62,11 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
      * threads nn_norm.wgsl would use (NORM_THREADS), then read from there */
     const uint32_t norm_threads = p->norm ? webgpu_norm_row_threads(wg, (uint64_t)(p->K / 4)) : 0;
     const int64_t hx = p->norm ? p->K / 4 : 1;
-    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld", c->name,
+    const unsigned slots = 256 / (unsigned)c->threads;
+    const unsigned rpt = webgpu_gemv_rows_per_thread(wg, (uint64_t)om->outer, slots, (uint64_t)p->batches);
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld:rpt%u", c->name,
              wgt_dtype_name(p->out->dtype), p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16",
-             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx);
+             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx, rpt);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
@@ -79,9 +97,9 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
                  p->bias ? matmul_wgsl_type(p->bias->dtype) : "");
         snprintf(prelude, sizeof(prelude),
                  "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
-                 "const ROW_THREADS: u32 = %du;\nconst SWIGLU: bool = %s;\n"
+                 "const ROW_THREADS: u32 = %du;\nconst RPT: u32 = %uu;\nconst SWIGLU: bool = %s;\n"
                  "const NORM: bool = %s;\nconst NORM_THREADS: u32 = %uu;\nconst HX: u32 = %lldu;\n",
-                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads,
+                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads, rpt,
                  p->swiglu ? "true" : "false", p->norm ? "true" : "false", norm_threads, (long long)hx);
         /* the SwiGLU epilogue: WGT_SWIGLU_EXPR as webgpu_elementwise_codegen.c
          * writes it (its exp, each step's rounding pinned by ew_opaque, whose
@@ -113,7 +131,7 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
     }
     matmul_params q;
     memset(&q, 0, sizeof(q));
-    int64_t per_batch = matmul_ceil_div(om->outer, 256 / c->threads);
+    int64_t per_batch = matmul_ceil_div(om->outer, (int64_t)slots * rpt);
     q.M = (uint32_t)om->outer;
     q.N = 1;
     q.K = (uint32_t)p->K;

@@ -136,18 +136,19 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
     const unsigned threads = gemv_row_threads(wg, p->K, (int)p->bits);
     const unsigned unroll = wg->knobs.quant_gemv_rows[1] ? wg->knobs.quant_gemv_rows[1] : 1;
     const unsigned xs = gemv_x_slots(wg, p->K, (int)p->bits);
+    const unsigned rpt = webgpu_gemv_rows_per_thread(wg, p->N, 256 / threads, 1);
     char key[128];
-    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u:%d%d%d%d", threads, unroll, p->bits, xs, x16, norm, bias,
-             swiglu);
+    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u:%d%d%d%d:rpt%u", threads, unroll, p->bits, xs, x16, norm,
+             bias, swiglu, rpt);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *body = webgpu_kernel_source("quant_gemv_rows"), *codes = webgpu_kernel_source("quant_codes");
         if (!body || !codes) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel quant_gemv_rows is not embedded", op);
         char prelude[768];
         snprintf(prelude, sizeof(prelude),
-                 "const ROW_THREADS: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\nconst XS: u32 = %uu;\n"
-                 "const NORM: bool = %s;\nconst BIAS: bool = %s;\nconst SWIGLU: bool = %s;\n%s",
-                 threads, unroll, p->bits, xs, norm ? "true" : "false", bias ? "true" : "false",
+                 "const ROW_THREADS: u32 = %uu;\nconst RPT: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\n"
+                 "const XS: u32 = %uu;\nconst NORM: bool = %s;\nconst BIAS: bool = %s;\nconst SWIGLU: bool = %s;\n%s",
+                 threads, rpt, unroll, p->bits, xs, norm ? "true" : "false", bias ? "true" : "false",
                  swiglu ? "true" : "false",
                  x16 ? "@group(0) @binding(1) var<storage, read> x: array<vec2<u32>>;   // f16, 4 a slot\n"
                        "fn x_load(i: u32) -> vec4<f32> {\n"
@@ -170,7 +171,8 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
     p->aux_offset = norm || bias ? (uint32_t)aux->offset : 0;
     p->eps = call->quant.eps;
     uint32_t gx, gy;
-    wgt_status st = webgpu_grid(wg, ((uint64_t)p->N + 256 / threads - 1) / (256 / threads), &gx, &gy, op);
+    const uint64_t rows = (uint64_t)(256 / threads) * rpt; /* per workgroup */
+    wgt_status st = webgpu_grid(wg, ((uint64_t)p->N + rows - 1) / rows, &gx, &gy, op);
     WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(q), webgpu_view_buffer(s),
                              webgpu_view_buffer(out), webgpu_view_buffer(aux)};
     if (st == WGT_OK) st = webgpu_dispatch(wg, pipe, buffers, 5, p, sizeof(*p), gx, gy, 1, op);

@@ -436,6 +436,11 @@ static const bench_case cases[] = {
     {"gemv_f16_16384x2048", "x W^T, W f16", 16384, 0, 2048, 16, 0, bytes_gemv_f16, flops_gemv, setup_gemv_f16, step_gemv_half, 50},
     {"gemv_q8_16384x2048", "x W^T, W 8-bit", 16384, 0, 2048, 16, 0, bytes_gemv_q8, flops_gemv, setup_gemv_q8, step_qgemv, 50},
     {"gemv_q4_16384x2048", "x W^T, W 4-bit", 16384, 0, 2048, 16, 0, bytes_gemv_q4, flops_gemv, setup_gemv_q4, step_qgemv, 50},
+    /* ... its q/k/v rows (3072 x 2048) and the down projection (2048 x 8192) */
+    {"gemv_f16_3072x2048", "x W^T, W f16", 3072, 0, 2048, 16, 0, bytes_gemv_f16, flops_gemv, setup_gemv_f16, step_gemv_half, 50},
+    {"gemv_q4_3072x2048", "x W^T, W 4-bit", 3072, 0, 2048, 16, 0, bytes_gemv_q4, flops_gemv, setup_gemv_q4, step_qgemv, 50},
+    {"gemv_f16_2048x8192", "x W^T, W f16", 2048, 0, 8192, 16, 0, bytes_gemv_f16, flops_gemv, setup_gemv_f16, step_gemv_half, 50},
+    {"gemv_q4_2048x8192", "x W^T, W 4-bit", 2048, 0, 8192, 16, 0, bytes_gemv_q4, flops_gemv, setup_gemv_q4, step_qgemv, 50},
     {"gemv_f16_128256x2048", "x W^T, W f16", 128256, 0, 2048, 16, 0, bytes_gemv_f16, flops_gemv, setup_gemv_f16, step_gemv_half, 20},
     {"gemv_q4_128256x2048", "x W^T, W 4-bit", 128256, 0, 2048, 16, 0, bytes_gemv_q4, flops_gemv, setup_gemv_q4, step_qgemv, 20},
     /* prefill: a 512-token prompt through the gate/up projection of Llama-3.2-1B (x [512, 2048] f32) */

@@ -14,7 +14,12 @@
 // and each word is unpacked to 8 f32 (unpack2x16float); four words per invocation are
 // in flight per step. Every offset, row and batch stride is a multiple of 8
 // halves and K % 8 == 0 (webgpu_matmul_gemv.c checks).
-// ROW_THREADS invocations per row (prelude), as matmul_gemv_rows;
+// ROW_THREADS invocations per row (prelude), as matmul_gemv_rows, and RPT
+// consecutive rows per invocation (prelude: 1, 2 or 4): each load_x8 serves
+// the RPT rows' words, so the vector is read RPT times less (an f32 vector
+// reads 32 bytes per 16-byte word of the matrix; at RPT 1 those reads, not
+// the matrix's, were most of the kernel's memory traffic). Every row's sum
+// takes the same operations in the same order whatever RPT is.
 // params.tiles_m = workgroups per batch = ceil(I / ROWS).
 // SWIGLU (prelude; wgt_linear_swiglu_ex in LLM decode): rows 2i and 2i + 1
 // are an MLP's gate and up rows (interleaved at load), and y [I / 2] gets
@@ -26,9 +31,10 @@
 // workgroup memory hx, as the NORM kernel would write it, and read from there.
 
 const WG: u32 = 256u;
-const ROWS: u32 = WG / ROW_THREADS;   // rows per workgroup
+const SLOTS: u32 = WG / ROW_THREADS;  // row groups per workgroup
+const ROWS: u32 = SLOTS * RPT;        // rows per workgroup
 
-var<workgroup> partial: array<f32, WG>;
+var<workgroup> partial: array<f32, WG * RPT>;   // [r][lid]; NORM's tree uses [0][lid]
 var<workgroup> hx: array<vec4<f32>, HX>;   // NORM: the normalized vector (K / 4 slots)
 
 // dot of a word of 8 halves with 8 vector elements (load_x8)
@@ -38,13 +44,18 @@ fn dot8(m: vec4<u32>, x: array<vec4<f32>, 2>) -> f32 {
     return dot(m0, x[0]) + dot(m1, x[1]);
 }
 
+// the reduced sum of the workgroup's row lr (< ROWS): row group lr / RPT, its r = lr % RPT
+fn row_sum(lr: u32) -> f32 { return partial[(lr % RPT) * WG + (lr / RPT) * ROW_THREADS]; }
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let id = wid.x + wid.y * nwg.x;
     if (id >= params.tiles_m * params.batches) { return; }
     let batch = id / params.tiles_m;
-    let row = (id - batch * params.tiles_m) * ROWS + lid / ROW_THREADS;
+    let first = (id - batch * params.tiles_m) * ROWS;   // the workgroup's first row
+    let slot = lid / ROW_THREADS;
+    let row0 = first + slot * RPT;                        // this invocation's rows row0 ..
     let lane = lid % ROW_THREADS;
     let base = batch_offsets(batch);
 
@@ -78,38 +89,53 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
     }
 
-    var acc = 0.0;
-    if (row < params.M) {
-        let m8 = (base.x + row * params.a_row) >> 3u;
+    // per row two sums, acc0 over words w, w + 2 RT, .. and acc1 over w + RT,
+    // w + 3 RT, .. (RT = ROW_THREADS), the tail into acc0, then acc0 + acc1
+    var acc0: array<f32, RPT>;
+    var acc1: array<f32, RPT>;
+    if (row0 < params.M) {
+        var m8: array<u32, RPT>;
+        for (var r = 0u; r < RPT; r++) {   // rows past M read row M - 1; their sums are dropped
+            m8[r] = (base.x + min(row0 + r, params.M - 1u) * params.a_row) >> 3u;
+        }
         let x8 = select(base.y >> 3u, 0u, NORM); // NORM: load_x8 reads hx
         let words = params.K >> 3u;
-        var acc0 = 0.0;
-        var acc1 = 0.0;
         var w = lane;
         for (; w + 3u * ROW_THREADS < words; w += 4u * ROW_THREADS) {
-            let a0 = a[m8 + w];
-            let a1 = a[m8 + w + ROW_THREADS];
-            let a2 = a[m8 + w + 2u * ROW_THREADS];
-            let a3 = a[m8 + w + 3u * ROW_THREADS];
-            acc0 += dot8(a0, load_x8(x8 + w)) + dot8(a2, load_x8(x8 + w + 2u * ROW_THREADS));
-            acc1 += dot8(a1, load_x8(x8 + w + ROW_THREADS)) + dot8(a3, load_x8(x8 + w + 3u * ROW_THREADS));
+            let x0 = load_x8(x8 + w);
+            let x1 = load_x8(x8 + w + ROW_THREADS);
+            let x2 = load_x8(x8 + w + 2u * ROW_THREADS);
+            let x3 = load_x8(x8 + w + 3u * ROW_THREADS);
+            for (var r = 0u; r < RPT; r++) {
+                let a0 = a[m8[r] + w];
+                let a1 = a[m8[r] + w + ROW_THREADS];
+                let a2 = a[m8[r] + w + 2u * ROW_THREADS];
+                let a3 = a[m8[r] + w + 3u * ROW_THREADS];
+                acc0[r] += dot8(a0, x0) + dot8(a2, x2);
+                acc1[r] += dot8(a1, x1) + dot8(a3, x3);
+            }
         }
-        for (; w < words; w += ROW_THREADS) { acc0 += dot8(a[m8 + w], load_x8(x8 + w)); }
-        acc = acc0 + acc1;
+        for (; w < words; w += ROW_THREADS) {
+            let xw = load_x8(x8 + w);
+            for (var r = 0u; r < RPT; r++) { acc0[r] += dot8(a[m8[r] + w], xw); }
+        }
     }
-    partial[lid] = acc;
+    for (var r = 0u; r < RPT; r++) { partial[r * WG + lid] = acc0[r] + acc1[r]; }
     workgroupBarrier();
     for (var s = ROW_THREADS / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) { partial[lid] += partial[lid + s]; }
+        if (lane < s) {
+            for (var r = 0u; r < RPT; r++) { partial[r * WG + lid] += partial[r * WG + lid + s]; }
+        }
         workgroupBarrier();
     }
+    // invocation lid < ROWS stores the workgroup's row lid
+    let row = first + lid;
+    if (lid >= ROWS || row >= params.M) { return; }
     if (SWIGLU) {
         // one batch, M and ROWS even: rows 2i (gate) and 2i + 1 (up) are in
         // this workgroup; their sums as O stores them, then the SwiGLU
-        if (lane == 0u && row < params.M && (row & 1u) == 0u) {
-            out[params.out_offset + row / 2u] = swiglu_store(O(partial[lid]), O(partial[lid + ROW_THREADS]));
-        }
+        if ((row & 1u) == 0u) { out[params.out_offset + row / 2u] = swiglu_store(O(row_sum(lid)), O(row_sum(lid + 1u))); }
         return;
     }
-    if (lane == 0u && row < params.M) { out[base.z + row] = finish(partial[lid], row, 0u); }
+    out[base.z + row] = finish(row_sum(lid), row, 0u);
 }

@@ -24,6 +24,10 @@
 // aux [N] is added to each sum; SWIGLU: rows 2i and 2i + 1 (gate and up, in
 // one workgroup since ROWS is even) give out[i] = silu(g) * u. x may be f16
 // (the prelude's x_load unpacks it; staged as f32).
+// RPT (prelude: 1, 2 or 4) consecutive rows per invocation: a word's x
+// vec4s (128 bytes of workgroup memory at 4 bits, against 16 of codes) are
+// read once for the RPT rows' words; at RPT 1 those reads bounded the kernel.
+// Each row's sum takes the same operations in the same order whatever RPT is.
 // Prelude: ROW_THREADS (a power of two <= 256), UNROLL (words in flight per
 // step), BITS (4 or 8), XS (vec4 slots of the staged x, 0: not staged),
 // NORM, BIAS, SWIGLU, and the x binding with its x_load(i) (vec4 i as f32).
@@ -40,7 +44,8 @@ struct Params {
 }
 
 const WG: u32 = 256u;
-const ROWS: u32 = WG / ROW_THREADS;    // rows per workgroup
+const SLOTS: u32 = WG / ROW_THREADS;   // row groups per workgroup
+const ROWS: u32 = SLOTS * RPT;         // rows per workgroup
 const WPW: u32 = 128u / BITS;          // weights per 16-byte word
 const XV: u32 = WPW / 4u;              // x vec4s per word
 const WPG: u32 = 32u / WPW;            // words per scale group
@@ -51,7 +56,7 @@ const WPG: u32 = 32u / WPW;            // words per scale group
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> aux: array<f32>;   // NORM: weight [K]; BIAS: bias [N]; else unused
 
-var<workgroup> partial: array<f32, WG>;
+var<workgroup> partial: array<f32, WG * RPT>;   // [r][lid]; NORM's tree uses [0][lid]
 var<workgroup> xs: array<vec4<f32>, max(XS, 1u)>;   // x, a padding slot after every XV (XS > 0)
 
 // x's vec4 i (elements 4 i .. 4 i + 3)
@@ -80,22 +85,32 @@ fn byte4(w: u32) -> vec4<f32> {
            vec4<f32>(8388736.0);
 }
 
-// The dot product of word w's codes (scaled by its group's scale) with x.
-fn word_dot(row_words: u32, row_groups: u32, n: u32, w: u32) -> f32 {
+// word w's x vec4s (XV of them; BITS 8 uses the first 4)
+fn word_x(w: u32) -> array<vec4<f32>, 8> {
+    var xw: array<vec4<f32>, 8>;
+    for (var i = 0u; i < XV; i++) { xw[i] = xv(w * XV + i); }
+    return xw;
+}
+
+// The dot product of word w of row n (scaled by its group's scale) with x
+// (its word_x).
+fn word_dot(row_words: u32, row_groups: u32, n: u32, w: u32, xw: array<vec4<f32>, 8>) -> f32 {
     let c = q[params.q_offset + n * row_words + w];
-    let xa = w * XV;
     var d: f32;
     if (BITS == 4u) {
-        d = (dot(nib_lo(c.x), xv(xa)) + dot(nib_hi(c.x), xv(xa + 1u))) +
-            (dot(nib_lo(c.y), xv(xa + 2u)) + dot(nib_hi(c.y), xv(xa + 3u))) +
-            (dot(nib_lo(c.z), xv(xa + 4u)) + dot(nib_hi(c.z), xv(xa + 5u))) +
-            (dot(nib_lo(c.w), xv(xa + 6u)) + dot(nib_hi(c.w), xv(xa + 7u)));
+        d = (dot(nib_lo(c.x), xw[0]) + dot(nib_hi(c.x), xw[1])) +
+            (dot(nib_lo(c.y), xw[2]) + dot(nib_hi(c.y), xw[3])) +
+            (dot(nib_lo(c.z), xw[4]) + dot(nib_hi(c.z), xw[5])) +
+            (dot(nib_lo(c.w), xw[6]) + dot(nib_hi(c.w), xw[7]));
     } else {
-        d = (dot(byte4(c.x), xv(xa)) + dot(byte4(c.y), xv(xa + 1u))) +
-            (dot(byte4(c.z), xv(xa + 2u)) + dot(byte4(c.w), xv(xa + 3u)));
+        d = (dot(byte4(c.x), xw[0]) + dot(byte4(c.y), xw[1])) +
+            (dot(byte4(c.z), xw[2]) + dot(byte4(c.w), xw[3]));
     }
     return d * scales[params.s_offset + n * row_groups + w / WPG];
 }
+
+// the reduced sum of the workgroup's row lr (< ROWS): row group lr / RPT, its r = lr % RPT
+fn row_sum(lr: u32) -> f32 { return partial[(lr % RPT) * WG + (lr / RPT) * ROW_THREADS]; }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -126,32 +141,46 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         workgroupBarrier();
     }
     let lane = lid % ROW_THREADS;
-    let n = id * ROWS + lid / ROW_THREADS;
-    var acc = 0.0;
-    if (n < params.N) {
+    let n0 = id * ROWS + (lid / ROW_THREADS) * RPT;   // this invocation's rows n0 ..
+    var accs: array<array<f32, UNROLL>, RPT>;
+    if (n0 < params.N) {
         let row_words = params.K / WPW;
         let row_groups = params.K / 32u;
-        var accs: array<f32, UNROLL>;
+        var rows: array<u32, RPT>;
+        for (var r = 0u; r < RPT; r++) { rows[r] = min(n0 + r, params.N - 1u); }   // past N: dropped below
         var w = lane;
         for (; w + (UNROLL - 1u) * ROW_THREADS < row_words; w += UNROLL * ROW_THREADS) {
-            for (var u = 0u; u < UNROLL; u++) { accs[u] += word_dot(row_words, row_groups, n, w + u * ROW_THREADS); }
+            for (var u = 0u; u < UNROLL; u++) {
+                let xw = word_x(w + u * ROW_THREADS);
+                for (var r = 0u; r < RPT; r++) { accs[r][u] += word_dot(row_words, row_groups, rows[r], w + u * ROW_THREADS, xw); }
+            }
         }
-        for (; w < row_words; w += ROW_THREADS) { accs[0] += word_dot(row_words, row_groups, n, w); }
-        for (var u = 0u; u < UNROLL; u++) { acc += accs[u]; }
+        for (; w < row_words; w += ROW_THREADS) {
+            let xw = word_x(w);
+            for (var r = 0u; r < RPT; r++) { accs[r][0] += word_dot(row_words, row_groups, rows[r], w, xw); }
+        }
     }
-    partial[lid] = acc;
+    for (var r = 0u; r < RPT; r++) {
+        var acc = 0.0;
+        for (var u = 0u; u < UNROLL; u++) { acc += accs[r][u]; }
+        partial[r * WG + lid] = acc;
+    }
     workgroupBarrier();
     for (var s = ROW_THREADS / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) { partial[lid] += partial[lid + s]; }
+        if (lane < s) {
+            for (var r = 0u; r < RPT; r++) { partial[r * WG + lid] += partial[r * WG + lid + s]; }
+        }
         workgroupBarrier();
     }
-    if (lane != 0u || n >= params.N) { return; }
-    var sum = partial[lid];
+    // invocation lid < ROWS stores the workgroup's row lid
+    let n = id * ROWS + lid;
+    if (lid >= ROWS || n >= params.N) { return; }
+    var sum = row_sum(lid);
     if (BIAS) { sum += aux[params.aux_offset + n]; }
     if (SWIGLU) {
         // rows n (even: the gate) and n + 1 (the up row) of this workgroup
         if ((n & 1u) == 0u && n + 1u < params.N) {
-            var up = partial[lid + ROW_THREADS];
+            var up = row_sum(lid + 1u);
             if (BIAS) { up += aux[params.aux_offset + n + 1u]; }
             out[params.out_offset + n / 2u] = sum / (1.0 + exp(-sum)) * up;
         }
