@@ -141,7 +141,6 @@ static void read_attention(webgpu_knobs *k)
                            : strcmp(fwd, "tiled") == 0 ? WEBGPU_ATTN_FORWARD_TILED
                            : strcmp(fwd, "quad") == 0  ? WEBGPU_ATTN_FORWARD_QUAD
                                                        : WEBGPU_ATTN_FORWARD_DEFAULT;
-    k->attention_quad_direct = on_unless_zero("WGT_ATTENTION_QUAD_DIRECT");
     const char *bwd = env("WGT_ATTENTION_BACKWARD");
     k->attention_backward = !bwd                          ? WEBGPU_ATTN_BACKWARD_DEFAULT
                             : strcmp(bwd, "dkdv") == 0     ? WEBGPU_ATTN_BACKWARD_DKDV

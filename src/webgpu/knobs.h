@@ -138,9 +138,6 @@ typedef struct webgpu_knobs {
                                   * [4, 1024]; default unset: the adapter's defaults */
     webgpu_attn_forward attention_forward;   /* WGT_ATTENTION_FORWARD, above */
     webgpu_attn_backward attention_backward; /* WGT_ATTENTION_BACKWARD, above */
-    bool attention_quad_direct; /* WGT_ATTENTION_QUAD_DIRECT=0: attention_forward_quad stages K and V in
-                                 * shared-memory tiles (attention_quad_kv_tiles.wgsl) instead of reading
-                                 * them from memory (attention_quad_kv_direct.wgsl); default true */
     bool attention_dkdv_tiles_set; /* WGT_ATTENTION_DKDV_TILES="bk,bq": the dk/dv kernel's tiles where    */
     unsigned attention_dkdv_tiles[2]; /* powers of two (bk >= 8); default unset: 64, 32 */
     bool attention_dropout_mask; /* WGT_ATTENTION_DROPOUT_MASK=0: the dq kernel draws the dropout mask again

@@ -413,6 +413,7 @@ static wgt_status plan_call(webgpu_backend *wg, const wgt_kernel_call *call, ew_
     w[EW_P_SEED_HI] = (uint32_t)(call->expr->seed >> 32);
     w[EW_P_SHIFT] = shift;
     w[EW_P_ZERO] = 0;
+    plan->chunk_in_row = strided && !plan->inner_contiguous && shift == 0 && nd > 0 && shape[nd - 1] % chunk == 0;
     L->chunks = ((uint64_t)numel + shift + (uint64_t)chunk - 1) / (uint64_t)chunk;
     w[EW_P_CHUNKS] = (uint32_t)L->chunks;
     for (int v = 0; v < n_views; v++) w[EW_P_OFFSET + v] = (uint32_t)views[v]->offset;
@@ -466,8 +467,8 @@ static size_t binary_plan_key(const ew_plan *plan, unsigned char *buf, size_t si
         memcpy(buf + used, &(value), sizeof(value));                 \
         used += sizeof(value);                                       \
     } while (0)
-    int header[9] = {plan->ndim, plan->chunk, (int)plan->store, plan->f16_hw_widen, plan->f16_hw_narrow,
-                     plan->inner_contiguous, plan->n_views, plan->n_bindings, plan->expr->n_nodes};
+    int header[10] = {plan->ndim, plan->chunk, (int)plan->store, plan->f16_hw_widen, plan->f16_hw_narrow,
+                      plan->inner_contiguous, plan->chunk_in_row, plan->n_views, plan->n_bindings, plan->expr->n_nodes};
     PUT(header);
     for (int v = 0; v < plan->n_views; v++) {
         int view[4] = {(int)plan->dtype[v], (int)plan->mode[v], plan->binding[v], plan->vec4_binding[v]};

@@ -379,6 +379,13 @@ static void emit_strided(text *t, const ew_plan *plan)
         if (plan->mode[v] == EW_MODE_STRIDED)
             emit(t, "        q.o%d = p.o%d + %s;\n", v, v, P(EW_P_STRIDES + v * WGT_MAX_DIMS + nd - 1));
     emit(t, "        return q;\n    }\n    return ew_unravel(i);\n}\n\n");
+    if (!plan->chunk_in_row) return;
+    emit(t, "// the next element's position inside a chunk, which never leaves its row\n");
+    emit(t, "fn ew_step(p: EwPos) -> EwPos {\n    var q = p;\n    q.c = p.c + 1u;\n");
+    for (int v = 0; v < plan->n_views; v++)
+        if (plan->mode[v] == EW_MODE_STRIDED)
+            emit(t, "    q.o%d = p.o%d + %s;\n", v, v, P(EW_P_STRIDES + v * WGT_MAX_DIMS + nd - 1));
+    emit(t, "    return q;\n}\n\n");
 }
 
 /* ------------------------------------------------------------------- main */
@@ -500,7 +507,8 @@ static void emit_full_chunk(text *t, const ew_plan *plan, const bool *used)
         snprintf(r, sizeof r, "r%d", j);
         emit_call(t, plan, used, j, i, true, r);
         if (!vec4_out) emit(t, "        ew_store_elem(p.o0, r%d);\n", j);
-        if (walk && j + 1 < C) emit(t, "        p = ew_next(p, i0 + %du);\n", j + 1);
+        if (walk && j + 1 < C && plan->chunk_in_row) emit(t, "        p = ew_step(p);\n");
+        else if (walk && j + 1 < C) emit(t, "        p = ew_next(p, i0 + %du);\n", j + 1);
     }
     if (vec4_out) { /* word w of the output chunk, four words per vec4 */
         int per_word = 4 / osize, words = C / per_word;
@@ -622,9 +630,9 @@ char *ew_generate_wgsl(const ew_plan *plan)
 
 bool ew_plan_key(const ew_plan *plan, char *buf, size_t size)
 {
-    int used = snprintf(buf, size, "elementwise;nd%d;c%d;%c%s%s%s;", plan->ndim, plan->chunk, (char)plan->store,
+    int used = snprintf(buf, size, "elementwise;nd%d;c%d;%c%s%s%s%s;", plan->ndim, plan->chunk, (char)plan->store,
                         plan->f16_hw_widen ? "W" : "", plan->f16_hw_narrow ? "N" : "",
-                        plan->inner_contiguous ? "I" : "");
+                        plan->inner_contiguous ? "I" : "", plan->chunk_in_row ? "R" : "");
     for (int v = 0; v < plan->n_views && used > 0 && (size_t)used < size; v++)
         used += snprintf(buf + used, size - (size_t)used, "%d%c%d,", (int)plan->dtype[v], (char)plan->mode[v],
                          plan->binding[v]);

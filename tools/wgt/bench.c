@@ -231,6 +231,32 @@ static bool setup_attention_heads(bench_state *s, int64_t heads)
 }
 static bool setup_attention(bench_state *s) { return setup_attention_heads(s, ATTN_HEADS); }
 static bool setup_attention_gpt(bench_state *s) { return setup_attention_heads(s, ATTN_GPT_HEADS); }
+/* LLM decode attention (Llama-3.2-1B: 32 query heads over 8 kv heads, D 64):
+ * q f16 [1, 32, 1, 64] against the first n rows of an f16 cache
+ * [n + 2, 2, 8, 64] (k and v interleaved by position, as llama.c keeps it) */
+static bool setup_attention_decode(bench_state *s)
+{
+    int64_t sc[4] = {s->n + 2, 2, 8, 64}, sq[4] = {1, 32, 1, 64};
+    wgt_tensor *c32 = randn(s, 4, sc, 7), *q32 = randn(s, 4, sq, 8);
+    wgt_tensor *cache = c32 ? wgt_cast(c32, WGT_F16) : NULL;
+    s->a = q32 ? wgt_cast(q32, WGT_F16) : NULL;
+    wgt_tensor_release(c32);
+    wgt_tensor_release(q32);
+    if (!cache || !s->a) return false;
+    wgt_tensor *rows = wgt_slice(cache, 0, 0, s->n, 1);
+    s->b = wgt_permute(wgt_slice(rows, 1, 0, 1, 1), (int[]){1, 2, 0, 3});
+    s->c = wgt_permute(wgt_slice(rows, 1, 1, 2, 1), (int[]){1, 2, 0, 3});
+    s->d = cache; /* keeps the views' buffer */
+    return s->b && s->c;
+}
+static wgt_tensor *step_attention_decode(bench_state *s)
+{
+    if (wgt_no_grad_push(s->ctx) != WGT_OK) return NULL;
+    wgt_tensor *y = wgt_scaled_dot_product_attention(s->a, s->b, s->c, true, 0.0, 0);
+    wgt_no_grad_pop(s->ctx);
+    return y;
+}
+static double bytes_attention_decode(const bench_state *s) { return 2.0 * 2 * 8 * 64 * (double)s->n; }
 static wgt_tensor *attention_fb(bench_state *s, double dropout, uint64_t seed)
 {
     wgt_tensor *params[3] = {s->a, s->b, s->c};
@@ -455,6 +481,7 @@ static const bench_case cases[] = {
     {"attn_fb_1024", "8x12x1024x64 causal fwd+bwd", 1024, 8, 64, 16, 0, NULL, flops_attention_fb, setup_attention, step_attention_fb, 10},
     {"attn_fb_gpt_256", "64x6x256x64 causal drop 0.2 fwd+bwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_fb, setup_attention_gpt, step_attention_gpt_fb, 20},
     {"attn_fb_gpt_256_nodrop", "64x6x256x64 causal fwd+bwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_fb, setup_attention_gpt, step_attention_gpt_fb_nodrop, 20},
+    {"attn_decode_f16_560", "q 32x64 f16, k/v 8x560x64 f16 cache", 560, 0, 0, 1, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_decode, 50},
     {"attn_f_gpt_256", "64x6x256x64 causal drop 0.2 fwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_f, setup_attention_gpt, step_attention_gpt_f, 20},
     {"attn_f_gpt_256_nodrop", "64x6x256x64 causal fwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_f, setup_attention_gpt, step_attention_gpt_f_nodrop, 20},
     {"linear_f32_4096", "4096^3 x W^T + bias", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_linear, 5},
