@@ -541,6 +541,20 @@ wgt_tensor *wgt_linear_swiglu_ex(wgt_tensor *x, wgt_tensor *weight, wgt_dtype ou
  * prologue: f32 x [1, K], f16 weight). No gradient. */
 wgt_tensor *wgt_rms_norm_linear_ex(wgt_tensor *x, wgt_tensor *norm_weight, double eps, wgt_tensor *weight,
                                    wgt_dtype out_dtype, bool swiglu);
+/* An LLM decode step's q/k/v projection with its rotary embedding, written
+ * into dst (one dispatch on WebGPU with f16 weights): y = the values of
+ * wgt_rms_norm_linear_ex(x, norm_weight, eps, weight, dst's dtype, false),
+ * x one contiguous f32 row [1, K], weight [N, K] f32 or f16 with N = heads x
+ * D; then for each head h outside [pass_begin, pass_end), with a = y[h D + i]
+ * and b = y[h D + D/2 + i] (i < D/2) and table [4, D/2] (f32 or f16: the
+ * rows of one position, t[0] t[1] multiplying a, t[2] t[3] multiplying b),
+ *   dst[h D + i]       = a * t[0, i] + b * t[2, i]
+ *   dst[h D + D/2 + i] = a * t[1, i] + b * t[3, i]
+ * as wgt_fused("a * c + b * d") computes it (plain RoPE: t = cos, sin,
+ * -sin, cos); heads in the range (a model's v heads) are stored as y. dst:
+ * N contiguous f32 or f16 elements, e.g. a KV cache's rows. No gradient. */
+wgt_status wgt_rms_norm_linear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_tensor *norm_weight, double eps,
+                                         wgt_tensor *weight, wgt_tensor *table, int64_t pass_begin, int64_t pass_end);
 /* Quantized linear for inference (LLM decode and prefill): x [..., K] f32 ->
  * [..., N] f32 = x W^T, with W [N, K] stored group-wise: each run of 32
  * weights along K shares one f32 scale, scales f32 [N, K/32]; K % 32 == 0.

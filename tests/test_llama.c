@@ -283,6 +283,19 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
                   "%s weights %d, llama3 rope: decode step with the rotation into the cache: %llu dispatches, %llu "
                   "unfused (%llu a layer more expected); logits %s", backend, w, nf, nu, per_layer,
                   same_logits(ctx, fused, unfused) ? "equal" : "differ");
+            if (w == 1) {
+                /* f16: level 3 (the default) also rotates in the q/k/v
+                 * projection's epilogue, storing into the cache
+                 * (wgt_rms_norm_linear_rope_into): one dispatch a layer
+                 * fewer than level 2, the same logits bit for bit */
+                float l2[50], l3[50];
+                const unsigned long long n2 = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "2", toks, l2, NULL);
+                const unsigned long long n3 = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "3", toks, l3, NULL);
+                CHECK(same_logits(ctx, l2, l3) && (!counted || n2 == n3 + (unsigned long long)cfg.n_layers),
+                      "%s f16, llama3 rope: decode step with the rotation in the projection: %llu dispatches, %llu at "
+                      "level 2 (one a layer more expected); logits %s", backend, n3, n2,
+                      same_logits(ctx, l2, l3) ? "equal" : "differ");
+            }
         }
         /* a greedy decode step reads back one int and nothing else (WebGPU) */
         wgt_execution_stats s0, s1;
@@ -321,7 +334,7 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
                       cast, saved, next, next_cast);
                 /* the residual adds in the o-proj and down GEMVs' epilogues,
                  * the SwiGLU in the gate/up GEMV's, the attention RMSNorm in
-                 * the qkv GEMV's prologue (=3: the MLP's in the gate/up
+                 * the qkv GEMV's prologue (=4: the MLP's in the gate/up
                  * GEMV's too): against WGT_LLAMA_DECODE_FUSE=0 four (five)
                  * dispatches fewer per layer, the same logits bit for bit.
                  * The step_with counts include the argmax, as `now` does. */
@@ -337,7 +350,7 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
                       "f16 decode step: %llu dispatches fused, %llu unfused (%llu more expected); logits %s", now,
                       unf, adds, same_logits(ctx, fused, unfused) ? "equal" : "differ");
                 const unsigned long long l3 =
-                    step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "3", toks, level3, NULL);
+                    step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "4", toks, level3, NULL);
                 CHECK(l3 == now - (unsigned long long)llama_model_config(m)->n_layers &&
                           same_logits(ctx, fused, level3),
                       "f16 decode step with the gate/up norm fused too: %llu dispatches (%llu expected); logits %s",

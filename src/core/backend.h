@@ -297,6 +297,16 @@ typedef struct wgt_kernel_call {
          * norm_eps (the values that kernel would write). */
         bool norm;
         double norm_eps;
+        /* Rotary epilogue (wgt_rms_norm_linear_rope_into; M = 1, no batch):
+         * inputs[3] is a table [4, D/2] (f32 or f16) and out [1, N] (N = heads
+         * x D) gets, for a head h outside [rope_pass_begin, rope_pass_end),
+         *   out[h D + s D/2 + i] = y[h D + i] t[s, i] + y[h D + D/2 + i] t[2 + s, i]
+         * (s = 0, 1; WGT_ROPE_ROWS_EXPR over the product y rounded to out's
+         * dtype, the result rounded once more), and y itself for the heads in
+         * the range: what the product into y and the ELEMENTWISE calls of
+         * wgt_rope_rows_elementwise_calls write. */
+        bool rope;
+        int64_t rope_pass_begin, rope_pass_end;
     } matmul;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */
         wgt_optimizer_kind kind; /* SGD, ADAM, ADAMW */
@@ -335,6 +345,72 @@ static inline int wgt_swiglu_elementwise_call(const char *op, const wgt_tensor_v
     }
     ew->n_outputs = 1;
     ew->outputs[0] = *out;
+    return 0;
+}
+
+/* The rotation of MATMUL's rope epilogue as the wgt_fused text both backends
+ * evaluate: a, b a head's first and second halves, c, d rows s and 2 + s of
+ * the table */
+#define WGT_ROPE_ROWS_EXPR "a * c + b * d"
+
+/* The rope epilogue as ELEMENTWISE calls (the CPU reference; WebGPU where its
+ * fused GEMV epilogue does not apply): y [1, N] (the product rounded to out's
+ * dtype, contiguous) into out [1, N] (contiguous), table t [4, D/2]: up to
+ * three calls, the heads before the pass range rotated (WGT_ROPE_ROWS_EXPR
+ * over [heads, 2, D/2] views), those in it copied ("a"), those after
+ * rotated. calls[] and its count (*n) are filled; rot and copy hold the
+ * parsed expressions they point at. Nonzero (err filled) when an expression
+ * does not parse. */
+static inline int wgt_rope_rows_elementwise_calls(const char *op, const wgt_kernel_call *matmul,
+                                                  const wgt_tensor_view *y, const wgt_tensor_view *out, wgt_expr *rot,
+                                                  wgt_expr *copy, wgt_kernel_call *calls, int *n, char *err,
+                                                  int err_size)
+{
+    const wgt_expr_type types[4] = {WGT_EXPR_F32, WGT_EXPR_F32, WGT_EXPR_F32, WGT_EXPR_F32};
+    if (wgt_expr_parse(WGT_ROPE_ROWS_EXPR, 4, types, rot, err, err_size)) return 1;
+    if (wgt_expr_parse("a", 1, types, copy, err, err_size)) return 1;
+    const wgt_tensor_view *t = &matmul->inputs[3];
+    const int64_t half = t->shape[1], D = 2 * half, N = out->shape[out->ndim - 1], heads = D ? N / D : 0;
+    const int64_t cut[4] = {0, matmul->matmul.rope_pass_begin, matmul->matmul.rope_pass_end, heads};
+    *n = 0;
+    for (int part = 0; part < 3; part++) {
+        const int64_t h0 = cut[part], nh = cut[part + 1] - cut[part];
+        if (nh <= 0) continue;
+        wgt_kernel_call *c = &calls[(*n)++];
+        memset(c, 0, sizeof(*c));
+        c->kind = WGT_KERNEL_ELEMENTWISE;
+        c->op_name = op;
+        c->n_outputs = 1;
+        wgt_tensor_view o = *out; /* [nh, 2, half] from head h0 (contiguous) */
+        o.ndim = 3;
+        o.shape[0] = nh, o.shape[1] = 2, o.shape[2] = half;
+        o.strides[0] = D, o.strides[1] = half, o.strides[2] = 1;
+        o.offset = out->offset + h0 * D;
+        c->outputs[0] = o;
+        wgt_tensor_view a = *y;
+        a.ndim = 3;
+        a.shape[0] = nh, a.shape[1] = 2, a.shape[2] = half;
+        a.offset = y->offset + h0 * D;
+        if (part == 1) { /* the pass range: y as it is */
+            a.strides[0] = D, a.strides[1] = half, a.strides[2] = 1;
+            c->expr = copy;
+            c->n_inputs = 1;
+            c->inputs[0] = a;
+            continue;
+        }
+        a.strides[0] = D, a.strides[1] = 0, a.strides[2] = 1; /* the first half for s = 0 and 1 */
+        wgt_tensor_view b = a;
+        b.offset += half;
+        wgt_tensor_view tc = *t; /* rows 0, 1 (c) and 2, 3 (d), the same for every head */
+        tc.ndim = 3;
+        tc.shape[0] = nh, tc.shape[1] = 2, tc.shape[2] = half;
+        tc.strides[0] = 0, tc.strides[1] = t->strides[0], tc.strides[2] = t->strides[1];
+        wgt_tensor_view td = tc;
+        td.offset += 2 * t->strides[0];
+        c->expr = rot;
+        c->n_inputs = 4;
+        c->inputs[0] = a, c->inputs[1] = b, c->inputs[2] = tc, c->inputs[3] = td;
+    }
     return 0;
 }
 

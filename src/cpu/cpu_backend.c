@@ -195,6 +195,7 @@ static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
         if (n_in < 0 || n_in > WGT_MAX_KERNEL_INPUTS) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%d inputs, at most %d", n_in, WGT_MAX_KERNEL_INPUTS);
     }
     if (call->kind == WGT_KERNEL_MATMUL && call->n_inputs == 3) n_in = 3; /* with a bias */
+    if (call->kind == WGT_KERNEL_MATMUL && call->matmul.rope) n_in = 4;    /* the norm weight and the rope table */
     if (call->kind == WGT_KERNEL_QMATMUL && (call->quant.norm || call->quant.bias)) n_in = 4; /* its norm weight or bias */
     int n_out = call->kind == WGT_KERNEL_NN ? cpu_nn_output_count(call) : expected_outputs[call->kind];
     if (call->kind == WGT_KERNEL_NN) n_in = cpu_nn_input_count(call);
@@ -246,9 +247,13 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
     case WGT_KERNEL_MATMUL:
         /* a bias of a's dtype, or f32 (wgt_linear_ex: the residual stream), or f16 beside an f16 operand;
          * with norm inputs[2] is an f32 norm weight for f32 a */
-        if (call->matmul.norm && (call->n_inputs != 3 || x->dtype != WGT_F32 || call->inputs[2].dtype != WGT_F32))
+        if (call->matmul.rope && (!call->matmul.norm || call->n_inputs != 4 || call->inputs[3].ndim != 2 ||
+                                  call->inputs[3].shape[0] != 4 || !dtype_in(call->inputs[3].dtype, FLOAT_DTYPES)))
             return false;
-        if (call->n_inputs == 3 &&
+        if (call->matmul.norm &&
+            (call->n_inputs != 3 + call->matmul.rope || x->dtype != WGT_F32 || call->inputs[2].dtype != WGT_F32))
+            return false;
+        if (call->n_inputs == 3 && !call->matmul.norm &&
             (x->dtype == WGT_I32 ||
              (call->inputs[2].dtype != x->dtype && call->inputs[2].dtype != WGT_F32 &&
               !(call->inputs[2].dtype == WGT_F16 && call->inputs[1].dtype == WGT_F16))))

@@ -312,8 +312,40 @@ static wgt_status matmul_norm(cpu_backend *b, const wgt_kernel_call *call)
     return s;
 }
 
+/* MATMUL with the rope epilogue (wgt_rms_norm_linear_rope_into): the product
+ * (and its RMSNorm prologue) into a temporary [1, N] of out's dtype, then the
+ * ELEMENTWISE calls of wgt_rope_rows_elementwise_calls into out: the values of
+ * those calls by definition, the reference for WebGPU's fused epilogue. */
+static wgt_status matmul_rope(cpu_backend *b, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *out = &call->outputs[0];
+    if (call->n_inputs != 4 || out->ndim != 2 || out->shape[0] != 1 || !wgt_view_is_contiguous(out))
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "rope epilogue: %d inputs, a %dd out (4, one row)",
+                        call->n_inputs, out->ndim);
+    wgt_tensor_view y = *out;
+    y.offset = 0;
+    y.storage = wgt_storage_create(b->base.ctx, (size_t)out->shape[1] * cpu_dtype_size(out->dtype) + 4, call->op_name);
+    if (!y.storage) return wgt_context_status(b->base.ctx);
+    wgt_kernel_call mm = *call;
+    mm.outputs[0] = y;
+    mm.n_inputs = 3;
+    mm.matmul.rope = false;
+    wgt_status s = cpu_run_matmul(b, &mm);
+    wgt_expr rot, copy;
+    wgt_kernel_call ew[3];
+    int n = 0;
+    char err[160];
+    if (s == WGT_OK && wgt_rope_rows_elementwise_calls(call->op_name, call, &y, out, &rot, &copy, ew, &n, err,
+                                                       (int)sizeof(err)))
+        s = cpu_fail(b, call, WGT_ERR_INTERNAL, "rope expression: %s", err);
+    for (int i = 0; s == WGT_OK && i < n; i++) s = cpu_run_elementwise(b, &ew[i]);
+    wgt_storage_release(b->base.ctx, y.storage);
+    return s;
+}
+
 wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)
 {
+    if (call->matmul.rope) return matmul_rope(b, call);
     if (call->matmul.norm) return matmul_norm(b, call);
     if (call->matmul.swiglu) return matmul_swiglu(b, call);
     const wgt_tensor_view *a = &call->inputs[0], *bv = &call->inputs[1], *out = &call->outputs[0];

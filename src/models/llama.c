@@ -137,6 +137,7 @@ void llama_destroy(llama_model *m)
     wgt_tensor_release(m->norm);
     wgt_tensor_release(m->rope_lo);
     wgt_tensor_release(m->rope_hi);
+    wgt_tensor_release(m->rope_tab);
     wgt_tensor_release(m->rope_pass);
     free(m->layers);
     free(m);
@@ -155,10 +156,10 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
     /* rows: positions up to max_position, at most LLAMA_ROPE_TABLE_ROWS (the cache's limit) */
     const int D = c->head_dim, P = c->max_position < LLAMA_ROPE_TABLE_ROWS ? c->max_position : LLAMA_ROPE_TABLE_ROWS;
     float *inv = malloc((size_t)D / 2 * sizeof(float));
-    float *cs = malloc((size_t)P * (size_t)D * sizeof(float)), *sn = malloc((size_t)P * (size_t)D * sizeof(float));
+    float *tab = malloc((size_t)P * 2 * (size_t)D * sizeof(float));
     const bool f16 = m->wdtype == WGT_F16 && !m->bits;
-    if (!inv || !cs || !sn) {
-        free(inv), free(cs), free(sn);
+    if (!inv || !tab) {
+        free(inv), free(tab);
         return fail(msg, msg_size, "out of memory for the rope tables%s%s", "", "");
     }
     const double lo_wave = c->rope_original_max / c->rope_low_freq_factor;
@@ -180,15 +181,15 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
     for (int p = 0; p < P; p++)
         for (int i = 0; i < half; i++) {
             const float angle = (float)p * inv[i], cv = (float)cos(angle), sv = (float)sin(angle);
-            const size_t at = (size_t)p * D + i;   /* row p of [P, 2, half] */
-            cs[at] = cv, cs[at + half] = sv;        /* lo: (cos, sin) */
-            sn[at] = -sv, sn[at + half] = cv;       /* hi: (-sin, cos) */
+            const size_t at = (size_t)p * 2 * D + i; /* row p of [P, 4, half] */
+            tab[at] = cv, tab[at + half] = sv;        /* lo: (cos, sin) */
+            tab[at + 2 * half] = -sv, tab[at + 3 * half] = cv; /* hi: (-sin, cos) */
         }
-    const int64_t shape[3] = {P, 2, half};
     wgt_scope_push(m->ctx);
-    wgt_tensor *lo = wgt_tensor_from_host(m->ctx, WGT_F32, 3, shape, cs), *hi = wgt_tensor_from_host(m->ctx, WGT_F32, 3, shape, sn);
-    m->rope_lo = wgt_tensor_retain(f16 && lo ? wgt_cast(lo, WGT_F16) : lo);
-    m->rope_hi = wgt_tensor_retain(f16 && hi ? wgt_cast(hi, WGT_F16) : hi);
+    wgt_tensor *t = wgt_tensor_from_host(m->ctx, WGT_F32, 3, (int64_t[]){P, 4, half}, tab);
+    m->rope_tab = wgt_tensor_retain(f16 && t ? wgt_cast(t, WGT_F16) : t);
+    m->rope_lo = wgt_tensor_retain(m->rope_tab ? wgt_slice(m->rope_tab, 1, 0, 2, 1) : NULL);
+    m->rope_hi = wgt_tensor_retain(m->rope_tab ? wgt_slice(m->rope_tab, 1, 2, 4, 1) : NULL);
     /* rope_pass [G + 2, 1, 1, 1, 1], G = n_heads / n_kv_heads: 1 for the v
      * segment of q | k | v, or of k | v | q with kv_first (llama_forward.c's
      * rotate_qkv passes it through) */
@@ -196,11 +197,11 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
     float *pass = calloc((size_t)G + 2, sizeof(float));
     if (pass) {
         pass[m->kv_first ? 1 : G + 1] = 1.0f;
-        wgt_tensor *t = wgt_tensor_from_host(m->ctx, WGT_F32, 5, (int64_t[]){G + 2, 1, 1, 1, 1}, pass);
-        m->rope_pass = wgt_tensor_retain(f16 && t ? wgt_cast(t, WGT_F16) : t);
+        wgt_tensor *tp = wgt_tensor_from_host(m->ctx, WGT_F32, 5, (int64_t[]){G + 2, 1, 1, 1, 1}, pass);
+        m->rope_pass = wgt_tensor_retain(f16 && tp ? wgt_cast(tp, WGT_F16) : tp);
     }
     wgt_scope_pop(m->ctx);
-    free(inv), free(cs), free(sn), free(pass);
+    free(inv), free(tab), free(pass);
     return m->rope_lo && m->rope_hi && m->rope_pass;
 }
 
@@ -256,7 +257,7 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
     const char *cast = getenv("WGT_LLAMA_CAST_F16");
     m->cast_f16 = cast && strcmp(cast, "1") == 0;
     const char *fuse = getenv("WGT_LLAMA_DECODE_FUSE");
-    m->decode_fuse = fuse && fuse[0] >= '0' && fuse[0] <= '3' && !fuse[1] ? fuse[0] - '0' : 2;
+    m->decode_fuse = fuse && fuse[0] >= '0' && fuse[0] <= '4' && !fuse[1] ? fuse[0] - '0' : 3;
     m->kv_first = cfg->rope_llama3 && !cfg->qk_norm;
     const int64_t C = cfg->hidden_size, V = cfg->vocab_size, F = cfg->intermediate_size, D = cfg->head_dim;
     const int64_t QD = cfg->n_heads * D, KD = cfg->n_kv_heads * D;

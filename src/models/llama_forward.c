@@ -101,9 +101,11 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
 /* WGT_LLAMA_DECODE_FUSE (read when the model is built), to time each step on a GPU: 0 records the unfused
  * decode layer (13 dispatches), 1 the epilogue fusions (residual adds in the
  * o and down GEMVs, SwiGLU in the gate/up GEMV) and, with llama3 tables, the
- * rotation storing into the cache (rotate_qkv_into_cache): 9, 2 (the
- * default) also the attention RMSNorm in the q/k/v GEMV's prologue (8), 3 the
- * MLP's in the gate/up GEMV's too (7). Every workgroup of a GEMV recomputes its prologue's
+ * rotation storing into the cache (rotate_qkv_into_cache): 9, 2 also the
+ * attention RMSNorm in the q/k/v GEMV's prologue (8), 3 (the default) also the
+ * rotation in that GEMV's epilogue, storing into the cache (7:
+ * project_rotate_into_cache, f16 weights and tables), 4 the MLP's RMSNorm in
+ * the gate/up GEMV's prologue too (6). Every workgroup of a GEMV recomputes its prologue's
  * norm (reads of 8 bytes an input against 16 a row group's weights), a cost
  * that grows with the rows where the dispatch saved does not: on lavapipe
  * (llama-3.2-1b-slice) the q/k/v norm is free, the gate/up one (16384 rows)
@@ -207,19 +209,28 @@ static void rotate_qkv(llama_cache *c, int l, wgt_tensor *qkv, int64_t pos0, int
  * are row pos0, its q the G Hkv D values after them, the scratch rows that the
  * next tokens' k and v overwrite (the cache holds S = ceil(G / 2) rows past
  * its context for the last). *q: [1, H, 1, D], a view of those rows. */
-static void rotate_qkv_into_cache(llama_cache *c, int l, wgt_tensor *qkv, int64_t pos0, wgt_tensor **q)
+/* The cache rows from pos0 as a flat run of (G + 2) Hkv D values (k | v |
+ * q of one token); *q: [1, H, 1, D], a view of its q part. */
+static wgt_tensor *cache_token_run(llama_cache *c, int l, int64_t pos0, wgt_tensor **q)
 {
     const llama_model *m = c->model;
     const int64_t H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim, G = H / Hkv;
-    wgt_tensor *in[7];
-    rotate_qkv_inputs(m, qkv, pos0, 1, in);
-    /* rows pos0 .. as a flat run of (G + 2) Hkv D values, shaped as the output */
     wgt_tensor *rows = wgt_slice(c->kv[l], 0, pos0, pos0 + (G + 3) / 2, 1);
     wgt_tensor *flat = wgt_reshape(rows, 1, (int64_t[]){wgt_tensor_numel(rows)});
-    wgt_tensor *dst = wgt_reshape(wgt_slice(flat, 0, 0, (G + 2) * Hkv * D, 1), 5, (int64_t[]){G + 2, Hkv, 1, 2, D / 2});
-    wgt_fused_assign(dst, ROTATE_QKV_EXPR, in, 7);
     *q = wgt_reshape(wgt_slice(flat, 0, 2 * Hkv * D, (G + 2) * Hkv * D, 1), 4, (int64_t[]){1, H, 1, D});
+    return wgt_slice(flat, 0, 0, (G + 2) * Hkv * D, 1);
 }
+
+static void rotate_qkv_into_cache(llama_cache *c, int l, wgt_tensor *qkv, int64_t pos0, wgt_tensor **q)
+{
+    const llama_model *m = c->model;
+    const int64_t Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim, G = m->cfg.n_heads / Hkv;
+    wgt_tensor *in[7];
+    rotate_qkv_inputs(m, qkv, pos0, 1, in);
+    wgt_tensor *run = cache_token_run(c, l, pos0, q);
+    wgt_fused_assign(wgt_reshape(run, 5, (int64_t[]){G + 2, Hkv, 1, 2, D / 2}), ROTATE_QKV_EXPR, in, 7);
+}
+
 
 /* [T, heads * D] -> [1, heads, T, D] (a view) */
 static wgt_tensor *heads(wgt_tensor *x, int64_t T, int64_t n, int64_t D)
@@ -235,6 +246,27 @@ static bool norm_in_projection(const llama_model *m, wgt_tensor *x)
 {
     return x && wgt_tensor_dim(x, 0) == 1 && m->wdtype == WGT_F16 && !m->bits && !m->cast_f16 &&
            decode_fuse_level(m) >= 2;
+}
+
+/* Decode with f16 weights and tables, the norm fused (norm_in_projection), no
+ * q/k/v bias: RMSNorm, projection and rotation in one call (one dispatch on
+ * WebGPU), stored into the cache as rotate_qkv_into_cache stores them, the v
+ * heads [Hkv, 2 Hkv) unrotated (rotate_qkv_into_cache's position-0 rows give
+ * them unchanged too): fusion level 3 (decode_fuse_level). */
+static bool project_rotate_wanted(const llama_model *m, const llama_layer *L, wgt_tensor *x)
+{
+    return m->kv_first && m->rope_tab && wgt_tensor_dtype(m->rope_tab) == WGT_F16 && !L->b_qkv &&
+           norm_in_projection(m, x) && decode_fuse_level(m) >= 3;
+}
+
+static void project_rotate_into_cache(llama_cache *c, int l, wgt_tensor *x, int64_t pos0, wgt_tensor **q)
+{
+    const llama_model *m = c->model;
+    const llama_layer *L = &m->layers[l];
+    const int64_t Hkv = m->cfg.n_kv_heads, half = m->cfg.head_dim / 2;
+    wgt_tensor *run = cache_token_run(c, l, pos0, q);
+    wgt_tensor *table = wgt_reshape(wgt_slice(m->rope_tab, 0, pos0, pos0 + 1, 1), 2, (int64_t[]){4, half});
+    wgt_rms_norm_linear_rope_into(run, x, L->attn_norm, m->cfg.rms_eps, L->w_qkv, table, Hkv, 2 * Hkv);
 }
 
 /* Quantized weights in fused decode: each projection is one wgt_qlinear_ex
@@ -257,8 +289,11 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t
     /* f16 q, k, v only with the llama3 tables (f16 too): wgt_rope's kernel
      * reads and writes f16 through f32 copies (two more dispatches) */
     const bool f16 = f16_activations(m) && m->rope_lo && !L->b_qkv && !L->q_norm;
-    wgt_tensor *qkv;
-    if (quant_decode(m, x) && !L->b_qkv) { /* quantized: the norm in the kernel that stages x */
+    wgt_tensor *qkv = NULL, *q = NULL, *k = NULL, *v = NULL;
+    const bool one_call = T == 1 && project_rotate_wanted(m, L, x);
+    if (one_call) {
+        project_rotate_into_cache(c, l, x, pos0, &q);
+    } else if (quant_decode(m, x) && !L->b_qkv) { /* quantized: the norm in the kernel that stages x */
         qkv = wgt_qlinear_ex(x, L->w_qkv, L->s_qkv, m->bits, &(wgt_qlinear_fusion){.norm_weight = L->attn_norm, .norm_eps = eps});
     } else if (norm_in_projection(m, x) && !L->b_qkv) { /* f16 q, k, v, or f32 sums as project's */
         qkv = wgt_rms_norm_linear_ex(x, L->attn_norm, eps, L->w_qkv, f16 ? WGT_F16 : WGT_F32, false);
@@ -266,10 +301,11 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t
         wgt_tensor *h = wgt_rms_norm(x, L->attn_norm, eps);
         qkv = f16 ? project_f16(m, h, L->w_qkv) : project(m, h, L->w_qkv, L->s_qkv, L->b_qkv);
     }
-    wgt_tensor *q, *k = NULL, *v = NULL;
     /* append to the cache (cast to its dtype), attend over the prefix; causal is
      * bottom-right aligned, so prompt token i sees cache rows <= pos0 + i */
-    if (m->kv_first) { /* k | v | q: one rotation kernel and one cache assignment, or in decode one kernel for both */
+    if (one_call) {
+        /* q, k and v are in the cache already */
+    } else if (m->kv_first) { /* k | v | q: one rotation kernel and one cache assignment, or in decode one kernel for both */
         if (T == 1 && decode_fused(m)) rotate_qkv_into_cache(c, l, qkv, pos0, &q);
         else rotate_qkv(c, l, qkv, pos0, T, &q);
     } else if (L->q_norm) { /* Qwen3: RMSNorm over each head (own weights for q and k) before the rotation */
@@ -305,8 +341,8 @@ static wgt_tensor *mlp_block(const llama_model *m, const llama_layer *L, wgt_ten
         /* quantized decode: norm, gate/up projection and SwiGLU in one kernel */
         act = wgt_qlinear_ex(x, L->w_gate_up, L->s_gate_up, m->bits,
                              &(wgt_qlinear_fusion){.norm_weight = L->mlp_norm, .norm_eps = eps, .swiglu = true});
-    } else if (norm_in_projection(m, x) && decode_fuse_level(m) >= 3) {
-        /* decode, WGT_LLAMA_DECODE_FUSE=3: norm, projection and SwiGLU in one
+    } else if (norm_in_projection(m, x) && decode_fuse_level(m) >= 4) {
+        /* decode, WGT_LLAMA_DECODE_FUSE=4: norm, projection and SwiGLU in one
          * call (one GEMV whose workgroups normalize the row, then hold a gate
          * row and its up row: interleaved at load), the values of the calls below */
         act = wgt_rms_norm_linear_ex(x, L->mlp_norm, eps, L->w_gate_up, WGT_F16, true);

@@ -37,8 +37,10 @@ struct llama_model {
     wgt_tensor *head_scales;                  /* quantized head (a quantized copy of embed when tied) */
     /* llama3 scaling: rotation factors of a head's first and second half,
      * lo = (cos, sin), hi = (-sin, cos) [positions, 2, D/2] (llama.c's
-     * rope_tables; f16 for f16 weights, else f32); NULL otherwise */
-    wgt_tensor *rope_lo, *rope_hi;
+     * rope_tables; f16 for f16 weights, else f32); NULL otherwise. Both are
+     * views of rope_tab [positions, 4, D/2] (lo's two rows, then hi's): a
+     * position's [4, D/2] is the table of wgt_rms_norm_linear_rope_into. */
+    wgt_tensor *rope_tab, *rope_lo, *rope_hi;
     wgt_tensor *rope_pass;                    /* [G + 2, 1, 1, 1, 1] of the tables' dtype: 1 for v (llama3) */
     /* llama3 tables and no per-head norm: q/k/v rows joined as k | v | q and
      * the cache laid out by position, so that a decode step's rotation kernel
@@ -52,7 +54,7 @@ struct llama_model {
      * outputs. Read once here (this floor sees only the public API, not the
      * context's knobs); default false. */
     bool cast_f16;
-    /* WGT_LLAMA_DECODE_FUSE when the model was built (0..3, default 2): how
+    /* WGT_LLAMA_DECODE_FUSE when the model was built (0..4, default 3): how
      * much of a decode step's work rides in the projections (llama_forward.c,
      * decode_fuse_level) */
     int decode_fuse;

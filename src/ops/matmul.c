@@ -369,3 +369,79 @@ wgt_tensor *wgt_rms_norm_linear_ex(wgt_tensor *x, wgt_tensor *norm_weight, doubl
     }
     return linear_norm(x, weight, NULL, out_dtype, true, swiglu, norm_weight, eps, op);
 }
+
+/* The decode q/k/v projection with its rotation (llama_forward.c): the MATMUL
+ * call of wgt_rms_norm_linear_ex with the rope epilogue (backend.h), written
+ * into dst. Validates everything the kernels rely on. */
+wgt_status wgt_rms_norm_linear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_tensor *norm_weight, double eps,
+                                         wgt_tensor *weight, wgt_tensor *table, int64_t pass_begin, int64_t pass_end)
+{
+    const char *op = "wgt_rms_norm_linear_rope_into";
+    wgt_tensor *args[5] = {x, norm_weight, weight, table, dst};
+    if (!dst) return WGT_ERR_INVALID_ARGUMENT;
+    wgt_context *ctx = wgt_op_begin(op, 5, args);
+    if (!ctx) return dst->ctx ? dst->ctx->status : WGT_ERR_INVALID_ARGUMENT;
+    if (wgt_tape_wants(ctx, 4, args))
+        return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: no gradient rule; an argument requires grad (run under "
+                         "wgt_no_grad_push)", op);
+    if (!wgt_op_check_inplace(ctx, dst, op)) return ctx->status;
+    const wgt_dtype out_dtype = dst->view.dtype;
+    if (out_dtype != WGT_F32 && out_dtype != WGT_F16)
+        return wgt_error(ctx, WGT_ERR_DTYPE, "%s: dst %s: need f32 or f16", op, wgt_dtype_name(out_dtype));
+    if (!check_linear_args(ctx, op, x, weight, NULL, out_dtype, true)) return ctx->status;
+    const wgt_tensor_view *vx = &x->view, *vg = &norm_weight->view, *vw = &weight->view, *vt = &table->view;
+    char xs[160], ts[160], ds[160];
+    wgt_shape_string(vx->ndim, vx->shape, xs, sizeof(xs));
+    wgt_shape_string(vt->ndim, vt->shape, ts, sizeof(ts));
+    wgt_shape_string(dst->view.ndim, dst->view.shape, ds, sizeof(ds));
+    const int64_t K = vw->shape[1], N = vw->shape[0];
+    if (vx->dtype != WGT_F32 || vx->ndim != 2 || vx->shape[0] != 1 || !wgt_view_is_contiguous(vx))
+        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: x %s %s: need one contiguous f32 row [1, in]", op,
+                         wgt_dtype_name(vx->dtype), xs);
+    if (vg->dtype != WGT_F32 || vg->ndim != 1 || vg->shape[0] != K || vg->strides[0] != 1)
+        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: norm weight %s [%lld]: need a contiguous f32 [%lld]", op,
+                         wgt_dtype_name(vg->dtype), (long long)(vg->ndim ? vg->shape[0] : 0), (long long)K);
+    if (!(eps >= 0) || !isfinite(eps))
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: eps %g: need a finite eps >= 0", op, eps);
+    if ((vt->dtype != WGT_F32 && vt->dtype != WGT_F16) || vt->ndim != 2 || vt->shape[0] != 4 || vt->shape[1] < 1 ||
+        vt->strides[1] != 1)
+        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: table %s %s: need f32 or f16 [4, D/2] with unit row stride",
+                         op, wgt_dtype_name(vt->dtype), ts);
+    const int64_t D = 2 * vt->shape[1], heads = N / D;
+    if (N % D != 0)
+        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: weight [%lld, %lld] and table %s: %lld rows are not whole "
+                         "heads of %lld", op, (long long)N, (long long)K, ts, (long long)N, (long long)D);
+    if (pass_begin < 0 || pass_begin > pass_end || pass_end > heads)
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: pass range [%lld, %lld) outside the %lld heads", op,
+                         (long long)pass_begin, (long long)pass_end, (long long)heads);
+    if (wgt_shape_numel(dst->view.ndim, dst->view.shape) != N || !wgt_view_is_contiguous(&dst->view))
+        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: dst %s: need %lld contiguous elements", op, ds,
+                         (long long)N);
+    for (int i = 0; i < 4; i++)
+        if (args[i]->view.storage == dst->view.storage)
+            return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: dst shares an input's storage", op);
+    wgt_kernel_call call;
+    memset(&call, 0, sizeof(call));
+    call.kind = WGT_KERNEL_MATMUL;
+    call.op_name = op;
+    call.n_inputs = 4;
+    call.n_outputs = 1;
+    call.inputs[0] = *vx;
+    wgt_tensor_view b = *vw; /* weight^T [in, out] */
+    b.shape[0] = K, b.shape[1] = N;
+    b.strides[0] = vw->strides[1], b.strides[1] = vw->strides[0];
+    call.inputs[1] = b;
+    call.inputs[2] = *vg;
+    call.inputs[3] = *vt;
+    wgt_tensor_view o = dst->view;
+    o.ndim = 2;
+    o.shape[0] = 1, o.shape[1] = N;
+    o.strides[0] = N, o.strides[1] = 1;
+    call.outputs[0] = o;
+    call.matmul.norm = true;
+    call.matmul.norm_eps = eps;
+    call.matmul.rope = true;
+    call.matmul.rope_pass_begin = pass_begin;
+    call.matmul.rope_pass_end = pass_end;
+    return N && K ? wgt_run_kernel(ctx, &call) : wgt_fill(dst, 0.0);
+}

@@ -36,7 +36,8 @@ typedef struct matmul_params {
     uint32_t b_batch[MATMUL_MAX_BATCH_DIMS];
     uint32_t bias_offset, bias_row, bias_col, split_stride;
     float norm_eps;
-    uint32_t norm_offset, norm_pad0, norm_pad1;
+    uint32_t norm_offset, rope_offset, rope_row;
+    uint32_t rope_pass_begin, rope_pass_end, rope_pad0, rope_pad1;
 } matmul_params;
 
 /* One product as the kernels see it: batch dims collapsed, sizes checked to fit u32. */
@@ -50,6 +51,8 @@ typedef struct matmul_problem {
     bool swiglu;                   /* run_gemv_half's SwiGLU epilogue (run_swiglu): out holds N / 2 */
     const wgt_tensor_view *norm;   /* run_gemv_half's RMSNorm prologue (run_norm): its weight [K] f32 */
     double norm_eps;
+    const wgt_tensor_view *rope;   /* run_gemv_half's rope epilogue (run_rope): its table [4, D/2] */
+    int64_t rope_pass_begin, rope_pass_end;
 } matmul_problem;
 
 /* One operand as a tile loader sees it: an outer dim (m for a, n for b) and k. */

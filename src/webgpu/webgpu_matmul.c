@@ -492,7 +492,8 @@ static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *ca
 bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     (void)wg;
-    if (call->kind != WGT_KERNEL_MATMUL || call->n_inputs < 2 || call->n_inputs > 3 || call->n_outputs != 1)
+    if (call->kind != WGT_KERNEL_MATMUL || call->n_inputs < 2 || call->n_inputs > 3 + call->matmul.rope ||
+        call->n_outputs != 1)
         return false;
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     wgt_dtype t = a->dtype;
@@ -503,8 +504,14 @@ bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
     } else if (out->dtype != t && !(t == WGT_F16 && out->dtype == WGT_F32)) {
         return false;
     }
+    if (call->matmul.rope) { /* with the norm; inputs[3]: an f32 or f16 table [4, D/2]; one row */
+        const wgt_tensor_view *tab = &call->inputs[3];
+        if (!call->matmul.norm || call->n_inputs != 4 || (tab->dtype != WGT_F32 && tab->dtype != WGT_F16) ||
+            tab->ndim != 2 || tab->shape[0] != 4 || a->ndim != 2 || a->shape[0] != 1)
+            return false;
+    }
     if (call->matmul.norm) /* inputs[2]: an f32 norm weight [K] for f32 a */
-        return call->n_inputs == 3 && t == WGT_F32 && call->inputs[2].dtype == WGT_F32 && call->inputs[2].ndim == 1 &&
+        return call->n_inputs == 3 + call->matmul.rope && t == WGT_F32 && call->inputs[2].dtype == WGT_F32 && call->inputs[2].ndim == 1 &&
                call->inputs[2].shape[0] == a->shape[a->ndim - 1] && a->ndim >= 2 && a->ndim == b->ndim &&
                a->ndim == out->ndim && a->ndim - 2 <= MATMUL_MAX_BATCH_DIMS;
     if (call->n_inputs == 3) { /* bias: a's dtype, f32 (wgt_linear_ex's residual), or f16 beside an f16 operand */
@@ -629,12 +636,64 @@ static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool
     return s;
 }
 
+/* MATMUL with the rope epilogue (wgt_rms_norm_linear_rope_into; see
+ * backend.h). The decode product run_norm fuses (one f32 row, f16 weight
+ * rows of 16-byte words) also rotates its pairs of rows in matmul_gemv_half's
+ * epilogue: projection, norm and rotation in one dispatch. Anything else runs
+ * the product into a temporary of out's dtype, then the ELEMENTWISE calls of
+ * wgt_rope_rows_elementwise_calls, the reference's own steps. */
+static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
+    const wgt_tensor_view *nw = &call->inputs[2], *t = &call->inputs[3];
+    const char *op = call->op_name;
+    const int64_t K = a->shape[1], N = b->shape[1];
+    const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    if (call->n_inputs != 4 || a->ndim != 2 || a->shape[0] != 1 || out->ndim != 2 || !wgt_view_is_contiguous(out))
+        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: a rope epilogue needs one row and 4 inputs", op);
+    if (!emulate && a->dtype == WGT_F32 && nw->dtype == WGT_F32 && wgt_view_is_contiguous(a) && K % 4 == 0 &&
+        nw->offset % 4 == 0 && (uint64_t)K * 4 + 256 * 4 <= shared && N % 2 == 0 && N > 1 &&
+        (t->dtype == WGT_F32 || t->dtype == WGT_F16)) {
+        matmul_problem p;
+        wgt_status s = matmul_make_problem(wg, a, b, NULL, out, op, &p);
+        if (s != WGT_OK) return s;
+        gemv_plan g;
+        matmul_plan_gemv(wg, &p, &g);
+        if (p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && g.c->threads <= 128) {
+            p.norm = nw;
+            p.norm_eps = call->matmul.norm_eps;
+            p.rope = t;
+            p.rope_pass_begin = call->matmul.rope_pass_begin;
+            p.rope_pass_end = call->matmul.rope_pass_end;
+            return matmul_run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
+        }
+    }
+    wgt_tensor_view y;
+    wgt_status s = webgpu_temp_alloc(wg, out->dtype, 2, out->shape, &y);
+    if (s != WGT_OK) return s;
+    wgt_kernel_call mm = *call;
+    mm.outputs[0] = y;
+    mm.n_inputs = 3;
+    mm.matmul.rope = false;
+    s = webgpu_matmul_run(wg, &mm);
+    wgt_expr rot, copy;
+    wgt_kernel_call ew[3];
+    int n = 0;
+    char err[160];
+    if (s == WGT_OK && wgt_rope_rows_elementwise_calls(op, call, &y, out, &rot, &copy, ew, &n, err, (int)sizeof(err)))
+        s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: rope expression: %s", op, err);
+    for (int i = 0; s == WGT_OK && i < n; i++) s = webgpu_elementwise_run(wg, &ew[i]);
+    webgpu_temp_release(wg, &y);
+    return s;
+}
+
 wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     if (wgt_shape_numel(out->ndim, out->shape) == 0) return WGT_OK;
-    if (call->matmul.norm || call->matmul.swiglu) {
+    if (call->matmul.norm || call->matmul.swiglu || call->matmul.rope) {
         const bool emulated = !wg->has_f16 || wg->knobs.matmul_f16_emulate;
+        if (call->matmul.rope) return run_rope(wg, call, emulated);
         return call->matmul.norm ? run_norm(wg, call, emulated) : run_swiglu(wg, call, emulated);
     }
     if (a->dtype == WGT_F16 || b->dtype == WGT_F16) {

@@ -39,12 +39,16 @@ static bool gemv_half_wanted(const webgpu_backend *wg, const matmul_problem *p, 
 
 /* Two rows per invocation unless that leaves fewer than GEMV_RPT_MIN_WORKGROUPS
  * workgroups (about one per SM of a large GPU). A row per invocation reads
- * the vector once per row, RPT rows once per RPT (the kernels' comments).
- * H100, `wgt bench --only gemv_...` with WGT_GEMV_RPT=1 / 2 / 4 (us): f16
- * 2048x8192 21.2 / 13.3 / 13.2, 16384x2048 36.1 / 32.6 / 33.5, 3072x2048
- * 13.8 / 12.6 / 15.2, 128256x2048 183 / 187 / 190; q4 16384x2048 20.3 /
- * 16.0 / 16.1, 2048x8192 15.4 / 13.2 / 18.2, the head 93.1 / 81.5 / 90.3,
- * 3072x2048 (96 workgroups at 2) 10.9 / 13.4 / 14.7. */
+ * the vector once per row, RPT rows once per RPT (the kernels' comments):
+ * that pays where the matrix comes from L2, not where it streams from memory.
+ * H100, GPU time per product (WGT_PROFILE_TRACE of `wgt bench --only gemv_..`,
+ * medians, us, WGT_GEMV_RPT=1 / 2): f16 3072x2048 8.70 / 8.19, 16384x2048
+ * 31.2 / 30.0, 2048x8192 15.6 / 11.5; q4 16384x2048 15.6 / 14.6, 2048x8192
+ * 13.8 / 11.8, 3072x2048 (96 workgroups at 2) 8.45 / 8.96. In Llama-3.2-1B
+ * decode, where each layer's weights arrive cold from memory, the same
+ * products took the same time either way (WGT_PROFILE_TRACE of `wgt generate
+ * --bench`): the gains are for weights that fit L2 (the 3072- and 8192-wide
+ * cases above do, 13 and 34 MB against the H100's 50). */
 #define GEMV_RPT_MIN_WORKGROUPS 128
 
 unsigned webgpu_gemv_rows_per_thread(const webgpu_backend *wg, uint64_t rows, unsigned slots, uint64_t batches)
@@ -63,10 +67,13 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
     const uint32_t norm_threads = p->norm ? webgpu_norm_row_threads(wg, (uint64_t)(p->K / 4)) : 0;
     const int64_t hx = p->norm ? p->K / 4 : 1;
     const unsigned slots = 256 / (unsigned)c->threads;
-    const unsigned rpt = webgpu_gemv_rows_per_thread(wg, (uint64_t)om->outer, slots, (uint64_t)p->batches);
-    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld:rpt%u", c->name,
+    /* the rope epilogue: an invocation's two rows are a head's i and i + D/2 */
+    const unsigned rpt = p->rope ? 2 : webgpu_gemv_rows_per_thread(wg, (uint64_t)om->outer, slots, (uint64_t)p->batches);
+    const int64_t d2 = p->rope ? p->rope->shape[1] : 1;
+    const char *rope_type = p->rope ? wgt_dtype_name(p->rope->dtype) : "0";
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld:rpt%u:rope%s%lld", c->name,
              wgt_dtype_name(p->out->dtype), p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16",
-             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx, rpt);
+             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx, rpt, rope_type, (long long)d2);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
@@ -98,9 +105,11 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
         snprintf(prelude, sizeof(prelude),
                  "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
                  "const ROW_THREADS: u32 = %du;\nconst RPT: u32 = %uu;\nconst SWIGLU: bool = %s;\n"
-                 "const NORM: bool = %s;\nconst NORM_THREADS: u32 = %uu;\nconst HX: u32 = %lldu;\n",
+                 "const NORM: bool = %s;\nconst NORM_THREADS: u32 = %uu;\nconst HX: u32 = %lldu;\n"
+                 "const ROPE: bool = %s;\nconst D2: u32 = %lldu;\n",
                  x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads, rpt,
-                 p->swiglu ? "true" : "false", p->norm ? "true" : "false", norm_threads, (long long)hx);
+                 p->swiglu ? "true" : "false", p->norm ? "true" : "false", norm_threads, (long long)hx,
+                 p->rope ? "true" : "false", (long long)d2);
         /* the SwiGLU epilogue: WGT_SWIGLU_EXPR as webgpu_elementwise_codegen.c
          * writes it (its exp, each step's rounding pinned by ew_opaque, whose
          * uniform zero is split_stride: 0 in the GEMV kernels), stored as an
@@ -114,18 +123,32 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
                              "    return %s;\n}\n"
                            : "fn swiglu_store(g: O, u: O) -> O { return g; }\n%s",
                  !p->swiglu ? "" : p->out->dtype == WGT_F32 ? "v" : "O(ew_f16_to_f32_exact(ew_f32_to_f16_exact(v)))");
-        const char *ew_common = p->swiglu ? webgpu_kernel_source("elementwise_common") : "";
-        const char *ew_math = p->swiglu ? webgpu_kernel_source("elementwise_math") : "";
+        /* the rope epilogue: WGT_ROPE_ROWS_EXPR likewise (ew_opaque above when
+         * SwiGLU is off: the two never meet), the table read as f32 */
+        char rope[640];
+        snprintf(rope, sizeof(rope),
+                 p->rope ? "fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params.split_stride); }\n"
+                           "@group(0) @binding(5) var<storage, read> rope_tab: array<%s>;\n"
+                           "fn rope_load(i: u32) -> f32 { return f32(rope_tab[i]); }\n"
+                           "fn rope_store(v: f32) -> O { return %s; }\n"
+                         : "fn rope_load(i: u32) -> f32 { return 0.0; }\nfn rope_store(v: f32) -> O { return O(v); }\n%s%s",
+                 p->rope ? matmul_wgsl_type(p->rope->dtype) : p->swiglu ? "" : "fn ew_opaque(x: f32) -> f32 { return x; }\n",
+                 !p->rope ? "" : p->out->dtype == WGT_F32 ? "v" : "O(ew_f16_to_f32_exact(ew_f32_to_f16_exact(v)))");
+        if (p->swiglu && p->rope) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: SwiGLU and rope epilogues", op);
+        const bool snippets = p->swiglu || p->rope;
+        const char *ew_common = snippets ? webgpu_kernel_source("elementwise_common") : "";
+        const char *ew_math = snippets ? webgpu_kernel_source("elementwise_math") : "";
         if (!ew_common || !ew_math)
             return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: the elementwise snippets are not embedded", op);
-        size_t n = strlen(prelude) + strlen(swiglu) + strlen(ew_common) + strlen(ew_math) + strlen(common) +
-                   strlen(body) + 4;
+        size_t n = strlen(prelude) + strlen(swiglu) + strlen(rope) + strlen(ew_common) + strlen(ew_math) +
+                   strlen(common) + strlen(body) + 4;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s%s%s\n%s\n%s%s", prelude, swiglu, ew_common, ew_math, common, body);
-        static const bool read_only[4] = {true, true, false, true}; /* a, b, out, bias */
-        wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, p->bias || p->norm ? 4 : 3, read_only, true,
-                                                 false, false, op, &pipe);
+        snprintf(source, n, "%s%s%s%s\n%s\n%s%s", prelude, swiglu, rope, ew_common, ew_math, common, body);
+        static const bool read_only[5] = {true, true, false, true, true}; /* a, b, out, bias, rope table */
+        const int n_storage = p->rope ? 5 : p->bias || p->norm ? 4 : 3;
+        wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, n_storage, read_only, true, false, false, op,
+                                                 &pipe);
         free(source);
         if (s != WGT_OK) return s;
     }
@@ -154,6 +177,12 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
         q.norm_eps = (float)p->norm_eps;
         q.norm_offset = (uint32_t)p->norm->offset;
         bound.bias = p->norm;
+    }
+    if (p->rope) {
+        q.rope_offset = (uint32_t)p->rope->offset;
+        q.rope_row = (uint32_t)p->rope->strides[0];
+        q.rope_pass_begin = (uint32_t)p->rope_pass_begin;
+        q.rope_pass_end = (uint32_t)p->rope_pass_end;
     }
     return matmul_dispatch(wg, pipe, mat_is_a ? p->a : p->b, mat_is_a ? p->b : p->a, &bound, &q, per_batch * p->batches, op);
 }

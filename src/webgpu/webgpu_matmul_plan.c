@@ -256,9 +256,9 @@ wgt_status matmul_dispatch(webgpu_backend *wg, webgpu_pipeline *pipe, const wgt_
     uint32_t x, y;
     wgt_status s = webgpu_grid(wg, (uint64_t)workgroups, &x, &y, op);
     if (s != WGT_OK) return s;
-    WGPUBuffer buffers[4] = {webgpu_view_buffer(first), webgpu_view_buffer(second), webgpu_view_buffer(p->out),
-                             p->bias ? webgpu_view_buffer(p->bias) : NULL};
-    return webgpu_dispatch(wg, pipe, buffers, p->bias ? 4 : 3, q, sizeof(*q), x, y, 1, op);
+    WGPUBuffer buffers[5] = {webgpu_view_buffer(first), webgpu_view_buffer(second), webgpu_view_buffer(p->out),
+                             p->bias ? webgpu_view_buffer(p->bias) : NULL, p->rope ? webgpu_view_buffer(p->rope) : NULL};
+    return webgpu_dispatch(wg, pipe, buffers, p->rope ? 5 : p->bias ? 4 : 3, q, sizeof(*q), x, y, 1, op);
 }
 
 const char *matmul_dtype_key(wgt_dtype dtype) { return wgt_dtype_name(dtype); }

@@ -36,7 +36,9 @@ struct Params {
                                      // element bias_offset + m * bias_row + n * bias_col
     split_stride: u32,               // matmul_tiled: out elements between split-K parts' partial sums
     norm_eps: f32, norm_offset: u32, // matmul_gemv_half's RMSNorm prologue: eps, the weight's offset
-    norm_pad0: u32, norm_pad1: u32,
+    rope_offset: u32, rope_row: u32, // its rope epilogue: the table's offset and row stride (elements)
+    rope_pass_begin: u32, rope_pass_end: u32, // heads stored unrotated
+    rope_pad0: u32, rope_pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

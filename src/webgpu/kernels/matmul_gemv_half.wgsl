@@ -29,6 +29,14 @@
 // NORM (prelude; wgt_rms_norm_linear_ex in LLM decode): the f32 vector is
 // first RMS-normalized with the weight nw [K] (binding 4, no bias) into
 // workgroup memory hx, as the NORM kernel would write it, and read from there.
+// ROPE (prelude; wgt_rms_norm_linear_rope_into in LLM decode, with NORM):
+// RPT = 2 and an invocation's rows are i and i + D2 of one head (D = 2 D2,
+// prelude): row pair p (the workgroup's first pair + slot) is head p / D2,
+// i = p % D2. Lane 0 rounds both sums to O as the product would store them,
+// then stores them rotated by the table (binding 5, rope_load) as
+// WGT_ROPE_ROWS_EXPR computes it, or as they are for heads in
+// [rope_pass_begin, rope_pass_end): the q/k/v projection and the rotation
+// into the KV cache in one dispatch. One batch, no bias.
 
 const WG: u32 = 256u;
 const SLOTS: u32 = WG / ROW_THREADS;  // row groups per workgroup
@@ -55,9 +63,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let batch = id / params.tiles_m;
     let first = (id - batch * params.tiles_m) * ROWS;   // the workgroup's first row
     let slot = lid / ROW_THREADS;
-    let row0 = first + slot * RPT;                        // this invocation's rows row0 ..
     let lane = lid % ROW_THREADS;
     let base = batch_offsets(batch);
+    // this invocation's rows: row0 + r (r < RPT), or (ROPE) row0 + r D2
+    let pair = first / 2u + slot;                         // ROPE: its (i, i + D2) pair
+    var row0 = first + slot * RPT;
+    var step = 1u;
+    var live = row0 < params.M;
+    if (ROPE) {
+        row0 = (pair / D2) * (2u * D2) + pair % D2;
+        step = D2;
+        live = pair < params.M / 2u;
+    }
 
     if (NORM) {
         // RMSNorm of the f32 vector (one batch) as nn_norm.wgsl computes a
@@ -93,10 +110,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // w + 3 RT, .. (RT = ROW_THREADS), the tail into acc0, then acc0 + acc1
     var acc0: array<f32, RPT>;
     var acc1: array<f32, RPT>;
-    if (row0 < params.M) {
+    if (live) {
         var m8: array<u32, RPT>;
         for (var r = 0u; r < RPT; r++) {   // rows past M read row M - 1; their sums are dropped
-            m8[r] = (base.x + min(row0 + r, params.M - 1u) * params.a_row) >> 3u;
+            m8[r] = (base.x + min(row0 + r * step, params.M - 1u) * params.a_row) >> 3u;
         }
         let x8 = select(base.y >> 3u, 0u, NORM); // NORM: load_x8 reads hx
         let words = params.K >> 3u;
@@ -127,6 +144,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             for (var r = 0u; r < RPT; r++) { partial[r * WG + lid] += partial[r * WG + lid + s]; }
         }
         workgroupBarrier();
+    }
+    if (ROPE) {
+        if (lane != 0u || !live) { return; }
+        let head = pair / D2;
+        let at = base.z + row0;                           // out[row0], out[row0 + D2]
+        let ya = finish(partial[lid], row0, 0u);
+        let yb = finish(partial[WG + lid], row0 + D2, 0u);
+        if (head >= params.rope_pass_begin && head < params.rope_pass_end) {
+            out[at] = ya;
+            out[at + D2] = yb;
+            return;
+        }
+        let a = f32(ya);
+        let b = f32(yb);
+        let t = params.rope_offset + pair % D2;
+        let r = params.rope_row;
+        out[at] = rope_store(ew_opaque(ew_opaque(a * rope_load(t)) + ew_opaque(b * rope_load(t + 2u * r))));
+        out[at + D2] = rope_store(ew_opaque(ew_opaque(a * rope_load(t + r)) + ew_opaque(b * rope_load(t + 3u * r))));
+        return;
     }
     // invocation lid < ROWS stores the workgroup's row lid
     let row = first + lid;
