@@ -327,7 +327,8 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
                 /* 2 casts a layer and 1 before the head; with the casts the
                  * attention norm is its own dispatch again, where the fused
                  * step computes it in the q/k/v projection */
-                const unsigned long long now = s1.dispatches - s0.dispatches;
+                const unsigned long long now = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "3", toks,
+                                                         level3, NULL); /* the default on a CPU adapter, 4 on a GPU */
                 const unsigned long long saved = 3ull * (unsigned long long)llama_model_config(m)->n_layers + 1;
                 CHECK(cast == now + saved && next_cast == next,
                       "f16 decode step: %llu dispatches, %llu with the casts (%llu fewer expected); tokens %d, %d", now,
@@ -346,16 +347,20 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
                 const unsigned long long unf =
                     step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "0", toks, unfused, NULL);
                 const unsigned long long adds = 4ull * (unsigned long long)llama_model_config(m)->n_layers;
-                CHECK(unf == now + adds && same_logits(ctx, fused, unfused),
-                      "f16 decode step: %llu dispatches fused, %llu unfused (%llu more expected); logits %s", now,
-                      unf, adds, same_logits(ctx, fused, unfused) ? "equal" : "differ");
-                const unsigned long long l3 =
-                    step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "4", toks, level3, NULL);
-                CHECK(l3 == now - (unsigned long long)llama_model_config(m)->n_layers &&
-                          same_logits(ctx, fused, level3),
+                const unsigned long long at3 = now;
+                CHECK(unf == at3 + adds && same_logits(ctx, fused, unfused),
+                      "f16 decode step: %llu dispatches fused (level 3), %llu unfused (%llu more expected); logits %s",
+                      at3, unf, adds, same_logits(ctx, fused, unfused) ? "equal" : "differ");
+                /* (the default level is 3 on a CPU adapter, 4 on a GPU: both named) */
+                float level4[50];
+                const unsigned long long l3 = at3;
+                const unsigned long long l4 =
+                    step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "4", toks, level4, NULL);
+                CHECK(l4 == l3 - (unsigned long long)llama_model_config(m)->n_layers &&
+                          same_logits(ctx, level3, level4) && same_logits(ctx, fused, level3),
                       "f16 decode step with the gate/up norm fused too: %llu dispatches (%llu expected); logits %s",
-                      l3, now - (unsigned long long)llama_model_config(m)->n_layers,
-                      same_logits(ctx, fused, level3) ? "equal" : "differ");
+                      l4, l3 - (unsigned long long)llama_model_config(m)->n_layers,
+                      same_logits(ctx, level3, level4) && same_logits(ctx, fused, level3) ? "equal" : "differ");
             }
         }
         CHECK(llama_cache_length(inc) == 9, "cache length 9 after 5 + 4 tokens");
