@@ -32,6 +32,7 @@
 #define DECODE_MIN_KEYS 128   /* f32, below: one workgroup per (b, h) walks few keys anyway */
 #define DECODE_CHUNK 64       /* CH of attention_decode.wgsl */
 #define DECODE_ROWS 4         /* R of attention_decode.wgsl */
+#define DECODE_PREFETCH_WORDS 32 /* 16-byte words an invocation may load up front (128 registers) */
 
 /* Mirrors struct Params of attention_decode.wgsl and attention_decode_combine.wgsl. */
 typedef struct decode_params {
@@ -91,7 +92,7 @@ bool webgpu_attention_decode_wanted(const webgpu_backend *wg, const wgt_kernel_c
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const char *consts, int n_read_only,
                                int n_read_write, const char *op, webgpu_pipeline **out)
 {
-    char key[200]; /* file name, ":" and consts (under 160) */
+    char key[320]; /* file name, ":" and consts (under 200) */
     snprintf(key, sizeof(key), "%s:%s", file, consts);
     /* unchecked: both kernels bound their reads (j < Tk, whole rows of D) */
     return webgpu_pipeline_assemble(wg, key, consts, &file, 1, n_read_only, n_read_write, false, op, out);
@@ -135,9 +136,18 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: %llu partial sums exceed 2^31", op,
                          (unsigned long long)(slots * p.D));
 
-    char consts[160];
-    snprintf(consts, sizeof(consts), "const D8: u32 = %uu;\nconst KV_F16: bool = %s;\nconst Q_F16: bool = %s;\n",
-             p.D / 8, k->dtype == WGT_F16 ? "true" : "false", q->dtype == WGT_F16 ? "true" : "false");
+    /* PREFETCH: an invocation's K words (D8 W8) and V words (the keys of its
+     * slice, W8 each) loaded before anything else, when they fit in
+     * DECODE_PREFETCH_WORDS registers of 16 bytes (D <= 128 f16, 64 f32) */
+    const unsigned w8 = k->dtype == WGT_F16 ? 1 : 2, d8 = p.D / 8, slices = DECODE_CHUNK / d8;
+    const unsigned kws = d8 * w8, vws = (DECODE_CHUNK + slices - 1) / slices * w8;
+    const bool prefetch = kws + vws <= DECODE_PREFETCH_WORDS;
+    char consts[200];
+    snprintf(consts, sizeof(consts),
+             "const D8: u32 = %uu;\nconst KV_F16: bool = %s;\nconst Q_F16: bool = %s;\nconst W8: u32 = %uu;\n"
+             "const PREFETCH: bool = %s;\nconst KWS: u32 = %uu;\nconst VWS: u32 = %uu;\n",
+             p.D / 8, k->dtype == WGT_F16 ? "true" : "false", q->dtype == WGT_F16 ? "true" : "false", w8,
+             prefetch ? "true" : "false", prefetch ? kws : 1, prefetch ? vws : 1);
     webgpu_pipeline *first, *combine;
     wgt_status s = get_pipeline(wg, "attention_decode", consts, 3, 2, op, &first);
     if (s != WGT_OK) return s;

@@ -25,7 +25,10 @@
 // Causal: query i sees key j when j <= i + Tk - Tq (bottom-right aligned, as
 // attention_common.wgsl). A row that sees no key of the chunk gets m = NO_MAX,
 // sum 0, o = 0, which the combine weights by 0.
-// Prelude constants (webgpu_attention.c): D8 (= D / 8), KV_F16, Q_F16.
+// Prelude constants (webgpu_attention_decode.c): D8 (= D / 8), KV_F16, Q_F16,
+// W8 (16-byte words per 8 elements: 1 f16, 2 f32), PREFETCH (the K and V
+// words an invocation needs fit in registers: loaded first, see raw_word),
+// KWS, VWS (their register slots; 1 without PREFETCH).
 
 struct Params {
     B: u32, H: u32, Hkv: u32, group: u32,
@@ -62,25 +65,34 @@ fn q_elem(e: u32) -> f32 {
     return bitcast<f32>(q[e]);
 }
 
-// 8 elements from element e (a multiple of 8 for f16, of 4 for f32): lo, hi
-fn load8_k(e: u32) -> array<vec4<f32>, 2> {
+// The raw 16-byte words of 8 elements from element e (as load8_k / load8_v
+// read them; f32: two words), unpacked later by unpack8: loading every word
+// a thread needs before the first barrier puts the q, K and V reads of a
+// chunk in flight together, one memory latency instead of three in a row
+// (the cache is cold in decode: each layer's K/V were evicted by the
+// weights streamed since the last token).
+fn unpack8(w: array<vec4<u32>, 2>) -> array<vec4<f32>, 2> {
     if (KV_F16) {
-        let w = k[e >> 3u];
-        let a = unpack2x16float(w.x); let b = unpack2x16float(w.y);
-        let c = unpack2x16float(w.z); let d = unpack2x16float(w.w);
+        let a = unpack2x16float(w[0].x); let b = unpack2x16float(w[0].y);
+        let c = unpack2x16float(w[0].z); let d = unpack2x16float(w[0].w);
         return array<vec4<f32>, 2>(vec4<f32>(a, b), vec4<f32>(c, d));
     }
-    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(k[e >> 2u]), bitcast<vec4<f32>>(k[(e >> 2u) + 1u]));
+    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(w[0]), bitcast<vec4<f32>>(w[1]));
 }
 
-fn load8_v(e: u32) -> array<vec4<f32>, 2> {
-    if (KV_F16) {
-        let w = v[e >> 3u];
-        let a = unpack2x16float(w.x); let b = unpack2x16float(w.y);
-        let c = unpack2x16float(w.z); let d = unpack2x16float(w.w);
-        return array<vec4<f32>, 2>(vec4<f32>(a, b), vec4<f32>(c, d));
-    }
-    return array<vec4<f32>, 2>(bitcast<vec4<f32>>(v[e >> 2u]), bitcast<vec4<f32>>(v[(e >> 2u) + 1u]));
+const KEYS_PER_SLICE: u32 = (CH + SL - 1u) / SL;   // keys of one invocation's p V step (some past CH)
+
+// Word w8 (of W8: 1 for f16, 2 for f32) of 8 elements from element e.
+fn raw_word(is_v: bool, e: u32, w8: u32) -> vec4<u32> {
+    if (KV_F16) { return select(k[e >> 3u], v[e >> 3u], is_v); }
+    return select(k[(e >> 2u) + w8], v[(e >> 2u) + w8], is_v);
+}
+
+// 8 elements of k (is_v false) or v from element e: prefetched words (slot
+// `slot` of kw / vw) or, without PREFETCH, loaded now
+fn words8(is_v: bool, e: u32, pre: array<vec4<u32>, 2>) -> array<vec4<f32>, 2> {
+    if (PREFETCH) { return unpack8(pre); }
+    return unpack8(array<vec4<u32>, 2>(raw_word(is_v, e, 0u), raw_word(is_v, e, W8 - 1u)));
 }
 
 @compute @workgroup_size(WG)
@@ -110,6 +122,28 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
     }
 
+    // 0. every K and V word this invocation reads, in flight together with q
+    //    (a key past Tk reads key Tk - 1: its score is MASKED, its p 0)
+    let j = c0 + lid;
+    let jc = min(j, params.Tk - 1u);
+    let kb = params.k_off + b * params.k_st.x + g * params.k_st.y + jc * params.k_st.z;
+    let c = lid % D8;
+    let sl = lid / D8;
+    let vb = params.v_off + b * params.v_st.x + g * params.v_st.y + c * 8u;
+    var kw: array<vec4<u32>, KWS>;   // PREFETCH: [d8][W8]
+    var vw: array<vec4<u32>, VWS>;   // PREFETCH: [key of the slice][W8]
+    if (PREFETCH) {
+        for (var d8 = 0u; d8 < D8; d8++) {
+            for (var w8 = 0u; w8 < W8; w8++) { kw[d8 * W8 + w8] = raw_word(false, kb + d8 * 8u, w8); }
+        }
+        if (sl < SL) {
+            for (var u = 0u; u < KEYS_PER_SLICE; u++) {
+                let e = vb + min(c0 + min(sl + u * SL, CH - 1u), params.Tk - 1u) * params.v_st.z;
+                for (var w8 = 0u; w8 < W8; w8++) { vw[u * W8 + w8] = raw_word(true, e, w8); }
+            }
+        }
+    }
+
     // 1. q rows, scaled
     for (var s = lid; s < R * D4; s += WG) {
         let r = s / D4;
@@ -125,13 +159,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     workgroupBarrier();
 
     // 2. scores of key c0 + lid for the 4 rows
-    let j = c0 + lid;
     var sc = vec4<f32>(MASKED);
     if (j < params.Tk) {
-        let kb = params.k_off + b * params.k_st.x + g * params.k_st.y + j * params.k_st.z;
         var acc = vec4<f32>();
         for (var d8 = 0u; d8 < D8; d8++) {
-            let kk = load8_k(kb + d8 * 8u);
+            let kk = words8(false, kb + d8 * 8u, array<vec4<u32>, 2>(kw[min(d8 * W8, KWS - 1u)], kw[min(d8 * W8 + W8 - 1u, KWS - 1u)]));
             for (var r = 0u; r < R; r++) {
                 acc[r] += dot(q_tile[r * D4 + 2u * d8], kk[0]) + dot(q_tile[r * D4 + 2u * d8 + 1u], kk[1]);
             }
@@ -153,17 +185,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     workgroupBarrier();
 
     // 4. o = sum_j p_j v_j, by column octet and key slice
-    let c = lid % D8;
-    let sl = lid / D8;
     var o0 = array<vec4<f32>, R>();   // columns 8c .. 8c + 3 per row
     var o1 = array<vec4<f32>, R>();   // 8c + 4 .. 8c + 7
     var lsum = vec4<f32>();
     if (sl < SL) {
-        let vb = params.v_off + b * params.v_st.x + g * params.v_st.y + c * 8u;
-        for (var jj = sl; jj < CH; jj += SL) {
-            let jk = c0 + jj;
-            if (jk < params.Tk) {
-                let vv = load8_v(vb + jk * params.v_st.z);
+        for (var u = 0u; u < KEYS_PER_SLICE; u++) {
+            let jj = sl + u * SL;
+            if (jj < CH && c0 + jj < params.Tk) {
+                let e = vb + (c0 + jj) * params.v_st.z;
+                let vv = words8(true, e, array<vec4<u32>, 2>(vw[min(u * W8, VWS - 1u)], vw[min(u * W8 + W8 - 1u, VWS - 1u)]));
                 let p = p_tile[jj];
                 lsum += p;
                 for (var r = 0u; r < R; r++) {
