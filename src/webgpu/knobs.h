@@ -75,6 +75,8 @@ typedef struct webgpu_knobs {
     char splitk_text[32], splitk_target_text[32]; /* those texts, for that message */
     bool gemv_half;            /* WGT_GEMV_HALF=0 turns off matmul_gemv_half (16-byte loads of f16
                                 * matrices) for matmul_gemv_rows; default true */
+    bool gemv_no_prefetch;     /* WGT_GEMV_PREFETCH=0: matmul_gemv_half loads its weights after the
+                                * norm prologue, not before (to time the difference) */
     unsigned gemv_rpt;         /* WGT_GEMV_RPT=1|2|4: rows per invocation of matmul_gemv_half and
                                 * quant_gemv_rows; 0 (unset): by the shape (gemv_rows_per_thread) */
     bool matmul_f16_emulate;   /* WGT_MATMUL_F16_EMULATE=1: f16 products through f32 temporaries as on a

@@ -71,9 +71,18 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
     const unsigned rpt = p->rope ? 2 : webgpu_gemv_rows_per_thread(wg, (uint64_t)om->outer, slots, (uint64_t)p->batches);
     const int64_t d2 = p->rope ? p->rope->shape[1] : 1;
     const char *rope_type = p->rope ? wgt_dtype_name(p->rope->dtype) : "0";
-    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld:rpt%u:rope%s%lld", c->name,
+    /* words of a row per invocation loaded before the norm prologue (PRE):
+     * with the prologue, when they are exactly 4 or 8 per row. H100,
+     * Llama-3.2-1B f16 decode, three alternated rounds against
+     * WGT_GEMV_PREFETCH=0: 704.5 / 703.7 / 703.6 against 689.3 / 688.7 /
+     * 689.7 tokens/s. (The same in quant_gemv_rows, 4 words and their scales
+     * loaded before x is staged, made q4 decode 22% slower: not kept.) */
+    const int64_t per_lane = p->K / 8 / c->threads;
+    const unsigned pre = p->norm && !wg->knobs.gemv_no_prefetch && p->K % (8 * c->threads) == 0 &&
+                                 (per_lane == 4 || per_lane == 8) ? (unsigned)per_lane : 0;
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld:rpt%u:rope%s%lld:pre%u", c->name,
              wgt_dtype_name(p->out->dtype), p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16",
-             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx, rpt, rope_type, (long long)d2);
+             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx, rpt, rope_type, (long long)d2, pre);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
@@ -106,10 +115,10 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
                  "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
                  "const ROW_THREADS: u32 = %du;\nconst RPT: u32 = %uu;\nconst SWIGLU: bool = %s;\n"
                  "const NORM: bool = %s;\nconst NORM_THREADS: u32 = %uu;\nconst HX: u32 = %lldu;\n"
-                 "const ROPE: bool = %s;\nconst D2: u32 = %lldu;\n",
+                 "const ROPE: bool = %s;\nconst D2: u32 = %lldu;\nconst PRE: u32 = %uu;\n",
                  x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads, rpt,
                  p->swiglu ? "true" : "false", p->norm ? "true" : "false", norm_threads, (long long)hx,
-                 p->rope ? "true" : "false", (long long)d2);
+                 p->rope ? "true" : "false", (long long)d2, pre);
         /* the SwiGLU epilogue: WGT_SWIGLU_EXPR as webgpu_elementwise_codegen.c
          * writes it (its exp, each step's rounding pinned by ew_opaque, whose
          * uniform zero is split_stride: 0 in the GEMV kernels), stored as an

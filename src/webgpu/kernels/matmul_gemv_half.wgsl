@@ -75,6 +75,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         step = D2;
         live = pair < params.M / 2u;
     }
+    var m8: array<u32, RPT>;
+    for (var r = 0u; r < RPT; r++) {   // rows past M read row M - 1; their sums are dropped
+        m8[r] = (base.x + min(row0 + r * step, params.M - 1u) * params.a_row) >> 3u;
+    }
+    // PRE (prelude; > 0 only when each row has exactly PRE words per
+    // invocation, PRE a multiple of 4): the invocation's PRE RPT words are
+    // loaded here, before the NORM prologue, so their memory latency overlaps
+    // the norm's reads and barriers instead of following them
+    var pre: array<vec4<u32>, max(PRE * RPT, 1u)>;
+    if (PRE > 0u && live) {
+        for (var r = 0u; r < RPT; r++) {
+            for (var i = 0u; i < PRE; i++) { pre[r * PRE + i] = a[m8[r] + lane + i * ROW_THREADS]; }
+        }
+    }
 
     if (NORM) {
         // RMSNorm of the f32 vector (one batch) as nn_norm.wgsl computes a
@@ -110,11 +124,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // w + 3 RT, .. (RT = ROW_THREADS), the tail into acc0, then acc0 + acc1
     var acc0: array<f32, RPT>;
     var acc1: array<f32, RPT>;
-    if (live) {
-        var m8: array<u32, RPT>;
-        for (var r = 0u; r < RPT; r++) {   // rows past M read row M - 1; their sums are dropped
-            m8[r] = (base.x + min(row0 + r * step, params.M - 1u) * params.a_row) >> 3u;
+    if (PRE > 0u && live) {   // the same sums in the same order from the registers
+        let x8 = select(base.y >> 3u, 0u, NORM);
+        for (var i = 0u; i < PRE; i += 4u) {
+            let w = lane + i * ROW_THREADS;
+            let x0 = load_x8(x8 + w);
+            let x1 = load_x8(x8 + w + ROW_THREADS);
+            let x2 = load_x8(x8 + w + 2u * ROW_THREADS);
+            let x3 = load_x8(x8 + w + 3u * ROW_THREADS);
+            for (var r = 0u; r < RPT; r++) {
+                acc0[r] += dot8(pre[r * PRE + i], x0) + dot8(pre[r * PRE + i + 2u], x2);
+                acc1[r] += dot8(pre[r * PRE + i + 1u], x1) + dot8(pre[r * PRE + i + 3u], x3);
+            }
         }
+    } else if (live) {
         let x8 = select(base.y >> 3u, 0u, NORM); // NORM: load_x8 reads hx
         let words = params.K >> 3u;
         var w = lane;
