@@ -590,6 +590,15 @@ wgt_tensor *wgt_qlinear_ex(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scale
  * max |w| / 7 for 4 bits, codes clamped to [-127, 127] / [-8, 7]); the two
  * tensors are new, in w's context. */
 wgt_status wgt_quantize_weight(wgt_tensor *w, int bits, wgt_tensor **qweight, wgt_tensor **scales);
+/* wgt_rms_norm_linear_rope_into for quantized weights (LLM decode, one
+ * dispatch on WebGPU): y = wgt_qlinear_ex(x, qweight, scales, bits,
+ * {norm_weight, eps}) (the f32 sums of one f32 row x [1, K]), then each
+ * head outside [pass_begin, pass_end) rotated by table [4, D/2] as
+ * wgt_rms_norm_linear_rope_into rotates, into dst (N contiguous f32 or f16
+ * elements). No gradient. */
+wgt_status wgt_qlinear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits,
+                                 wgt_tensor *norm_weight, double eps, wgt_tensor *table, int64_t pass_begin,
+                                 int64_t pass_end);
 /* Fused (flash) attention: softmax(q k^T / sqrt(D) [+ causal mask]) v.
  * q [B, H, Tq, D]; k, v [B, Hkv, Tk, D] with H % Hkv == 0 (grouped-query: query
  * head h reads kv head h / (H / Hkv)) -> [B, H, Tq, D]. causal: query i sees keys

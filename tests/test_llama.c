@@ -283,17 +283,18 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
                   "%s weights %d, llama3 rope: decode step with the rotation into the cache: %llu dispatches, %llu "
                   "unfused (%llu a layer more expected); logits %s", backend, w, nf, nu, per_layer,
                   same_logits(ctx, fused, unfused) ? "equal" : "differ");
-            if (w == 1) {
-                /* f16: level 3 (the default) also rotates in the q/k/v
+            if (w >= 1) {
+                /* f16 and quantized: level 3 also rotates in the q/k/v
                  * projection's epilogue, storing into the cache
-                 * (wgt_rms_norm_linear_rope_into): one dispatch a layer
-                 * fewer than level 2, the same logits bit for bit */
+                 * (wgt_rms_norm_linear_rope_into, wgt_qlinear_rope_into):
+                 * one dispatch a layer fewer than level 2 (WebGPU), the same
+                 * logits bit for bit */
                 float l2[50], l3[50];
                 const unsigned long long n2 = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "2", toks, l2, NULL);
                 const unsigned long long n3 = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "3", toks, l3, NULL);
                 CHECK(same_logits(ctx, l2, l3) && (!counted || n2 == n3 + (unsigned long long)cfg.n_layers),
-                      "%s f16, llama3 rope: decode step with the rotation in the projection: %llu dispatches, %llu at "
-                      "level 2 (one a layer more expected); logits %s", backend, n3, n2,
+                      "%s weights %d, llama3 rope: decode step with the rotation in the projection: %llu dispatches, "
+                      "%llu at level 2 (one a layer more expected); logits %s", backend, w, n3, n2,
                       same_logits(ctx, l2, l3) ? "equal" : "differ");
             }
         }

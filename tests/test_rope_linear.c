@@ -1,5 +1,6 @@
-/* wgt_rms_norm_linear_rope_into: an LLM decode step's q/k/v projection with
- * its rotary embedding, written into a destination (a KV cache's rows).
+/* wgt_rms_norm_linear_rope_into and wgt_qlinear_rope_into: an LLM decode
+ * step's q/k/v projection with its rotary embedding, written into a
+ * destination (a KV cache's rows).
  *
  * Three references for every case:
  *  - bit for bit, the same backend's wgt_rms_norm_linear_ex into y, then the
@@ -122,6 +123,83 @@ static void check_case(wgt_context *ctx, const char *backend, const rcase *c, fl
     free(x), free(g), free(w), free(t), free(y), free(wh), free(th);
 }
 
+/* wgt_qlinear_rope_into: heads of D over K, bits 8 or 4. Bit for bit against
+ * wgt_qlinear_ex (with the norm) on the same backend rotated here; within
+ * the roundings against a double reference over the dequantized weights.
+ * *got: dst's values for the cross-backend comparison. */
+static void check_qcase(wgt_context *ctx, const char *backend, int64_t heads, int64_t D, int64_t K, int bits,
+                        int64_t pass_begin, int64_t pass_end, wgt_dtype out, float *got)
+{
+    uint32_t seed = (uint32_t)(heads * 37 + D * 5 + K + bits * 11 + out);
+    const int64_t N = heads * D, half = D / 2;
+    const double eps = 1e-5;
+    float *x = malloc((size_t)K * 4), *g = malloc((size_t)K * 4), *w = malloc((size_t)(N * K) * 4);
+    float *t = malloc((size_t)(4 * half) * 4), *y = malloc((size_t)N * 4), *sc = malloc((size_t)(N * K / 32) * 4);
+    int32_t *codes = malloc((size_t)(N * K * bits / 32) * 4);
+    for (int64_t i = 0; i < K; i++) x[i] = rnd(&seed, 3.0f), g[i] = 0.5f + fabsf(rnd(&seed, 1.0f));
+    for (int64_t i = 0; i < N * K; i++) w[i] = rnd(&seed, 2.0f / sqrtf((float)K));
+    for (int64_t i = 0; i < half; i++) {
+        const float angle = (float)(i + 2) * 0.41f;
+        t[i] = cosf(angle), t[half + i] = sinf(angle), t[2 * half + i] = -sinf(angle), t[3 * half + i] = cosf(angle);
+    }
+    wgt_scope_push(ctx);
+    wgt_tensor *xt = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){1, K}, x);
+    wgt_tensor *gt = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){K}, g);
+    wgt_tensor *wt = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, w);
+    wgt_tensor *table = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){4, half}, t);
+    wgt_tensor *qw = NULL, *qs = NULL;
+    CHECK(wgt_quantize_weight(wt, bits, &qw, &qs) == WGT_OK, "%s: quantize", backend);
+    wgt_tensor *dst = wgt_full(ctx, out, 1, (int64_t[]){N}, -7.0);
+    const wgt_status s = wgt_qlinear_rope_into(dst, xt, qw, qs, bits, gt, eps, table, pass_begin, pass_end);
+    wgt_qlinear_fusion f = {.norm_weight = gt, .norm_eps = eps};
+    wgt_tensor *yt = wgt_qlinear_ex(xt, qw, qs, bits, &f);
+    wgt_tensor *d32 = wgt_cast(dst, WGT_F32);
+    bool read = s == WGT_OK && yt && d32 && wgt_tensor_read(d32, got, (size_t)N * 4) == WGT_OK &&
+                wgt_tensor_read(yt, y, (size_t)N * 4) == WGT_OK &&
+                wgt_tensor_read(qw, codes, (size_t)(N * K * bits / 32) * 4) == WGT_OK &&
+                wgt_tensor_read(qs, sc, (size_t)(N * K / 32) * 4) == WGT_OK;
+    CHECK(read, "%s qlinear_rope %lld heads of %lld, K %lld, %d bits: ran: %s", backend, (long long)heads, (long long)D,
+          (long long)K, bits, wgt_context_error_message(ctx));
+    if (read) {
+        for (int64_t n = 0; n < N; n++) /* the weights as the kernels see them */
+            for (int64_t k = 0; k < K; k++) {
+                const uint32_t word = (uint32_t)codes[(n * K + k) * bits / 32];
+                const int code = bits == 8 ? (int)(int8_t)(uint8_t)(word >> (8 * (k % 4)))
+                                           : (int)((word >> (4 * (k % 8))) & 15u) - 8;
+                w[n * K + k] = (float)code * sc[n * (K / 32) + k / 32];
+            }
+        double ss = 0;
+        for (int64_t k = 0; k < K; k++) ss += (double)x[k] * x[k];
+        const double r = 1.0 / sqrt(ss / (double)K + eps);
+        int unequal = 0, off = 0;
+        for (int64_t h = 0; h < heads; h++) {
+            const bool pass = h >= pass_begin && h < pass_end;
+            for (int64_t i = 0; i < half; i++) {
+                const int64_t ia = h * D + i, ib = ia + half;
+                double da = 0, db = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    da += x[k] * r * g[k] * w[ia * K + k];
+                    db += x[k] * r * g[k] * w[ib * K + k];
+                }
+                for (int s2 = 0; s2 < 2; s2++) {
+                    const int64_t at = s2 ? ib : ia;
+                    const float want = stored(pass ? y[at] : rot(y[ia], t[s2 * half + i], y[ib], t[(2 + s2) * half + i]), out);
+                    const double dref = pass ? (s2 ? db : da) : da * t[s2 * half + i] + db * t[(2 + s2) * half + i];
+                    unequal += memcmp(&got[at], &want, 4) != 0;
+                    off += fabs(got[at] - dref) > (out == WGT_F16 ? 4e-3 : 1e-4) * (fabs(da) + fabs(db) + 0.05);
+                }
+            }
+        }
+        CHECK(unequal == 0 && off == 0, "%s qlinear_rope %lld heads of %lld, K %lld, %d bits -> %s: %d values differ "
+              "from qlinear_ex + rotation, %d from the double reference", backend, (long long)heads, (long long)D,
+              (long long)K, bits, wgt_dtype_name(out), unequal, off);
+    }
+    wgt_tensor_release(qw), wgt_tensor_release(qs);
+    wgt_scope_pop(ctx);
+    wgt_context_clear_error(ctx);
+    free(x), free(g), free(w), free(t), free(y), free(sc), free(codes);
+}
+
 static void check_refusals(wgt_context *ctx, const char *backend)
 {
     wgt_scope_push(ctx);
@@ -198,6 +276,20 @@ int main(void)
         CHECK(apart == 0, "%s: %d values apart between the CPU and WebGPU backends", c->name, apart);
         free(a), free(b);
     }
+    /* quantized: 8 and 4 bits, f16 and f32 out, the pass range inside and at the end */
+    static const struct { int64_t heads, D, K; int bits; int64_t pb, pe; wgt_dtype out; } qc[] = {
+        {12, 64, 256, 4, 2, 4, WGT_F16}, {6, 32, 512, 8, 5, 6, WGT_F32}, {4, 16, 2048, 4, 0, 0, WGT_F16},
+    };
+    for (size_t i = 0; i < sizeof(qc) / sizeof(qc[0]); i++) {
+        const int64_t N = qc[i].heads * qc[i].D;
+        float *a = malloc((size_t)N * 4), *b = malloc((size_t)N * 4);
+        check_qcase(cpu, "cpu", qc[i].heads, qc[i].D, qc[i].K, qc[i].bits, qc[i].pb, qc[i].pe, qc[i].out, a);
+        check_qcase(gpu, "webgpu", qc[i].heads, qc[i].D, qc[i].K, qc[i].bits, qc[i].pb, qc[i].pe, qc[i].out, b);
+        int apart = 0;
+        for (int64_t j = 0; j < N; j++) apart += fabsf(a[j] - b[j]) > 4e-3f * (fabsf(a[j]) + 1.0f);
+        CHECK(apart == 0, "qlinear_rope case %zu: %d values apart between the CPU and WebGPU backends", i, apart);
+        free(a), free(b);
+    }
     /* the decode shape on WebGPU is one dispatch: norm, projection and rotation */
     wgt_execution_stats s0, s1;
     wgt_scope_push(gpu);
@@ -210,6 +302,15 @@ int main(void)
     stats = stats && wgt_execution_stats_get(gpu, &s1) == WGT_OK;
     CHECK(st == WGT_OK && stats && s1.dispatches - s0.dispatches == 1, "decode rope projection took %llu dispatches (1)",
           stats ? (unsigned long long)(s1.dispatches - s0.dispatches) : 0ull);
+    wgt_tensor *qw = NULL, *qs = NULL;
+    wgt_quantize_weight(wgt_ones(gpu, WGT_F32, 2, (int64_t[]){384, 256}), 4, &qw, &qs);
+    wgt_synchronize(gpu);
+    stats = wgt_execution_stats_get(gpu, &s0) == WGT_OK;
+    st = wgt_qlinear_rope_into(dst, x, qw, qs, 4, g, 1e-6, t, 2, 4);
+    stats = stats && wgt_execution_stats_get(gpu, &s1) == WGT_OK;
+    CHECK(st == WGT_OK && stats && s1.dispatches - s0.dispatches == 1, "decode q4 rope projection took %llu dispatches (1)",
+          stats ? (unsigned long long)(s1.dispatches - s0.dispatches) : 0ull);
+    wgt_tensor_release(qw), wgt_tensor_release(qs);
     wgt_scope_pop(gpu);
     /* without f16 kernels (emulated), the same values through the product and elementwise calls */
     wgt_context *emu = test_context_env(NULL, (const char *[]){"WGT_MATMUL_F16_EMULATE", "1", NULL});

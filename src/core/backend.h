@@ -283,6 +283,12 @@ typedef struct wgt_kernel_call {
          * norm and bias exclude each other; x may be f16 in a fused call. */
         bool norm, bias, swiglu;
         float eps;
+        /* rope (wgt_qlinear_rope_into, with norm; M = 1): inputs[4] is a
+         * table [4, D/2] and out [1, N] (f32 or f16) gets the f32 sums y
+         * rotated as MATMUL's rope epilogue rotates them (heads in
+         * [rope_pass_begin, rope_pass_end) stored as y) */
+        bool rope;
+        int64_t rope_pass_begin, rope_pass_end;
     } quant;
     struct {                     /* MATMUL */
         /* SwiGLU epilogue (wgt_linear_swiglu_ex): out is [.., M, N / 2] and
@@ -353,25 +359,25 @@ static inline int wgt_swiglu_elementwise_call(const char *op, const wgt_tensor_v
  * the table */
 #define WGT_ROPE_ROWS_EXPR "a * c + b * d"
 
-/* The rope epilogue as ELEMENTWISE calls (the CPU reference; WebGPU where its
- * fused GEMV epilogue does not apply): y [1, N] (the product rounded to out's
- * dtype, contiguous) into out [1, N] (contiguous), table t [4, D/2]: up to
+/* The rope epilogue (MATMUL's, QMATMUL's) as ELEMENTWISE calls (the CPU
+ * reference; WebGPU where its fused GEMV epilogue does not apply): y [1, N]
+ * (the product as stored, contiguous) into out [1, N] (contiguous), table t
+ * [4, D/2], heads [pass_begin, pass_end) copied: up to
  * three calls, the heads before the pass range rotated (WGT_ROPE_ROWS_EXPR
  * over [heads, 2, D/2] views), those in it copied ("a"), those after
  * rotated. calls[] and its count (*n) are filled; rot and copy hold the
  * parsed expressions they point at. Nonzero (err filled) when an expression
  * does not parse. */
-static inline int wgt_rope_rows_elementwise_calls(const char *op, const wgt_kernel_call *matmul,
-                                                  const wgt_tensor_view *y, const wgt_tensor_view *out, wgt_expr *rot,
-                                                  wgt_expr *copy, wgt_kernel_call *calls, int *n, char *err,
-                                                  int err_size)
+static inline int wgt_rope_rows_elementwise_calls(const char *op, const wgt_tensor_view *t, int64_t pass_begin,
+                                                  int64_t pass_end, const wgt_tensor_view *y,
+                                                  const wgt_tensor_view *out, wgt_expr *rot, wgt_expr *copy,
+                                                  wgt_kernel_call *calls, int *n, char *err, int err_size)
 {
     const wgt_expr_type types[4] = {WGT_EXPR_F32, WGT_EXPR_F32, WGT_EXPR_F32, WGT_EXPR_F32};
     if (wgt_expr_parse(WGT_ROPE_ROWS_EXPR, 4, types, rot, err, err_size)) return 1;
     if (wgt_expr_parse("a", 1, types, copy, err, err_size)) return 1;
-    const wgt_tensor_view *t = &matmul->inputs[3];
     const int64_t half = t->shape[1], D = 2 * half, N = out->shape[out->ndim - 1], heads = D ? N / D : 0;
-    const int64_t cut[4] = {0, matmul->matmul.rope_pass_begin, matmul->matmul.rope_pass_end, heads};
+    const int64_t cut[4] = {0, pass_begin, pass_end, heads};
     *n = 0;
     for (int part = 0; part < 3; part++) {
         const int64_t h0 = cut[part], nh = cut[part + 1] - cut[part];

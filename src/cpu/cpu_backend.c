@@ -197,6 +197,7 @@ static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
     if (call->kind == WGT_KERNEL_MATMUL && call->n_inputs == 3) n_in = 3; /* with a bias */
     if (call->kind == WGT_KERNEL_MATMUL && call->matmul.rope) n_in = 4;    /* the norm weight and the rope table */
     if (call->kind == WGT_KERNEL_QMATMUL && (call->quant.norm || call->quant.bias)) n_in = 4; /* its norm weight or bias */
+    if (call->kind == WGT_KERNEL_QMATMUL && call->quant.rope) n_in = 5;                        /* and the rope table */
     int n_out = call->kind == WGT_KERNEL_NN ? cpu_nn_output_count(call) : expected_outputs[call->kind];
     if (call->kind == WGT_KERNEL_NN) n_in = cpu_nn_input_count(call);
     if (call->kind == WGT_KERNEL_CONV) n_in = wgt_conv_call_inputs(call), n_out = wgt_conv_call_outputs(call);

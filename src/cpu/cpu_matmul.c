@@ -335,7 +335,7 @@ static wgt_status matmul_rope(cpu_backend *b, const wgt_kernel_call *call)
     wgt_kernel_call ew[3];
     int n = 0;
     char err[160];
-    if (s == WGT_OK && wgt_rope_rows_elementwise_calls(call->op_name, call, &y, out, &rot, &copy, ew, &n, err,
+    if (s == WGT_OK && wgt_rope_rows_elementwise_calls(call->op_name, &call->inputs[3], call->matmul.rope_pass_begin, call->matmul.rope_pass_end, &y, out, &rot, &copy, ew, &n, err,
                                                        (int)sizeof(err)))
         s = cpu_fail(b, call, WGT_ERR_INTERNAL, "rope expression: %s", err);
     for (int i = 0; s == WGT_OK && i < n; i++) s = cpu_run_elementwise(b, &ew[i]);

@@ -17,6 +17,18 @@ bool cpu_quant_supports(const wgt_kernel_call *call)
 {
     const bool aux = call->quant.norm || call->quant.bias;
     const wgt_dtype xt = call->inputs[0].dtype;
+    if (call->quant.rope) { /* with the norm: one row, a [4, D/2] float table, f32 or f16 out */
+        const wgt_tensor_view *t = &call->inputs[4], *o = &call->outputs[0];
+        if (!call->quant.norm || call->n_inputs != 5 || call->quant.swiglu || t->ndim != 2 || t->shape[0] != 4 ||
+            (t->dtype != WGT_F32 && t->dtype != WGT_F16) || (o->dtype != WGT_F32 && o->dtype != WGT_F16) ||
+            call->inputs[0].shape[0] != 1)
+            return false;
+        wgt_kernel_call plain = *call;
+        plain.n_inputs = 4;
+        plain.quant.rope = false;
+        plain.outputs[0].dtype = WGT_F32;
+        return cpu_quant_supports(&plain);
+    }
     return call->n_inputs == 3 + aux && !(call->quant.norm && call->quant.bias) &&
            (xt == WGT_F32 || (xt == WGT_F16 && (aux || call->quant.swiglu))) && call->inputs[1].dtype == WGT_I32 &&
            call->inputs[2].dtype == WGT_F32 && call->outputs[0].dtype == WGT_F32 && (!aux || call->inputs[3].dtype == WGT_F32) &&
@@ -67,8 +79,39 @@ static void group_codes(const int32_t *row, int bits, int64_t g, float codes[32]
     }
 }
 
+/* QMATMUL with the rope epilogue (wgt_qlinear_rope_into): the product (with
+ * its norm) into an f32 temporary, then the ELEMENTWISE calls of
+ * wgt_rope_rows_elementwise_calls into out: the definition, and the
+ * reference for WebGPU's fused epilogue. */
+static wgt_status qmatmul_rope(cpu_backend *b, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *out = &call->outputs[0];
+    wgt_tensor_view y = *out;
+    y.dtype = WGT_F32;
+    y.offset = 0;
+    y.storage = wgt_storage_create(b->base.ctx, (size_t)out->shape[1] * 4 + 4, call->op_name);
+    if (!y.storage) return wgt_context_status(b->base.ctx);
+    wgt_kernel_call q = *call;
+    q.outputs[0] = y;
+    q.n_inputs = 4;
+    q.quant.rope = false;
+    wgt_status s = cpu_run_qmatmul(b, &q);
+    wgt_expr rot, copy;
+    wgt_kernel_call ew[3];
+    int n = 0;
+    char err[160];
+    if (s == WGT_OK && wgt_rope_rows_elementwise_calls(call->op_name, &call->inputs[4], call->quant.rope_pass_begin,
+                                                       call->quant.rope_pass_end, &y, out, &rot, &copy, ew, &n, err,
+                                                       (int)sizeof(err)))
+        s = cpu_fail(b, call, WGT_ERR_INTERNAL, "rope expression: %s", err);
+    for (int i = 0; s == WGT_OK && i < n; i++) s = cpu_run_elementwise(b, &ew[i]);
+    wgt_storage_release(b->base.ctx, y.storage);
+    return s;
+}
+
 wgt_status cpu_run_qmatmul(cpu_backend *b, const wgt_kernel_call *call)
 {
+    if (call->quant.rope) return qmatmul_rope(b, call);
     const wgt_tensor_view *x = &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2], *out = &call->outputs[0];
     if (!cpu_quant_supports(call)) return cpu_fail(b, call, WGT_ERR_UNSUPPORTED, "qmatmul: dtypes or bits unsupported");
     const int64_t M = x->shape[0], K = x->shape[1], N = q->shape[0], G = K / 32;

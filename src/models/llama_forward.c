@@ -248,15 +248,24 @@ static bool norm_in_projection(const llama_model *m, wgt_tensor *x)
            decode_fuse_level(m) >= 2;
 }
 
-/* Decode with f16 weights and tables, the norm fused (norm_in_projection), no
- * q/k/v bias: RMSNorm, projection and rotation in one call (one dispatch on
+/* Quantized weights in fused decode: each projection is one wgt_qlinear_ex
+ * (the RMSNorm, residual add and SwiGLU inside; its kernel stages the row in
+ * workgroup memory anyway, so the norm costs one pass over 4 KiB there). */
+static bool quant_decode(const llama_model *m, wgt_tensor *x)
+{
+    return x && m->bits && wgt_tensor_dim(x, 0) == 1 && decode_fuse_level(m) >= 2;
+}
+
+/* Decode with the norm fused into the q/k/v projection (f16 weights:
+ * norm_in_projection; quantized: quant_decode), llama3 tables, no q/k/v
+ * bias: RMSNorm, projection and rotation in one call (one dispatch on
  * WebGPU), stored into the cache as rotate_qkv_into_cache stores them, the v
  * heads [Hkv, 2 Hkv) unrotated (rotate_qkv_into_cache's position-0 rows give
  * them unchanged too): fusion level 3 (decode_fuse_level). */
 static bool project_rotate_wanted(const llama_model *m, const llama_layer *L, wgt_tensor *x)
 {
-    return m->kv_first && m->rope_tab && wgt_tensor_dtype(m->rope_tab) == WGT_F16 && !L->b_qkv &&
-           norm_in_projection(m, x) && decode_fuse_level(m) >= 3;
+    return m->kv_first && m->rope_tab && !L->b_qkv && decode_fuse_level(m) >= 3 &&
+           (norm_in_projection(m, x) || quant_decode(m, x));
 }
 
 static void project_rotate_into_cache(llama_cache *c, int l, wgt_tensor *x, int64_t pos0, wgt_tensor **q)
@@ -266,16 +275,12 @@ static void project_rotate_into_cache(llama_cache *c, int l, wgt_tensor *x, int6
     const int64_t Hkv = m->cfg.n_kv_heads, half = m->cfg.head_dim / 2;
     wgt_tensor *run = cache_token_run(c, l, pos0, q);
     wgt_tensor *table = wgt_reshape(wgt_slice(m->rope_tab, 0, pos0, pos0 + 1, 1), 2, (int64_t[]){4, half});
-    wgt_rms_norm_linear_rope_into(run, x, L->attn_norm, m->cfg.rms_eps, L->w_qkv, table, Hkv, 2 * Hkv);
+    if (m->bits)
+        wgt_qlinear_rope_into(run, x, L->w_qkv, L->s_qkv, m->bits, L->attn_norm, m->cfg.rms_eps, table, Hkv, 2 * Hkv);
+    else
+        wgt_rms_norm_linear_rope_into(run, x, L->attn_norm, m->cfg.rms_eps, L->w_qkv, table, Hkv, 2 * Hkv);
 }
 
-/* Quantized weights in fused decode: each projection is one wgt_qlinear_ex
- * (the RMSNorm, residual add and SwiGLU inside; its kernel stages the row in
- * workgroup memory anyway, so the norm costs one pass over 4 KiB there). */
-static bool quant_decode(const llama_model *m, wgt_tensor *x)
-{
-    return x && m->bits && wgt_tensor_dim(x, 0) == 1 && decode_fuse_level(m) >= 2;
-}
 
 /* x + attention(RMSNorm(x)) for the residual stream x [T, C] */
 static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t T)

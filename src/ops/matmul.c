@@ -384,16 +384,13 @@ wgt_status wgt_rms_norm_linear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_ten
     if (wgt_tape_wants(ctx, 4, args))
         return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: no gradient rule; an argument requires grad (run under "
                          "wgt_no_grad_push)", op);
-    if (!wgt_op_check_inplace(ctx, dst, op)) return ctx->status;
     const wgt_dtype out_dtype = dst->view.dtype;
     if (out_dtype != WGT_F32 && out_dtype != WGT_F16)
         return wgt_error(ctx, WGT_ERR_DTYPE, "%s: dst %s: need f32 or f16", op, wgt_dtype_name(out_dtype));
     if (!check_linear_args(ctx, op, x, weight, NULL, out_dtype, true)) return ctx->status;
     const wgt_tensor_view *vx = &x->view, *vg = &norm_weight->view, *vw = &weight->view, *vt = &table->view;
-    char xs[160], ts[160], ds[160];
+    char xs[160];
     wgt_shape_string(vx->ndim, vx->shape, xs, sizeof(xs));
-    wgt_shape_string(vt->ndim, vt->shape, ts, sizeof(ts));
-    wgt_shape_string(dst->view.ndim, dst->view.shape, ds, sizeof(ds));
     const int64_t K = vw->shape[1], N = vw->shape[0];
     if (vx->dtype != WGT_F32 || vx->ndim != 2 || vx->shape[0] != 1 || !wgt_view_is_contiguous(vx))
         return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: x %s %s: need one contiguous f32 row [1, in]", op,
@@ -403,23 +400,7 @@ wgt_status wgt_rms_norm_linear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_ten
                          wgt_dtype_name(vg->dtype), (long long)(vg->ndim ? vg->shape[0] : 0), (long long)K);
     if (!(eps >= 0) || !isfinite(eps))
         return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: eps %g: need a finite eps >= 0", op, eps);
-    if ((vt->dtype != WGT_F32 && vt->dtype != WGT_F16) || vt->ndim != 2 || vt->shape[0] != 4 || vt->shape[1] < 1 ||
-        vt->strides[1] != 1)
-        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: table %s %s: need f32 or f16 [4, D/2] with unit row stride",
-                         op, wgt_dtype_name(vt->dtype), ts);
-    const int64_t D = 2 * vt->shape[1], heads = N / D;
-    if (N % D != 0)
-        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: weight [%lld, %lld] and table %s: %lld rows are not whole "
-                         "heads of %lld", op, (long long)N, (long long)K, ts, (long long)N, (long long)D);
-    if (pass_begin < 0 || pass_begin > pass_end || pass_end > heads)
-        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: pass range [%lld, %lld) outside the %lld heads", op,
-                         (long long)pass_begin, (long long)pass_end, (long long)heads);
-    if (wgt_shape_numel(dst->view.ndim, dst->view.shape) != N || !wgt_view_is_contiguous(&dst->view))
-        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: dst %s: need %lld contiguous elements", op, ds,
-                         (long long)N);
-    for (int i = 0; i < 4; i++)
-        if (args[i]->view.storage == dst->view.storage)
-            return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: dst shares an input's storage", op);
+    if (!wgt_op_check_rope_into(ctx, op, dst, table, N, pass_begin, pass_end, args, 4)) return ctx->status;
     wgt_kernel_call call;
     memset(&call, 0, sizeof(call));
     call.kind = WGT_KERNEL_MATMUL;

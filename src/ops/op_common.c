@@ -169,3 +169,44 @@ mismatch : {
     return false;
 }
 }
+
+bool wgt_op_check_rope_into(wgt_context *ctx, const char *op, wgt_tensor *dst, wgt_tensor *table, int64_t N,
+                            int64_t pass_begin, int64_t pass_end, wgt_tensor *const *inputs, int n_inputs)
+{
+    const wgt_tensor_view *vt = &table->view;
+    char ts[160], ds[160];
+    wgt_shape_string(vt->ndim, vt->shape, ts, sizeof(ts));
+    wgt_shape_string(dst->view.ndim, dst->view.shape, ds, sizeof(ds));
+    if (!wgt_op_check_inplace(ctx, dst, op)) return false;
+    if (dst->view.dtype != WGT_F32 && dst->view.dtype != WGT_F16) {
+        wgt_error(ctx, WGT_ERR_DTYPE, "%s: dst %s: need f32 or f16", op, wgt_dtype_name(dst->view.dtype));
+        return false;
+    }
+    if ((vt->dtype != WGT_F32 && vt->dtype != WGT_F16) || vt->ndim != 2 || vt->shape[0] != 4 || vt->shape[1] < 1 ||
+        vt->strides[1] != 1) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: table %s %s: need f32 or f16 [4, D/2] with unit row stride", op,
+                  wgt_dtype_name(vt->dtype), ts);
+        return false;
+    }
+    const int64_t D = 2 * vt->shape[1], heads = N / D;
+    if (N % D != 0) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: %lld output rows and table %s: not whole heads of %lld", op,
+                  (long long)N, ts, (long long)D);
+        return false;
+    }
+    if (pass_begin < 0 || pass_begin > pass_end || pass_end > heads) {
+        wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: pass range [%lld, %lld) outside the %lld heads", op,
+                  (long long)pass_begin, (long long)pass_end, (long long)heads);
+        return false;
+    }
+    if (wgt_shape_numel(dst->view.ndim, dst->view.shape) != N || !wgt_view_is_contiguous(&dst->view)) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: dst %s: need %lld contiguous elements", op, ds, (long long)N);
+        return false;
+    }
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i]->view.storage == dst->view.storage) {
+            wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: dst shares an input's storage", op);
+            return false;
+        }
+    return true;
+}

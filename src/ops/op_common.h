@@ -38,6 +38,14 @@ struct wgt_grad_node *wgt_op_record_expr(wgt_tensor **out, wgt_op op, int n_inpu
 /* In-place writes (fill, assign, tensor_write) refuse a destination on the
  * tape while grad mode is on; false + error. */
 bool wgt_op_check_inplace(wgt_context *ctx, const wgt_tensor *dst, const char *op);
+/* The destination and table of the decode rope projections
+ * (wgt_rms_norm_linear_rope_into, wgt_qlinear_rope_into) for N output rows:
+ * dst N contiguous f32 or f16 elements, not on the tape, sharing no storage
+ * with inputs[0 .. n_inputs); table f32 or f16 [4, D/2] with unit row
+ * stride, N whole heads of D; 0 <= pass_begin <= pass_end <= heads. false +
+ * an error naming op and the cause. */
+bool wgt_op_check_rope_into(wgt_context *ctx, const char *op, wgt_tensor *dst, wgt_tensor *table, int64_t N,
+                            int64_t pass_begin, int64_t pass_end, wgt_tensor *const *inputs, int n_inputs);
 
 /* Zeros of like's shape (f32) with src scatter-added along axis (as
  * wgt_scatter_add, without copying the zeros first; not recorded): the

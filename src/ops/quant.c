@@ -233,3 +233,101 @@ wgt_tensor *wgt_qlinear_ex(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scale
     static const wgt_qlinear_fusion none = {0};
     return qlinear(x, qweight, scales, bits, fusion ? fusion : &none, "wgt_qlinear_ex");
 }
+
+/* wgt_qlinear_rope_into where the backend has no fused call (WebGPU: an x
+ * past its workgroup memory): wgt_qlinear_ex with the norm, then the
+ * ELEMENTWISE calls of the rotation (backend.h), into out (dst's view). */
+static wgt_status qlinear_rope_composed(wgt_context *ctx, wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales,
+                                        int bits, wgt_tensor *norm_weight, double eps, const wgt_tensor_view *table,
+                                        int64_t pass_begin, int64_t pass_end, const wgt_tensor_view *out,
+                                        const char *op)
+{
+    wgt_qlinear_fusion f = {.norm_weight = norm_weight, .norm_eps = eps};
+    wgt_tensor *y = wgt_qlinear_ex(x, qweight, scales, bits, &f);
+    if (!y) return wgt_context_status(ctx);
+    wgt_scope_remove(y);
+    wgt_expr rot, copy;
+    wgt_kernel_call ew[3];
+    int n = 0;
+    char err[160];
+    wgt_status s = WGT_OK;
+    if (wgt_rope_rows_elementwise_calls(op, table, pass_begin, pass_end, &y->view, out, &rot, &copy, ew, &n, err,
+                                        (int)sizeof(err)))
+        s = wgt_error(ctx, WGT_ERR_INTERNAL, "%s: rope expression: %s", op, err);
+    for (int i = 0; s == WGT_OK && i < n; i++) s = wgt_run_kernel(ctx, &ew[i]);
+    wgt_tensor_release(y);
+    return s;
+}
+
+/* The quantized form of wgt_rms_norm_linear_rope_into (llama_forward.c's
+ * quantized decode): QMATMUL with the norm and the rope epilogue, into dst. */
+wgt_status wgt_qlinear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits,
+                                 wgt_tensor *norm_weight, double eps, wgt_tensor *table, int64_t pass_begin,
+                                 int64_t pass_end)
+{
+    const char *op = "wgt_qlinear_rope_into";
+    wgt_tensor *args[6] = {x, qweight, scales, norm_weight, table, dst};
+    if (!dst) return WGT_ERR_INVALID_ARGUMENT;
+    wgt_context *ctx = wgt_op_begin(op, 6, args);
+    if (!ctx) return dst->ctx ? dst->ctx->status : WGT_ERR_INVALID_ARGUMENT;
+    if (!bits_ok(ctx, bits, op)) return ctx->status;
+    if (wgt_tape_wants(ctx, 5, args))
+        return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: no gradient rule; an argument requires grad (run under "
+                         "wgt_no_grad_push)", op);
+    const wgt_tensor_view *vx = &x->view, *vq = &qweight->view, *vs = &scales->view, *vg = &norm_weight->view;
+    char xs[160], qs[160];
+    wgt_shape_string(vx->ndim, vx->shape, xs, sizeof(xs));
+    wgt_shape_string(vq->ndim, vq->shape, qs, sizeof(qs));
+    const int64_t K = vx->ndim == 2 ? vx->shape[1] : 0, N = vq->ndim == 2 ? vq->shape[0] : 0;
+    if (vx->dtype != WGT_F32 || vx->ndim != 2 || vx->shape[0] != 1 || K % QGROUP || K == 0 || vq->dtype != WGT_I32 ||
+        vq->ndim != 2 || vq->shape[1] != K * bits / 32 || vs->dtype != WGT_F32 || vs->ndim != 2 || vs->shape[0] != N ||
+        vs->shape[1] != K / QGROUP)
+        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: x %s %s, qweight %s %s at %d bits: need one f32 row [1, K] "
+                         "(K a positive multiple of 32), qweight i32 [N, K * %d / 32], scales f32 [N, K / 32]", op,
+                         wgt_dtype_name(vx->dtype), xs, wgt_dtype_name(vq->dtype), qs, bits, bits);
+    if (vg->dtype != WGT_F32 || vg->ndim != 1 || vg->shape[0] != K)
+        return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: norm weight %s: need f32 [%lld]", op,
+                         wgt_dtype_name(vg->dtype), (long long)K);
+    if (!(eps >= 0) || !isfinite(eps))
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: eps %g: need a finite eps >= 0", op, eps);
+    if (!wgt_op_check_rope_into(ctx, op, dst, table, N, pass_begin, pass_end, args, 5)) return ctx->status;
+    /* the kernels read x, qweight, scales and the norm weight as rows from offsets that are multiples of 4 */
+    wgt_tensor *in[4] = {NULL, NULL, NULL, NULL};
+    bool ok = true;
+    for (int i = 0; i < 4 && ok; i++) {
+        in[i] = wgt_contiguous(args[i]);
+        if (in[i] && in[i]->view.offset % 4 != 0) {
+            wgt_tensor *c = wgt_copy(in[i]);
+            wgt_tensor_release(in[i]);
+            in[i] = c;
+        }
+        ok = in[i] != NULL;
+    }
+    wgt_status s = ok ? WGT_OK : wgt_context_status(ctx);
+    if (ok) {
+        wgt_kernel_call call;
+        memset(&call, 0, sizeof(call));
+        call.kind = WGT_KERNEL_QMATMUL;
+        call.op_name = op;
+        call.quant.bits = bits;
+        call.quant.norm = true;
+        call.quant.eps = (float)eps;
+        call.quant.rope = true;
+        call.quant.rope_pass_begin = pass_begin;
+        call.quant.rope_pass_end = pass_end;
+        call.n_inputs = 5;
+        for (int i = 0; i < 4; i++) call.inputs[i] = in[i]->view;
+        call.inputs[4] = table->view;
+        call.n_outputs = 1;
+        wgt_tensor_view o = dst->view;
+        o.ndim = 2;
+        o.shape[0] = 1, o.shape[1] = N;
+        o.strides[0] = N, o.strides[1] = 1;
+        call.outputs[0] = o;
+        if (ctx->backend->vt->supports(ctx->backend, &call)) s = wgt_run_kernel(ctx, &call);
+        else s = qlinear_rope_composed(ctx, x, qweight, scales, bits, norm_weight, eps, &table->view, pass_begin,
+                                       pass_end, &o, op);
+    }
+    for (int i = 0; i < 4; i++) wgt_tensor_release(in[i]);
+    return s;
+}

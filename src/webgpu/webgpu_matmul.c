@@ -680,7 +680,7 @@ static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, bool
     wgt_kernel_call ew[3];
     int n = 0;
     char err[160];
-    if (s == WGT_OK && wgt_rope_rows_elementwise_calls(op, call, &y, out, &rot, &copy, ew, &n, err, (int)sizeof(err)))
+    if (s == WGT_OK && wgt_rope_rows_elementwise_calls(op, &call->inputs[3], call->matmul.rope_pass_begin, call->matmul.rope_pass_end, &y, out, &rot, &copy, ew, &n, err, (int)sizeof(err)))
         s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: rope expression: %s", op, err);
     for (int i = 0; s == WGT_OK && i < n; i++) s = webgpu_elementwise_run(wg, &ew[i]);
     webgpu_temp_release(wg, &y);

@@ -27,6 +27,7 @@ typedef struct quant_params {
     uint32_t tiles_n;        /* quant_matmul_tiled: ceil(N / BN) */
     uint32_t aux_offset;     /* quant_gemv_rows: the norm weight's or bias's first element */
     float eps;               /* quant_gemv_rows: the norm's */
+    uint32_t rope_offset, rope_row, rope_pass_begin, rope_pass_end; /* quant_gemv_rows's rope epilogue */
 } quant_params;
 
 #define QUANT_ROWS 4       /* ROWS of quant_matmul */
@@ -119,6 +120,20 @@ static bool fused_supported(const webgpu_backend *wg, const wgt_kernel_call *cal
 bool webgpu_quant_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *x = &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2];
+    if (call->quant.rope) { /* the norm's fused call with the rope epilogue: quant_gemv_rows alone */
+        const wgt_tensor_view *t = &call->inputs[4], *o = &call->outputs[0];
+        const bool f16_ok = wg->has_f16 && !wg->knobs.disable_f16;
+        if (!call->quant.norm || call->n_inputs != 5 || call->quant.swiglu || call->quant.bias || t->ndim != 2 ||
+            t->shape[0] != 4 || t->strides[1] != 1 || (t->dtype != WGT_F32 && !(t->dtype == WGT_F16 && f16_ok)) ||
+            (o->dtype != WGT_F32 && !(o->dtype == WGT_F16 && f16_ok)) || !wgt_view_is_contiguous(o) ||
+            q->shape[0] % 2 || x->shape[0] != 1)
+            return false;
+        wgt_kernel_call plain = *call;
+        plain.n_inputs = 4;
+        plain.quant.rope = false;
+        plain.outputs[0].dtype = WGT_F32;
+        return webgpu_quant_supports(wg, &plain);
+    }
     const bool fused = call->quant.norm || call->quant.bias || call->quant.swiglu || x->dtype == WGT_F16;
     return (x->dtype == WGT_F32 || x->dtype == WGT_F16) && q->dtype == WGT_I32 && s->dtype == WGT_F32 &&
            call->outputs[0].dtype == WGT_F32 && (call->quant.bits == 8 || call->quant.bits == 4) &&
@@ -132,36 +147,57 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
 {
     const char *op = call->op_name;
     const bool x16 = call->inputs[0].dtype == WGT_F16, norm = call->quant.norm, bias = call->quant.bias;
-    const bool swiglu = call->quant.swiglu;
+    const bool swiglu = call->quant.swiglu, rope = call->quant.rope;
     const unsigned threads = gemv_row_threads(wg, p->K, (int)p->bits);
     const unsigned unroll = wg->knobs.quant_gemv_rows[1] ? wg->knobs.quant_gemv_rows[1] : 1;
     const unsigned xs = gemv_x_slots(wg, p->K, (int)p->bits);
-    const unsigned rpt = webgpu_gemv_rows_per_thread(wg, p->N, 256 / threads, 1);
-    char key[128];
-    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u:%d%d%d%d:rpt%u", threads, unroll, p->bits, xs, x16, norm,
-             bias, swiglu, rpt);
+    /* the rope epilogue: an invocation's two rows are a head's i and i + D/2 */
+    const unsigned rpt = rope ? 2 : webgpu_gemv_rows_per_thread(wg, p->N, 256 / threads, 1);
+    const wgt_tensor_view *table = rope ? &call->inputs[4] : NULL;
+    const bool out16 = call->outputs[0].dtype == WGT_F16, table16 = table && table->dtype == WGT_F16;
+    const unsigned d2 = table ? (unsigned)table->shape[1] : 1;
+    char key[160];
+    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u:%d%d%d%d:rpt%u:rope%d%d%d%u", threads, unroll, p->bits, xs,
+             x16, norm, bias, swiglu, rpt, rope, out16, table16, d2);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *body = webgpu_kernel_source("quant_gemv_rows"), *codes = webgpu_kernel_source("quant_codes");
-        if (!body || !codes) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel quant_gemv_rows is not embedded", op);
-        char prelude[768];
+        const char *ew = rope && out16 ? webgpu_kernel_source("elementwise_common") : "";
+        if (!body || !codes || !ew)
+            return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel quant_gemv_rows is not embedded", op);
+        /* out, and with ROPE the table and the epilogue's helpers (ew_opaque's
+         * uniform zero is params._p0) */
+        char rope_text[768];
+        snprintf(rope_text, sizeof(rope_text),
+                 "alias OUT_T = %s;\n@group(0) @binding(4) var<storage, read_write> out: array<OUT_T>;\n"
+                 "const ROPE: bool = %s;\nconst D2: u32 = %uu;\n%s%s%s",
+                 out16 ? "f16" : "f32", rope ? "true" : "false", d2,
+                 rope ? "fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params._p0); }\n"
+                        "fn rope_load(i: u32) -> f32 { return f32(rope_tab[i]); }\n"
+                      : "fn ew_opaque(x: f32) -> f32 { return x; }\nfn rope_load(i: u32) -> f32 { return 0.0; }\n",
+                 !rope ? "" : table16 ? "@group(0) @binding(6) var<storage, read> rope_tab: array<f16>;\n"
+                                      : "@group(0) @binding(6) var<storage, read> rope_tab: array<f32>;\n",
+                 out16 ? "fn rope_store(v: f32) -> OUT_T { return f16(ew_f16_to_f32_exact(ew_f32_to_f16_exact(v))); }\n"
+                       : "fn rope_store(v: f32) -> OUT_T { return v; }\n");
+        char prelude[1600];
         snprintf(prelude, sizeof(prelude),
-                 "const ROW_THREADS: u32 = %uu;\nconst RPT: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\n"
-                 "const XS: u32 = %uu;\nconst NORM: bool = %s;\nconst BIAS: bool = %s;\nconst SWIGLU: bool = %s;\n%s",
-                 threads, rpt, unroll, p->bits, xs, norm ? "true" : "false", bias ? "true" : "false",
-                 swiglu ? "true" : "false",
+                 "%sconst ROW_THREADS: u32 = %uu;\nconst RPT: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\n"
+                 "const XS: u32 = %uu;\nconst NORM: bool = %s;\nconst BIAS: bool = %s;\nconst SWIGLU: bool = %s;\n%s%s",
+                 out16 || table16 ? "enable f16;\n" : "", threads, rpt, unroll, p->bits, xs, norm ? "true" : "false",
+                 bias ? "true" : "false", swiglu ? "true" : "false", rope_text,
                  x16 ? "@group(0) @binding(1) var<storage, read> x: array<vec2<u32>>;   // f16, 4 a slot\n"
                        "fn x_load(i: u32) -> vec4<f32> {\n"
                        "    let w = x[i];\n"
                        "    return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));\n}\n"
                      : "@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;\n"
                        "fn x_load(i: u32) -> vec4<f32> { return x[i]; }\n");
-        size_t n = strlen(prelude) + strlen(codes) + strlen(body) + 1;
+        size_t n = strlen(prelude) + strlen(ew) + strlen(codes) + strlen(body) + 2;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s%s%s", prelude, codes, body);
-        static const bool read_only[5] = {true, true, true, false, true}; /* x, q, scales, out, aux */
-        wgt_status st = webgpu_pipeline_create_ex(wg, key, source, NULL, 5, read_only, true, false, false, op, &pipe);
+        snprintf(source, n, "%s%s\n%s%s", prelude, ew, codes, body);
+        static const bool read_only[6] = {true, true, true, false, true, true}; /* x, q, scales, out, aux, table */
+        wgt_status st = webgpu_pipeline_create_ex(wg, key, source, NULL, rope ? 6 : 5, read_only, true, false, false, op,
+                                                  &pipe);
         free(source);
         if (st != WGT_OK) return st;
     }
@@ -170,12 +206,18 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
     const wgt_tensor_view *aux = norm || bias ? &call->inputs[3] : s;
     p->aux_offset = norm || bias ? (uint32_t)aux->offset : 0;
     p->eps = call->quant.eps;
+    if (table) {
+        p->rope_offset = (uint32_t)table->offset;
+        p->rope_row = (uint32_t)table->strides[0];
+        p->rope_pass_begin = (uint32_t)call->quant.rope_pass_begin;
+        p->rope_pass_end = (uint32_t)call->quant.rope_pass_end;
+    }
     uint32_t gx, gy;
     const uint64_t rows = (uint64_t)(256 / threads) * rpt; /* per workgroup */
     wgt_status st = webgpu_grid(wg, ((uint64_t)p->N + rows - 1) / rows, &gx, &gy, op);
-    WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(q), webgpu_view_buffer(s),
-                             webgpu_view_buffer(out), webgpu_view_buffer(aux)};
-    if (st == WGT_OK) st = webgpu_dispatch(wg, pipe, buffers, 5, p, sizeof(*p), gx, gy, 1, op);
+    WGPUBuffer buffers[6] = {webgpu_view_buffer(x), webgpu_view_buffer(q), webgpu_view_buffer(s),
+                             webgpu_view_buffer(out), webgpu_view_buffer(aux), table ? webgpu_view_buffer(table) : NULL};
+    if (st == WGT_OK) st = webgpu_dispatch(wg, pipe, buffers, rope ? 6 : 5, p, sizeof(*p), gx, gy, 1, op);
     return st;
 }
 
@@ -202,7 +244,7 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
     p.x_offset = (uint32_t)(x->offset / 4), p.q_offset = (uint32_t)(q->offset / 4);
     p.s_offset = (uint32_t)s->offset, p.out_offset = (uint32_t)out->offset;
     p.row_blocks = (uint32_t)((M + QUANT_ROWS - 1) / QUANT_ROWS);
-    const bool gemv_rows = M == 1 && (wg->knobs.quant_gemv == 2 || call->n_inputs == 4 || call->quant.swiglu ||
+    const bool gemv_rows = M == 1 && (wg->knobs.quant_gemv == 2 || call->n_inputs >= 4 || call->quant.swiglu ||
                                       x->dtype == WGT_F16);
     const bool gemv = M == 1 && wg->knobs.quant_gemv == 1;
     const bool tiled = M >= QUANT_TILED_MIN_M && wg->knobs.quant_tiled;

@@ -28,6 +28,15 @@
 // vec4s (128 bytes of workgroup memory at 4 bits, against 16 of codes) are
 // read once for the RPT rows' words; at RPT 1 those reads bounded the kernel.
 // Each row's sum takes the same operations in the same order whatever RPT is.
+// ROPE (prelude; wgt_qlinear_rope_into in LLM decode, with NORM): RPT = 2
+// and an invocation's rows are a head's i and i + D2 (D = 2 D2): row pair p
+// (the workgroup's first pair + slot) is head p / D2, i = p % D2. Lane 0
+// stores both sums rotated by the table (binding 6, rope_load) as
+// WGT_ROPE_ROWS_EXPR computes them (ew_opaque pins each rounding; its
+// uniform zero is params._p0), or as they are for heads in [rope_pass_begin,
+// rope_pass_end), through rope_store (out f32 or f16, rounded to nearest
+// even): the q/k/v projection and the rotation into the KV cache in one
+// dispatch.
 // Prelude: ROW_THREADS (a power of two <= 256), UNROLL (words in flight per
 // step), BITS (4 or 8), XS (vec4 slots of the staged x, 0: not staged),
 // NORM, BIAS, SWIGLU, and the x binding with its x_load(i) (vec4 i as f32).
@@ -41,6 +50,7 @@ struct Params {
     M: u32, N: u32, K: u32, bits: u32,
     x_offset: u32, q_offset: u32, s_offset: u32, out_offset: u32,   // x, q in vec4 units; s, out in elements
     row_blocks: u32, _p0: u32, aux_offset: u32, eps: f32,           // aux in elements (NORM, BIAS)
+    rope_offset: u32, rope_row: u32, rope_pass_begin: u32, rope_pass_end: u32,   // ROPE's table (elements)
 }
 
 const WG: u32 = 256u;
@@ -53,7 +63,7 @@ const WPG: u32 = 32u / WPW;            // words per scale group
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(2) var<storage, read> q: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> scales: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+// out (binding 4) in the prelude: array<f32>, or array<OUT_T> with ROPE
 @group(0) @binding(5) var<storage, read> aux: array<f32>;   // NORM: weight [K]; BIAS: bias [N]; else unused
 
 var<workgroup> partial: array<f32, WG * RPT>;   // [r][lid]; NORM's tree uses [0][lid]
@@ -141,13 +151,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         workgroupBarrier();
     }
     let lane = lid % ROW_THREADS;
-    let n0 = id * ROWS + (lid / ROW_THREADS) * RPT;   // this invocation's rows n0 ..
+    // this invocation's rows: n0 + r (r < RPT), or (ROPE) n0 + r D2
+    let pair = id * SLOTS + lid / ROW_THREADS;        // ROPE: its (i, i + D2) pair
+    var n0 = id * ROWS + (lid / ROW_THREADS) * RPT;
+    var step = 1u;
+    var live = n0 < params.N;
+    if (ROPE) {
+        n0 = (pair / D2) * (2u * D2) + pair % D2;
+        step = D2;
+        live = pair < params.N / 2u;
+    }
     var accs: array<array<f32, UNROLL>, RPT>;
-    if (n0 < params.N) {
+    if (live) {
         let row_words = params.K / WPW;
         let row_groups = params.K / 32u;
         var rows: array<u32, RPT>;
-        for (var r = 0u; r < RPT; r++) { rows[r] = min(n0 + r, params.N - 1u); }   // past N: dropped below
+        for (var r = 0u; r < RPT; r++) { rows[r] = min(n0 + r * step, params.N - 1u); }   // past N: dropped below
         var w = lane;
         for (; w + (UNROLL - 1u) * ROW_THREADS < row_words; w += UNROLL * ROW_THREADS) {
             for (var u = 0u; u < UNROLL; u++) {
@@ -172,6 +191,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         workgroupBarrier();
     }
+    if (ROPE) {
+        if (lane != 0u || !live) { return; }
+        let at = params.out_offset + n0;                  // out[n0], out[n0 + D2]
+        let ya = partial[lid];
+        let yb = partial[WG + lid];
+        let head = pair / D2;
+        if (head >= params.rope_pass_begin && head < params.rope_pass_end) {
+            out[at] = rope_store(ya);
+            out[at + D2] = rope_store(yb);
+            return;
+        }
+        let t = params.rope_offset + pair % D2;
+        let r = params.rope_row;
+        out[at] = rope_store(ew_opaque(ew_opaque(ya * rope_load(t)) + ew_opaque(yb * rope_load(t + 2u * r))));
+        out[at + D2] = rope_store(ew_opaque(ew_opaque(ya * rope_load(t + r)) + ew_opaque(yb * rope_load(t + 3u * r))));
+        return;
+    }
     // invocation lid < ROWS stores the workgroup's row lid
     let n = id * ROWS + lid;
     if (lid >= ROWS || n >= params.N) { return; }
@@ -182,9 +218,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if ((n & 1u) == 0u && n + 1u < params.N) {
             var up = row_sum(lid + 1u);
             if (BIAS) { up += aux[params.aux_offset + n + 1u]; }
-            out[params.out_offset + n / 2u] = sum / (1.0 + exp(-sum)) * up;
+            out[params.out_offset + n / 2u] = OUT_T(sum / (1.0 + exp(-sum)) * up);
         }
         return;
     }
-    out[params.out_offset + n] = sum;
+    out[params.out_offset + n] = OUT_T(sum);
 }
