@@ -244,9 +244,11 @@ static bool setup_attention_decode(bench_state *s)
     wgt_tensor_release(q32);
     if (!cache || !s->a) return false;
     wgt_tensor *rows = wgt_slice(cache, 0, 0, s->n, 1);
-    s->b = wgt_permute(wgt_slice(rows, 1, 0, 1, 1), (int[]){1, 2, 0, 3});
-    s->c = wgt_permute(wgt_slice(rows, 1, 1, 2, 1), (int[]){1, 2, 0, 3});
-    s->d = cache; /* keeps the views' buffer */
+    wgt_tensor *k = rows ? wgt_slice(rows, 1, 0, 1, 1) : NULL, *v = rows ? wgt_slice(rows, 1, 1, 2, 1) : NULL;
+    s->b = k ? wgt_permute(k, (int[]){1, 2, 0, 3}) : NULL;
+    s->c = v ? wgt_permute(v, (int[]){1, 2, 0, 3}) : NULL;
+    wgt_tensor_release(k), wgt_tensor_release(v), wgt_tensor_release(rows); /* the permuted views hold the buffer */
+    s->d = cache;
     return s->b && s->c;
 }
 static wgt_tensor *step_attention_decode(bench_state *s)
