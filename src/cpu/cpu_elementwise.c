@@ -659,3 +659,18 @@ wgt_status cpu_run_elementwise(cpu_backend *b, const wgt_kernel_call *call)
     }
     return WGT_OK;
 }
+
+wgt_status cpu_run_rope_rows(cpu_backend *b, const wgt_kernel_call *call, const wgt_tensor_view *table,
+                             int64_t pass_begin, int64_t pass_end, const wgt_tensor_view *y)
+{
+    wgt_expr rot, copy;
+    wgt_kernel_call ew[3];
+    int n = 0;
+    char err[160];
+    if (wgt_rope_rows_elementwise_calls(call->op_name, table, pass_begin, pass_end, y, &call->outputs[0], &rot, &copy,
+                                        ew, &n, err, (int)sizeof(err)))
+        return cpu_fail(b, call, WGT_ERR_INTERNAL, "rope expression: %s", err);
+    wgt_status s = WGT_OK;
+    for (int i = 0; s == WGT_OK && i < n; i++) s = cpu_run_elementwise(b, &ew[i]);
+    return s;
+}

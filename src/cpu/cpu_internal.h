@@ -296,6 +296,11 @@ void cpu_stream_fence(void);
 /* Each returns WGT_OK or records an error on b->base.ctx. The call has passed
  * cpu_check_call (views in bounds of their storage, ranks and dtypes valid). */
 wgt_status cpu_run_elementwise(cpu_backend *b, const wgt_kernel_call *call);
+/* The rope epilogue of MATMUL and QMATMUL (backend.h): the rotation of y (the
+ * product as stored, [1, N]) into call's out by table, as ELEMENTWISE calls
+ * (wgt_rope_rows_elementwise_calls); releases nothing. */
+wgt_status cpu_run_rope_rows(cpu_backend *b, const wgt_kernel_call *call, const wgt_tensor_view *table,
+                             int64_t pass_begin, int64_t pass_end, const wgt_tensor_view *y);
 wgt_status cpu_run_reduce(cpu_backend *b, const wgt_kernel_call *call);
 wgt_status cpu_run_cumsum(cpu_backend *b, const wgt_kernel_call *call);
 wgt_status cpu_run_softmax(cpu_backend *b, const wgt_kernel_call *call);

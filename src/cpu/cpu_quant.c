@@ -96,15 +96,8 @@ static wgt_status qmatmul_rope(cpu_backend *b, const wgt_kernel_call *call)
     q.n_inputs = 4;
     q.quant.rope = false;
     wgt_status s = cpu_run_qmatmul(b, &q);
-    wgt_expr rot, copy;
-    wgt_kernel_call ew[3];
-    int n = 0;
-    char err[160];
-    if (s == WGT_OK && wgt_rope_rows_elementwise_calls(call->op_name, &call->inputs[4], call->quant.rope_pass_begin,
-                                                       call->quant.rope_pass_end, &y, out, &rot, &copy, ew, &n, err,
-                                                       (int)sizeof(err)))
-        s = cpu_fail(b, call, WGT_ERR_INTERNAL, "rope expression: %s", err);
-    for (int i = 0; s == WGT_OK && i < n; i++) s = cpu_run_elementwise(b, &ew[i]);
+    if (s == WGT_OK) s = cpu_run_rope_rows(b, call, &call->inputs[4], call->quant.rope_pass_begin,
+                                           call->quant.rope_pass_end, &y);
     wgt_storage_release(b->base.ctx, y.storage);
     return s;
 }

@@ -110,6 +110,23 @@ static wgt_tensor *qlinear_composed(wgt_tensor *x, wgt_tensor *qweight, wgt_tens
     return y;
 }
 
+/* in[i]: args[i] contiguous from an offset that is a multiple of 4 (the
+ * kernels read rows as vec4s), a new reference; false when one failed (the
+ * ones made are in in[] for the caller to release). */
+static bool rows_aligned(wgt_tensor *const *args, int n, wgt_tensor **in)
+{
+    for (int i = 0; i < n; i++) {
+        in[i] = wgt_contiguous(args[i]);
+        if (in[i] && in[i]->view.offset % 4 != 0) {
+            wgt_tensor *c = wgt_copy(in[i]);
+            wgt_tensor_release(in[i]);
+            in[i] = c;
+        }
+        if (!in[i]) return false;
+    }
+    return true;
+}
+
 /* wgt_qlinear (f == NULL) and wgt_qlinear_ex */
 static wgt_tensor *qlinear(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits,
                            const wgt_qlinear_fusion *f, const char *op)
@@ -172,16 +189,7 @@ static wgt_tensor *qlinear(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scale
      * rows from offsets that are multiples of 4 */
     const int n_in = f && (f->norm_weight || f->bias) ? 4 : 3;
     wgt_tensor *in[4] = {NULL, NULL, NULL, NULL};
-    bool ok = true;
-    for (int i = 0; i < n_in && ok; i++) {
-        in[i] = wgt_contiguous(args[i]);
-        if (in[i] && in[i]->view.offset % 4 != 0) {
-            wgt_tensor *c = wgt_copy(in[i]);
-            wgt_tensor_release(in[i]);
-            in[i] = c;
-        }
-        ok = in[i] != NULL;
-    }
+    bool ok = rows_aligned(args, n_in, in);
     wgt_kernel_call call;
     memset(&call, 0, sizeof(call));
     call.kind = WGT_KERNEL_QMATMUL;
@@ -293,16 +301,7 @@ wgt_status wgt_qlinear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_tensor *qwe
     if (!wgt_op_check_rope_into(ctx, op, dst, table, N, pass_begin, pass_end, args, 5)) return ctx->status;
     /* the kernels read x, qweight, scales and the norm weight as rows from offsets that are multiples of 4 */
     wgt_tensor *in[4] = {NULL, NULL, NULL, NULL};
-    bool ok = true;
-    for (int i = 0; i < 4 && ok; i++) {
-        in[i] = wgt_contiguous(args[i]);
-        if (in[i] && in[i]->view.offset % 4 != 0) {
-            wgt_tensor *c = wgt_copy(in[i]);
-            wgt_tensor_release(in[i]);
-            in[i] = c;
-        }
-        ok = in[i] != NULL;
-    }
+    bool ok = rows_aligned(args, 4, in);
     wgt_status s = ok ? WGT_OK : wgt_context_status(ctx);
     if (ok) {
         wgt_kernel_call call;

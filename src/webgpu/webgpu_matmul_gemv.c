@@ -149,11 +149,13 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
         const char *ew_math = snippets ? webgpu_kernel_source("elementwise_math") : "";
         if (!ew_common || !ew_math)
             return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: the elementwise snippets are not embedded", op);
+        const char *rotate = webgpu_kernel_source("gemv_rope"); /* rope_rotate, referenced by every variant */
+        if (!rotate) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gemv_rope.wgsl is not embedded", op);
         size_t n = strlen(prelude) + strlen(swiglu) + strlen(rope) + strlen(ew_common) + strlen(ew_math) +
-                   strlen(common) + strlen(body) + 4;
+                   strlen(common) + strlen(body) + strlen(rotate) + 4;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s%s%s%s\n%s\n%s%s", prelude, swiglu, rope, ew_common, ew_math, common, body);
+        snprintf(source, n, "%s%s%s%s\n%s\n%s%s%s", prelude, swiglu, rope, ew_common, ew_math, common, body, rotate);
         static const bool read_only[5] = {true, true, false, true, true}; /* a, b, out, bias, rope table */
         const int n_storage = p->rope ? 5 : p->bias || p->norm ? 4 : 3;
         wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, n_storage, read_only, true, false, false, op,

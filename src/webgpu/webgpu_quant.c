@@ -191,10 +191,12 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
                        "    return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));\n}\n"
                      : "@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;\n"
                        "fn x_load(i: u32) -> vec4<f32> { return x[i]; }\n");
-        size_t n = strlen(prelude) + strlen(ew) + strlen(codes) + strlen(body) + 2;
+        const char *rotate = webgpu_kernel_source("gemv_rope"); /* rope_rotate, referenced by every variant */
+        if (!rotate) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gemv_rope.wgsl is not embedded", op);
+        size_t n = strlen(prelude) + strlen(ew) + strlen(codes) + strlen(body) + strlen(rotate) + 2;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s%s\n%s%s", prelude, ew, codes, body);
+        snprintf(source, n, "%s%s\n%s%s%s", prelude, ew, codes, body, rotate);
         static const bool read_only[6] = {true, true, true, false, true, true}; /* x, q, scales, out, aux, table */
         wgt_status st = webgpu_pipeline_create_ex(wg, key, source, NULL, rope ? 6 : 5, read_only, true, false, false, op,
                                                   &pipe);

@@ -179,12 +179,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             out[at + D2] = yb;
             return;
         }
-        let a = f32(ya);
-        let b = f32(yb);
-        let t = params.rope_offset + pair % D2;
-        let r = params.rope_row;
-        out[at] = rope_store(ew_opaque(ew_opaque(a * rope_load(t)) + ew_opaque(b * rope_load(t + 2u * r))));
-        out[at + D2] = rope_store(ew_opaque(ew_opaque(a * rope_load(t + r)) + ew_opaque(b * rope_load(t + 3u * r))));
+        out[at] = rope_store(rope_rotate(f32(ya), f32(yb), pair % D2, 0u));      // gemv_rope.wgsl
+        out[at + D2] = rope_store(rope_rotate(f32(ya), f32(yb), pair % D2, 1u));
         return;
     }
     // invocation lid < ROWS stores the workgroup's row lid

@@ -202,10 +202,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             out[at + D2] = rope_store(yb);
             return;
         }
-        let t = params.rope_offset + pair % D2;
-        let r = params.rope_row;
-        out[at] = rope_store(ew_opaque(ew_opaque(ya * rope_load(t)) + ew_opaque(yb * rope_load(t + 2u * r))));
-        out[at + D2] = rope_store(ew_opaque(ew_opaque(ya * rope_load(t + r)) + ew_opaque(yb * rope_load(t + 3u * r))));
+        out[at] = rope_store(rope_rotate(ya, yb, pair % D2, 0u));   // gemv_rope.wgsl
+        out[at + D2] = rope_store(rope_rotate(ya, yb, pair % D2, 1u));
         return;
     }
     // invocation lid < ROWS stores the workgroup's row lid
