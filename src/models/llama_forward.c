@@ -104,7 +104,7 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
  * rotation storing into the cache (rotate_qkv_into_cache): 9, 2 also the
  * attention RMSNorm in the q/k/v GEMV's prologue (8), 3 (the default) also the
  * rotation in that GEMV's epilogue, storing into the cache (7:
- * project_rotate_into_cache, f16 weights and tables), 4 the MLP's RMSNorm in
+ * project_rotate_into_cache, llama3 tables), 4 the MLP's RMSNorm in
  * the gate/up GEMV's prologue too (6). Every workgroup of a GEMV recomputes its prologue's
  * norm (reads of 8 bytes an input against 16 a row group's weights), a cost
  * that grows with the rows where the dispatch saved does not: on lavapipe
@@ -203,12 +203,6 @@ static void rotate_qkv(llama_cache *c, int l, wgt_tensor *qkv, int64_t pos0, int
     wgt_assign(dst, wgt_slice(y, 0, 0, 2, 1));
 }
 
-/* rotate_qkv for one token (decode) in one dispatch, the same values: the
- * kernel's output [G + 2, Hkv, 1, D] (k | v | q) is stored straight into the
- * cache [rows, 2, Hkv, D] from row pos0 on (wgt_fused_assign): its k and v
- * are row pos0, its q the G Hkv D values after them, the scratch rows that the
- * next tokens' k and v overwrite (the cache holds S = ceil(G / 2) rows past
- * its context for the last). *q: [1, H, 1, D], a view of those rows. */
 /* The cache rows from pos0 as a flat run of (G + 2) Hkv D values (k | v |
  * q of one token); *q: [1, H, 1, D], a view of its q part. */
 static wgt_tensor *cache_token_run(llama_cache *c, int l, int64_t pos0, wgt_tensor **q)
@@ -221,6 +215,12 @@ static wgt_tensor *cache_token_run(llama_cache *c, int l, int64_t pos0, wgt_tens
     return wgt_slice(flat, 0, 0, (G + 2) * Hkv * D, 1);
 }
 
+/* rotate_qkv for one token (decode) in one dispatch, the same values: the
+ * kernel's output [G + 2, Hkv, 1, D] (k | v | q) is stored straight into the
+ * cache [rows, 2, Hkv, D] from row pos0 on (wgt_fused_assign): its k and v
+ * are row pos0, its q the G Hkv D values after them, the scratch rows that the
+ * next tokens' k and v overwrite (the cache holds S = ceil(G / 2) rows past
+ * its context for the last). *q: [1, H, 1, D], a view of those rows. */
 static void rotate_qkv_into_cache(llama_cache *c, int l, wgt_tensor *qkv, int64_t pos0, wgt_tensor **q)
 {
     const llama_model *m = c->model;
@@ -230,7 +230,6 @@ static void rotate_qkv_into_cache(llama_cache *c, int l, wgt_tensor *qkv, int64_
     wgt_tensor *run = cache_token_run(c, l, pos0, q);
     wgt_fused_assign(wgt_reshape(run, 5, (int64_t[]){G + 2, Hkv, 1, 2, D / 2}), ROTATE_QKV_EXPR, in, 7);
 }
-
 
 /* [T, heads * D] -> [1, heads, T, D] (a view) */
 static wgt_tensor *heads(wgt_tensor *x, int64_t T, int64_t n, int64_t D)
@@ -280,7 +279,6 @@ static void project_rotate_into_cache(llama_cache *c, int l, wgt_tensor *x, int6
     else
         wgt_rms_norm_linear_rope_into(run, x, L->attn_norm, m->cfg.rms_eps, L->w_qkv, table, Hkv, 2 * Hkv);
 }
-
 
 /* x + attention(RMSNorm(x)) for the residual stream x [T, C] */
 static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t T)
