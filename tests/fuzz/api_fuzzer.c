@@ -323,7 +323,7 @@ static void call_view(fuzzer *f)
 
 static void call_compute(fuzzer *f)
 {
-    int which = below(f, 22);
+    int which = below(f, 24);
     /* reductions (an empty [2^31, 0] summed over dim 1 is 2^31 zeros), matmul,
      * pad and index_select: outputs can be larger than their inputs */
     bool sizes_add_up = which == 4 || which == 5 || which == 8 || which == 12 || which == 14;
@@ -410,6 +410,25 @@ static void call_compute(fuzzer *f)
     case 18: status_call(f, "wgt_assign", wgt_assign(a, b ? b : a)); break;
     case 19: status_call(f, "wgt_fill", wgt_fill(a, chance(f, 3) ? INFINITY : -2)); break;
     case 20: tensor_call(f, "wgt_layer_norm", wgt_layer_norm(a, b, c, chance(f, 4) ? -1 : 1e-5)); break;
+    case 21: { /* the decode rope projections: pool tensors in every role, pass ranges in and out of range */
+        wgt_tensor *t = small(f), *dst = small(f), *w = small(f);
+        int64_t pb = chance(f, 4) ? extreme(f) : below(f, 3), pe = chance(f, 4) ? extreme(f) : below(f, 4);
+        if (chance(f, 2))
+            status_call(f, "wgt_rms_norm_linear_rope_into",
+                        wgt_rms_norm_linear_rope_into(dst ? dst : a, a, b ? b : a, chance(f, 4) ? -1 : 1e-5,
+                                                      c ? c : a, t ? t : a, pb, pe));
+        else
+            status_call(f, "wgt_qlinear_rope_into",
+                        wgt_qlinear_rope_into(dst ? dst : a, a, b ? b : a, c ? c : a, chance(f, 2) ? 4 : 3,
+                                              t ? t : a, 1e-5, w ? w : a, pb, pe));
+        break;
+    }
+    case 22: { /* the decode fusions of the GEMVs */
+        if (chance(f, 2)) tensor_call(f, "wgt_rms_norm_linear_ex",
+                                      wgt_rms_norm_linear_ex(a, b ? b : a, 1e-5, c ? c : a, random_dtype(f), chance(f, 2)));
+        else tensor_call(f, "wgt_linear_swiglu_ex", wgt_linear_swiglu_ex(a, b ? b : a, random_dtype(f)));
+        break;
+    }
     default: tensor_call(f, "wgt_dropout", wgt_dropout(a, chance(f, 4) ? 1.5 : 0.25, fuzz_next(&f->rng))); break;
     }
 }
