@@ -660,17 +660,28 @@ wgt_status cpu_run_elementwise(cpu_backend *b, const wgt_kernel_call *call)
     return WGT_OK;
 }
 
-wgt_status cpu_run_rope_rows(cpu_backend *b, const wgt_kernel_call *call, const wgt_tensor_view *table,
-                             int64_t pass_begin, int64_t pass_end, const wgt_tensor_view *y)
+wgt_status cpu_run_rope_epilogue(cpu_backend *b, const wgt_kernel_call *call, wgt_kernel_call *product,
+                                 wgt_dtype y_dtype, const wgt_tensor_view *table, int64_t pass_begin,
+                                 int64_t pass_end, wgt_status (*run)(cpu_backend *, const wgt_kernel_call *))
 {
+    const wgt_tensor_view *out = &call->outputs[0];
+    if (out->ndim != 2 || out->shape[0] != 1 || !wgt_view_is_contiguous(out))
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "rope epilogue: a %dd out (one contiguous row)", out->ndim);
+    wgt_tensor_view y = *out;
+    y.dtype = y_dtype;
+    y.offset = 0;
+    y.storage = wgt_storage_create(b->base.ctx, (size_t)out->shape[1] * cpu_dtype_size(y_dtype) + 4, call->op_name);
+    if (!y.storage) return wgt_context_status(b->base.ctx);
+    product->outputs[0] = y;
+    wgt_status s = run(b, product);
     wgt_expr rot, copy;
     wgt_kernel_call ew[3];
     int n = 0;
     char err[160];
-    if (wgt_rope_rows_elementwise_calls(call->op_name, table, pass_begin, pass_end, y, &call->outputs[0], &rot, &copy,
-                                        ew, &n, err, (int)sizeof(err)))
-        return cpu_fail(b, call, WGT_ERR_INTERNAL, "rope expression: %s", err);
-    wgt_status s = WGT_OK;
+    if (s == WGT_OK && wgt_rope_rows_elementwise_calls(call->op_name, table, pass_begin, pass_end, &y, out, &rot, &copy,
+                                                       ew, &n, err, (int)sizeof(err)))
+        s = cpu_fail(b, call, WGT_ERR_INTERNAL, "rope expression: %s", err);
     for (int i = 0; s == WGT_OK && i < n; i++) s = cpu_run_elementwise(b, &ew[i]);
+    wgt_storage_release(b->base.ctx, y.storage);
     return s;
 }

@@ -296,11 +296,13 @@ void cpu_stream_fence(void);
 /* Each returns WGT_OK or records an error on b->base.ctx. The call has passed
  * cpu_check_call (views in bounds of their storage, ranks and dtypes valid). */
 wgt_status cpu_run_elementwise(cpu_backend *b, const wgt_kernel_call *call);
-/* The rope epilogue of MATMUL and QMATMUL (backend.h): the rotation of y (the
- * product as stored, [1, N]) into call's out by table, as ELEMENTWISE calls
- * (wgt_rope_rows_elementwise_calls); releases nothing. */
-wgt_status cpu_run_rope_rows(cpu_backend *b, const wgt_kernel_call *call, const wgt_tensor_view *table,
-                             int64_t pass_begin, int64_t pass_end, const wgt_tensor_view *y);
+/* The rope epilogue of MATMUL and QMATMUL (backend.h), the reference: the
+ * call without it (product, run by run, its output replaced by a temporary y
+ * [1, N] of y_dtype) then the rotation of y into call's out by table, as
+ * ELEMENTWISE calls (wgt_rope_rows_elementwise_calls). */
+wgt_status cpu_run_rope_epilogue(cpu_backend *b, const wgt_kernel_call *call, wgt_kernel_call *product,
+                                 wgt_dtype y_dtype, const wgt_tensor_view *table, int64_t pass_begin,
+                                 int64_t pass_end, wgt_status (*run)(cpu_backend *, const wgt_kernel_call *));
 wgt_status cpu_run_reduce(cpu_backend *b, const wgt_kernel_call *call);
 wgt_status cpu_run_cumsum(cpu_backend *b, const wgt_kernel_call *call);
 wgt_status cpu_run_softmax(cpu_backend *b, const wgt_kernel_call *call);

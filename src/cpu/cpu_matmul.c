@@ -318,23 +318,13 @@ static wgt_status matmul_norm(cpu_backend *b, const wgt_kernel_call *call)
  * those calls by definition, the reference for WebGPU's fused epilogue. */
 static wgt_status matmul_rope(cpu_backend *b, const wgt_kernel_call *call)
 {
-    const wgt_tensor_view *out = &call->outputs[0];
-    if (call->n_inputs != 4 || out->ndim != 2 || out->shape[0] != 1 || !wgt_view_is_contiguous(out))
-        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "rope epilogue: %d inputs, a %dd out (4, one row)",
-                        call->n_inputs, out->ndim);
-    wgt_tensor_view y = *out;
-    y.offset = 0;
-    y.storage = wgt_storage_create(b->base.ctx, (size_t)out->shape[1] * cpu_dtype_size(out->dtype) + 4, call->op_name);
-    if (!y.storage) return wgt_context_status(b->base.ctx);
+    if (call->n_inputs != 4)
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "rope epilogue: %d inputs (4)", call->n_inputs);
     wgt_kernel_call mm = *call;
-    mm.outputs[0] = y;
     mm.n_inputs = 3;
     mm.matmul.rope = false;
-    wgt_status s = cpu_run_matmul(b, &mm);
-    if (s == WGT_OK) s = cpu_run_rope_rows(b, call, &call->inputs[3], call->matmul.rope_pass_begin,
-                                           call->matmul.rope_pass_end, &y);
-    wgt_storage_release(b->base.ctx, y.storage);
-    return s;
+    return cpu_run_rope_epilogue(b, call, &mm, call->outputs[0].dtype, &call->inputs[3], call->matmul.rope_pass_begin,
+                                 call->matmul.rope_pass_end, cpu_run_matmul);
 }
 
 wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)

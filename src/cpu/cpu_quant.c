@@ -85,21 +85,11 @@ static void group_codes(const int32_t *row, int bits, int64_t g, float codes[32]
  * reference for WebGPU's fused epilogue. */
 static wgt_status qmatmul_rope(cpu_backend *b, const wgt_kernel_call *call)
 {
-    const wgt_tensor_view *out = &call->outputs[0];
-    wgt_tensor_view y = *out;
-    y.dtype = WGT_F32;
-    y.offset = 0;
-    y.storage = wgt_storage_create(b->base.ctx, (size_t)out->shape[1] * 4 + 4, call->op_name);
-    if (!y.storage) return wgt_context_status(b->base.ctx);
     wgt_kernel_call q = *call;
-    q.outputs[0] = y;
     q.n_inputs = 4;
     q.quant.rope = false;
-    wgt_status s = cpu_run_qmatmul(b, &q);
-    if (s == WGT_OK) s = cpu_run_rope_rows(b, call, &call->inputs[4], call->quant.rope_pass_begin,
-                                           call->quant.rope_pass_end, &y);
-    wgt_storage_release(b->base.ctx, y.storage);
-    return s;
+    return cpu_run_rope_epilogue(b, call, &q, WGT_F32, &call->inputs[4], call->quant.rope_pass_begin,
+                                 call->quant.rope_pass_end, cpu_run_qmatmul);
 }
 
 wgt_status cpu_run_qmatmul(cpu_backend *b, const wgt_kernel_call *call)

@@ -579,39 +579,55 @@ static wgt_status run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bo
  * it from there: one dispatch for norm and projection (and the SwiGLU
  * epilogue, where run_swiglu would take it). Anything else runs the NN NORM
  * kernel into a temporary, then the product. */
-static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
+/* The decode product of run_norm and run_rope (an f32 row, one batch, f16
+ * weight rows that take matmul_gemv_half, the row within workgroup memory):
+ * the norm in the GEMV's prologue, the SwiGLU or rope epilogue in its
+ * epilogue, one dispatch. false (*s untouched) where that does not apply. */
+static bool run_norm_gemv(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate, wgt_status *s)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     const wgt_tensor_view *nw = &call->inputs[2];
+    const int n = a->ndim;
+    const int64_t K = a->shape[n - 1], N = b->shape[n - 1];
+    const bool pairs = call->matmul.swiglu || call->matmul.rope; /* epilogues over two rows of an invocation */
+    if (emulate || a->dtype != WGT_F32 || nw->dtype != WGT_F32 || !wgt_view_is_contiguous(a) || a->shape[n - 2] != 1 ||
+        K % 4 || nw->offset % 4 || (uint64_t)K * 4 + 256 * 4 > wg->limits.maxComputeWorkgroupStorageSize || N < 2 ||
+        (pairs && N % 2))
+        return false;
+    wgt_tensor_view full = *out; /* the product's [.., 1, N] (SwiGLU: out holds N / 2) */
+    full.shape[n - 1] = N;
+    wgt_contiguous_strides(n, full.shape, full.strides);
+    matmul_problem p;
+    if ((*s = matmul_make_problem(wg, a, b, NULL, &full, call->op_name, &p)) != WGT_OK) return true;
+    gemv_plan g;
+    matmul_plan_gemv(wg, &p, &g);
+    if (p.M != 1 || p.batches != 1 || g.mat_is_a || !g.half || (pairs && g.c->threads > 128)) return false;
+    p.norm = nw;
+    p.norm_eps = call->matmul.norm_eps;
+    if (call->matmul.swiglu) {
+        p.swiglu = true;
+        p.out = out;
+    }
+    if (call->matmul.rope) {
+        p.rope = &call->inputs[3];
+        p.rope_pass_begin = call->matmul.rope_pass_begin;
+        p.rope_pass_end = call->matmul.rope_pass_end;
+    }
+    *s = matmul_run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, call->op_name);
+    return true;
+}
+
+static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *nw = &call->inputs[2];
     const char *op = call->op_name;
     const int n = a->ndim;
     if (a->dtype != WGT_F32 || nw->dtype != WGT_F32 || !wgt_view_is_contiguous(a))
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: an RMSNorm prologue of %s a", op,
                          wgt_dtype_name(a->dtype));
     const int64_t K = a->shape[n - 1];
-    const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
-    if (!emulate && a->shape[n - 2] == 1 && K % 4 == 0 && nw->offset % 4 == 0 &&
-        (uint64_t)K * 4 + 256 * 4 <= shared) {
-        wgt_tensor_view full = *out; /* the product's [.., 1, N] (SwiGLU: out holds N / 2) */
-        full.shape[n - 1] = b->shape[n - 1];
-        wgt_contiguous_strides(n, full.shape, full.strides);
-        matmul_problem p;
-        wgt_status s = matmul_make_problem(wg, a, b, NULL, &full, op, &p);
-        if (s != WGT_OK) return s;
-        gemv_plan g;
-        matmul_plan_gemv(wg, &p, &g);
-        bool ok = p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && b->shape[n - 1] > 1;
-        if (ok && call->matmul.swiglu) ok = g.c->threads <= 128 && g.om.outer % 2 == 0;
-        if (ok) {
-            p.norm = nw;
-            p.norm_eps = call->matmul.norm_eps;
-            if (call->matmul.swiglu) {
-                p.swiglu = true;
-                p.out = out;
-            }
-            return matmul_run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
-        }
-    }
+    wgt_status fused;
+    if (run_norm_gemv(wg, call, emulate, &fused)) return fused;
     const int64_t rows = K ? wgt_shape_numel(n, a->shape) / K : 0;
     wgt_tensor_view y, stats;
     wgt_status s = webgpu_temp_alloc(wg, WGT_F32, n, a->shape, &y);
@@ -644,30 +660,12 @@ static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, bool
  * wgt_rope_rows_elementwise_calls, the reference's own steps. */
 static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate)
 {
-    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
-    const wgt_tensor_view *nw = &call->inputs[2], *t = &call->inputs[3];
+    const wgt_tensor_view *a = &call->inputs[0], *out = &call->outputs[0], *t = &call->inputs[3];
     const char *op = call->op_name;
-    const int64_t K = a->shape[1], N = b->shape[1];
-    const uint64_t shared = wg->limits.maxComputeWorkgroupStorageSize;
     if (call->n_inputs != 4 || a->ndim != 2 || a->shape[0] != 1 || out->ndim != 2 || !wgt_view_is_contiguous(out))
         return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: a rope epilogue needs one row and 4 inputs", op);
-    if (!emulate && a->dtype == WGT_F32 && nw->dtype == WGT_F32 && wgt_view_is_contiguous(a) && K % 4 == 0 &&
-        nw->offset % 4 == 0 && (uint64_t)K * 4 + 256 * 4 <= shared && N % 2 == 0 && N > 1 &&
-        (t->dtype == WGT_F32 || t->dtype == WGT_F16)) {
-        matmul_problem p;
-        wgt_status s = matmul_make_problem(wg, a, b, NULL, out, op, &p);
-        if (s != WGT_OK) return s;
-        gemv_plan g;
-        matmul_plan_gemv(wg, &p, &g);
-        if (p.M == 1 && p.batches == 1 && !g.mat_is_a && g.half && g.c->threads <= 128) {
-            p.norm = nw;
-            p.norm_eps = call->matmul.norm_eps;
-            p.rope = t;
-            p.rope_pass_begin = call->matmul.rope_pass_begin;
-            p.rope_pass_end = call->matmul.rope_pass_end;
-            return matmul_run_gemv_half(wg, &p, g.c, &g.om, &g.ov, false, op);
-        }
-    }
+    wgt_status fused;
+    if ((t->dtype == WGT_F32 || t->dtype == WGT_F16) && run_norm_gemv(wg, call, emulate, &fused)) return fused;
     wgt_tensor_view y;
     wgt_status s = webgpu_temp_alloc(wg, out->dtype, 2, out->shape, &y);
     if (s != WGT_OK) return s;
@@ -680,7 +678,8 @@ static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, bool
     wgt_kernel_call ew[3];
     int n = 0;
     char err[160];
-    if (s == WGT_OK && wgt_rope_rows_elementwise_calls(op, &call->inputs[3], call->matmul.rope_pass_begin, call->matmul.rope_pass_end, &y, out, &rot, &copy, ew, &n, err, (int)sizeof(err)))
+    if (s == WGT_OK && wgt_rope_rows_elementwise_calls(op, t, call->matmul.rope_pass_begin, call->matmul.rope_pass_end,
+                                                       &y, out, &rot, &copy, ew, &n, err, (int)sizeof(err)))
         s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: rope expression: %s", op, err);
     for (int i = 0; s == WGT_OK && i < n; i++) s = webgpu_elementwise_run(wg, &ew[i]);
     webgpu_temp_release(wg, &y);

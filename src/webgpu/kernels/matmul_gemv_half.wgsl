@@ -71,7 +71,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var step = 1u;
     var live = row0 < params.M;
     if (ROPE) {
-        row0 = (pair / D2) * (2u * D2) + pair % D2;
+        row0 = rope_row(pair);   // gemv_rope.wgsl
         step = D2;
         live = pair < params.M / 2u;
     }

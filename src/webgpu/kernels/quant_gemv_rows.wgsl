@@ -157,7 +157,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var step = 1u;
     var live = n0 < params.N;
     if (ROPE) {
-        n0 = (pair / D2) * (2u * D2) + pair % D2;
+        n0 = rope_row(pair);   // gemv_rope.wgsl
         step = D2;
         live = pair < params.N / 2u;
     }
