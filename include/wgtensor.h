@@ -511,6 +511,18 @@ wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b);
  * (WGT_ERR_UNSUPPORTED when one requires grad); wgt_matmul of f32 x f16 gives
  * f32. */
 wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype);
+/* Reduced-precision f16 products, off by default (PyTorch's
+ * allow_fp16_reduced_precision_reduction in spirit). When on, a matrix product
+ * with an f16 operand (wgt_matmul, wgt_matmul_ex, wgt_linear, wgt_linear_ex,
+ * f32 x f16 or f16 x f16) may round its f32 operand to f16 and sum runs of up
+ * to 16 products along k in f16 before adding each run to the f32 sums: on the
+ * WebGPU backend its register-blocked GEMM (M > 1 and N > 1) then multiplies
+ * with packed f16 instructions (twice the f32 rate on most GPUs). A run's sum
+ * must stay below f16's 65504 in magnitude; the added error is about 16
+ * roundings to f16 (relative 2^-11 each) per run. GEMVs (one row or one
+ * column) and the CPU backend keep exact f32 sums. Env WGT_MATMUL_HALF=0
+ * turns it off for every context, 1 on. Per context; returns the old value. */
+bool wgt_set_matmul_f16_reduced_precision(wgt_context *ctx, bool allow);
 
 /* ------------------------------------------------------ neural-net layers */
 /* x [..., in], weight [out, in] (PyTorch layout), bias [out] or NULL -> [..., out]

@@ -356,6 +356,11 @@ static void test_configs(void)
         check_mnk(WGT_F32, 65, 33, 17, TRANSPOSED, TRANSPOSED);
         check_mnk(WGT_F32, 64, 128, 48, TRANSPOSED, STEP2);
         check_mnk(WGT_F16, 100, 60, 40, 0, TRANSPOSED);
+        /* HALF_MATH (f16 sums of a slice): exact for these inputs (test_f16_reduced) */
+        wgt_set_matmul_f16_reduced_precision(gpu, true);
+        check_mnk(WGT_F16, 100, 60, 40, 0, TRANSPOSED);
+        check_mnk(WGT_F16, 129, 127, 131, TRANSPOSED, 0);
+        wgt_set_matmul_f16_reduced_precision(gpu, false);
         check_mnk(WGT_I32, 70, 90, 24, TRANSPOSED, 0);
         check_mnk(WGT_F32, 100, 70, 36, 0, TRANSPOSED); /* both read along k, aligned, partial tiles */
     }
@@ -372,6 +377,99 @@ static void test_configs(void)
         check_product("vector-matrix f16", WGT_F16, 1, vec, 0, 2, mat_t, 0);
     }
     use_knobs(NULL);
+}
+
+/* wgt_set_matmul_f16_reduced_precision: the GEMM may round an f32 operand to
+ * f16 and sum a slice's products in f16 (HALF_MATH of matmul_tiled.wgsl).
+ * 1. The f16 inputs of random_data (multiples of 1/8 in [-1, 1]) keep every
+ *    run of up to 16 products exact in f16, so the sweep below must match the
+ *    CPU as closely as without the flag.
+ * 2. f32 a = 1 + 2^-12 against f16 b = 1, K = 16: rounded to f16, a is 1, so
+ *    the reduced product is exactly 16 on a device with shader-f16, while the
+ *    exact product (flag off, or the CPU backend, which ignores the flag) is
+ *    16 + 2^-8: proof that the reduced path runs, and only when asked.
+ * 3. General f32 x f16 data against a double-precision reference: within the
+ *    documented error (about 16 f16 roundings a run; bound 4e-3 relative to
+ *    the row's sum of |products|), and within f32 rounding with the flag off. */
+static double max_rel_error(const float *got, const float *x, const float *w, int64_t M, int64_t N, int64_t K)
+{
+    double worst = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double sum = 0, mag = 0;
+            for (int64_t k = 0; k < K; k++) {
+                sum += (double)x[m * K + k] * (double)w[k * N + n];
+                mag += fabs((double)x[m * K + k] * (double)w[k * N + n]);
+            }
+            double e = fabs((double)got[m * N + n] - sum) / (mag > 0 ? mag : 1);
+            if (e > worst) worst = e;
+        }
+    return worst;
+}
+
+static void test_f16_reduced(void)
+{
+    CHECK(wgt_set_matmul_f16_reduced_precision(gpu, true) == false, "the flag starts off");
+    CHECK(wgt_set_matmul_f16_reduced_precision(gpu, true) == true, "the setter returns the old value");
+    static const int64_t mnk[][3] = {{65, 33, 17}, {128, 128, 128}, {129, 127, 131}, {200, 96, 64}, {16, 16, 1000}};
+    for (size_t i = 0; i < sizeof(mnk) / sizeof(mnk[0]); i++) {
+        check_mnk(WGT_F16, mnk[i][0], mnk[i][1], mnk[i][2], 0, 0);
+        check_mnk(WGT_F16, mnk[i][0], mnk[i][1], mnk[i][2], TRANSPOSED, TRANSPOSED | OFFSET);
+    }
+    int64_t a1[4] = {3, 1, 33, 20}, b1[4] = {1, 4, 20, 17};
+    check_product("reduced [3,1,M,K] x [1,4,K,N]", WGT_F16, 4, a1, TRANSPOSED, 4, b1, STEP2);
+
+    wgt_adapter_info info;
+    memset(&info, 0, sizeof(info));
+    bool f16 = wgt_context_adapter_info(gpu, &info) == WGT_OK && info.shader_f16;
+    printf("f16_reduced: shader-f16 %s (reduced sums %s)\n", f16 ? "yes" : "no", f16 ? "checked" : "not available");
+    const int64_t M = 64, N = 64, K = 16;
+    float *ones = malloc((size_t)(M * K) * 4), *got = malloc((size_t)(M * N) * 4);
+    for (int64_t i = 0; i < M * K; i++) ones[i] = 1.0f + 1.0f / 4096.0f;
+    int64_t sa[2] = {M, K}, sb[2] = {K, N};
+    wgt_context *ctxs[2] = {gpu, cpu};
+    for (int c = 0; c < 2; c++)
+        for (int on = 0; on < 2; on++) {
+            wgt_set_matmul_f16_reduced_precision(ctxs[c], on);
+            wgt_tensor *a = wgt_tensor_from_host(ctxs[c], WGT_F32, 2, sa, ones), *b = wgt_ones(ctxs[c], WGT_F16, 2, sb);
+            wgt_tensor *y = a && b ? wgt_matmul_ex(a, b, WGT_F32) : NULL;
+            bool read = y && wgt_tensor_read(y, got, (size_t)(M * N) * 4) == WGT_OK;
+            const float want = c == 0 && on && f16 ? 16.0f : 16.0f + 1.0f / 256.0f;
+            int64_t bad = 0;
+            for (int64_t i = 0; read && i < M * N; i++) bad += got[i] != want;
+            CHECK(read && bad == 0, "%s, reduced %s: %lld of %lld sums differ from %.8g (first %.8g)",
+                  c ? "cpu" : "gpu", on ? "on" : "off", (long long)bad, (long long)(M * N), want, read ? got[0] : 0.0);
+            wgt_tensor_release(y), wgt_tensor_release(a), wgt_tensor_release(b);
+        }
+    free(ones);
+    free(got);
+
+    /* general data: x f32 [M2, K2] (values ~N(0, 1) scale), w f16 [K2, N2] */
+    const int64_t M2 = 96, N2 = 80, K2 = 300;
+    float *x = malloc((size_t)(M2 * K2) * 4), *w = malloc((size_t)(K2 * N2) * 4), *y2 = malloc((size_t)(M2 * N2) * 4);
+    uint16_t *wh = malloc((size_t)(K2 * N2) * 2);
+    for (int64_t i = 0; i < M2 * K2; i++) x[i] = (float)((double)(test_xorshift(&rng_state) % 2000001) / 1e6 - 1.0) * 3.0f;
+    for (int64_t i = 0; i < K2 * N2; i++) {
+        wh[i] = test_f32_to_f16((float)((double)(test_xorshift(&rng_state) % 2000001) / 1e6 - 1.0) * 0.1f);
+        w[i] = test_f16_to_f32(wh[i]);
+    }
+    int64_t sx[2] = {M2, K2}, sw[2] = {K2, N2};
+    for (int on = 0; on < 2; on++) {
+        wgt_set_matmul_f16_reduced_precision(gpu, on);
+        wgt_tensor *gx = wgt_tensor_from_host(gpu, WGT_F32, 2, sx, x), *gw = wgt_tensor_from_host(gpu, WGT_F16, 2, sw, wh);
+        wgt_tensor *gy = gx && gw ? wgt_matmul_ex(gx, gw, WGT_F32) : NULL;
+        bool read = gy && wgt_tensor_read(gy, y2, (size_t)(M2 * N2) * 4) == WGT_OK;
+        double err = read ? max_rel_error(y2, x, w, M2, N2, K2) : INFINITY;
+        double bound = on ? 4e-3 : 1e-5;
+        CHECK(err <= bound, "f32 x f16 %lldx%lldx%lld, reduced %s: error %.3g > %.3g", (long long)M2, (long long)N2,
+              (long long)K2, on ? "on" : "off", err, bound);
+        if (on && f16) /* the rounding of x must show */
+            CHECK(err > 1e-6, "reduced on: error %.3g: the f16 path did not run", err);
+        wgt_tensor_release(gy), wgt_tensor_release(gx), wgt_tensor_release(gw);
+    }
+    free(x), free(w), free(y2), free(wh);
+    wgt_set_matmul_f16_reduced_precision(gpu, false);
+    wgt_set_matmul_f16_reduced_precision(cpu, false);
 }
 
 /* f16 through f32 temporaries (the path for devices without shader-f16). It
@@ -600,6 +698,7 @@ int main(void)
     /* the knobs are read when a context is created: none set for gpu */
     unsetenv("WGT_MATMUL_CONFIG");
     unsetenv("WGT_MATMUL_F16_EMULATE");
+    unsetenv("WGT_MATMUL_HALF");
     unsetenv("WGT_SPLITK");
     unsetenv("WGT_SPLITK_TARGET");
     gpu_options = o;
@@ -621,6 +720,7 @@ int main(void)
     run_group("configs", test_configs);
     run_group("transposed_copies", test_transposed_copies);
     run_group("f16_emulated", test_f16_emulated);
+    run_group("f16_reduced", test_f16_reduced);
     run_group("errors", test_errors);
     wgt_context_destroy(gpu);
     wgt_context_destroy(cpu);

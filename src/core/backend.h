@@ -313,6 +313,10 @@ typedef struct wgt_kernel_call {
          * wgt_rope_rows_elementwise_calls write. */
         bool rope;
         int64_t rope_pass_begin, rope_pass_end;
+        /* wgt_set_matmul_f16_reduced_precision: with an f16 operand, the
+         * backend may round the other one to f16 and sum short runs of
+         * products in f16 before the f32 sums (the CPU does not) */
+        bool f16_reduced;
     } matmul;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */
         wgt_optimizer_kind kind; /* SGD, ADAM, ADAMW */

@@ -121,6 +121,14 @@ static bool context_ready(wgt_context *ctx)
     return ctx && ctx->status == WGT_OK && ctx->backend;
 }
 
+bool wgt_set_matmul_f16_reduced_precision(wgt_context *ctx, bool allow)
+{
+    if (!ctx) return false;
+    bool old = ctx->matmul_f16_reduced;
+    ctx->matmul_f16_reduced = allow;
+    return old;
+}
+
 wgt_status wgt_context_adapter_info(wgt_context *ctx, wgt_adapter_info *info)
 {
     if (!ctx) return WGT_ERR_INVALID_ARGUMENT;

@@ -53,6 +53,7 @@ typedef struct matmul_problem {
     double norm_eps;
     const wgt_tensor_view *rope;   /* run_gemv_half's rope epilogue (run_rope): its table [4, D/2] */
     int64_t rope_pass_begin, rope_pass_end;
+    bool half_math;                /* run_tiled: f16 operands multiplied in f16 (HALF_MATH of matmul_tiled.wgsl) */
 } matmul_problem;
 
 /* One operand as a tile loader sees it: an outer dim (m for a, n for b) and k. */

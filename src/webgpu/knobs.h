@@ -73,6 +73,8 @@ typedef struct webgpu_knobs {
     bool splitk_malformed;     /* WGT_SPLITK or WGT_SPLITK_TARGET is not a count in [0, 1000000]: every tiled
                                 * product fails with WGT_ERR_INVALID_ARGUMENT quoting both texts */
     char splitk_text[32], splitk_target_text[32]; /* those texts, for that message */
+    int matmul_half;           /* WGT_MATMUL_HALF: unset (-1) f16 GEMMs multiply in f16 where the call allows it
+                                * (wgt_set_matmul_f16_reduced_precision), 0 never, 1 always (A/B timing) */
     bool gemv_half;            /* WGT_GEMV_HALF=0 turns off matmul_gemv_half (16-byte loads of f16
                                 * matrices) for matmul_gemv_rows; default true */
     bool gemv_no_prefetch;     /* WGT_GEMV_PREFETCH=0: matmul_gemv_half loads its weights after the

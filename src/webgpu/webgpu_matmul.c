@@ -227,7 +227,7 @@ static void choose_layout(const matmul_problem *p, const matmul_operand *o, bool
 }
 
 static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
-                             const wgt_tensor_view *bias, const wgt_tensor_view *out, const char *op);
+                             const wgt_tensor_view *bias, const wgt_tensor_view *out, bool half_math, const char *op);
 
 /* x [.., R, C] as a view of a new temporary whose dim R is contiguous (the
  * storage holds x^T): the same shape, strides (1, R). Both copies below read x
@@ -300,7 +300,7 @@ static wgt_status run_transposed(webgpu_backend *wg, const matmul_problem *p, bo
     }
     if (s == WGT_OK && tbk) s = transposed_copy(wg, p->b, &tmp_b, &b, op); /* b^T's storage: k contiguous */
     /* the copies read along m and n (or b along k): run_tiled does not come back here */
-    if (s == WGT_OK) s = run_native(wg, &a, &b, p->bias, p->out, op);
+    if (s == WGT_OK) s = run_native(wg, &a, &b, p->bias, p->out, p->half_math, op);
     webgpu_temp_release(wg, &tmp_a);
     webgpu_temp_release(wg, &tmp_b);
     return s;
@@ -365,9 +365,9 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     int64_t a_regs = a_block ? 4 * matmul_ceil_div((int64_t)c->bm * c->bk / 16, threads) : matmul_ceil_div((int64_t)c->bm * c->bk / 4, threads);
     int64_t b_regs = b_block ? 4 * matmul_ceil_div((int64_t)c->bn * c->bk / 16, threads) : matmul_ceil_div((int64_t)c->bn * c->bk / 4, threads);
 
-    char key[160], consts[480];
-    snprintf(key, sizeof(key), "matmul_tiled:%s:%s:c%d:a%d%d:b%d%d", matmul_dtype_key(a->dtype), c->name, check, a_quad_k,
-             a_vec, b_quad_k, b_vec);
+    char key[160], consts[720];
+    snprintf(key, sizeof(key), "matmul_tiled:%s:%s:c%d:a%d%d:b%d%d%s", matmul_dtype_key(a->dtype), c->name, check, a_quad_k,
+             a_vec, b_quad_k, b_vec, p->half_math ? ":h" : "");
     snprintf(consts, sizeof(consts),
              "const BM: u32 = %du;\nconst BN: u32 = %du;\nconst BK: u32 = %du;\nconst TM: u32 = %du;\n"
              "const TN: u32 = %du;\nconst CHECK: bool = %s;\nconst A_QUAD_K: bool = %s;\nconst A_VEC: bool = %s;\n"
@@ -376,6 +376,12 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
              c->bm, c->bn, c->bk, c->tm, c->tn, check ? "true" : "false", a_quad_k ? "true" : "false",
              a_vec ? "true" : "false", b_quad_k ? "true" : "false", b_vec ? "true" : "false", c->warp_tx,
              a_block ? "true" : "false", b_block ? "true" : "false", (int)a_regs, (int)b_regs);
+    size_t at = strlen(consts);
+    snprintf(consts + at, sizeof(consts) - at,
+             p->half_math ? "const HALF_MATH: bool = true;\nalias W = f16;\n"
+                            "fn mad4w(x: vec4<W>, y: vec4<W>, z: vec4<W>) -> vec4<W> { return fma(x, y, z); }\n"
+                          : "const HALF_MATH: bool = false;\nalias W = T;\n"
+                            "fn mad4w(x: vec4<W>, y: vec4<W>, z: vec4<W>) -> vec4<W> { return mad4(x, y, z); }\n");
     /* split-K: the tiled pass writes its parts' sums (no bias) into a temporary
      * of the accumulator's dtype, the reduction writes out */
     int64_t part_k, parts = choose_split(wg, p, c, &part_k);
@@ -427,11 +433,12 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
 }
 
 static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
-                             const wgt_tensor_view *bias, const wgt_tensor_view *out, const char *op)
+                             const wgt_tensor_view *bias, const wgt_tensor_view *out, bool half_math, const char *op)
 {
     matmul_problem p;
     wgt_status s = matmul_make_problem(wg, a, b, bias, out, op, &p);
     if (s != WGT_OK) return s;
+    p.half_math = half_math;
     if (p.M == 1 || p.N == 1) return matmul_run_gemv(wg, &p, op);
     return run_tiled(wg, &p, op);
 }
@@ -439,7 +446,7 @@ static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const
 wgt_status webgpu_matmul_views(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
                                const wgt_tensor_view *out, const char *op)
 {
-    return run_native(wg, a, b, NULL, out, op);
+    return run_native(wg, a, b, NULL, out, false, op);
 }
 
 /* An f32 copy of x, converting only one copy of each broadcast (stride 0) dim
@@ -480,7 +487,7 @@ static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *ca
     if (s == WGT_OK && !direct) s = webgpu_temp_alloc(wg, WGT_F32, out->ndim, out->shape, &tout);
     if (s == WGT_OK)
         s = run_native(wg, conv_a ? &ta : &call->inputs[0], conv_b ? &tb : &call->inputs[1],
-                       conv_bias ? &tbias : has_bias ? &call->inputs[2] : NULL, direct ? out : &tout, op);
+                       conv_bias ? &tbias : has_bias ? &call->inputs[2] : NULL, direct ? out : &tout, false, op);
     if (s == WGT_OK && !direct) s = webgpu_convert(wg, &tout, out, op);
     if (conv_a) webgpu_temp_release(wg, &ta);
     if (conv_b) webgpu_temp_release(wg, &tb);
@@ -686,6 +693,17 @@ static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, bool
     return s;
 }
 
+/* Whether a product of f16 operands (either or both, f32 or f16 out) runs
+ * matmul_tiled's HALF_MATH: the call allows it (wgt_set_matmul_f16_reduced_precision)
+ * or WGT_MATMUL_HALF=1 forces it; WGT_MATMUL_HALF=0 turns it off. */
+static bool half_math(const webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
+    bool f16 = (a->dtype == WGT_F16 || b->dtype == WGT_F16) && a->dtype != WGT_I32 &&
+               (out->dtype == WGT_F32 || out->dtype == WGT_F16);
+    return f16 && wg->knobs.matmul_half != 0 && (call->matmul.f16_reduced || wg->knobs.matmul_half == 1);
+}
+
 wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
@@ -698,5 +716,6 @@ wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
     if (a->dtype == WGT_F16 || b->dtype == WGT_F16) {
         if (!wg->has_f16 || wg->knobs.matmul_f16_emulate) return run_f16_emulated(wg, call);
     }
-    return run_native(wg, a, b, call->n_inputs == 3 ? &call->inputs[2] : NULL, out, call->op_name);
+    return run_native(wg, a, b, call->n_inputs == 3 ? &call->inputs[2] : NULL, out, half_math(wg, call),
+                      call->op_name);
 }

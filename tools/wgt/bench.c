@@ -475,6 +475,10 @@ static const bench_case cases[] = {
     {"qmatmul_f16_512x16384x2048", "512 rows x W^T, W f16", 16384, 512, 2048, 16, 0, bytes_gemv_f16, flops_gemm, setup_gemv_f16, step_gemv_half, 20},
     {"qmatmul_q8_512x16384x2048", "512 rows x W^T, W 8-bit", 16384, 512, 2048, 16, 0, bytes_gemv_q8, flops_gemm, setup_gemv_q8, step_qgemv, 20},
     {"qmatmul_q4_512x16384x2048", "512 rows x W^T, W 4-bit", 16384, 512, 2048, 16, 0, bytes_gemv_q4, flops_gemm, setup_gemv_q4, step_qgemv, 20},
+    /* the rest of a Llama-3.2-1B layer's prefill products (512 tokens, f32 x f16 W^T) */
+    {"qmatmul_f16_512x3072x2048", "512 rows x W^T, W f16", 3072, 512, 2048, 16, 0, bytes_gemv_f16, flops_gemm, setup_gemv_f16, step_gemv_half, 20},
+    {"qmatmul_f16_512x2048x2048", "512 rows x W^T, W f16", 2048, 512, 2048, 16, 0, bytes_gemv_f16, flops_gemm, setup_gemv_f16, step_gemv_half, 20},
+    {"qmatmul_f16_512x2048x8192", "512 rows x W^T, W f16", 2048, 512, 8192, 16, 0, bytes_gemv_f16, flops_gemm, setup_gemv_f16, step_gemv_half, 20},
     {"layernorm_fb_768", "8192x768 fwd+bwd", 8192, 768, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_layer_norm_fb, 20},
     {"layernorm_fb_4096", "8192x4096 fwd+bwd", 8192, 4096, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_layer_norm_fb, 20},
     {"rmsnorm_fb_768", "8192x768 fwd+bwd", 8192, 768, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_rms_norm_fb, 20},

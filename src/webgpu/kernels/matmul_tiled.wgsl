@@ -14,6 +14,14 @@
 //   B_BLOCK      likewise for b (B_QUAD_K and B_VEC)
 //   A_REGS       vec4 registers that hold one fetched a slice per invocation
 //   B_REGS
+//   HALF_MATH    f16 operands (either or both) multiplied in f16: the shared tiles and
+//                the fetch registers hold vec4<f16> (W = f16, else W = T), each slice's BK
+//                products are summed into f16 partials (packed f16 FMAs: twice the
+//                multiply rate of f32 and half the shared-memory bytes), and the partials
+//                are added into the f32 accumulators after every slice. An f32 operand
+//                is rounded to f16 as it is fetched. Only on request (the call's
+//                reduced_precision; see wgtensor.h's wgt_set_matmul_f16_reduced_precision).
+//   mad4w        mad4 on vec4<W> (fma on f16 when HALF_MATH)
 //   WARP_TX      0: invocation lid is tile column lid % (BN / TN), row lid / (BN / TN);
 //                else each warp of 32 covers WARP_TX columns x 32 / WARP_TX rows, so
 //                a shared-tile load touches fewer distinct vec4s (8 + 4 instead of 16 + 2)
@@ -70,8 +78,8 @@ const B_BLOCKS: u32 = BN * BK / 16u;
 const A_BLOCK_LOADS: u32 = (A_BLOCKS + WG - 1u) / WG;
 const B_BLOCK_LOADS: u32 = (B_BLOCKS + WG - 1u) / WG;
 
-var<workgroup> a_tile: array<vec4<T>, 2u * BK * A_ROW>;   // [buffer][k][row slot]
-var<workgroup> b_tile: array<vec4<T>, 2u * BK * B_ROW>;   // [buffer][k][column slot]
+var<workgroup> a_tile: array<vec4<W>, 2u * BK * A_ROW>;   // [buffer][k][row slot]
+var<workgroup> b_tile: array<vec4<W>, 2u * BK * B_ROW>;   // [buffer][k][column slot]
 
 // Tile row (column) held by component c of slot s.
 fn a_row_of(s: u32, c: u32) -> u32 {
@@ -86,8 +94,8 @@ fn b_col_of(s: u32, c: u32) -> u32 {
 // Quad q of the a slice at rows row0.., k0..: 4 elements along k (row q / (BK / 4),
 // k quad q % (BK / 4)) or along m (k row q / (BM / 4), rows 4 * (q % (BM / 4))..);
 // zeros past the edges.
-fn load_a(base: u32, row0: u32, k0: u32, q: u32) -> vec4<T> {
-    var v = vec4<T>();
+fn load_a(base: u32, row0: u32, k0: u32, q: u32) -> vec4<W> {
+    var v = vec4<W>();
     if (A_QUADS % WG != 0u && q >= A_QUADS) { return v; }
     var r: u32;
     var k: u32;
@@ -102,19 +110,19 @@ fn load_a(base: u32, row0: u32, k0: u32, q: u32) -> vec4<T> {
     let kk = k0 + k;
     let i = base + m * params.a_row + kk * params.a_col;
     if (A_VEC) {
-        if (!CHECK || (m < params.M && kk < params.K)) { v = vec4<T>(a[i >> 2u]); }
+        if (!CHECK || (m < params.M && kk < params.K)) { v = vec4<W>(a[i >> 2u]); }
     } else {
         let step = select(params.a_row, params.a_col, A_QUAD_K);
         for (var j = 0u; j < 4u; j++) {
             let mj = select(m + j, m, A_QUAD_K);
             let kj = select(kk, kk + j, A_QUAD_K);
-            if (!CHECK || (mj < params.M && kj < params.K)) { v[j] = a_elem(i + j * step); }
+            if (!CHECK || (mj < params.M && kj < params.K)) { v[j] = W(a_elem(i + j * step)); }
         }
     }
     return v;
 }
 
-fn store_a(buffer: u32, q: u32, v: vec4<T>) {
+fn store_a(buffer: u32, q: u32, v: vec4<W>) {
     if (A_QUADS % WG != 0u && q >= A_QUADS) { return; }
     let start = buffer * BK * A_ROW;
     if (!A_QUAD_K) {
@@ -133,8 +141,8 @@ fn store_a(buffer: u32, q: u32, v: vec4<T>) {
 }
 
 // Quad q of the b slice at rows k0.., columns col0..: along k or along n.
-fn load_b(base: u32, col0: u32, k0: u32, q: u32) -> vec4<T> {
-    var v = vec4<T>();
+fn load_b(base: u32, col0: u32, k0: u32, q: u32) -> vec4<W> {
+    var v = vec4<W>();
     if (B_QUADS % WG != 0u && q >= B_QUADS) { return v; }
     var c: u32;
     var k: u32;
@@ -149,19 +157,19 @@ fn load_b(base: u32, col0: u32, k0: u32, q: u32) -> vec4<T> {
     let kk = k0 + k;
     let i = base + kk * params.b_row + n * params.b_col;
     if (B_VEC) {
-        if (!CHECK || (n < params.N && kk < params.K)) { v = vec4<T>(b[i >> 2u]); }
+        if (!CHECK || (n < params.N && kk < params.K)) { v = vec4<W>(b[i >> 2u]); }
     } else {
         let step = select(params.b_col, params.b_row, B_QUAD_K);
         for (var j = 0u; j < 4u; j++) {
             let nj = select(n + j, n, B_QUAD_K);
             let kj = select(kk, kk + j, B_QUAD_K);
-            if (!CHECK || (nj < params.N && kj < params.K)) { v[j] = b_elem(i + j * step); }
+            if (!CHECK || (nj < params.N && kj < params.K)) { v[j] = W(b_elem(i + j * step)); }
         }
     }
     return v;
 }
 
-fn store_b(buffer: u32, q: u32, v: vec4<T>) {
+fn store_b(buffer: u32, q: u32, v: vec4<W>) {
     if (B_QUADS % WG != 0u && q >= B_QUADS) { return; }
     let start = buffer * BK * B_ROW;
     if (!B_QUAD_K) {
@@ -181,23 +189,23 @@ fn store_b(buffer: u32, q: u32, v: vec4<T>) {
 
 // Row i of 4x4 block p of the a slice at rows row0.., k0.. (A_BLOCK): 4 elements
 // along k of tile row 4 * (p / (BK / 4)) + i, from k 4 * (p % (BK / 4)).
-fn load_a_block_row(base: u32, row0: u32, k0: u32, p: u32, i: u32) -> vec4<T> {
+fn load_a_block_row(base: u32, row0: u32, k0: u32, p: u32, i: u32) -> vec4<W> {
     let m = row0 + 4u * (p / (BK / 4u)) + i;
     let kk = k0 + 4u * (p % (BK / 4u));
-    if (CHECK && (m >= params.M || kk >= params.K)) { return vec4<T>(); }
-    return vec4<T>(a[(base + m * params.a_row + kk) >> 2u]);
+    if (CHECK && (m >= params.M || kk >= params.K)) { return vec4<W>(); }
+    return vec4<W>(a[(base + m * params.a_row + kk) >> 2u]);
 }
 
 // Column i of 4x4 block p of the b slice at rows k0.., columns col0.. (B_BLOCK).
-fn load_b_block_row(base: u32, col0: u32, k0: u32, p: u32, i: u32) -> vec4<T> {
+fn load_b_block_row(base: u32, col0: u32, k0: u32, p: u32, i: u32) -> vec4<W> {
     let n = col0 + 4u * (p / (BK / 4u)) + i;
     let kk = k0 + 4u * (p % (BK / 4u));
-    if (CHECK && (n >= params.N || kk >= params.K)) { return vec4<T>(); }
-    return vec4<T>(b[(base + n * params.b_col + kk) >> 2u]);
+    if (CHECK && (n >= params.N || kk >= params.K)) { return vec4<W>(); }
+    return vec4<W>(b[(base + n * params.b_col + kk) >> 2u]);
 }
 
 // The a slice at k0 into this invocation's registers r.
-fn fetch_a(base: u32, row0: u32, k0: u32, lid: u32, r: ptr<function, array<vec4<T>, A_REGS>>) {
+fn fetch_a(base: u32, row0: u32, k0: u32, lid: u32, r: ptr<function, array<vec4<W>, A_REGS>>) {
     if (A_BLOCK) {
         for (var j = 0u; j < A_BLOCK_LOADS; j++) {
             let p = lid + j * WG;
@@ -209,7 +217,7 @@ fn fetch_a(base: u32, row0: u32, k0: u32, lid: u32, r: ptr<function, array<vec4<
     for (var j = 0u; j < A_LOADS; j++) { (*r)[j] = load_a(base, row0, k0, lid + j * WG); }
 }
 
-fn fetch_b(base: u32, col0: u32, k0: u32, lid: u32, r: ptr<function, array<vec4<T>, B_REGS>>) {
+fn fetch_b(base: u32, col0: u32, k0: u32, lid: u32, r: ptr<function, array<vec4<W>, B_REGS>>) {
     if (B_BLOCK) {
         for (var j = 0u; j < B_BLOCK_LOADS; j++) {
             let p = (WG - 1u - lid) + j * WG;   // the last invocations: a's blocks take the first
@@ -223,14 +231,14 @@ fn fetch_b(base: u32, col0: u32, k0: u32, lid: u32, r: ptr<function, array<vec4<
 
 // Registers r (fetch_a) into shared buffer `buffer`; a block is transposed so
 // that each k row gets one vec4 of 4 tile rows.
-fn put_a(buffer: u32, lid: u32, r: ptr<function, array<vec4<T>, A_REGS>>) {
+fn put_a(buffer: u32, lid: u32, r: ptr<function, array<vec4<W>, A_REGS>>) {
     if (A_BLOCK) {
         for (var j = 0u; j < A_BLOCK_LOADS; j++) {
             let p = lid + j * WG;
             if (p >= A_BLOCKS) { break; }
             let at = buffer * BK * A_ROW + 4u * (p % (BK / 4u)) * A_ROW + p / (BK / 4u);
             for (var c = 0u; c < 4u; c++) {
-                a_tile[at + c * A_ROW] = vec4<T>((*r)[4u * j][c], (*r)[4u * j + 1u][c], (*r)[4u * j + 2u][c], (*r)[4u * j + 3u][c]);
+                a_tile[at + c * A_ROW] = vec4<W>((*r)[4u * j][c], (*r)[4u * j + 1u][c], (*r)[4u * j + 2u][c], (*r)[4u * j + 3u][c]);
             }
         }
         return;
@@ -238,14 +246,14 @@ fn put_a(buffer: u32, lid: u32, r: ptr<function, array<vec4<T>, A_REGS>>) {
     for (var j = 0u; j < A_LOADS; j++) { store_a(buffer, lid + j * WG, (*r)[j]); }
 }
 
-fn put_b(buffer: u32, lid: u32, r: ptr<function, array<vec4<T>, B_REGS>>) {
+fn put_b(buffer: u32, lid: u32, r: ptr<function, array<vec4<W>, B_REGS>>) {
     if (B_BLOCK) {
         for (var j = 0u; j < B_BLOCK_LOADS; j++) {
             let p = (WG - 1u - lid) + j * WG;
             if (p >= B_BLOCKS) { break; }
             let at = buffer * BK * B_ROW + 4u * (p % (BK / 4u)) * B_ROW + p / (BK / 4u);
             for (var c = 0u; c < 4u; c++) {
-                b_tile[at + c * B_ROW] = vec4<T>((*r)[4u * j][c], (*r)[4u * j + 1u][c], (*r)[4u * j + 2u][c], (*r)[4u * j + 3u][c]);
+                b_tile[at + c * B_ROW] = vec4<W>((*r)[4u * j][c], (*r)[4u * j + 1u][c], (*r)[4u * j + 2u][c], (*r)[4u * j + 3u][c]);
             }
         }
         return;
@@ -293,8 +301,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
 
     var acc: array<vec4<T>, TM * TN / 4u>;   // [row TM][column group TN / 4]
-    var ra: array<vec4<T>, A_REGS>;
-    var rb: array<vec4<T>, B_REGS>;
+    var sums_h: array<vec4<W>, TM * TN / 4u>;  // HALF_MATH: one slice's f16 sums
+    var ra: array<vec4<W>, A_REGS>;
+    var rb: array<vec4<W>, B_REGS>;
     fetch_a(base.x, row0, k_first, lid, &ra);
     fetch_b(base.y, col0, k_first, lid, &rb);
     put_a(0u, lid, &ra);
@@ -313,18 +322,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let a_start = cur * BK * A_ROW + ty;
         let b_start = cur * BK * B_ROW + tx;
         for (var kk = 0u; kk < BK; kk++) {
-            var af: array<vec4<T>, TM / 4u>;
-            var bf: array<vec4<T>, TN / 4u>;
+            var af: array<vec4<W>, TM / 4u>;
+            var bf: array<vec4<W>, TN / 4u>;
             for (var g = 0u; g < TM / 4u; g++) { af[g] = a_tile[a_start + kk * A_ROW + g * (BM / TM)]; }
             for (var h = 0u; h < TN / 4u; h++) { bf[h] = b_tile[b_start + kk * B_ROW + h * (BN / TN)]; }
             for (var g = 0u; g < TM / 4u; g++) {
                 for (var i = 0u; i < 4u; i++) {
-                    let av = vec4<T>(af[g][i]);
+                    let av = vec4<W>(af[g][i]);
                     for (var h = 0u; h < TN / 4u; h++) {
                         let o = (g * 4u + i) * (TN / 4u) + h;
-                        acc[o] = mad4(av, bf[h], acc[o]);
+                        if (HALF_MATH) { sums_h[o] = mad4w(av, bf[h], sums_h[o]); } else { acc[o] = mad4(vec4<T>(av), vec4<T>(bf[h]), acc[o]); }
                     }
                 }
+            }
+        }
+        if (HALF_MATH) {
+            for (var o = 0u; o < TM * TN / 4u; o++) {
+                acc[o] += vec4<T>(sums_h[o]);
+                sums_h[o] = vec4<W>();
             }
         }
         if (more) {
