@@ -511,18 +511,30 @@ wgt_tensor *wgt_matmul(wgt_tensor *a, wgt_tensor *b);
  * (WGT_ERR_UNSUPPORTED when one requires grad); wgt_matmul of f32 x f16 gives
  * f32. */
 wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype);
-/* Reduced-precision f16 products, off by default (PyTorch's
- * allow_fp16_reduced_precision_reduction in spirit). When on, a matrix product
- * with an f16 operand (wgt_matmul, wgt_matmul_ex, wgt_linear, wgt_linear_ex,
- * f32 x f16 or f16 x f16) may round its f32 operand to f16 and sum runs of up
- * to 16 products along k in f16 before adding each run to the f32 sums: on the
- * WebGPU backend its register-blocked GEMM (M > 1 and N > 1) then multiplies
- * with packed f16 instructions (twice the f32 rate on most GPUs). A run's sum
- * must stay below f16's 65504 in magnitude; the added error is about 16
- * roundings to f16 (relative 2^-11 each) per run. GEMVs (one row or one
- * column) and the CPU backend keep exact f32 sums. Env WGT_MATMUL_HALF=0
- * turns it off for every context, 1 on. Per context; returns the old value. */
-bool wgt_set_matmul_f16_reduced_precision(wgt_context *ctx, bool allow);
+/* Matrix-product precision of a context (PyTorch's
+ * torch.set_float32_matmul_precision and allow_fp16_reduced_precision_reduction
+ * in spirit); returns the old setting.
+ * HIGHEST (the default): products sum in f32 the operands as given.
+ * MEDIUM, for inference:
+ *  - a product with an f16 operand (wgt_matmul, wgt_matmul_ex, wgt_linear,
+ *    wgt_linear_ex) MAY round its f32 operand to f16 and sum runs of up to 16
+ *    products along k in f16 before adding each run to the f32 sums (WebGPU's
+ *    register-blocked GEMM, M > 1 and N > 1; GEMVs and the CPU backend keep
+ *    f32 sums). A run's sum must stay below f16's 65504 in magnitude.
+ *  - wgt_qlinear of more than one row of f32 x (no fusion) DOES quantize x
+ *    like the weights, every backend alike: per row and group of 32 along k,
+ *    s = max|x| / 127 and code = round-to-even(x / s) (all 0 when max|x| = 0),
+ *    then out[m, n] = sum over groups of (sum of code x * code w, exact in
+ *    integers) * s_x * s_w in f32, groups in order. GPUs then multiply 8-bit
+ *    integers four at a time (WGSL dot4I8Packed). The codes of a value within
+ *    a rounding of a tie may differ by one between backends (x / s rounds).
+ * Env WGT_MATMUL_HALF=0 keeps the f16 products' f32 sums whatever the setting
+ * (1 takes the f16 sums even at HIGHEST), for timing. */
+typedef enum wgt_matmul_precision {
+    WGT_MATMUL_PRECISION_HIGHEST = 0,
+    WGT_MATMUL_PRECISION_MEDIUM = 1,
+} wgt_matmul_precision;
+wgt_matmul_precision wgt_set_matmul_precision(wgt_context *ctx, wgt_matmul_precision precision);
 
 /* ------------------------------------------------------ neural-net layers */
 /* x [..., in], weight [out, in] (PyTorch layout), bias [out] or NULL -> [..., out]

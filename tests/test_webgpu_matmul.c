@@ -357,10 +357,10 @@ static void test_configs(void)
         check_mnk(WGT_F32, 64, 128, 48, TRANSPOSED, STEP2);
         check_mnk(WGT_F16, 100, 60, 40, 0, TRANSPOSED);
         /* HALF_MATH (f16 sums of a slice): exact for these inputs (test_f16_reduced) */
-        wgt_set_matmul_f16_reduced_precision(gpu, true);
+        wgt_set_matmul_precision(gpu, WGT_MATMUL_PRECISION_MEDIUM);
         check_mnk(WGT_F16, 100, 60, 40, 0, TRANSPOSED);
         check_mnk(WGT_F16, 129, 127, 131, TRANSPOSED, 0);
-        wgt_set_matmul_f16_reduced_precision(gpu, false);
+        wgt_set_matmul_precision(gpu, WGT_MATMUL_PRECISION_HIGHEST);
         check_mnk(WGT_I32, 70, 90, 24, TRANSPOSED, 0);
         check_mnk(WGT_F32, 100, 70, 36, 0, TRANSPOSED); /* both read along k, aligned, partial tiles */
     }
@@ -379,7 +379,7 @@ static void test_configs(void)
     use_knobs(NULL);
 }
 
-/* wgt_set_matmul_f16_reduced_precision: the GEMM may round an f32 operand to
+/* wgt_set_matmul_precision MEDIUM: an f16 GEMM may round an f32 operand to
  * f16 and sum a slice's products in f16 (HALF_MATH of matmul_tiled.wgsl).
  * 1. The f16 inputs of random_data (multiples of 1/8 in [-1, 1]) keep every
  *    run of up to 16 products exact in f16, so the sweep below must match the
@@ -409,8 +409,10 @@ static double max_rel_error(const float *got, const float *x, const float *w, in
 
 static void test_f16_reduced(void)
 {
-    CHECK(wgt_set_matmul_f16_reduced_precision(gpu, true) == false, "the flag starts off");
-    CHECK(wgt_set_matmul_f16_reduced_precision(gpu, true) == true, "the setter returns the old value");
+    CHECK(wgt_set_matmul_precision(gpu, WGT_MATMUL_PRECISION_MEDIUM) == WGT_MATMUL_PRECISION_HIGHEST, "HIGHEST is the default");
+    CHECK(wgt_set_matmul_precision(gpu, (wgt_matmul_precision)7) == WGT_MATMUL_PRECISION_MEDIUM &&
+              wgt_set_matmul_precision(gpu, WGT_MATMUL_PRECISION_MEDIUM) == WGT_MATMUL_PRECISION_MEDIUM,
+          "the setter returns the old value and ignores an unknown one");
     static const int64_t mnk[][3] = {{65, 33, 17}, {128, 128, 128}, {129, 127, 131}, {200, 96, 64}, {16, 16, 1000}};
     for (size_t i = 0; i < sizeof(mnk) / sizeof(mnk[0]); i++) {
         check_mnk(WGT_F16, mnk[i][0], mnk[i][1], mnk[i][2], 0, 0);
@@ -430,7 +432,7 @@ static void test_f16_reduced(void)
     wgt_context *ctxs[2] = {gpu, cpu};
     for (int c = 0; c < 2; c++)
         for (int on = 0; on < 2; on++) {
-            wgt_set_matmul_f16_reduced_precision(ctxs[c], on);
+            wgt_set_matmul_precision(ctxs[c], on ? WGT_MATMUL_PRECISION_MEDIUM : WGT_MATMUL_PRECISION_HIGHEST);
             wgt_tensor *a = wgt_tensor_from_host(ctxs[c], WGT_F32, 2, sa, ones), *b = wgt_ones(ctxs[c], WGT_F16, 2, sb);
             wgt_tensor *y = a && b ? wgt_matmul_ex(a, b, WGT_F32) : NULL;
             bool read = y && wgt_tensor_read(y, got, (size_t)(M * N) * 4) == WGT_OK;
@@ -455,7 +457,7 @@ static void test_f16_reduced(void)
     }
     int64_t sx[2] = {M2, K2}, sw[2] = {K2, N2};
     for (int on = 0; on < 2; on++) {
-        wgt_set_matmul_f16_reduced_precision(gpu, on);
+        wgt_set_matmul_precision(gpu, on ? WGT_MATMUL_PRECISION_MEDIUM : WGT_MATMUL_PRECISION_HIGHEST);
         wgt_tensor *gx = wgt_tensor_from_host(gpu, WGT_F32, 2, sx, x), *gw = wgt_tensor_from_host(gpu, WGT_F16, 2, sw, wh);
         wgt_tensor *gy = gx && gw ? wgt_matmul_ex(gx, gw, WGT_F32) : NULL;
         bool read = gy && wgt_tensor_read(gy, y2, (size_t)(M2 * N2) * 4) == WGT_OK;
@@ -468,8 +470,8 @@ static void test_f16_reduced(void)
         wgt_tensor_release(gy), wgt_tensor_release(gx), wgt_tensor_release(gw);
     }
     free(x), free(w), free(y2), free(wh);
-    wgt_set_matmul_f16_reduced_precision(gpu, false);
-    wgt_set_matmul_f16_reduced_precision(cpu, false);
+    wgt_set_matmul_precision(gpu, WGT_MATMUL_PRECISION_HIGHEST);
+    wgt_set_matmul_precision(cpu, WGT_MATMUL_PRECISION_HIGHEST);
 }
 
 /* f16 through f32 temporaries (the path for devices without shader-f16). It

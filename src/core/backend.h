@@ -289,6 +289,13 @@ typedef struct wgt_kernel_call {
          * [rope_pass_begin, rope_pass_end) stored as y) */
         bool rope;
         int64_t rope_pass_begin, rope_pass_end;
+        /* int8_x (wgt_set_matmul_precision MEDIUM; no fusion, f32 x, M > 1):
+         * x is quantized like the weights before the product, every backend
+         * alike: per row and group of 32 along k, s = max|x| / 127 (f32),
+         * code = round-to-even(x / s) in [-127, 127] (0 when max|x| = 0);
+         * out[m, n] = the f32 sum over groups, in order, of
+         * f32(integer sum of code x * code w) * (s_x * s_w) */
+        bool int8_x;
     } quant;
     struct {                     /* MATMUL */
         /* SwiGLU epilogue (wgt_linear_swiglu_ex): out is [.., M, N / 2] and
@@ -313,9 +320,9 @@ typedef struct wgt_kernel_call {
          * wgt_rope_rows_elementwise_calls write. */
         bool rope;
         int64_t rope_pass_begin, rope_pass_end;
-        /* wgt_set_matmul_f16_reduced_precision: with an f16 operand, the
-         * backend may round the other one to f16 and sum short runs of
-         * products in f16 before the f32 sums (the CPU does not) */
+        /* wgt_set_matmul_precision MEDIUM: with an f16 operand, the backend
+         * MAY round the other one to f16 and sum runs of up to 16 products in
+         * f16 before the f32 sums (the CPU does not) */
         bool f16_reduced;
     } matmul;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */

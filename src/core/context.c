@@ -121,11 +121,12 @@ static bool context_ready(wgt_context *ctx)
     return ctx && ctx->status == WGT_OK && ctx->backend;
 }
 
-bool wgt_set_matmul_f16_reduced_precision(wgt_context *ctx, bool allow)
+wgt_matmul_precision wgt_set_matmul_precision(wgt_context *ctx, wgt_matmul_precision precision)
 {
-    if (!ctx) return false;
-    bool old = ctx->matmul_f16_reduced;
-    ctx->matmul_f16_reduced = allow;
+    if (!ctx) return WGT_MATMUL_PRECISION_HIGHEST;
+    wgt_matmul_precision old = ctx->matmul_precision;
+    if (precision == WGT_MATMUL_PRECISION_HIGHEST || precision == WGT_MATMUL_PRECISION_MEDIUM)
+        ctx->matmul_precision = precision;
     return old;
 }
 

@@ -42,7 +42,7 @@ struct wgt_context {
     int64_t live_tensors;
     bool profiling;                 /* wgt_profiler_enable(ctx, true) succeeded */
     int no_grad_depth;              /* wgt_no_grad_push nesting; > 0 = no recording */
-    bool matmul_f16_reduced;        /* wgt_set_matmul_f16_reduced_precision */
+    wgt_matmul_precision matmul_precision; /* wgt_set_matmul_precision */
     uint64_t backward_passes;       /* numbers the visits of each wgt_backward */
     wgt_grad_ready_fn grad_hook;    /* wgt_backward_set_grad_hook; NULL: none */
     void *grad_hook_user;

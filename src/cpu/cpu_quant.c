@@ -6,7 +6,8 @@
  * order the WGSL kernel uses too), accumulated over groups in f64.
  * Fused calls (wgt_qlinear_ex, see backend.h): x's row RMS-normalized first
  * (f64 mean of squares, as cpu_nn.c's norm), a bias added to the sums, or the
- * SwiGLU of rows 2i and 2i + 1 (out [M, N / 2]). */
+ * SwiGLU of rows 2i and 2i + 1 (out [M, N / 2]). With int8_x (backend.h),
+ * x is quantized per group first and the groups' sums are integers. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,65 @@ static wgt_status qmatmul_rope(cpu_backend *b, const wgt_kernel_call *call)
                                  call->quant.rope_pass_end, cpu_run_qmatmul);
 }
 
+/* Row m's group g of x as 8-bit codes (backend.h's int8_x): s = max|x| / 127,
+ * code = round-to-even(x / s), all 0 for a group of zeros. Returns s. */
+static float quantize_group(const float *x, int8_t codes[32])
+{
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+    const float s = amax / 127.0f;
+    for (int j = 0; j < 32; j++) {
+        float c = amax > 0.0f ? nearbyintf(x[j] / s) : 0.0f;
+        codes[j] = (int8_t)(c > 127.0f ? 127.0f : c < -127.0f ? -127.0f : c);
+    }
+    return s;
+}
+
+/* QMATMUL with int8_x (wgt_set_matmul_precision MEDIUM): x quantized per row
+ * and group, integer sums of code products per group, then the f32 sum over
+ * groups in order of isum * (s_x * s_w): the reference for WebGPU's
+ * quant_matmul_dp4a. */
+static wgt_status qmatmul_int8_x(cpu_backend *b, const wgt_kernel_call *call, int64_t M, int64_t K, int64_t N)
+{
+    const int64_t G = K / 32, words = K * call->quant.bits / 32;
+    int8_t *xc = malloc((size_t)(M * K));
+    float *xs = malloc((size_t)(M * G) * sizeof(float));
+    if (!xc || !xs) {
+        free(xc), free(xs);
+        return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "qmatmul: host buffers for [%lld, %lld]", (long long)M,
+                        (long long)K);
+    }
+    const float *xd = (const float *)cpu_view_data(&call->inputs[0]), *sd = (const float *)cpu_view_data(&call->inputs[2]);
+    const int32_t *qd = (const int32_t *)cpu_view_data(&call->inputs[1]);
+    float *od = (float *)cpu_view_data(&call->outputs[0]);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t g = 0; g < G; g++) xs[m * G + g] = quantize_group(xd + m * K + g * 32, xc + m * K + g * 32);
+#pragma omp parallel for num_threads(b->threads) schedule(static) if (M * N * K > CPU_PARALLEL_THRESHOLD)
+    for (int64_t n = 0; n < N; n++) {
+        float codes[32];
+        int32_t wc[32];
+        float acc[8];
+        for (int64_t m0 = 0; m0 < M; m0 += 8) {
+            const int64_t mm = M - m0 < 8 ? M - m0 : 8;
+            for (int64_t i = 0; i < mm; i++) acc[i] = 0.0f;
+            for (int64_t g = 0; g < G; g++) {
+                group_codes(qd + n * words, call->quant.bits, g, codes);
+                for (int j = 0; j < 32; j++) wc[j] = (int32_t)codes[j];
+                const float sw = sd[n * G + g];
+                for (int64_t i = 0; i < mm; i++) {
+                    const int8_t *c = xc + (m0 + i) * K + g * 32;
+                    int32_t isum = 0;
+                    for (int j = 0; j < 32; j++) isum += (int32_t)c[j] * wc[j];
+                    acc[i] += (float)isum * (xs[(m0 + i) * G + g] * sw);
+                }
+            }
+            for (int64_t i = 0; i < mm; i++) od[(m0 + i) * N + n] = acc[i];
+        }
+    }
+    free(xc), free(xs);
+    return WGT_OK;
+}
+
 wgt_status cpu_run_qmatmul(cpu_backend *b, const wgt_kernel_call *call)
 {
     if (call->quant.rope) return qmatmul_rope(b, call);
@@ -104,6 +164,11 @@ wgt_status cpu_run_qmatmul(cpu_backend *b, const wgt_kernel_call *call)
         out->shape[1] != (call->quant.swiglu ? N / 2 : N) || (call->quant.swiglu && N % 2) ||
         (call->quant.norm && call->inputs[3].shape[0] != K) || (call->quant.bias && call->inputs[3].shape[0] != N))
         return cpu_fail(b, call, WGT_ERR_SHAPE_MISMATCH, "qmatmul: inconsistent shapes");
+    if (call->quant.int8_x) {
+        if (fused || x->dtype != WGT_F32)
+            return cpu_fail(b, call, WGT_ERR_UNSUPPORTED, "qmatmul: int8 x needs f32 x and no fusion");
+        return qmatmul_int8_x(b, call, M, K, N);
+    }
     float *rows = fused ? fused_rows(call, M, K) : NULL;
     /* fused: the sums go to a temporary [M, N], the epilogue writes out */
     float *sums = fused ? malloc((size_t)(M * N) * sizeof(float)) : NULL;

@@ -273,11 +273,15 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
     const char *fuse = getenv("WGT_LLAMA_DECODE_FUSE");
     m->decode_fuse = fuse && fuse[0] >= '0' && fuse[0] <= '4' && !fuse[1] ? fuse[0] - '0' : default_decode_fuse(ctx);
     m->kv_first = cfg->rope_llama3 && !cfg->qk_norm;
-    /* f16 weights: the prefill's GEMMs may sum runs of 16 products in f16
-     * (packed f16 math, twice the FMA rate), what cuBLAS's f16 GEMMs may do
-     * by default in PyTorch (allow_fp16_reduced_precision_reduction); HF's
-     * activations are f16 anyway. WGT_MATMUL_HALF=0 turns it off. */
-    m->f16_reduced = m->wdtype == WGT_F16 && !m->bits;
+    /* MEDIUM matmul precision for 16-bit and quantized weights: the prefill's
+     * f16 GEMMs may sum runs of 16 products in f16 (what cuBLAS may do by
+     * default in PyTorch: allow_fp16_reduced_precision_reduction; HF's
+     * activations are f16 anyway), and quantized prefill quantizes x to 8
+     * bits per group (as llama.cpp's quantized GEMMs do) for integer dot
+     * products. WGT_LLAMA_PRECISION=highest keeps f32 sums and f32 x. */
+    const char *precision = getenv("WGT_LLAMA_PRECISION");
+    m->precision = m->wdtype == WGT_F32 || (precision && strcmp(precision, "highest") == 0)
+                       ? WGT_MATMUL_PRECISION_HIGHEST : WGT_MATMUL_PRECISION_MEDIUM;
     const int64_t C = cfg->hidden_size, V = cfg->vocab_size, F = cfg->intermediate_size, D = cfg->head_dim;
     const int64_t QD = cfg->n_heads * D, KD = cfg->n_kv_heads * D;
     const wgt_dtype W = m->wdtype;

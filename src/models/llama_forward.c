@@ -389,7 +389,7 @@ static wgt_tensor *forward(llama_cache *c, const int32_t *tokens, wgt_tensor *to
         }
     wgt_no_grad_push(ctx);
     wgt_scope_push(ctx);
-    const bool reduced_before = wgt_set_matmul_f16_reduced_precision(ctx, m->f16_reduced);
+    const wgt_matmul_precision precision_before = wgt_set_matmul_precision(ctx, m->precision);
     /* decode: the token's row as a view of the table (no indexing kernel, so
      * no out-of-range flag for the device to report back: the step's only
      * read is the caller's); prefill: one embedding lookup. The ids were
@@ -411,7 +411,7 @@ static wgt_tensor *forward(llama_cache *c, const int32_t *tokens, wgt_tensor *to
     }
     if (!all_logits) x = wgt_slice(x, 0, T - 1, T, 1);
     wgt_tensor *logits = wgt_scope_keep(project(m, wgt_rms_norm(x, m->norm, eps), m->head, m->head_scales, NULL));
-    wgt_set_matmul_f16_reduced_precision(ctx, reduced_before);
+    wgt_set_matmul_precision(ctx, precision_before);
     wgt_scope_pop(ctx);
     wgt_no_grad_pop(ctx);
     if (!logits || wgt_context_status(ctx) != WGT_OK) {

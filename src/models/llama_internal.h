@@ -58,7 +58,7 @@ struct llama_model {
      * much of a decode step's work rides in the projections (llama_forward.c,
      * decode_fuse_level) */
     int decode_fuse;
-    bool f16_reduced;   /* f16 weights: prefill GEMMs with f16 sums (wgt_set_matmul_f16_reduced_precision) */
+    wgt_matmul_precision precision; /* the forward pass's wgt_set_matmul_precision (llama.c's build) */
 };
 
 struct llama_cache {

@@ -104,7 +104,7 @@ static wgt_tensor *matmul(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype, con
         memset(&call, 0, sizeof(call));
         call.kind = WGT_KERNEL_MATMUL;
         call.op_name = op;
-        call.matmul.f16_reduced = ctx->matmul_f16_reduced;
+        call.matmul.f16_reduced = ctx->matmul_precision >= WGT_MATMUL_PRECISION_MEDIUM;
         call.n_inputs = 2;
         call.inputs[0] = ea;
         call.inputs[1] = eb;
@@ -267,7 +267,7 @@ static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bi
         memset(&call, 0, sizeof(call));
         call.kind = WGT_KERNEL_MATMUL;
         call.op_name = op;
-        call.matmul.f16_reduced = ctx->matmul_f16_reduced;
+        call.matmul.f16_reduced = ctx->matmul_precision >= WGT_MATMUL_PRECISION_MEDIUM;
         call.n_inputs = bias || norm_weight ? 3 : 2;
         call.n_outputs = 1;
         wgt_tensor_view a = *vx, b = *vw, o = out->view;

@@ -89,6 +89,8 @@ static void read_matmul(webgpu_knobs *k)
     k->gemv_half = on_unless_zero("WGT_GEMV_HALF");
     const char *half = env("WGT_MATMUL_HALF");
     k->matmul_half = half && strcmp(half, "0") == 0 ? 0 : half && strcmp(half, "1") == 0 ? 1 : -1;
+    const char *run = env("WGT_MATMUL_HALF_RUN");
+    k->matmul_half_run = run ? atoi(run) : 0;
     k->gemv_no_prefetch = !on_unless_zero("WGT_GEMV_PREFETCH");
     const char *rpt = env("WGT_GEMV_RPT");
     k->gemv_rpt = rpt && (strcmp(rpt, "1") == 0 || strcmp(rpt, "2") == 0 || strcmp(rpt, "4") == 0) ? (unsigned)atoi(rpt) : 0;
@@ -172,6 +174,7 @@ void webgpu_knobs_read(webgpu_knobs *k)
     read_conv(k);
     read_attention(k);
     copy_text(k->quant_tile, sizeof(k->quant_tile), "WGT_QUANT_TILE");
+    copy_text(k->quant_dp4a_tile, sizeof(k->quant_dp4a_tile), "WGT_QUANT_DP4A_TILE");
     const char *qg = env("WGT_QUANT_GEMV");
     k->quant_gemv = qg && (qg[0] == '0' || qg[0] == '1') && !qg[1] ? qg[0] - '0' : 2;
     k->quant_gemv_shared = on_unless_zero("WGT_QUANT_GEMV_SHARED");

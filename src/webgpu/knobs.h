@@ -74,7 +74,8 @@ typedef struct webgpu_knobs {
                                 * product fails with WGT_ERR_INVALID_ARGUMENT quoting both texts */
     char splitk_text[32], splitk_target_text[32]; /* those texts, for that message */
     int matmul_half;           /* WGT_MATMUL_HALF: unset (-1) f16 GEMMs multiply in f16 where the call allows it
-                                * (wgt_set_matmul_f16_reduced_precision), 0 never, 1 always (A/B timing) */
+                                * (wgt_set_matmul_precision MEDIUM), 0 never, 1 always (A/B timing) */
+    int matmul_half_run;       /* WGT_MATMUL_HALF_RUN: products per f16 run (timing; default 16) */
     bool gemv_half;            /* WGT_GEMV_HALF=0 turns off matmul_gemv_half (16-byte loads of f16
                                 * matrices) for matmul_gemv_rows; default true */
     bool gemv_no_prefetch;     /* WGT_GEMV_PREFETCH=0: matmul_gemv_half loads its weights after the
@@ -160,6 +161,7 @@ typedef struct webgpu_knobs {
                                   * row (a power of two <= 256) and words in flight (1-8); default 0,0: chosen */
     bool quant_gemv_shared;    /* WGT_QUANT_GEMV_SHARED=0: quant_gemv_rows reads x from storage, not staged in
                                 * workgroup memory; default true */
+    char quant_dp4a_tile[32];  /* WGT_QUANT_DP4A_TILE=<bm>x<bn>: the int8-x GEMM's tile (webgpu_quant_int8.c) */
     bool quant_tiled;          /* WGT_QUANT_TILED=0: prefill through the per-column kernel; default true */
 
     /* ---- indexing (webgpu_indexing.c) */

@@ -240,6 +240,7 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
         (uint64_t)out->offset + (uint64_t)(M * N) >= limit)
         return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: [%lld, %lld] x [%lld, %lld] exceeds 2^32 elements", op,
                          (long long)M, (long long)K, (long long)N, (long long)K);
+    if (call->quant.int8_x) return webgpu_quant_run_int8_x(wg, call);
     quant_params p;
     memset(&p, 0, sizeof(p));
     p.M = (uint32_t)M, p.N = (uint32_t)N, p.K = (uint32_t)K, p.bits = (uint32_t)call->quant.bits;

@@ -1,6 +1,6 @@
 /* wgt bench: times op families at sizes that matter and prints a table and JSON.
  *
- *   wgt bench [--quick] [--cpu] [--json FILE] [--only NAME] [--reps N]
+ *   wgt bench [--quick] [--cpu] [--json FILE] [--only NAME] [--reps N] [--precision highest|medium]
  *
  * Each case runs warm-up iterations, then `reps` timed iterations between two
  * wgt_synchronize calls (so the time is the device's, plus one submit); the
@@ -479,6 +479,10 @@ static const bench_case cases[] = {
     {"qmatmul_f16_512x3072x2048", "512 rows x W^T, W f16", 3072, 512, 2048, 16, 0, bytes_gemv_f16, flops_gemm, setup_gemv_f16, step_gemv_half, 20},
     {"qmatmul_f16_512x2048x2048", "512 rows x W^T, W f16", 2048, 512, 2048, 16, 0, bytes_gemv_f16, flops_gemm, setup_gemv_f16, step_gemv_half, 20},
     {"qmatmul_f16_512x2048x8192", "512 rows x W^T, W f16", 2048, 512, 8192, 16, 0, bytes_gemv_f16, flops_gemm, setup_gemv_f16, step_gemv_half, 20},
+    {"qmatmul_q8_512x3072x2048", "512 rows x W^T, W 8-bit", 3072, 512, 2048, 16, 0, bytes_gemv_q8, flops_gemm, setup_gemv_q8, step_qgemv, 20},
+    {"qmatmul_q4_512x3072x2048", "512 rows x W^T, W 4-bit", 3072, 512, 2048, 16, 0, bytes_gemv_q4, flops_gemm, setup_gemv_q4, step_qgemv, 20},
+    {"qmatmul_q8_512x2048x8192", "512 rows x W^T, W 8-bit", 2048, 512, 8192, 16, 0, bytes_gemv_q8, flops_gemm, setup_gemv_q8, step_qgemv, 20},
+    {"qmatmul_q4_512x2048x8192", "512 rows x W^T, W 4-bit", 2048, 512, 8192, 16, 0, bytes_gemv_q4, flops_gemm, setup_gemv_q4, step_qgemv, 20},
     {"layernorm_fb_768", "8192x768 fwd+bwd", 8192, 768, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_layer_norm_fb, 20},
     {"layernorm_fb_4096", "8192x4096 fwd+bwd", 8192, 4096, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_layer_norm_fb, 20},
     {"rmsnorm_fb_768", "8192x768 fwd+bwd", 8192, 768, 0, 16, 4, bytes_5nm, NULL, setup_norm, step_rms_norm_fb, 20},
@@ -537,7 +541,7 @@ static int compare_double(const void *a, const void *b)
 
 int wgt_command_bench(int argc, char **argv)
 {
-    bool quick = false, cpu = false;
+    bool quick = false, cpu = false, medium = false;
     const char *json_path = NULL, *only = NULL;
     int reps_override = 0;
     for (int i = 1; i < argc; i++) {
@@ -546,8 +550,11 @@ int wgt_command_bench(int argc, char **argv)
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps_override = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc && !strcmp(argv[i + 1], "medium")) medium = true, i++;
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc && !strcmp(argv[i + 1], "highest")) i++;
         else {
-            fprintf(stderr, "usage: wgt bench [--quick] [--cpu] [--json FILE] [--only NAME] [--reps N]\n");
+            fprintf(stderr, "usage: wgt bench [--quick] [--cpu] [--json FILE] [--only NAME] [--reps N] "
+                            "[--precision highest|medium]\n");
             return 2;
         }
     }
@@ -561,6 +568,7 @@ int wgt_command_bench(int argc, char **argv)
         wgt_context_destroy(ctx);
         return 1;
     }
+    if (medium) wgt_set_matmul_precision(ctx, WGT_MATMUL_PRECISION_MEDIUM); /* wgtensor.h: int8 x, f16 sums */
     wgt_adapter_info info;
     wgt_context_adapter_info(ctx, &info);
     FILE *json = json_path ? fopen(json_path, "w") : NULL;

@@ -1,0 +1,227 @@
+/* wgt_qlinear at WGT_MATMUL_PRECISION_MEDIUM (backend.h's int8_x): x is
+ * quantized per row and group of 32 like the weights, and the product sums
+ * integer code products per group. Both backends, against a reference worked
+ * out here from wgtensor.h's definition (x's codes and scales computed on the
+ * host, the weights' codes and scales read back), and against the f32 product
+ * of HIGHEST precision:
+ *  - rel L2 <= 1e-5 against the definition, for 8- and 4-bit weights, M from
+ *    2 to 131, N past the tiles' edges, K of 1 to 3 groups, every tile of
+ *    WebGPU's quant_matmul_dp4a forced (WGT_QUANT_DP4A_TILE);
+ *  - round-to-even codes: a group whose max is 127 has s = 1 exactly, so x =
+ *    2.5, 3.5, -2.5, -3.5, 0.5 must count as 2, 4, -2, -4, 0 (exact sums);
+ *  - a group of zeros (s = 0) adds nothing; huge values stay finite;
+ *  - the path runs only when asked: HIGHEST gives the f32 product, MEDIUM
+ *    differs from it by the int8 rounding of x (between 1e-4 and 2e-2 rel
+ *    L2), and one row of x (decode) or a fused call gives HIGHEST's values
+ *    bit for bit at MEDIUM;
+ *  - a tile name not in the table is refused with a message.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+static float code_of(const int32_t *q, int bits, int64_t K, int64_t n, int64_t k)
+{
+    const uint32_t *row = (const uint32_t *)q + n * (K * bits / 32);
+    if (bits == 8) return (float)(int8_t)(uint8_t)(row[k / 4] >> (8 * (k % 4)));
+    return (float)((int)((row[k / 8] >> (4 * (k % 8))) & 15u) - 8);
+}
+
+/* The definition: out[m, n] = sum over groups of isum * (s_x * s_w), isum the
+ * exact integer sum of the group's code products (double sums here). */
+static void reference(const float *x, const int32_t *q, const float *sw, int bits, int64_t M, int64_t N, int64_t K,
+                      double *ref)
+{
+    const int64_t G = K / 32;
+    for (int64_t m = 0; m < M; m++) {
+        for (int64_t n = 0; n < N; n++) ref[m * N + n] = 0;
+        for (int64_t g = 0; g < G; g++) {
+            const float *xg = x + m * K + g * 32;
+            float amax = 0;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xg[j]));
+            const float s = amax / 127.0f;
+            int cx[32];
+            for (int j = 0; j < 32; j++) {
+                volatile float v = amax > 0 ? xg[j] / s : 0.0f; /* one f32 division, as defined */
+                double c = nearbyint((double)v);                /* the default mode: ties to even */
+                cx[j] = (int)(c > 127 ? 127 : c < -127 ? -127 : c);
+            }
+            for (int64_t n = 0; n < N; n++) {
+                long isum = 0;
+                for (int j = 0; j < 32; j++) isum += cx[j] * (long)code_of(q, bits, K, n, g * 32 + j);
+                ref[m * N + n] += (double)isum * (double)(s * sw[n * G + g]);
+            }
+        }
+    }
+}
+
+static double rel_l2(const float *got, const double *ref, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        num += (got[i] - ref[i]) * (got[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* The product at both precisions; x from `fill` (NULL: random). Checks MEDIUM
+ * against the definition and (random x) its distance to HIGHEST. */
+static void check(wgt_context *ctx, const char *backend, int bits, int64_t M, int64_t N, int64_t K, const float *fill)
+{
+    uint32_t seed = (uint32_t)(bits * 977 + M * 13 + N * 3 + K);
+    float *w = malloc((size_t)(N * K) * 4), *x = malloc((size_t)(M * K) * 4), *got = malloc((size_t)(M * N) * 4);
+    float *hi = malloc((size_t)(M * N) * 4), *sw = malloc((size_t)(N * K / 32) * 4);
+    int32_t *q = malloc((size_t)(N * K * bits / 32) * 4);
+    double *ref = malloc((size_t)(M * N) * sizeof(double));
+    for (int64_t i = 0; i < N * K; i++) w[i] = ((float)(test_xorshift(&seed) % 20001) - 10000.0f) / 10000.0f;
+    for (int64_t i = 0; i < M * K; i++)
+        x[i] = fill ? fill[i] : ((float)(test_xorshift(&seed) % 20001) - 10000.0f) / 3000.0f;
+    wgt_scope_push(ctx);
+    wgt_tensor *wt = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, w);
+    wgt_tensor *xt = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){M, K}, x);
+    wgt_tensor *qw = NULL, *qs = NULL;
+    wgt_status st = wgt_quantize_weight(wt, bits, &qw, &qs);
+    wgt_set_matmul_precision(ctx, WGT_MATMUL_PRECISION_HIGHEST);
+    wgt_tensor *yh = st == WGT_OK ? wgt_qlinear(xt, qw, qs, bits) : NULL;
+    wgt_set_matmul_precision(ctx, WGT_MATMUL_PRECISION_MEDIUM);
+    wgt_tensor *ym = st == WGT_OK ? wgt_qlinear(xt, qw, qs, bits) : NULL;
+    wgt_set_matmul_precision(ctx, WGT_MATMUL_PRECISION_HIGHEST);
+    bool read = ym && yh && wgt_tensor_read(qw, q, (size_t)(N * K * bits / 32) * 4) == WGT_OK &&
+                wgt_tensor_read(qs, sw, (size_t)(N * K / 32) * 4) == WGT_OK &&
+                wgt_tensor_read(ym, got, (size_t)(M * N) * 4) == WGT_OK &&
+                wgt_tensor_read(yh, hi, (size_t)(M * N) * 4) == WGT_OK;
+    CHECK(read, "%s %d bits [%lld, %lld] x [%lld, %lld]^T: %s", backend, bits, (long long)M, (long long)K,
+          (long long)N, (long long)K, wgt_context_error_message(ctx));
+    if (read) {
+        reference(x, q, sw, bits, M, N, K, ref);
+        int finite = 0;
+        for (int64_t i = 0; i < M * N; i++) finite += isfinite(got[i]) != 0;
+        const double err = rel_l2(got, ref, M * N);
+        CHECK(finite == M * N && err <= 1e-5, "%s %d bits M=%lld N=%lld K=%lld: rel L2 %.3g against the definition "
+              "(%lld of %lld finite)", backend, bits, (long long)M, (long long)N, (long long)K, err, (long long)finite,
+              (long long)(M * N));
+        if (!fill) {
+            double num = 0, den = 0;
+            for (int64_t i = 0; i < M * N; i++) num += ((double)got[i] - hi[i]) * ((double)got[i] - hi[i]), den += (double)hi[i] * hi[i];
+            const double d = sqrt(num / den);
+            CHECK(d > 1e-4 && d < 2e-2, "%s %d bits M=%lld: MEDIUM is %.3g (rel L2) from HIGHEST: int8 x should "
+                  "show, and stay small", backend, bits, (long long)M, d);
+        }
+    }
+    wgt_scope_pop(ctx);
+    free(w), free(x), free(got), free(hi), free(sw), free(q), free(ref);
+}
+
+/* Exact cases: ties to even, a zero group, huge values. */
+static void check_exact(wgt_context *ctx, const char *backend)
+{
+    const int64_t M = 3, K = 64;
+    float x[3 * 64];
+    static const float ties[6] = {2.5f, 3.5f, -2.5f, -3.5f, 0.5f, -0.5f};
+    for (int64_t i = 0; i < M * K; i++) x[i] = 0;
+    x[0] = 127.0f; /* row 0, group 0: s = 1 */
+    for (int j = 0; j < 6; j++) x[1 + j] = ties[j];
+    for (int j = 0; j < 32; j++) x[32 + j] = (float)(j - 16) * 1e30f; /* row 0, group 1: huge */
+    /* row 1: group 0 zeros, group 1 ones; row 2 all zeros */
+    for (int j = 0; j < 32; j++) x[K + 32 + j] = 1.0f;
+    check(ctx, backend, 8, M, 5, K, x);
+    check(ctx, backend, 4, M, 5, K, x);
+    /* the tie codes exactly: weights all 1 (8 bits: code 127, s = 1 / 127) */
+    wgt_scope_push(ctx);
+    wgt_tensor *qw = NULL, *qs = NULL;
+    float xr[2 * 32];
+    for (int i = 0; i < 64; i++) xr[i] = i < 32 ? x[i] : 0.0f;
+    xr[32] = 127.0f, xr[33] = 2.5f; /* row 1: 127 (127), 2.5 (2) */
+    wgt_quantize_weight(wgt_ones(ctx, WGT_F32, 2, (int64_t[]){1, 32}), 8, &qw, &qs);
+    wgt_set_matmul_precision(ctx, WGT_MATMUL_PRECISION_MEDIUM);
+    wgt_tensor *y = qw ? wgt_qlinear(wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){2, 32}, xr), qw, qs, 8) : NULL;
+    wgt_set_matmul_precision(ctx, WGT_MATMUL_PRECISION_HIGHEST);
+    float got[2] = {0, 0};
+    bool read = y && wgt_tensor_read(y, got, sizeof(got)) == WGT_OK;
+    /* row 0: codes 127 + 2 + 4 - 2 - 4 + 0 + 0 = 127 against weight codes 127
+     * (s_w = 1 / 127): isum 16129; row 1: 127 + 2, isum 16383; s_x = 1 */
+    const float sw = 1.0f / 127.0f, want0 = 16129.0f * (1.0f * sw), want1 = 16383.0f * (1.0f * sw);
+    CHECK(read && got[0] == want0 && got[1] == want1, "%s: round-to-even codes: got %.9g, %.9g, want %.9g, %.9g",
+          backend, got[0], got[1], want0, want1);
+    wgt_scope_pop(ctx);
+}
+
+/* One row (decode) and fused calls stay as at HIGHEST, bit for bit. */
+static void check_unchanged(wgt_context *ctx, const char *backend)
+{
+    const int64_t N = 40, K = 96;
+    uint32_t seed = 99;
+    float w[40 * 96], x[96], g[96], a[40], b[40], c[40], d[40];
+    for (int i = 0; i < N * K; i++) w[i] = ((float)(test_xorshift(&seed) % 2001) - 1000.0f) / 1000.0f;
+    for (int i = 0; i < K; i++) x[i] = ((float)(test_xorshift(&seed) % 2001) - 1000.0f) / 300.0f, g[i] = 1.0f + 0.01f * (float)i;
+    wgt_scope_push(ctx);
+    wgt_tensor *qw = NULL, *qs = NULL;
+    wgt_quantize_weight(wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, w), 8, &qw, &qs);
+    wgt_tensor *xt = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){1, K}, x);
+    wgt_tensor *gt = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){K}, g);
+    wgt_qlinear_fusion f = {.norm_weight = gt, .norm_eps = 1e-5};
+    bool ok = true;
+    for (int p = 0; p < 2; p++) {
+        wgt_set_matmul_precision(ctx, p ? WGT_MATMUL_PRECISION_MEDIUM : WGT_MATMUL_PRECISION_HIGHEST);
+        wgt_tensor *y1 = wgt_qlinear(xt, qw, qs, 8), *y2 = wgt_qlinear_ex(xt, qw, qs, 8, &f);
+        ok = ok && y1 && y2 && wgt_tensor_read(y1, p ? c : a, sizeof(a)) == WGT_OK &&
+             wgt_tensor_read(y2, p ? d : b, sizeof(b)) == WGT_OK;
+    }
+    wgt_set_matmul_precision(ctx, WGT_MATMUL_PRECISION_HIGHEST);
+    CHECK(ok && memcmp(a, c, sizeof(a)) == 0 && memcmp(b, d, sizeof(b)) == 0,
+          "%s: one row and the fused norm call keep HIGHEST's values at MEDIUM", backend);
+    wgt_scope_pop(ctx);
+}
+
+static void run(wgt_context *ctx, const char *backend)
+{
+    if (!ctx) {
+        CHECK(false, "no %s context", backend);
+        return;
+    }
+    for (int bits = 8; bits >= 4; bits -= 4) {
+        check(ctx, backend, bits, 2, 33, 64, NULL);
+        check(ctx, backend, bits, 8, 64, 32, NULL);
+        check(ctx, backend, bits, 67, 130, 96, NULL);
+        check(ctx, backend, bits, 131, 129, 64, NULL);
+    }
+    check_exact(ctx, backend);
+    check_unchanged(ctx, backend);
+    if (wgt_context_backend(ctx) != WGT_BACKEND_WEBGPU) return;
+    static const char *const tiles[] = {"128x128", "128x64", "64x128", "64x64"};
+    for (int t = 0; t < 4; t++) {
+        wgt_context *k = test_context_env(NULL, (const char *[]){"WGT_QUANT_DP4A_TILE", tiles[t], NULL});
+        if (!k) continue;
+        check(k, tiles[t], 8, 131, 129, 96, NULL);
+        check(k, tiles[t], 4, 67, 130, 64, NULL);
+        wgt_context_destroy(k);
+    }
+    wgt_context *bad = test_context_env(NULL, (const char *[]){"WGT_QUANT_DP4A_TILE", "96x96", NULL});
+    if (bad) {
+        wgt_scope_push(bad);
+        wgt_tensor *qw = NULL, *qs = NULL;
+        wgt_quantize_weight(wgt_ones(bad, WGT_F32, 2, (int64_t[]){4, 64}), 8, &qw, &qs);
+        wgt_set_matmul_precision(bad, WGT_MATMUL_PRECISION_MEDIUM);
+        CHECK(qw && wgt_qlinear(wgt_ones(bad, WGT_F32, 2, (int64_t[]){16, 64}), qw, qs, 8) == NULL &&
+                  strstr(wgt_context_error_message(bad), "WGT_QUANT_DP4A_TILE"),
+              "WGT_QUANT_DP4A_TILE=96x96 refused: %s", wgt_context_error_message(bad));
+        check_error_and_recover(bad, WGT_ERR_INVALID_ARGUMENT, "WGT_QUANT_DP4A_TILE=96x96");
+        wgt_scope_pop(bad);
+        wgt_context_destroy(bad);
+    }
+}
+
+int main(void)
+{
+    wgt_context *cpu = test_cpu_context();
+    run(cpu, "cpu");
+    wgt_context_destroy(cpu);
+    wgt_context *gpu = test_webgpu_context();
+    run(gpu, "webgpu");
+    wgt_context_destroy(gpu);
+    return test_summary();
+}
