@@ -241,6 +241,11 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
     const int32_t toks[9] = {3, 14, 15, 9, 26, 5, 35, 8, 9};
     char msg[256] = "";
     static const llama_weights kinds[4] = {LLAMA_WEIGHTS_F32, LLAMA_WEIGHTS_F16, LLAMA_WEIGHTS_Q8, LLAMA_WEIGHTS_Q4};
+    /* HIGHEST matmul precision for every model built here (step_with's too):
+     * a prefill's products of several rows would otherwise quantize x (int8)
+     * or sum in f16 where a decode step's one row does not; the fixtures
+     * cover MEDIUM, the default */
+    setenv("WGT_LLAMA_PRECISION", "highest", 1);
     for (int w = 0; w < 4; w++) {
         llama_model *m = llama_create_random(ctx, &cfg, kinds[w], 7, msg, sizeof(msg));
         CHECK(m != NULL, "random model: %s", msg);
@@ -376,6 +381,7 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
         llama_cache_destroy(full), llama_cache_destroy(inc);
         llama_destroy(m);
     }
+    unsetenv("WGT_LLAMA_PRECISION");
 }
 
 static void write_text(const char *path, const char *text)

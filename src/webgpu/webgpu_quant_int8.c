@@ -34,9 +34,14 @@ typedef struct dp4a_tile {
  * TM x TN twice (the group's integer sums and the f32 sums). */
 static const dp4a_tile dp4a_tiles[] = {{128, 128, 8, 8}, {128, 64, 8, 4}, {64, 128, 4, 8}, {64, 64, 4, 4}};
 #define DP4A_N_TILES (int)(sizeof(dp4a_tiles) / sizeof(dp4a_tiles[0]))
-/* Workgroups from which the default takes 128 x 64 over 64 x 64 (~1.5 waves
- * of an H100's 132 SMs, as the other tile ladders) */
-#define DP4A_LARGE_TILE_MIN_WORKGROUPS 192
+/* Workgroups from which the default takes 128 x 64 over 64 x 64 (~3 waves of
+ * an H100's 132 SMs). H100, a 512-token prefill's products, q8 / q4 ms
+ * (`wgt bench --only qmatmul_q --precision medium`, WGT_QUANT_DP4A_TILE):
+ * 512 x 16384 x 2048: 128x128 0.548 / 0.590, 128x64 0.578 / 0.578, 64x64
+ * 0.586 / 0.661; 512 x 3072 x 2048 (192 workgroups of 128 x 64): 0.169 /
+ * 0.164 against 64x64's 0.138 / 0.157; 512 x 2048 x 8192: 64x64 0.323 /
+ * 0.364, 128x64 0.357 / 0.399, 128x128 0.559 / 0.594. */
+#define DP4A_LARGE_TILE_MIN_WORKGROUPS 384
 
 static const dp4a_tile *choose_tile(const webgpu_backend *wg, int64_t M, int64_t N)
 {
