@@ -9,10 +9,10 @@
  *    cache [1, Hkv, context, D] and q a permuted view, as llama_forward passes;
  *  - f16 takes the path at any Tk, f32 from 128 keys; rows that see no key
  *    (Tq > Tk, forced with WGT_DECODE_ATTN=1): out 0, lse -inf;
- *  - the path is taken: one dispatch where the one-pass kernel fits (a short
- *    cache: Tk <= 1024 and an invocation's K words in 32 registers), else the
- *    split-key pair's 2 (WGT_DECODE_SINGLE=0 asks for the pair everywhere),
- *    where the general kernels need 5 for f16 in and out; WGT_DECODE_ATTN=0
+ *  - the path is taken: the split-key pair's 2 dispatches by default, one
+ *    where the one-pass kernel is asked for (WGT_DECODE_SINGLE=auto: Tk <= 1024
+ *    and an invocation's K words in 32 registers; =1 at any Tk where they
+ *    fit), where the general kernels need 5 for f16 in and out; WGT_DECODE_ATTN=0
  *    gives the general kernels back with the same results;
  *  - the one-pass kernel over 1, 2 and 4 keys per invocation and several
  *    batches of V loads (Tk 700, 1000). */
@@ -153,13 +153,12 @@ static double lse_error(const float *got, const double *want, int64_t n)
 
 /* general: a WebGPU context created with WGT_DECODE_ATTN=0 (the knob is read
  * when a context is created), where the general kernels run; NULL: skip. */
-/* Whether attention_decode_single takes the case (webgpu_attention_decode.c's
- * rule: keys per invocation, a power of two with 256 invocations, times the
- * K row's 16-byte words fit 32 registers; the default takes it up to 1024 keys). */
+/* Whether attention_decode_single takes the case at WGT_DECODE_SINGLE=auto
+ * (webgpu_attention_decode.c's rule: keys per invocation of 256 times the K
+ * row's 16-byte words fit 32 registers, and at most 1024 keys). */
 static bool one_pass(const dcase *c)
 {
-    int64_t kpt = 1;
-    while (kpt * 256 < c->Tk) kpt *= 2;
+    const int64_t kpt = (c->Tk + 255) / 256;
     return kpt * (c->D / 8) * (c->f16 ? 1 : 2) <= 32 && c->Tk <= 1024;
 }
 
@@ -238,13 +237,13 @@ int main(void)
     };
     /* the knob is read when a context is created: one context per setting */
     wgt_context *general = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "0", NULL});
-    wgt_context *split = test_context_env(NULL, (const char *[]){"WGT_DECODE_SINGLE", "0", NULL});
+    wgt_context *single = test_context_env(NULL, (const char *[]){"WGT_DECODE_SINGLE", "auto", NULL});
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        check_case(gpu, general, cpu, &cases[i], one_pass(&cases[i]) ? 1 : 2);
-        if (split) check_case(split, NULL, NULL, &cases[i], 2);
+        check_case(gpu, general, cpu, &cases[i], 2); /* the default: the split pair */
+        if (single) check_case(single, NULL, NULL, &cases[i], one_pass(&cases[i]) ? 1 : 2);
     }
     wgt_context_destroy(general);
-    wgt_context_destroy(split);
+    wgt_context_destroy(single);
 
     /* forced for short K: rows that see no key (Tq > Tk, causal) and a single chunk */
     wgt_context *forced_gpu = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "1", NULL});
@@ -252,13 +251,13 @@ int main(void)
         {"forced_tq4_tk2_unseen",    1, 2, 1, 4, 2, 16, true, false, false, 0},
         {"forced_f16_tk5",           1, 4, 4, 1, 5, 8, false, true, false, 0},
     };
-    wgt_context *forced_split = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "1", "WGT_DECODE_SINGLE", "0", NULL});
+    wgt_context *forced_single = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "1", "WGT_DECODE_SINGLE", "1", NULL});
     for (size_t i = 0; forced_gpu && i < sizeof(forced) / sizeof(forced[0]); i++) {
-        check_case(forced_gpu, NULL, cpu, &forced[i], 1);
-        if (forced_split) check_case(forced_split, NULL, cpu, &forced[i], 2);
+        check_case(forced_gpu, NULL, cpu, &forced[i], 2);
+        if (forced_single) check_case(forced_single, NULL, cpu, &forced[i], 1);
     }
     wgt_context_destroy(forced_gpu);
-    wgt_context_destroy(forced_split);
+    wgt_context_destroy(forced_single);
 
     /* bad input still comes back as a status: mismatched heads (H % Hkv != 0) */
     wgt_scope_push(gpu);

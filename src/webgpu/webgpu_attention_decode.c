@@ -9,8 +9,8 @@
  *                             rows of its grouped heads, chunk of 64 keys):
  *                             partial max, sum and p V of the chunk
  *   attention_decode_combine  merges the chunks per row into out and lse
- * or, for a short cache (Tk <= SINGLE_MAX_KEYS, and an invocation's K words
- * fit SINGLE_K_WORDS registers), one:
+ * or, when asked (WGT_DECODE_SINGLE=auto: a short cache, Tk <= SINGLE_MAX_KEYS;
+ * =1: wherever an invocation's K words fit SINGLE_K_WORDS registers), one:
  *   attention_decode_single   one workgroup of 256 per query row over all keys
  * (attention_decode_common.wgsl is prepended to the first and the last).
  * Why: with Tq = 1 the general forward kernel (webgpu_attention.c) has B H
@@ -110,13 +110,19 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, bool with_c
 }
 
 /* Keys per invocation of attention_decode_single for Tk keys, or 0 when the
- * one-pass kernel is not taken (WGT_DECODE_SINGLE=0, too many keys, or its K
- * words would not fit in registers; WGT_DECODE_SINGLE=1: whenever they fit). */
+ * one-pass kernel is not taken: by default (off; WGT_DECODE_SINGLE=auto takes
+ * it up to SINGLE_MAX_KEYS keys, =1 wherever it fits, for tests), and
+ * whenever its K words would not fit in registers. On an H100 it was no
+ * faster than the split pair in decode (Llama-3.2-1B, ~600 keys, three
+ * alternated rounds: f16 695.5 / 691.6 / 690.1 tokens/s against 703.0 /
+ * 704.2 / 703.3, q4 957.5 / 962.4 / 929.0 against 972.5 / 977.4 / 974.1),
+ * though a token ran 16 dispatches fewer: its 32 workgroups (one a query
+ * head) read the cache with a quarter of the SMs, in a chain of load
+ * latencies and barriers as long as the dispatch it saves. */
 static unsigned single_keys_per_invocation(const webgpu_backend *wg, int64_t Tk, unsigned d8, unsigned w8)
 {
-    if (wg->knobs.decode_single == 0) return 0;
-    unsigned kpt = 1;
-    while ((int64_t)kpt * SINGLE_WG < Tk) kpt *= 2; /* powers of two: few pipelines as the cache grows */
+    if (wg->knobs.decode_single <= 0) return 0;
+    const unsigned kpt = (unsigned)((Tk + SINGLE_WG - 1) / SINGLE_WG); /* at most 4 pipelines up to 1024 keys */
     if (kpt * d8 * w8 > SINGLE_K_WORDS) return 0;
     return wg->knobs.decode_single == 1 || Tk <= SINGLE_MAX_KEYS ? kpt : 0;
 }
