@@ -18,7 +18,8 @@
 // so that 8 lanes of a 128-bit access phase hit distinct banks; 4-bit weights
 // are widened to int8 bytes as they are stored. Invocation (tx, ty) owns rows
 // ty + i BM / TM and columns tx + j BN / TN; the next group is fetched into
-// registers while this one is multiplied.
+// registers while this one is multiplied, then stored into the other of two
+// shared buffers: one barrier a group.
 // A group's integer sum stays below 32 * 127 * 127 < 2^22 in magnitude, so it
 // is kept offset by 1.5 * 2^23 (MAGIC): the bits then read as an f32 whose
 // value minus 1.5 * 2^23 is the sum, exactly (one add instead of a slower
@@ -48,10 +49,10 @@ const MAGIC_F: f32 = 12582912.0;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> xs: array<f32>;
 
-var<workgroup> xt: array<vec4<u32>, BM * ROWV>;   // [row][2 code vec4s + pad]
-var<workgroup> wt: array<vec4<u32>, BN * ROWV>;   // [column][2 code vec4s + pad]
-var<workgroup> xst: array<f32, BM>;
-var<workgroup> wst: array<f32, BN>;
+var<workgroup> xt: array<vec4<u32>, 2u * BM * ROWV>;   // [buffer][row][2 code vec4s + pad]
+var<workgroup> wt: array<vec4<u32>, 2u * BN * ROWV>;   // [buffer][column][2 code vec4s + pad]
+var<workgroup> xst: array<f32, 2u * BM>;               // [buffer][row]
+var<workgroup> wst: array<f32, 2u * BN>;
 
 struct Slice {
     x: array<vec4<u32>, X_LOADS>,
@@ -97,14 +98,16 @@ fn widen_nibbles(t: u32) -> u32 {
     return (b ^ 0x08080808u) | ((~b & 0x08080808u) * 30u);
 }
 
-fn put(r: Slice, lid: u32) {
+fn put(r: Slice, lid: u32, buf: u32) {
+    let xb = buf * BM * ROWV;
+    let wb = buf * BN * ROWV;
     for (var j = 0u; j < X_LOADS; j++) {
         let i = lid + j * WG;
-        if (X_QUADS % WG == 0u || i < X_QUADS) { xt[(i / 2u) * ROWV + i % 2u] = r.x[j]; }
+        if (X_QUADS % WG == 0u || i < X_QUADS) { xt[xb + (i / 2u) * ROWV + i % 2u] = r.x[j]; }
     }
     for (var j = 0u; j < XS_LOADS; j++) {
         let i = lid + j * WG;
-        if (BM % WG == 0u || i < BM) { xst[i] = r.xs[j]; }
+        if (BM % WG == 0u || i < BM) { xst[buf * BM + i] = r.xs[j]; }
     }
     for (var j = 0u; j < W_LOADS; j++) {
         let i = lid + j * WG;
@@ -112,12 +115,12 @@ fn put(r: Slice, lid: u32) {
         let c = i / QPR;
         let w = r.w[j];
         if (BITS == 8u) {
-            wt[c * ROWV + i % QPR] = w;
+            wt[wb + c * ROWV + i % QPR] = w;
         } else {   // 32 nibbles: words of 8 codes -> two words of 4 int8 codes each
-            wt[c * ROWV] = vec4<u32>(widen_nibbles(w.x), widen_nibbles(w.x >> 16u), widen_nibbles(w.y), widen_nibbles(w.y >> 16u));
-            wt[c * ROWV + 1u] = vec4<u32>(widen_nibbles(w.z), widen_nibbles(w.z >> 16u), widen_nibbles(w.w), widen_nibbles(w.w >> 16u));
+            wt[wb + c * ROWV] = vec4<u32>(widen_nibbles(w.x), widen_nibbles(w.x >> 16u), widen_nibbles(w.y), widen_nibbles(w.y >> 16u));
+            wt[wb + c * ROWV + 1u] = vec4<u32>(widen_nibbles(w.z), widen_nibbles(w.z >> 16u), widen_nibbles(w.w), widen_nibbles(w.w >> 16u));
         }
-        if (i % QPR == 0u) { wst[c] = r.s[j]; }
+        if (i % QPR == 0u) { wst[buf * BN + c] = r.s[j]; }
     }
 }
 
@@ -134,9 +137,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
     var acc: array<f32, TM * TN>;
     var r = fetch(row0, col0, 0u, lid);
-    put(r, lid);
+    put(r, lid, 0u);
     workgroupBarrier();
     for (var g = 0u; g < G; g++) {
+        let cur = g & 1u;
         let more = g + 1u < G;
         if (more) { r = fetch(row0, col0, g + 1u, lid); }
         var isum: array<i32, TM * TN>;
@@ -144,8 +148,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         for (var h = 0u; h < 2u; h++) {
             var av: array<vec4<u32>, TM>;
             var bv: array<vec4<u32>, TN>;
-            for (var i = 0u; i < TM; i++) { av[i] = xt[(ty + i * (BM / TM)) * ROWV + h]; }
-            for (var j = 0u; j < TN; j++) { bv[j] = wt[(tx + j * (BN / TN)) * ROWV + h]; }
+            for (var i = 0u; i < TM; i++) { av[i] = xt[(cur * BM + ty + i * (BM / TM)) * ROWV + h]; }
+            for (var j = 0u; j < TN; j++) { bv[j] = wt[(cur * BN + tx + j * (BN / TN)) * ROWV + h]; }
             for (var i = 0u; i < TM; i++) {
                 for (var j = 0u; j < TN; j++) {
                     let a = av[i];
@@ -156,17 +160,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
         }
         for (var i = 0u; i < TM; i++) {
-            let sx = xst[ty + i * (BM / TM)];
+            let sx = xst[cur * BM + ty + i * (BM / TM)];
             for (var j = 0u; j < TN; j++) {
                 let v = bitcast<f32>(isum[i * TN + j]) - MAGIC_F;
-                acc[i * TN + j] += v * (sx * wst[tx + j * (BN / TN)]);
+                acc[i * TN + j] += v * (sx * wst[cur * BN + tx + j * (BN / TN)]);
             }
         }
-        workgroupBarrier();   // every invocation is done reading group g
-        if (more) {
-            put(r, lid);
-            workgroupBarrier();
-        }
+        // the other buffer was last read in group g - 1, before the barrier
+        // that ended it: group g + 1 goes there, then one barrier a group
+        if (more) { put(r, lid, cur ^ 1u); }
+        workgroupBarrier();
     }
 
     for (var i = 0u; i < TM; i++) {
