@@ -9,7 +9,10 @@ with random weights, f16 on the GPU, batch 1.
   (EOS off); measured as (N - 1) / (time(N new tokens) - time(1 new token)) so
   the prefill is left out; median of 3 after a warm-up run.
 - prefill tokens/s: one eager forward of a 512-token prompt (model(ids)),
-  CUDA-synchronized, median of 5 after warm-up.
+  CUDA-synchronized, median of 10 after a warm-up of at least 0.5 s (as `wgt
+  generate --bench` warms up: an H100 ran the first ~0.1-0.5 s of a process
+  at lower clocks; one warm-up call gave 20.8k and 40.1k tokens/s in two
+  processes of one call, 2026-11-28).
 bench/llm_run.sh runs this and `wgt generate --bench` and prints the ratios.
 """
 import argparse
@@ -43,8 +46,12 @@ def make_model():
     return model
 
 
-def timed(fn, reps):
+def timed(fn, reps, warm_s=0.0):
     fn()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < warm_s:
+        fn()
+        torch.cuda.synchronize()
     out = []
     for _ in range(reps):
         torch.cuda.synchronize()
@@ -65,7 +72,7 @@ def main():
     g = torch.Generator(device="cuda").manual_seed(1)
     prompt = torch.randint(0, LLAMA_3_2_1B["vocab_size"], (1, a.prompt_tokens), device="cuda", generator=g)
     with torch.no_grad():
-        t_prefill = timed(lambda: model(prompt), 5)
+        t_prefill = timed(lambda: model(prompt), 10, warm_s=0.5)
         one = prompt[:, :1]
 
         def gen(n):
