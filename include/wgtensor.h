@@ -520,7 +520,8 @@ wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype);
  *    wgt_linear_ex) MAY round its f32 operand to f16 and sum runs of up to 16
  *    products along k in f16 before adding each run to the f32 sums (WebGPU's
  *    register-blocked GEMM, M > 1 and N > 1; GEMVs and the CPU backend keep
- *    f32 sums). A run's sum must stay below f16's 65504 in magnitude.
+ *    f32 sums). Operands and a run's sum must stay below f16's 65504 in
+ *    magnitude (beyond it they become infinite).
  *  - wgt_qlinear of more than one row of f32 x (no fusion) DOES quantize x
  *    like the weights, every backend alike: per row and group of 32 along k,
  *    s = max|x| / 127 and code = round-to-even(x / s) (all 0 when max|x| = 0),
