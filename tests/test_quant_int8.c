@@ -6,7 +6,8 @@
  * of HIGHEST precision:
  *  - rel L2 <= 1e-5 against the definition, for 8- and 4-bit weights, M from
  *    2 to 131, N past the tiles' edges, K of 1 to 3 groups, every tile of
- *    WebGPU's quant_matmul_dp4a forced (WGT_QUANT_DP4A_TILE);
+ *    WebGPU's quant_matmul_dp4a forced (WGT_QUANT_DP4A_TILE) with 1, 2 and 4
+ *    groups a slice (WGT_QUANT_DP4A_GPS; K of 3 groups ends a slice short);
  *  - round-to-even codes: a group whose max is 127 has s = 1 exactly, so x =
  *    2.5, 3.5, -2.5, -3.5, 0.5 must count as 2, 4, -2, -4, 0 (exact sums);
  *  - a group of zeros (s = 0) adds nothing; huge values stay finite;
@@ -194,7 +195,9 @@ static void run(wgt_context *ctx, const char *backend)
     if (wgt_context_backend(ctx) != WGT_BACKEND_WEBGPU) return;
     static const char *const tiles[] = {"128x128", "128x64", "64x128", "64x64"};
     for (int t = 0; t < 4; t++) {
-        wgt_context *k = test_context_env(NULL, (const char *[]){"WGT_QUANT_DP4A_TILE", tiles[t], NULL});
+        static const char *const gps[4] = {"1", "2", "4", "2"}; /* groups per slice: odd group counts end short */
+        wgt_context *k = test_context_env(NULL, (const char *[]){"WGT_QUANT_DP4A_TILE", tiles[t], "WGT_QUANT_DP4A_GPS",
+                                                                 gps[t], NULL});
         if (!k) continue;
         check(k, tiles[t], 8, 131, 129, 96, NULL);
         check(k, tiles[t], 4, 67, 130, 64, NULL);

@@ -177,6 +177,8 @@ void webgpu_knobs_read(webgpu_knobs *k)
     read_attention(k);
     copy_text(k->quant_tile, sizeof(k->quant_tile), "WGT_QUANT_TILE");
     copy_text(k->quant_dp4a_tile, sizeof(k->quant_dp4a_tile), "WGT_QUANT_DP4A_TILE");
+    const char *gps = env("WGT_QUANT_DP4A_GPS");
+    k->quant_dp4a_gps = gps ? (unsigned)atoi(gps) : 0;
     const char *qg = env("WGT_QUANT_GEMV");
     k->quant_gemv = qg && (qg[0] == '0' || qg[0] == '1') && !qg[1] ? qg[0] - '0' : 2;
     k->quant_gemv_shared = on_unless_zero("WGT_QUANT_GEMV_SHARED");

@@ -43,18 +43,46 @@ static const dp4a_tile dp4a_tiles[] = {{128, 128, 8, 8}, {128, 64, 8, 4}, {64, 1
  * 0.364, 128x64 0.357 / 0.399, 128x128 0.559 / 0.594. */
 #define DP4A_LARGE_TILE_MIN_WORKGROUPS 384
 
-static const dp4a_tile *choose_tile(const webgpu_backend *wg, int64_t M, int64_t N)
+/* Quantization groups (32 k each) a slice of quant_matmul_dp4a walks between
+ * barriers: WGT_QUANT_DP4A_GPS=1|2|4, default DP4A_GROUPS_PER_SLICE. */
+#define DP4A_GROUPS_PER_SLICE 1
+static unsigned groups_per_slice(const webgpu_backend *wg)
+{
+    const unsigned g = wg->knobs.quant_dp4a_gps;
+    return g == 1 || g == 2 || g == 4 ? g : DP4A_GROUPS_PER_SLICE;
+}
+
+/* Workgroup memory of a tile with gps groups a slice: two buffers of code rows
+ * (2 gps + 1 vec4s each) and scales, x's and the weights' */
+static uint64_t tile_shared(const dp4a_tile *t, unsigned gps)
+{
+    return 2ull * (uint64_t)(t->bm + t->bn) * (2 * gps + 1) * 16 + 2ull * (uint64_t)(t->bm + t->bn) * gps * 4;
+}
+
+/* The tile for an M x N output and *gps its groups a slice: WGT_QUANT_DP4A_TILE
+ * (a table entry) when set, else 128 x 64 from ~3 waves of workgroups, else 64
+ * x 64; fewer groups a slice, then the 64 x 64 tile, where the device's
+ * workgroup memory is short (lavapipe: 32 KiB). NULL: the knob names no tile. */
+static const dp4a_tile *choose_tile(const webgpu_backend *wg, int64_t M, int64_t N, unsigned *gps)
 {
     const char *env = wg->knobs.quant_dp4a_tile;
+    const dp4a_tile *t = NULL;
     for (int i = 0; *env && i < DP4A_N_TILES; i++) {
         char name[32];
         snprintf(name, sizeof(name), "%dx%d", dp4a_tiles[i].bm, dp4a_tiles[i].bn);
-        if (strcmp(env, name) == 0) return &dp4a_tiles[i];
+        if (strcmp(env, name) == 0) t = &dp4a_tiles[i];
     }
-    if (*env) return NULL;
-    const dp4a_tile *large = &dp4a_tiles[1];
-    int64_t tiles = ((M + large->bm - 1) / large->bm) * ((N + large->bn - 1) / large->bn);
-    return tiles >= DP4A_LARGE_TILE_MIN_WORKGROUPS ? large : &dp4a_tiles[DP4A_N_TILES - 1];
+    if (*env && !t) return NULL;
+    if (!t) {
+        const dp4a_tile *large = &dp4a_tiles[1];
+        int64_t tiles = ((M + large->bm - 1) / large->bm) * ((N + large->bn - 1) / large->bn);
+        t = tiles >= DP4A_LARGE_TILE_MIN_WORKGROUPS ? large : &dp4a_tiles[DP4A_N_TILES - 1];
+    }
+    const uint64_t limit = wg->limits.maxComputeWorkgroupStorageSize;
+    *gps = groups_per_slice(wg);
+    while (*gps > 1 && tile_shared(t, *gps) > limit) *gps /= 2;
+    if (tile_shared(t, *gps) > limit) t = &dp4a_tiles[DP4A_N_TILES - 1]; /* 64 x 64, one group: 12.8 KiB */
+    return t;
 }
 
 /* x's codes and scales (the temporaries codes [M K / 4] i32, scales [M K / 32] f32) */
@@ -87,19 +115,21 @@ wgt_status webgpu_quant_run_int8_x(webgpu_backend *wg, const wgt_kernel_call *ca
     const wgt_tensor_view *x = &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2], *out = &call->outputs[0];
     const int64_t M = x->shape[0], K = x->shape[1], N = q->shape[0];
     const int bits = call->quant.bits;
-    const dp4a_tile *tile = choose_tile(wg, M, N);
+    unsigned gps = 1;
+    const dp4a_tile *tile = choose_tile(wg, M, N, &gps);
     if (!tile)
         return wgt_error(wg->base.ctx, WGT_ERR_INVALID_ARGUMENT, "%s: [%lld, %lld] x [%lld, %lld]^T: "
                          "WGT_QUANT_DP4A_TILE=\"%s\" names no tile (128x128, 128x64, 64x128 or 64x64)", op,
                          (long long)M, (long long)K, (long long)N, (long long)K, wg->knobs.quant_dp4a_tile);
     char key[64];
-    snprintf(key, sizeof(key), "quant_matmul_dp4a:%dx%d:%d", tile->bm, tile->bn, bits);
+    snprintf(key, sizeof(key), "quant_matmul_dp4a:%dx%d:%d:g%u", tile->bm, tile->bn, bits, gps);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     wgt_status st = WGT_OK;
     if (!pipe) {
         char prelude[160];
         snprintf(prelude, sizeof(prelude), "const BM: u32 = %du;\nconst BN: u32 = %du;\nconst TM: u32 = %du;\n"
-                 "const TN: u32 = %du;\nconst BITS: u32 = %du;\n", tile->bm, tile->bn, tile->tm, tile->tn, bits);
+                 "const TN: u32 = %du;\nconst BITS: u32 = %du;\nconst GPS: u32 = %uu;\n", tile->bm, tile->bn, tile->tm,
+                 tile->tn, bits, gps);
         const char *files[1] = {"quant_matmul_dp4a"};
         /* xq, q, scales read-only; out; xs read-only: bindings 1..5 */
         static const bool read_only[5] = {true, true, true, false, true};
