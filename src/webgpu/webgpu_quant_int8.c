@@ -34,9 +34,10 @@ typedef struct dp4a_tile {
  * TM x TN twice (the group's integer sums and the f32 sums). */
 static const dp4a_tile dp4a_tiles[] = {{128, 128, 8, 8}, {128, 64, 8, 4}, {64, 128, 4, 8}, {64, 64, 4, 4}};
 #define DP4A_N_TILES (int)(sizeof(dp4a_tiles) / sizeof(dp4a_tiles[0]))
-/* Workgroups from which the default takes 128 x 64 over 64 x 64 (~3 waves of
+/* Workgroups from which the default takes 128 x 128 over 64 x 64 (~3 waves of
  * an H100's 132 SMs). H100, a 512-token prefill's products, q8 / q4 ms
- * (`wgt bench --only qmatmul_q --precision medium`, WGT_QUANT_DP4A_TILE):
+ * (`wgt bench --only qmatmul_q --precision medium`, WGT_QUANT_DP4A_TILE, one
+ * group a slice; two: below):
  * 512 x 16384 x 2048: 128x128 0.548 / 0.590, 128x64 0.578 / 0.578, 64x64
  * 0.586 / 0.661; 512 x 3072 x 2048 (192 workgroups of 128 x 64): 0.169 /
  * 0.164 against 64x64's 0.138 / 0.157; 512 x 2048 x 8192: 64x64 0.323 /
@@ -44,8 +45,12 @@ static const dp4a_tile dp4a_tiles[] = {{128, 128, 8, 8}, {128, 64, 8, 4}, {64, 1
 #define DP4A_LARGE_TILE_MIN_WORKGROUPS 384
 
 /* Quantization groups (32 k each) a slice of quant_matmul_dp4a walks between
- * barriers: WGT_QUANT_DP4A_GPS=1|2|4, default DP4A_GROUPS_PER_SLICE. */
-#define DP4A_GROUPS_PER_SLICE 1
+ * barriers: WGT_QUANT_DP4A_GPS=1|2|4, default DP4A_GROUPS_PER_SLICE. H100,
+ * q8 / q4 ms at 1 / 2 / 4 (probes p9 of 2026-11-28c): 512 x 3072 x 2048
+ * 0.138 / 0.114 / 0.127, 0.153 / 0.122 / 0.119; 512 x 2048 x 8192 0.322 /
+ * 0.285 / 0.340, 0.376 / 0.285 / 0.299; 512 x 16384 x 2048 in 128 x 128
+ * tiles at 2: 0.546, 0.526 (128 x 64 at 1: 0.553, 0.733). */
+#define DP4A_GROUPS_PER_SLICE 2
 static unsigned groups_per_slice(const webgpu_backend *wg)
 {
     const unsigned g = wg->knobs.quant_dp4a_gps;
@@ -60,8 +65,8 @@ static uint64_t tile_shared(const dp4a_tile *t, unsigned gps)
 }
 
 /* The tile for an M x N output and *gps its groups a slice: WGT_QUANT_DP4A_TILE
- * (a table entry) when set, else 128 x 64 from ~3 waves of workgroups, else 64
- * x 64; fewer groups a slice, then the 64 x 64 tile, where the device's
+ * (a table entry) when set, else 128 x 128 from ~3 waves of workgroups, else
+ * 64 x 64; fewer groups a slice, then the 64 x 64 tile, where the device's
  * workgroup memory is short (lavapipe: 32 KiB). NULL: the knob names no tile. */
 static const dp4a_tile *choose_tile(const webgpu_backend *wg, int64_t M, int64_t N, unsigned *gps)
 {
@@ -74,7 +79,7 @@ static const dp4a_tile *choose_tile(const webgpu_backend *wg, int64_t M, int64_t
     }
     if (*env && !t) return NULL;
     if (!t) {
-        const dp4a_tile *large = &dp4a_tiles[1];
+        const dp4a_tile *large = &dp4a_tiles[0];
         int64_t tiles = ((M + large->bm - 1) / large->bm) * ((N + large->bn - 1) / large->bn);
         t = tiles >= DP4A_LARGE_TILE_MIN_WORKGROUPS ? large : &dp4a_tiles[DP4A_N_TILES - 1];
     }
