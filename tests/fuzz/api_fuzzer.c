@@ -340,7 +340,16 @@ static void call_compute(fuzzer *f)
     case 5: tensor_call(f, "wgt_argmax", wgt_argmax(a, axes[0], chance(f, 2))); break;
     case 6: tensor_call(f, "wgt_cumsum", wgt_cumsum(a, axes[0])); break;
     case 7: tensor_call(f, "wgt_softmax", wgt_softmax(a, axes[0])); break;
-    case 8: tensor_call(f, "wgt_matmul", wgt_matmul(a, b ? b : a)); break;
+    case 8: { /* products at either matmul precision (an unknown one is ignored), mixed dtypes, quantized */
+        static const wgt_matmul_precision precisions[3] = {WGT_MATMUL_PRECISION_HIGHEST, WGT_MATMUL_PRECISION_MEDIUM,
+                                                           (wgt_matmul_precision)7};
+        wgt_set_matmul_precision(wgt_tensor_context(a), precisions[below(f, 3)]);
+        int kind = below(f, 4);
+        if (kind == 0) tensor_call(f, "wgt_matmul_ex", wgt_matmul_ex(a, b ? b : a, random_dtype(f)));
+        else if (kind == 1) tensor_call(f, "wgt_qlinear", wgt_qlinear(a, b ? b : a, c ? c : a, chance(f, 2) ? 8 : 4));
+        else tensor_call(f, "wgt_matmul", wgt_matmul(a, b ? b : a));
+        break;
+    }
     case 9: tensor_call(f, "wgt_cast", wgt_cast(a, random_dtype(f))); break;
     case 10: {
         wgt_tensor *parts[4] = {a, b ? b : a, c ? c : a, a};
