@@ -524,7 +524,8 @@ wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype);
  *    magnitude (beyond it they become infinite).
  *  - wgt_qlinear of more than one row of f32 x (no fusion) DOES quantize x
  *    like the weights, every backend alike: per row and group of 32 along k,
- *    s = max|x| / 127 and code = round-to-even(x / s) (all 0 when max|x| = 0),
+ *    s = max|x| / 127 and code = round-to-even(x / s) (all 0 when max|x| = 0;
+ *    a group holding a NaN or an infinity: s = NaN, so its sums are NaN),
  *    then out[m, n] = sum over groups of (sum of code x * code w, exact in
  *    integers) * s_x * s_w in f32, groups in order. GPUs then multiply 8-bit
  *    integers four at a time (WGSL dot4I8Packed). The codes of a value within

@@ -10,7 +10,8 @@
  *    groups a slice (WGT_QUANT_DP4A_GPS; K of 3 groups ends a slice short);
  *  - round-to-even codes: a group whose max is 127 has s = 1 exactly, so x =
  *    2.5, 3.5, -2.5, -3.5, 0.5 must count as 2, 4, -2, -4, 0 (exact sums);
- *  - a group of zeros (s = 0) adds nothing; huge values stay finite;
+ *  - a group of zeros (s = 0) adds nothing; huge values stay finite; a group
+ *    holding an infinity or a NaN makes its row's sums NaN, and only its row's;
  *  - the path runs only when asked: HIGHEST gives the f32 product, MEDIUM
  *    differs from it by the int8 rounding of x (between 1e-4 and 2e-2 rel
  *    L2), and one row of x (decode) or a fused call gives HIGHEST's values
@@ -151,6 +152,33 @@ static void check_exact(wgt_context *ctx, const char *backend)
     wgt_scope_pop(ctx);
 }
 
+/* A group holding an infinity or a NaN: s = NaN, so its row's sums are NaN;
+ * the other rows are untouched (the definition's last clause). */
+static void check_nonfinite(wgt_context *ctx, const char *backend)
+{
+    const int64_t M = 3, K = 64, N = 6;
+    float x[3 * 64], got[3 * 6], w[6 * 64];
+    for (int i = 0; i < M * K; i++) x[i] = (float)(i % 7) - 3.0f;
+    for (int i = 0; i < N * K; i++) w[i] = (float)(i % 5) - 2.0f;
+    x[5] = INFINITY;    /* row 0, group 0 */
+    x[K + 40] = NAN;    /* row 1, group 1 */
+    wgt_scope_push(ctx);
+    wgt_tensor *qw = NULL, *qs = NULL;
+    wgt_quantize_weight(wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, w), 8, &qw, &qs);
+    wgt_set_matmul_precision(ctx, WGT_MATMUL_PRECISION_MEDIUM);
+    wgt_tensor *y = qw ? wgt_qlinear(wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){M, K}, x), qw, qs, 8) : NULL;
+    wgt_set_matmul_precision(ctx, WGT_MATMUL_PRECISION_HIGHEST);
+    bool read = y && wgt_tensor_read(y, got, sizeof(got)) == WGT_OK;
+    int nan_rows = 0, finite_row = 0;
+    for (int n = 0; read && n < N; n++) {
+        nan_rows += isnan(got[n]) && isnan(got[N + n]);
+        finite_row += isfinite(got[2 * N + n]) != 0;
+    }
+    CHECK(read && nan_rows == N && finite_row == N, "%s: non-finite x: %d of %d columns NaN in rows 0 and 1, %d of %d "
+          "finite in row 2 (%s)", backend, nan_rows, (int)N, finite_row, (int)N, wgt_context_error_message(ctx));
+    wgt_scope_pop(ctx);
+}
+
 /* One row (decode) and fused calls stay as at HIGHEST, bit for bit. */
 static void check_unchanged(wgt_context *ctx, const char *backend)
 {
@@ -191,6 +219,7 @@ static void run(wgt_context *ctx, const char *backend)
         check(ctx, backend, bits, 131, 129, 64, NULL);
     }
     check_exact(ctx, backend);
+    check_nonfinite(ctx, backend);
     check_unchanged(ctx, backend);
     if (wgt_context_backend(ctx) != WGT_BACKEND_WEBGPU) return;
     static const char *const tiles[] = {"128x128", "128x64", "64x128", "64x64"};

@@ -292,7 +292,8 @@ typedef struct wgt_kernel_call {
         /* int8_x (wgt_set_matmul_precision MEDIUM; no fusion, f32 x, M > 1):
          * x is quantized like the weights before the product, every backend
          * alike: per row and group of 32 along k, s = max|x| / 127 (f32),
-         * code = round-to-even(x / s) in [-127, 127] (0 when max|x| = 0);
+         * code = round-to-even(x / s) in [-127, 127] (0 when max|x| = 0; a
+         * group holding a NaN or an infinity: s = NaN, codes 0);
          * out[m, n] = the f32 sum over groups, in order, of
          * f32(integer sum of code x * code w) * (s_x * s_w) */
         bool int8_x;

@@ -94,11 +94,18 @@ static wgt_status qmatmul_rope(cpu_backend *b, const wgt_kernel_call *call)
 }
 
 /* Row m's group g of x as 8-bit codes (backend.h's int8_x): s = max|x| / 127,
- * code = round-to-even(x / s), all 0 for a group of zeros. Returns s. */
+ * code = round-to-even(x / s), all 0 for a group of zeros; a group holding a
+ * NaN or an infinity gets s = NaN and codes 0 (its sums are NaN). Returns s. */
 static float quantize_group(const float *x, int8_t codes[32])
 {
     float amax = 0.0f;
-    for (int j = 0; j < 32; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+    for (int j = 0; j < 32; j++) {
+        if (!isfinite(x[j])) {
+            memset(codes, 0, 32);
+            return NAN;
+        }
+        amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+    }
     const float s = amax / 127.0f;
     for (int j = 0; j < 32; j++) {
         float c = amax > 0.0f ? nearbyintf(x[j] / s) : 0.0f;
