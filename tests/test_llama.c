@@ -458,6 +458,40 @@ static void check_load_errors(wgt_context *ctx)
     rmdir(dir);
 }
 
+/* llama_set_matmul_precision: a q8 model's prefill at MEDIUM (its default)
+ * quantizes x, so its logits differ from HIGHEST's, which equal those of the
+ * model built with WGT_LLAMA_PRECISION=highest bit for bit; the caller's
+ * context setting is restored after each pass. */
+static void check_precision(wgt_context *ctx, const char *backend)
+{
+    llama_config cfg = {.model_type = "llama", .vocab_size = 50, .hidden_size = 64, .intermediate_size = 96,
+                        .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16, .max_position = 32,
+                        .rms_eps = 1e-5, .rope_theta = 10000.0, .bos_token_id = -1, .eos_token_id = -1};
+    const int32_t toks[6] = {3, 14, 15, 9, 26, 5};
+    float logits[3][6 * 50];
+    char msg[256] = "";
+    bool ok = true;
+    for (int r = 0; r < 3; r++) { /* 0: default, 1: set HIGHEST, 2: built with the env */
+        if (r == 2) setenv("WGT_LLAMA_PRECISION", "highest", 1);
+        llama_model *m = llama_create_random(ctx, &cfg, LLAMA_WEIGHTS_Q8, 7, msg, sizeof(msg));
+        if (r == 2) unsetenv("WGT_LLAMA_PRECISION");
+        if (m && r == 1)
+            ok = ok && llama_set_matmul_precision(m, WGT_MATMUL_PRECISION_HIGHEST) == WGT_MATMUL_PRECISION_MEDIUM;
+        llama_cache *c = m ? llama_cache_create(m, 8, msg, sizeof(msg)) : NULL;
+        wgt_set_matmul_precision(ctx, WGT_MATMUL_PRECISION_HIGHEST);
+        wgt_tensor *l = c ? llama_forward(c, toks, 6, true, msg, sizeof(msg)) : NULL;
+        ok = ok && l && wgt_tensor_read(l, logits[r], sizeof(logits[r])) == WGT_OK &&
+             wgt_set_matmul_precision(ctx, WGT_MATMUL_PRECISION_HIGHEST) == WGT_MATMUL_PRECISION_HIGHEST;
+        wgt_tensor_release(l);
+        llama_cache_destroy(c);
+        llama_destroy(m);
+    }
+    CHECK(ok, "%s: precision models: %s", backend, msg);
+    CHECK(ok && memcmp(logits[0], logits[1], sizeof(logits[0])) != 0 &&
+              memcmp(logits[1], logits[2], sizeof(logits[1])) == 0,
+          "%s: q8 prefill logits: MEDIUM differs from HIGHEST, HIGHEST equals the env's", backend);
+}
+
 static void run_backend(wgt_context *ctx, const char *backend)
 {
     if (!ctx) {
@@ -468,6 +502,7 @@ static void run_backend(wgt_context *ctx, const char *backend)
     check_fixture(ctx, "tiny-llama", backend, true);
     check_fixture(ctx, "tiny-llama-bf16", backend, true);
     check_fixture(ctx, "tiny-llama3-rope", backend, true);
+    check_precision(ctx, backend);
     check_cache(ctx, backend, false, false);
     check_cache(ctx, backend, true, false);
     check_cache(ctx, backend, false, true);

@@ -418,3 +418,11 @@ llama_model *llama_load(wgt_context *ctx, const char *dir, llama_weights weights
 const llama_config *llama_model_config(const llama_model *m) { return m ? &m->cfg : NULL; }
 llama_weights llama_model_weights(const llama_model *m) { return m->weights; }
 uint64_t llama_weight_bytes(const llama_model *m) { return m ? m->weight_bytes : 0; }
+
+wgt_matmul_precision llama_set_matmul_precision(llama_model *m, wgt_matmul_precision precision)
+{
+    if (!m) return WGT_MATMUL_PRECISION_HIGHEST;
+    const wgt_matmul_precision old = m->precision;
+    if (precision == WGT_MATMUL_PRECISION_HIGHEST || precision == WGT_MATMUL_PRECISION_MEDIUM) m->precision = precision;
+    return old;
+}

@@ -69,6 +69,13 @@ const llama_config *llama_model_config(const llama_model *m);
 llama_weights llama_model_weights(const llama_model *m);
 /* Bytes of the weights on the device. */
 uint64_t llama_weight_bytes(const llama_model *m);
+/* The matrix-product precision of the model's forward passes
+ * (wgt_set_matmul_precision, set around each pass and restored): MEDIUM by
+ * default for f16 and quantized weights (x quantized to 8 bits in quantized
+ * prefill, f16 sums in f16 GEMMs), HIGHEST for f32 weights or when
+ * WGT_LLAMA_PRECISION=highest was set at load; decode steps are the same at
+ * either. Returns the old value. */
+wgt_matmul_precision llama_set_matmul_precision(llama_model *m, wgt_matmul_precision precision);
 
 /* ---- KV cache and the forward pass ----
  * Keys and values of every layer in [1, Hkv, context, D] tensors allocated

@@ -25,18 +25,22 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: wgt generate --model DIR --prompt TEXT [--max-tokens N] [--quantize q8|q4] [--context N]\n"
             "                    [--temperature T] [--top-k K] [--top-p P] [--seed S] [--repetition-penalty R]\n"
-            "                    [--no-bos] [--sequential] [--backend cpu|webgpu] [--adapter A]\n"
+            "                    [--no-bos] [--sequential] [--precision highest|medium] [--backend cpu|webgpu] [--adapter A]\n"
             "       wgt generate --bench [--shape llama-3.2-1b|llama-3.2-1b-slice|tiny|tiny-llama3] [--weights f16|f32|q8|q4] [--prompt-tokens N]\n"
             "                    [--max-tokens N] [--json FILE]\n"
             "  defaults: 128 tokens, f16 weights, greedy (temperature 0), context = prompt + tokens\n"
             "  --quantize q8|q4 (= --weights): projections quantized at load, 32 weights per scale\n"
             "  --sequential: greedy decoding reads each token before recording the next step (by default the\n"
-            "                host records step n+1 while the device runs step n)\n");
+            "                host records step n+1 while the device runs step n)\n"
+            "  --precision: the forward pass's matmul precision (default medium for f16 and quantized weights:\n"
+            "               prefill quantizes x to 8 bits for quantized weights, sums f16 products in f16 runs;\n"
+            "               highest: f32 x and f32 sums, as with f32 weights; see docs/llm.md)\n");
 }
 
 typedef struct gen_args {
     const char *model, *prompt, *backend, *adapter, *shape, *json;
     bool bench, no_bos, sequential;
+    int precision; /* -1: the model's default, else a wgt_matmul_precision */
     llama_weights weights;
     int64_t max_tokens, context, prompt_tokens;
     double repetition_penalty;
@@ -56,7 +60,7 @@ static bool number(const char *s, double lo, double hi, bool integer, double *ou
 static int parse(int argc, char **argv, gen_args *a)
 {
     *a = (gen_args){.max_tokens = 128, .weights = LLAMA_WEIGHTS_F16, .repetition_penalty = 1.0,
-                    .shape = "llama-3.2-1b", .prompt_tokens = 512};
+                    .shape = "llama-3.2-1b", .prompt_tokens = 512, .precision = -1};
     sampler_config_init(&a->sampling);
     a->sampling.temperature = 0;
     for (int i = 1; i < argc; i++) {
@@ -84,6 +88,14 @@ static int parse(int argc, char **argv, gen_args *a)
         else if (strcmp(flag, "--adapter") == 0) a->adapter = v;
         else if (strcmp(flag, "--shape") == 0) a->shape = v;
         else if (strcmp(flag, "--json") == 0) a->json = v;
+        else if (strcmp(flag, "--precision") == 0) {
+            if (strcmp(v, "highest") == 0) a->precision = WGT_MATMUL_PRECISION_HIGHEST;
+            else if (strcmp(v, "medium") == 0) a->precision = WGT_MATMUL_PRECISION_MEDIUM;
+            else {
+                fprintf(stderr, "wgt generate: --precision %s: highest or medium\n", v);
+                return 2;
+            }
+        }
         else if (strcmp(flag, "--weights") == 0 || strcmp(flag, "--quantize") == 0) {
             if (strcmp(v, "f16") == 0) a->weights = LLAMA_WEIGHTS_F16;
             else if (strcmp(v, "f32") == 0) a->weights = LLAMA_WEIGHTS_F32;
@@ -215,6 +227,7 @@ static int run_generate(wgt_context *ctx, const gen_args *a)
         return fprintf(stderr, "wgt generate: %s: %s\n", a->model, msg), 1;
     }
     t_load = now_s() - t_load;
+    if (a->precision >= 0) llama_set_matmul_precision(m, (wgt_matmul_precision)a->precision);
     const llama_config *cfg = llama_model_config(m);
     int32_t *ids = NULL;
     size_t n = 0;
@@ -349,6 +362,7 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
     const char *wname = weights_name(a->weights);
     llama_model *m = llama_create_random(ctx, &cfg, a->weights, 1234, msg, sizeof(msg));
     if (!m) return fprintf(stderr, "wgt generate --bench: %s\n", msg), 1;
+    if (a->precision >= 0) llama_set_matmul_precision(m, (wgt_matmul_precision)a->precision);
     const int64_t P = a->prompt_tokens, N = a->max_tokens > 0 ? a->max_tokens : 1;
     llama_cache *cache = llama_cache_create(m, P + N + 1, msg, sizeof(msg));
     int32_t *prompt = malloc((size_t)P * sizeof(int32_t));
