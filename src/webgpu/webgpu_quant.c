@@ -11,7 +11,8 @@
  * takes kernels/quant_matmul_tiled.wgsl: a tiled GEMM whose weight tiles are
  * dequantized into workgroup memory, BM x BN outputs per workgroup, TM x TN
  * per invocation (WGT_QUANT_TILED=0 keeps quant_matmul, to compare;
- * WGT_QUANT_TILE=128x128, 128x64 or 64x64 forces a tile).
+ * WGT_QUANT_TILE=128x128, 128x64 or 64x64 forces a tile). With int8_x (MEDIUM
+ * precision, more than one row) the call goes to webgpu_quant_int8.c instead.
  */
 #include <stdio.h>
 #include <stdlib.h>
