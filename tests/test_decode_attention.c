@@ -9,13 +9,9 @@
  *    cache [1, Hkv, context, D] and q a permuted view, as llama_forward passes;
  *  - f16 takes the path at any Tk, f32 from 128 keys; rows that see no key
  *    (Tq > Tk, forced with WGT_DECODE_ATTN=1): out 0, lse -inf;
- *  - the path is taken: the split-key pair's 2 dispatches by default, one
- *    where the one-pass kernel is asked for (WGT_DECODE_SINGLE=auto: Tk <= 1024
- *    and an invocation's K words in 32 registers; =1 at any Tk where they
- *    fit), where the general kernels need 5 for f16 in and out; WGT_DECODE_ATTN=0
- *    gives the general kernels back with the same results;
- *  - the one-pass kernel over 1, 2 and 4 keys per invocation and several
- *    batches of V loads (Tk 700, 1000). */
+ *  - the path is taken (2 dispatches for f16 in and out, where the general
+ *    kernels need 5) and WGT_DECODE_ATTN=0 gives the general kernels back with
+ *    the same results. */
 #define _POSIX_C_SOURCE 200809L /* setenv, strdup: WGT_DECODE_ATTN */
 #include <math.h>
 #include <stdlib.h>
@@ -153,19 +149,8 @@ static double lse_error(const float *got, const double *want, int64_t n)
 
 /* general: a WebGPU context created with WGT_DECODE_ATTN=0 (the knob is read
  * when a context is created), where the general kernels run; NULL: skip. */
-/* Whether attention_decode_single takes the case at WGT_DECODE_SINGLE=auto
- * (webgpu_attention_decode.c's rule: keys per invocation of 256 times the K
- * row's 16-byte words fit 32 registers, and at most 1024 keys). */
-static bool one_pass(const dcase *c)
+static void check_case(wgt_context *gpu, wgt_context *general, wgt_context *cpu, const dcase *c, bool expect_decode)
 {
-    const int64_t kpt = (c->Tk + 255) / 256;
-    return kpt * (c->D / 8) * (c->f16 ? 1 : 2) <= 32 && c->Tk <= 1024;
-}
-
-/* expect: the dispatches the call must take (0: not checked) */
-static void check_case(wgt_context *gpu, wgt_context *general, wgt_context *cpu, const dcase *c, uint64_t expect)
-{
-    const bool expect_decode = expect != 0;
     const int64_t qn = c->B * c->H * c->Tq * c->D, kn = c->B * c->Hkv * c->Tk * c->D, rows = qn / c->D;
     float *q = malloc((size_t)qn * 4), *k = malloc((size_t)kn * 4), *v = malloc((size_t)kn * 4);
     /* scores of a few units: softmax neither flat nor one-hot */
@@ -188,10 +173,10 @@ static void check_case(wgt_context *gpu, wgt_context *general, wgt_context *cpu,
         CHECK(out_error(got, want, qn) < tol, "%s: out error %.3g", c->name, out_error(got, want, qn));
         CHECK(lse_error(got_lse, want_lse, rows) < lse_tol, "%s: lse error %.3g", c->name,
               lse_error(got_lse, want_lse, rows));
-        /* decode: 1 dispatch (one pass) or 2 (first pass, combine); the general
-         * kernels take 3 more for f16 (f32 copies of q, k, v) and one to convert out */
-        if (expect_decode) CHECK(n_gpu == expect, "%s: %llu dispatches, decode path expected (%llu)", c->name,
-                                 (unsigned long long)n_gpu, (unsigned long long)expect);
+        /* decode: 2 dispatches (first pass, combine); the general kernels take 3
+         * more for f16 (f32 copies of q, k, v) and one to convert out */
+        if (expect_decode) CHECK(n_gpu == 2, "%s: %llu dispatches, decode path expected (2)", c->name,
+                                 (unsigned long long)n_gpu);
     }
     if (cpu && run_case(cpu, c, q, k, v, cpu_out, cpu_lse, &n_cpu)) {
         double e = 0;
@@ -232,18 +217,13 @@ int main(void)
         {"f32_cache_view_tq2",       1, 4, 1, 2, 133, 64, true, false, true, 160},
         {"d80_group8",               1, 8, 1, 1, 190, 80, true, false, false, 0},
         {"f16_short_tk20",           1, 4, 2, 1, 20, 64, true, true, false, 0},   /* f16: taken at any Tk */
-        {"f16_tq4_tk700",            1, 8, 2, 4, 700, 64, true, true, false, 0},  /* one pass: 4 keys each, 3 V batches */
+        {"f16_tq4_tk700",            1, 8, 2, 4, 700, 64, true, true, false, 0},  /* 11 chunks, the last short */
         {"f16_tk1000_view",          1, 4, 1, 1, 1000, 64, true, true, true, 1100},
     };
     /* the knob is read when a context is created: one context per setting */
     wgt_context *general = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "0", NULL});
-    wgt_context *single = test_context_env(NULL, (const char *[]){"WGT_DECODE_SINGLE", "auto", NULL});
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        check_case(gpu, general, cpu, &cases[i], 2); /* the default: the split pair */
-        if (single) check_case(single, NULL, NULL, &cases[i], one_pass(&cases[i]) ? 1 : 2);
-    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) check_case(gpu, general, cpu, &cases[i], true);
     wgt_context_destroy(general);
-    wgt_context_destroy(single);
 
     /* forced for short K: rows that see no key (Tq > Tk, causal) and a single chunk */
     wgt_context *forced_gpu = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "1", NULL});
@@ -251,13 +231,9 @@ int main(void)
         {"forced_tq4_tk2_unseen",    1, 2, 1, 4, 2, 16, true, false, false, 0},
         {"forced_f16_tk5",           1, 4, 4, 1, 5, 8, false, true, false, 0},
     };
-    wgt_context *forced_single = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "1", "WGT_DECODE_SINGLE", "1", NULL});
-    for (size_t i = 0; forced_gpu && i < sizeof(forced) / sizeof(forced[0]); i++) {
-        check_case(forced_gpu, NULL, cpu, &forced[i], 2);
-        if (forced_single) check_case(forced_single, NULL, cpu, &forced[i], 1);
-    }
+    for (size_t i = 0; forced_gpu && i < sizeof(forced) / sizeof(forced[0]); i++)
+        check_case(forced_gpu, NULL, cpu, &forced[i], false);
     wgt_context_destroy(forced_gpu);
-    wgt_context_destroy(forced_single);
 
     /* bad input still comes back as a status: mismatched heads (H % Hkv != 0) */
     wgt_scope_push(gpu);

@@ -164,8 +164,6 @@ static void read_attention(webgpu_knobs *k)
     k->decode_attn = decode && strcmp(decode, "0") == 0   ? WEBGPU_DECODE_ATTN_OFF
                      : decode && strcmp(decode, "1") == 0 ? WEBGPU_DECODE_ATTN_FORCED
                                                           : WEBGPU_DECODE_ATTN_AUTO;
-    const char *single = env("WGT_DECODE_SINGLE");
-    k->decode_single = single && strcmp(single, "1") == 0 ? 1 : single && strcmp(single, "auto") == 0 ? 2 : 0;
 }
 
 void webgpu_knobs_read(webgpu_knobs *k)

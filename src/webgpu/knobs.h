@@ -150,9 +150,6 @@ typedef struct webgpu_knobs {
     unsigned attention_fused_tile; /* WGT_ATTENTION_FUSED_TILE=16 or 32: keys (= rows) per block of
                                     * attention_backward_fused; default 32 (other values: 32) */
     webgpu_decode_attn decode_attn; /* WGT_DECODE_ATTN, above */
-    int decode_single;         /* WGT_DECODE_SINGLE: the one-pass decode attention (webgpu_attention_decode.c):
-                                * unset or "0" never (0), "1" wherever it fits (1, tests), "auto" for short
-                                * caches (2) */
 
     /* ---- quantized matmul (webgpu_quant.c) */
     char quant_tile[32];       /* WGT_QUANT_TILE=<bm>x<bn> (128x128, 128x64, 64x64): force that tile where it

@@ -9,10 +9,6 @@
  *                             rows of its grouped heads, chunk of 64 keys):
  *                             partial max, sum and p V of the chunk
  *   attention_decode_combine  merges the chunks per row into out and lse
- * or, when asked (WGT_DECODE_SINGLE=auto: a short cache, Tk <= SINGLE_MAX_KEYS;
- * =1: wherever an invocation's K words fit SINGLE_K_WORDS registers), one:
- *   attention_decode_single   one workgroup of 256 per query row over all keys
- * (attention_decode_common.wgsl is prepended to the first and the last).
  * Why: with Tq = 1 the general forward kernel (webgpu_attention.c) has B H
  * workgroups that each walk all Tk keys alone, and f16 inputs first go through
  * f32 copies of the whole cache (5 dispatches): on an H100 in `wgt generate`
@@ -37,10 +33,6 @@
 #define DECODE_CHUNK 64       /* CH of attention_decode.wgsl */
 #define DECODE_ROWS 4         /* R of attention_decode.wgsl */
 #define DECODE_PREFETCH_WORDS 32 /* 16-byte words an invocation may load up front (128 registers) */
-#define SINGLE_WG 256          /* WG of attention_decode_single.wgsl */
-#define SINGLE_MAX_KEYS 1024   /* the one-pass kernel up to this many keys (KPT <= 4) */
-#define SINGLE_K_WORDS 32      /* its K words in registers: KPT D8 W8 <= this */
-#define SINGLE_V_BATCH 8       /* VB: V loads in flight per invocation */
 
 /* Mirrors struct Params of attention_decode.wgsl and attention_decode_combine.wgsl. */
 typedef struct decode_params {
@@ -97,59 +89,16 @@ bool webgpu_attention_decode_wanted(const webgpu_backend *wg, const wgt_kernel_c
     return view_end(out) < (int64_t)UINT32_MAX && view_end(lse) < (int64_t)UINT32_MAX;
 }
 
-/* file after attention_decode_common.wgsl (with_common) or alone */
-static wgt_status get_pipeline(webgpu_backend *wg, const char *file, bool with_common, const char *consts,
-                               int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
+static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const char *consts, int n_read_only,
+                               int n_read_write, const char *op, webgpu_pipeline **out)
 {
     char key[320]; /* file name, ":" and consts (under 200) */
     snprintf(key, sizeof(key), "%s:%s", file, consts);
-    const char *files[2] = {"attention_decode_common", file};
-    /* unchecked: the kernels bound their reads (j < Tk, whole rows of D) */
-    return webgpu_pipeline_assemble(wg, key, consts, with_common ? files : files + 1, with_common ? 2 : 1, n_read_only,
-                                    n_read_write, false, op, out);
-}
-
-/* Keys per invocation of attention_decode_single for Tk keys, or 0 when the
- * one-pass kernel is not taken: by default (off; WGT_DECODE_SINGLE=auto takes
- * it up to SINGLE_MAX_KEYS keys, =1 wherever it fits, for tests), and
- * whenever its K words would not fit in registers. On an H100 it was no
- * faster than the split pair in decode (Llama-3.2-1B, ~600 keys, three
- * alternated rounds: f16 695.5 / 691.6 / 690.1 tokens/s against 703.0 /
- * 704.2 / 703.3, q4 957.5 / 962.4 / 929.0 against 972.5 / 977.4 / 974.1),
- * though a token ran 16 dispatches fewer: its 32 workgroups (one a query
- * head) read the cache with a quarter of the SMs, in a chain of load
- * latencies and barriers as long as the dispatch it saves. */
-static unsigned single_keys_per_invocation(const webgpu_backend *wg, int64_t Tk, unsigned d8, unsigned w8)
-{
-    if (wg->knobs.decode_single <= 0) return 0;
-    const unsigned kpt = (unsigned)((Tk + SINGLE_WG - 1) / SINGLE_WG); /* at most 4 pipelines up to 1024 keys */
-    if (kpt * d8 * w8 > SINGLE_K_WORDS) return 0;
-    return wg->knobs.decode_single == 1 || Tk <= SINGLE_MAX_KEYS ? kpt : 0;
+    /* unchecked: both kernels bound their reads (j < Tk, whole rows of D) */
+    return webgpu_pipeline_assemble(wg, key, consts, &file, 1, n_read_only, n_read_write, false, op, out);
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/* attention_decode_single: one dispatch, a workgroup per query row */
-static wgt_status run_single(webgpu_backend *wg, const wgt_kernel_call *call, const decode_params *p, unsigned kpt)
-{
-    const char *op = call->op_name;
-    const wgt_tensor_view *q = &call->inputs[0], *k = &call->inputs[1], *v = &call->inputs[2];
-    const wgt_tensor_view *out = &call->outputs[0], *lse = &call->outputs[1];
-    char consts[240];
-    snprintf(consts, sizeof(consts),
-             "const D8: u32 = %uu;\nconst KV_F16: bool = %s;\nconst Q_F16: bool = %s;\nconst W8: u32 = %uu;\n"
-             "const KPT: u32 = %uu;\nconst VB: u32 = %uu;\nconst OUT_F16: bool = %s;\n",
-             p->D / 8, k->dtype == WGT_F16 ? "true" : "false", q->dtype == WGT_F16 ? "true" : "false",
-             k->dtype == WGT_F16 ? 1u : 2u, kpt, (unsigned)SINGLE_V_BATCH, out->dtype == WGT_F16 ? "true" : "false");
-    webgpu_pipeline *pipe;
-    wgt_status s = get_pipeline(wg, "attention_decode_single", true, consts, 3, 2, op, &pipe);
-    uint32_t gx, gy;
-    if (s == WGT_OK) s = webgpu_grid(wg, (uint64_t)p->B * p->H * p->Tq, &gx, &gy, op);
-    WGPUBuffer b[5] = {webgpu_view_buffer(q), webgpu_view_buffer(k), webgpu_view_buffer(v), webgpu_view_buffer(out),
-                       webgpu_view_buffer(lse)};
-    if (s == WGT_OK) s = webgpu_dispatch(wg, pipe, b, 5, p, sizeof(*p), gx, gy, 1, op);
-    return s;
-}
 
 wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
@@ -187,12 +136,10 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: %llu partial sums exceed 2^31", op,
                          (unsigned long long)(slots * p.D));
 
-    const unsigned w8 = k->dtype == WGT_F16 ? 1 : 2, d8 = p.D / 8, slices = DECODE_CHUNK / d8;
-    const unsigned kpt = single_keys_per_invocation(wg, p.Tk, d8, w8);
-    if (kpt) return run_single(wg, call, &p, kpt);
     /* PREFETCH: an invocation's K words (D8 W8) and V words (the keys of its
      * slice, W8 each) loaded before anything else, when they fit in
      * DECODE_PREFETCH_WORDS registers of 16 bytes (D <= 128 f16, 64 f32) */
+    const unsigned w8 = k->dtype == WGT_F16 ? 1 : 2, d8 = p.D / 8, slices = DECODE_CHUNK / d8;
     const unsigned kws = d8 * w8, vws = (DECODE_CHUNK + slices - 1) / slices * w8;
     const bool prefetch = kws + vws <= DECODE_PREFETCH_WORDS;
     char consts[200];
@@ -202,10 +149,10 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
              p.D / 8, k->dtype == WGT_F16 ? "true" : "false", q->dtype == WGT_F16 ? "true" : "false", w8,
              prefetch ? "true" : "false", prefetch ? kws : 1, prefetch ? vws : 1);
     webgpu_pipeline *first, *combine;
-    wgt_status s = get_pipeline(wg, "attention_decode", true, consts, 3, 2, op, &first);
+    wgt_status s = get_pipeline(wg, "attention_decode", consts, 3, 2, op, &first);
     if (s != WGT_OK) return s;
     snprintf(consts, sizeof(consts), "const OUT_F16: bool = %s;\n", out->dtype == WGT_F16 ? "true" : "false");
-    if ((s = get_pipeline(wg, "attention_decode_combine", false, consts, 2, 2, op, &combine)) != WGT_OK) return s;
+    if ((s = get_pipeline(wg, "attention_decode_combine", consts, 2, 2, op, &combine)) != WGT_OK) return s;
 
     /* partials: o [rows, chunks, D] f32, (m, l) [rows, chunks] as f32 pairs */
     wgt_tensor_view part_o, part_ml;
