@@ -89,8 +89,6 @@ static void read_matmul(webgpu_knobs *k)
     k->gemv_half = on_unless_zero("WGT_GEMV_HALF");
     const char *half = env("WGT_MATMUL_HALF");
     k->matmul_half = half && strcmp(half, "0") == 0 ? 0 : half && strcmp(half, "1") == 0 ? 1 : -1;
-    const char *run = env("WGT_MATMUL_HALF_RUN");
-    k->matmul_half_run = run ? atoi(run) : 0;
     k->gemv_no_prefetch = !on_unless_zero("WGT_GEMV_PREFETCH");
     const char *rpt = env("WGT_GEMV_RPT");
     k->gemv_rpt = rpt && (strcmp(rpt, "1") == 0 || strcmp(rpt, "2") == 0 || strcmp(rpt, "4") == 0) ? (unsigned)atoi(rpt) : 0;

@@ -75,7 +75,6 @@ typedef struct webgpu_knobs {
     char splitk_text[32], splitk_target_text[32]; /* those texts, for that message */
     int matmul_half;           /* WGT_MATMUL_HALF: unset (-1) f16 GEMMs multiply in f16 where the call allows it
                                 * (wgt_set_matmul_precision MEDIUM), 0 never, 1 always (A/B timing) */
-    int matmul_half_run;       /* WGT_MATMUL_HALF_RUN: products per f16 run (timing; default 16) */
     bool gemv_half;            /* WGT_GEMV_HALF=0 turns off matmul_gemv_half (16-byte loads of f16
                                 * matrices) for matmul_gemv_rows; default true */
     bool gemv_no_prefetch;     /* WGT_GEMV_PREFETCH=0: matmul_gemv_half loads its weights after the

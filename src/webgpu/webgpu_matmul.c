@@ -175,11 +175,11 @@ static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_
     if (c) return c;
     if (wg->matmul_force && (c = matmul_find_config(wg->matmul_force)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c))
         return c;
-    /* HALF_MATH: 64 x 64 tiles with BK = 16 (one f16 run a slice, no flush
-     * branch): on an H100 at a 512-token prefill's products 0.92 / 0.20 / 0.15
-     * / 0.56 ms (gate/up, qkv, o, down) against 1.01 / 0.28 / 0.16 / 0.54 for
-     * the f32 sums' own choice, and 1.73 / 0.35 / 0.24 / 0.93 for HALF_MATH in
-     * 128 x 128 x 8 tiles (two slices a run) */
+    /* HALF_MATH: 64 x 64 tiles with BK = 16 (a run of 16 products a slice).
+     * H100, a 512-token prefill's products (gate/up, qkv, o, down; one call,
+     * bench/results/h100-2026-11-28c/probes p1, p2): 0.92 / 0.20 / 0.15 / 0.56
+     * ms against 1.01 / 0.28 / 0.16 / 0.54 for the f32 sums' own choice, and
+     * 1.12 / 0.26 / 0.18 / 0.62 for HALF_MATH in 128 x 128 x 8 tiles */
     if (p->half_math && (c = matmul_find_config("tile64x64k16")) && matmul_config_fits(wg, c)) return c;
     const char *tuned = wg->matmul_tuned[webgpu_tune_bucket(p->M, p->N)];
     if (tuned[0] && (c = matmul_find_config(tuned)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c)) return c;
@@ -342,16 +342,6 @@ static wgt_status run_splitk_reduce(webgpu_backend *wg, const matmul_problem *p,
     return webgpu_dispatch(wg, pipe, buffers, p->bias ? 3 : 2, &q, sizeof(q), x, y, 1, op);
 }
 
-/* HALF_MATH: K slices summed in f16 before the f32 accumulators take them,
- * runs of at most HALF_RUN products (wgtensor.h's promise); WGT_MATMUL_HALF_RUN
- * (a knob, for timing) may ask for other lengths. */
-#define HALF_RUN 16
-static int half_slices(const webgpu_backend *wg, const matmul_config *c)
-{
-    int run = wg->knobs.matmul_half_run > 0 ? wg->knobs.matmul_half_run : HALF_RUN;
-    return run / c->bk > 1 ? run / c->bk : 1;
-}
-
 static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const char *op)
 {
     const wgt_tensor_view *a = p->a, *b = p->b;
@@ -382,8 +372,8 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
     int64_t b_regs = b_block ? 4 * matmul_ceil_div((int64_t)c->bn * c->bk / 16, threads) : matmul_ceil_div((int64_t)c->bn * c->bk / 4, threads);
 
     char key[160], consts[720];
-    snprintf(key, sizeof(key), "matmul_tiled:%s:%s:c%d:a%d%d:b%d%d:h%d", matmul_dtype_key(a->dtype), c->name, check, a_quad_k,
-             a_vec, b_quad_k, b_vec, p->half_math ? half_slices(wg, c) : 0);
+    snprintf(key, sizeof(key), "matmul_tiled:%s:%s:c%d:a%d%d:b%d%d%s", matmul_dtype_key(a->dtype), c->name, check, a_quad_k,
+             a_vec, b_quad_k, b_vec, p->half_math ? ":h" : "");
     snprintf(consts, sizeof(consts),
              "const BM: u32 = %du;\nconst BN: u32 = %du;\nconst BK: u32 = %du;\nconst TM: u32 = %du;\n"
              "const TN: u32 = %du;\nconst CHECK: bool = %s;\nconst A_QUAD_K: bool = %s;\nconst A_VEC: bool = %s;\n"
@@ -392,13 +382,13 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
              c->bm, c->bn, c->bk, c->tm, c->tn, check ? "true" : "false", a_quad_k ? "true" : "false",
              a_vec ? "true" : "false", b_quad_k ? "true" : "false", b_vec ? "true" : "false", c->warp_tx,
              a_block ? "true" : "false", b_block ? "true" : "false", (int)a_regs, (int)b_regs);
+    /* HALF_MATH: a slice's BK (<= 16) products summed in f16 (wgtensor.h's MEDIUM) */
     size_t at = strlen(consts);
-    snprintf(consts + at, sizeof(consts) - at,
-             p->half_math ? "const HALF_MATH: bool = true;\nalias W = f16;\nconst HALF_SLICES: u32 = %du;\n"
+    snprintf(consts + at, sizeof(consts) - at, "%s",
+             p->half_math ? "const HALF_MATH: bool = true;\nalias W = f16;\n"
                             "fn mad4w(x: vec4<W>, y: vec4<W>, z: vec4<W>) -> vec4<W> { return fma(x, y, z); }\n"
-                          : "const HALF_MATH: bool = false;\nalias W = T;\nconst HALF_SLICES: u32 = %du;\n"
-                            "fn mad4w(x: vec4<W>, y: vec4<W>, z: vec4<W>) -> vec4<W> { return mad4(x, y, z); }\n",
-             half_slices(wg, c));
+                          : "const HALF_MATH: bool = false;\nalias W = T;\n"
+                            "fn mad4w(x: vec4<W>, y: vec4<W>, z: vec4<W>) -> vec4<W> { return mad4(x, y, z); }\n");
     /* split-K: the tiled pass writes its parts' sums (no bias) into a temporary
      * of the accumulator's dtype, the reduction writes out */
     int64_t part_k, parts = choose_split(wg, p, c, &part_k);

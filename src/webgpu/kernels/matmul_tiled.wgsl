@@ -18,8 +18,8 @@
 //                the fetch registers hold vec4<f16> (W = f16, else W = T), each slice's BK
 //                products are summed into f16 partials (packed f16 FMAs: twice the
 //                multiply rate of f32 and half the shared-memory bytes), and the partials
-//                are added into the f32 accumulators after every HALF_SLICES slices
-//                (HALF_SLICES * BK <= 16 products a run). An f32 operand
+//                are added into the f32 accumulators after every slice (a run of BK
+//                products; every config has BK <= 16). An f32 operand
 //                is rounded to f16 as it is fetched. Only on request (the call's
 //                f16_reduced; see wgtensor.h's wgt_set_matmul_precision).
 //   mad4w        mad4 on vec4<W> (fma on f16 when HALF_MATH)
@@ -337,7 +337,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 }
             }
         }
-        if (HALF_MATH && ((s + 1u) % HALF_SLICES == 0u || !more)) {
+        if (HALF_MATH) {
             for (var o = 0u; o < TM * TN / 4u; o++) {
                 acc[o] += vec4<T>(sums_h[o]);
                 sums_h[o] = vec4<W>();
