@@ -44,7 +44,9 @@
  *                               1.34 ms against 1.73 with dkdv + q (backward
  *                               0.93 ms against 1.31); 8x12x1024x64 causal:
  *                               3.53 against 3.95 (alternated runs of one
- *                               call). The GPU default where
+ *                               call); 1.14 ms since its workgroups have 8
+ *                               invocations a key (two warps an SMSP, not
+ *                               one: see the kernel). The GPU default where
  *                               its partials (~T / 64 times dq's memory) stay
  *                               within 8x dq and 512 MiB (run_backward)
  *   attention_backward_kv_tiled dk, dv: 4 keys x 4 rows register blocks per
@@ -474,11 +476,11 @@ static bool fused_fits(const webgpu_backend *wg, const attention_params *p, uint
 {
     uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
     if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
-    if (d4 > 16 || threads < 64) return false;
+    if (d4 > 16 || threads < 128) return false;
     *bk = wg->knobs.attention_fused_tile;
-    while (*bk > 16 && (fused_shared(*bk, d4) > wg->limits.maxComputeWorkgroupStorageSize || 4 * *bk > threads))
+    while (*bk > 16 && (fused_shared(*bk, d4) > wg->limits.maxComputeWorkgroupStorageSize || 8 * *bk > threads))
         *bk /= 2;
-    if (fused_shared(*bk, d4) > wg->limits.maxComputeWorkgroupStorageSize || 4 * *bk > threads) return false;
+    if (fused_shared(*bk, d4) > wg->limits.maxComputeWorkgroupStorageSize || 8 * *bk > threads) return false;
     uint64_t rows = (uint64_t)p->B * p->H * p->Tq;
     *work_n = rows + (uint64_t)p->B * p->H * fused_part_rows(p, *bk) * p->D;
     return *work_n + 4096 < UINT32_MAX && rows * p->D < UINT32_MAX &&

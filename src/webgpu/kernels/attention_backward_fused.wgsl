@@ -1,6 +1,6 @@
 // attention_backward_fused: dk, dv and dq in one pass (FlashAttention-2's
 // backward order), with register micro-tiles for all five products. One
-// workgroup of 4 BK invocations per BK keys of one (b, kv head), iterating
+// workgroup of 8 BK invocations per BK keys of one (b, kv head), iterating
 // over the query rows of every query head of the group in tiles of BQ = BK
 // rows. P and dS of a tile are computed once and serve dk, dv and dq; dq gets
 // one partial sum per (key block, row), stored after delta in the work buffer
@@ -15,36 +15,44 @@
 //      them)
 // Shapes: D4 <= 16 (D <= 64), BK = BQ in {16, 32}: at D = 64 and BK = 32 the six
 // shared tiles take 43.3 KiB, under the 48 KiB of NVIDIA's Vulkan driver.
-// Per query tile, between barriers:
+// The workgroup is two halves of 4 BK invocations (a warp lies in one half),
+// and each step splits its products between them, so that an invocation reads
+// as many shared words per FMA as with 4 BK invocations doing both, while an
+// SM runs twice the warps: the tiles allow one workgroup an SM there (its
+// workgroups get ~64 KiB in all), and with 4 BK invocations, four warps an SM,
+// the kernel stalled on latency. Per query tile, between barriers:
 //   load    q (pre-scaled by scale * log2 e) and dout rows into shared
 //           memory [row][d / 4] (rows padded by one vec4: conflict-free
 //           column reads), lse * log2 e and delta of the rows
-//   scores  invocation (rg, tk) = (lid / (BK / 4), lid % (BK / 4)) computes
-//           s and dp for rows rg, rg + RG, .. (NR of them) x keys 4 tk .. 4 tk
-//           + 3 as small GEMMs over d: per d quad 4 k + 4 v + 2 NR q / dout
-//           vec4 loads for 8 NR dot products (k and v are stored key-quad
-//           interleaved, key 4 tk + a at slot a * BK / 4 + tk, so the 8
-//           distinct k vec4s a warp reads lie in distinct banks); the
-//           invocation's 4 keys are neighbours, so one Philox call gives the
-//           dropout factors z of a row; p z and ds = p (z dp - delta) go to
-//           shared [row][key quad] as whole vec4s
-//   update  invocation (kq, c) holds dk and dv of keys 4 kq .. 4 kq + 3,
-//           column quad c, in registers: per row one p, ds, dout, q vec4 each
-//           for 32 FMAs; and computes the dq partial of rows kq + BK / 4 m
-//           (m < 4), column quad c: per key quad 4 ds + 4 k loads for 64 FMAs;
-//           stores it to the work buffer. A warp covers 4 kq x 8 c (kq = 4
-//           (warp / 2) + lane / 8, c = 8 (warp % 2) + lane % 8): per load 4 or 8
-//           distinct vec4s in distinct banks, one shared wavefront each
+//   scores  invocation (rg, tk) = (l / (BK / 4), l % (BK / 4)) of a half (l =
+//           its index there) computes, for rows rg, rg + RG, .. (NR of them) x
+//           keys 4 tk .. 4 tk + 3, s = q k (half 0) or dp = dout v (half 1) as
+//           small GEMMs over d: per d quad 4 k (v) + NR q (dout) vec4 loads for
+//           4 NR dot products (k and v are stored key-quad interleaved, key 4
+//           tk + a at slot a * BK / 4 + tk, so the 8 distinct k vec4s a warp
+//           reads lie in distinct banks). Half 0 stores p; half 1 draws the
+//           dropout factors z (its 4 keys are neighbours: one Philox call a
+//           row), then, after a barrier, turns p into p z and ds = p (z dp -
+//           delta) in shared [row][key quad] as whole vec4s
+//   update  invocation (kq, c) of half 0 holds dv of keys 4 kq .. 4 kq + 3,
+//           column quad c, in registers (per row one p z and one dout vec4 for
+//           16 FMAs), of half 1 dk (ds, q); then every invocation computes the
+//           dq partial of rows kq + BK / 4 m (m = 2 half, 2 half + 1), column
+//           quad c: per key quad 4 k + 2 ds loads for 32 FMAs, and stores it to
+//           the work buffer. A warp covers 4 kq x 8 c (kq = 4 (l / 64) + (l %
+//           32) / 8, c = 8 ((l / 32) % 2) + l % 8): per load 4 or 8 distinct
+//           vec4s in distinct banks, one shared wavefront each
 // Causal: query i sees key j when j <= i + Tk - Tq; tiles before the first
 // one with a row that sees the block's first key are skipped, invisible pairs
 // get p = 0 (a row that sees no key has lse = -inf: the select keeps its
 // exp2 = inf out of the sums). Rows past Tq and keys past Tk are zeros.
-// On an H100 (64x6x256x64 causal, dropout 0.2) the backward took 0.93 ms
-// against 1.31 for dkdv + q; 16-key blocks were slower (fwd+bwd 1.58 ms
-// against 1.34), and so were scalar loads of the inputs (1.48).
-// Loading the next tile's q and dout into registers during this tile's
-// products (software pipelining) measured no faster on an H100 (1.341 against
-// 1.340 ms, GPT shape): other workgroups hide that latency.
+// On an H100 (64x6x256x64 causal, dropout 0.2; bench/results/h100-2026-11-28d):
+// 630 us a call against 765-797 for 4 BK invocations doing both halves' work
+// and for 16 BK invocations (each half's rows split once more: more shared
+// reads per FMA); fwd+bwd 1.14 ms against 1.27. Earlier, with 4 BK: 0.93 ms
+// against 1.31 for dkdv + q; 16-key blocks slower (fwd+bwd 1.58 ms against
+// 1.34), scalar loads of the inputs too (1.48); loading the next tile's q
+// and dout during this tile's products no faster (other workgroups hide it).
 // Prelude constants: D4, BK (16 or 32), BQ (= BK), VEC_IN and IN_T (see q_quad).
 
 @group(0) @binding(1) var<storage, read> q: array<IN_T>;      // IN_T: vec4<f32> with VEC_IN, else f32
@@ -56,9 +64,10 @@
 @group(0) @binding(7) var<storage, read_write> dk: array<f32>;
 @group(0) @binding(8) var<storage, read_write> dv: array<f32>;
 
-const WG: u32 = 4u * BK;
+const WG: u32 = 8u * BK;          // two halves of 4 BK invocations
+const HALF: u32 = 4u * BK;
 const KQ: u32 = BK / 4u;          // key quads of a block
-const RG: u32 = WG / KQ;          // row groups of the scores step (16)
+const RG: u32 = HALF / KQ;        // row groups of the scores step (16)
 const NR: u32 = BQ / RG;          // rows per invocation in the scores step
 const QS: u32 = D4 + 1u;          // padded row stride (vec4) of the q, dout, k, v tiles
 const PS: u32 = KQ + 1u;          // padded row stride (vec4) of the p, ds tiles
@@ -171,21 +180,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var part_row0 = 0u;
     for (var x = 0u; x < kb; x++) { part_row0 += params.Tq - first_row(x * BK); }
 
-    // scores step: row group and key quad
-    let rg = lid / KQ;
-    let tk = lid % KQ;
+    let half = lid / HALF;        // uniform across a warp (HALF is a multiple of 32)
+    let l = lid % HALF;
+    // scores step: row group and key quad (within the half)
+    let rg = l / KQ;
+    let tk = l % KQ;
     let j4 = j0 + 4u * tk;
     let keys = vec4<i32>(i32(j4)) + vec4<i32>(0, 1, 2, 3);
-    // update step: key quad (dk, dv) or row quad (dq), and column quad
-    let kq = 4u * (lid / 64u) + (lid % 32u) / 8u;
-    let c = 8u * ((lid / 32u) % 2u) + lid % 8u;
+    // update step: key quad (dv in half 0, dk in half 1) or row group (dq), and
+    // column quad. A warp covers 4 kq x 8 c: per load 4 or 8 distinct vec4s in
+    // distinct banks
+    let kq = 4u * (l / 64u) + (l % 32u) / 8u;
+    let c = 8u * ((l / 32u) % 2u) + l % 8u;
     let col_ok = c < D4;
-    var dka: array<vec4<f32>, 4>;   // [key a]: dk of key 4 kq + a, columns 4 c ..
-    var dva: array<vec4<f32>, 4>;
-    for (var a = 0u; a < 4u; a++) {
-        dka[a] = vec4<f32>();
-        dva[a] = vec4<f32>();
-    }
+    var acc: array<vec4<f32>, 4>;   // [key a]: dv (half 0) or dk (half 1) of key 4 kq + a, columns 4 c ..
+    for (var a = 0u; a < 4u; a++) { acc[a] = vec4<f32>(); }
 
     let tiles_per_head = (params.Tq - i_first + BQ - 1u) / BQ;
     let n_tiles = tiles_per_head * params.group;
@@ -212,29 +221,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         workgroupBarrier();
 
-        // scores step: s and dp of rows rg + RG n x keys 4 tk + a
+        // scores step: s (half 0) or dp (half 1) of rows rg + RG n x keys 4 tk + a
         var sc: array<vec4<f32>, NR>;
-        var dp: array<vec4<f32>, NR>;
-        for (var n = 0u; n < NR; n++) {
-            sc[n] = vec4<f32>();
-            dp[n] = vec4<f32>();
-        }
-        for (var d4 = 0u; d4 < D4; d4++) {
-            let k0 = k_tile[tk * QS + d4];
-            let k1 = k_tile[(KQ + tk) * QS + d4];
-            let k2 = k_tile[(2u * KQ + tk) * QS + d4];
-            let k3 = k_tile[(3u * KQ + tk) * QS + d4];
-            let v0 = v_tile[tk * QS + d4];
-            let v1 = v_tile[(KQ + tk) * QS + d4];
-            let v2 = v_tile[(2u * KQ + tk) * QS + d4];
-            let v3 = v_tile[(3u * KQ + tk) * QS + d4];
-            for (var n = 0u; n < NR; n++) {
-                let qv = q_tile[(rg + RG * n) * QS + d4];
-                let ov = do_tile[(rg + RG * n) * QS + d4];
-                sc[n] += vec4<f32>(dot(qv, k0), dot(qv, k1), dot(qv, k2), dot(qv, k3));
-                dp[n] += vec4<f32>(dot(ov, v0), dot(ov, v1), dot(ov, v2), dot(ov, v3));
+        for (var n = 0u; n < NR; n++) { sc[n] = vec4<f32>(); }
+        if (half == 0u) {
+            for (var d4 = 0u; d4 < D4; d4++) {
+                let k0 = k_tile[tk * QS + d4];
+                let k1 = k_tile[(KQ + tk) * QS + d4];
+                let k2 = k_tile[(2u * KQ + tk) * QS + d4];
+                let k3 = k_tile[(3u * KQ + tk) * QS + d4];
+                for (var n = 0u; n < NR; n++) {
+                    let qv = q_tile[(rg + RG * n) * QS + d4];
+                    sc[n] += vec4<f32>(dot(qv, k0), dot(qv, k1), dot(qv, k2), dot(qv, k3));
+                }
+            }
+        } else {
+            for (var d4 = 0u; d4 < D4; d4++) {
+                let v0 = v_tile[tk * QS + d4];
+                let v1 = v_tile[(KQ + tk) * QS + d4];
+                let v2 = v_tile[(2u * KQ + tk) * QS + d4];
+                let v3 = v_tile[(3u * KQ + tk) * QS + d4];
+                for (var n = 0u; n < NR; n++) {
+                    let ov = do_tile[(rg + RG * n) * QS + d4];
+                    sc[n] += vec4<f32>(dot(ov, v0), dot(ov, v1), dot(ov, v2), dot(ov, v3));
+                }
             }
         }
+        var z: array<vec4<f32>, NR>;
         for (var n = 0u; n < NR; n++) {
             let r = rg + RG * n;
             let i = i0 + r;
@@ -243,46 +256,61 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (params.causal != 0u) { last = min(last, last_key(i)); }
             if (i >= params.Tq) { last = -1; }
             let visible = keys <= vec4<i32>(last);
-            let p = select(vec4<f32>(0.0), exp2(sc[n] - vec4<f32>(lse_tile[r])), visible);
-            var z = vec4<f32>(1.0);
-            if (any(visible)) { z = dropout_factors4(row_base + i, j4); }   // no Philox for hidden quads
-            p_tile[r * PS + tk] = p * z;
-            ds_tile[r * PS + tk] = p * (z * dp[n] - vec4<f32>(delta_tile[r]));
+            if (half == 0u) {
+                p_tile[r * PS + tk] = select(vec4<f32>(0.0), exp2(sc[n] - vec4<f32>(lse_tile[r])), visible);
+            } else {
+                z[n] = vec4<f32>(1.0);
+                if (any(visible)) { z[n] = dropout_factors4(row_base + i, j4); }   // no Philox for hidden quads
+            }
+        }
+        workgroupBarrier();
+        if (half == 1u) {
+            for (var n = 0u; n < NR; n++) {
+                let r = rg + RG * n;
+                let p = p_tile[r * PS + tk];
+                p_tile[r * PS + tk] = p * z[n];
+                ds_tile[r * PS + tk] = p * (z[n] * sc[n] - vec4<f32>(delta_tile[r]));
+            }
         }
         workgroupBarrier();
 
         if (col_ok) {
-            // dv += (p z)^T dout, dk += ds^T q over the tile's rows (zeros past Tq)
-            for (var r = 0u; r < BQ; r++) {
-                let pv = p_tile[r * PS + kq];
-                let dsv = ds_tile[r * PS + kq];
-                let ov = do_tile[r * QS + c];
-                let qv = q_tile[r * QS + c];
-                dva[0] = fma(vec4<f32>(pv.x), ov, dva[0]);
-                dva[1] = fma(vec4<f32>(pv.y), ov, dva[1]);
-                dva[2] = fma(vec4<f32>(pv.z), ov, dva[2]);
-                dva[3] = fma(vec4<f32>(pv.w), ov, dva[3]);
-                dka[0] = fma(vec4<f32>(dsv.x), qv, dka[0]);
-                dka[1] = fma(vec4<f32>(dsv.y), qv, dka[1]);
-                dka[2] = fma(vec4<f32>(dsv.z), qv, dka[2]);
-                dka[3] = fma(vec4<f32>(dsv.w), qv, dka[3]);
+            // half 0: dv += (p z)^T dout; half 1: dk += ds^T q, over the tile's rows (zeros past Tq)
+            if (half == 0u) {
+                for (var r = 0u; r < BQ; r++) {
+                    let pv = p_tile[r * PS + kq];
+                    let ov = do_tile[r * QS + c];
+                    acc[0] = fma(vec4<f32>(pv.x), ov, acc[0]);
+                    acc[1] = fma(vec4<f32>(pv.y), ov, acc[1]);
+                    acc[2] = fma(vec4<f32>(pv.z), ov, acc[2]);
+                    acc[3] = fma(vec4<f32>(pv.w), ov, acc[3]);
+                }
+            } else {
+                for (var r = 0u; r < BQ; r++) {
+                    let dsv = ds_tile[r * PS + kq];
+                    let qv = q_tile[r * QS + c];
+                    acc[0] = fma(vec4<f32>(dsv.x), qv, acc[0]);
+                    acc[1] = fma(vec4<f32>(dsv.y), qv, acc[1]);
+                    acc[2] = fma(vec4<f32>(dsv.z), qv, acc[2]);
+                    acc[3] = fma(vec4<f32>(dsv.w), qv, acc[3]);
+                }
             }
-            // dq partial of rows kq + KQ m: sum over the block's keys of ds k
-            var dqa: array<vec4<f32>, 4>;
-            for (var m = 0u; m < 4u; m++) { dqa[m] = vec4<f32>(); }
+            // dq partial of rows kq + KQ (2 half + m), m < 2: sum over the block's keys of ds k
+            var dqa: array<vec4<f32>, 2>;
+            for (var m = 0u; m < 2u; m++) { dqa[m] = vec4<f32>(); }
             for (var kk = 0u; kk < KQ; kk++) {
                 let k0 = k_tile[kk * QS + c];
                 let k1 = k_tile[(KQ + kk) * QS + c];
                 let k2 = k_tile[(2u * KQ + kk) * QS + c];
                 let k3 = k_tile[(3u * KQ + kk) * QS + c];
-                for (var m = 0u; m < 4u; m++) {
-                    let dsv = ds_tile[(kq + KQ * m) * PS + kk];
+                for (var m = 0u; m < 2u; m++) {
+                    let dsv = ds_tile[(kq + KQ * (2u * half + m)) * PS + kk];
                     dqa[m] = fma(vec4<f32>(dsv.x), k0, fma(vec4<f32>(dsv.y), k1,
                              fma(vec4<f32>(dsv.z), k2, fma(vec4<f32>(dsv.w), k3, dqa[m]))));
                 }
             }
-            for (var m = 0u; m < 4u; m++) {
-                let i = i0 + kq + KQ * m;
+            for (var m = 0u; m < 2u; m++) {
+                let i = i0 + kq + KQ * (2u * half + m);
                 if (i < params.Tq) {
                     let base = params.offsets[2].z + ((b * params.H + h) * params.offsets[2].w + part_row0 + i - i_first) * params.D;
                     for (var e = 0u; e < 4u; e++) {
@@ -296,7 +324,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
     // q_tile held q * scale * log2 e: dk = sum ds q scale
     if (!col_ok) { return; }
-    let unscale = 1.0 / LOG2E;
+    let unscale = select(1.0, 1.0 / LOG2E, half == 1u);
     for (var a = 0u; a < 4u; a++) {
         let j = j0 + kq * 4u + a;
         if (j >= params.Tk) { continue; }
@@ -304,8 +332,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var e = 0u; e < 4u; e++) {
             let d = c * 4u + e;
             if (d < params.D) {
-                dk[params.offsets[1].z + base + d] = dka[a][e] * unscale;
-                dv[params.offsets[1].w + base + d] = dva[a][e];
+                if (half == 1u) {
+                    dk[params.offsets[1].z + base + d] = acc[a][e] * unscale;
+                } else {
+                    dv[params.offsets[1].w + base + d] = acc[a][e];
+                }
             }
         }
     }
