@@ -778,26 +778,31 @@ static void check_quad_forward(void)
         config c;
         bool permuted;
         double dropout;
-        const char *tiles; /* WGT_ATTENTION_TILES, NULL: the kernel's defaults (64 rows, 32 keys) */
+        const char *tiles; /* WGT_ATTENTION_TILES, NULL: the kernel's defaults (64 rows, 16 keys) */
+        const char *quad_rows; /* WGT_ATTENTION_QUAD_ROWS: 2 (default) or 4 */
     } cases[] = {
-        {{2, 2, 1, 65, 65, 64, true}, false, 0.0, NULL},
-        {{2, 2, 1, 65, 65, 64, true}, true, 0.2, NULL},
-        {{1, 3, 1, 9, 14, 48, true}, false, 0.3, NULL},
-        {{1, 2, 2, 13, 6, 8, true}, false, 0.0, NULL},
-        {{1, 4, 2, 11, 19, 32, false}, false, 0.25, "16,8,64,16,8"},
-        {{1, 2, 1, 37, 37, 64, true}, false, 0.2, "16,8,64,16,8"},
+        {{2, 2, 1, 65, 65, 64, true}, false, 0.0, NULL, "2"},
+        {{2, 2, 1, 65, 65, 64, true}, true, 0.2, NULL, "2"},
+        {{1, 3, 1, 9, 14, 48, true}, false, 0.3, NULL, "2"},
+        {{1, 2, 2, 13, 6, 8, true}, false, 0.0, NULL, "2"},
+        {{1, 4, 2, 11, 19, 32, false}, false, 0.25, "16,8,64,16,8", "2"},
+        {{1, 2, 1, 37, 37, 64, true}, false, 0.2, "16,8,64,16,8", "2"},
+        {{1, 2, 1, 37, 37, 64, true}, false, 0.2, "16,4,64,16,8", "2"}, /* 4-key tiles: 4 rows a quad */
+        {{2, 2, 1, 65, 65, 64, true}, true, 0.2, NULL, "4"},
+        {{1, 3, 1, 9, 14, 48, true}, false, 0.3, NULL, "4"},
+        {{1, 4, 2, 11, 19, 32, false}, false, 0.25, "16,8,64,16,8", "4"},
     };
     char label[200];
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const char *env[5] = {"WGT_ATTENTION_FORWARD", "quad", cases[i].tiles ? "WGT_ATTENTION_TILES" : NULL,
-                              cases[i].tiles, NULL};
+        const char *env[7] = {"WGT_ATTENTION_FORWARD", "quad", "WGT_ATTENTION_QUAD_ROWS", cases[i].quad_rows,
+                              cases[i].tiles ? "WGT_ATTENTION_TILES" : NULL, cases[i].tiles, NULL};
         wgt_context *ctx = test_context_env(NULL, env);
         if (!ctx) continue;
         const config *c = &cases[i].c;
-        snprintf(label, sizeof(label), "webgpu quad forward%s%s Tq%lld Tk%lld D%lld%s%s dropout %g",
-                 cases[i].tiles ? " tiles " : "", cases[i].tiles ? cases[i].tiles : "", (long long)c->Tq,
-                 (long long)c->Tk, (long long)c->D, c->causal ? " causal" : "", cases[i].permuted ? " permuted" : "",
-                 cases[i].dropout);
+        snprintf(label, sizeof(label), "webgpu quad forward (%s rows a quad)%s%s Tq%lld Tk%lld D%lld%s%s dropout %g",
+                 cases[i].quad_rows, cases[i].tiles ? " tiles " : "", cases[i].tiles ? cases[i].tiles : "",
+                 (long long)c->Tq, (long long)c->Tk, (long long)c->D, c->causal ? " causal" : "",
+                 cases[i].permuted ? " permuted" : "", cases[i].dropout);
         check_attention(ctx, label, *c, cases[i].permuted, cases[i].dropout);
         wgt_context_destroy(ctx);
     }

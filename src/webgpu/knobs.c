@@ -158,6 +158,8 @@ static void read_attention(webgpu_knobs *k)
     k->attention_dropout_mask = on_unless_zero("WGT_ATTENTION_DROPOUT_MASK");
     const char *fused = env("WGT_ATTENTION_FUSED_TILE");
     k->attention_fused_tile = fused && strcmp(fused, "16") == 0 ? 16u : 32u;
+    const char *quad_rows = env("WGT_ATTENTION_QUAD_ROWS");
+    k->attention_quad_rows = quad_rows && strcmp(quad_rows, "4") == 0 ? 4u : 2u;
     const char *decode = env("WGT_DECODE_ATTN");
     k->decode_attn = decode && strcmp(decode, "0") == 0   ? WEBGPU_DECODE_ATTN_OFF
                      : decode && strcmp(decode, "1") == 0 ? WEBGPU_DECODE_ATTN_FORCED

@@ -148,6 +148,8 @@ typedef struct webgpu_knobs {
                                   * instead of reading dk/dv's bits; default true */
     unsigned attention_fused_tile; /* WGT_ATTENTION_FUSED_TILE=16 or 32: keys (= rows) per block of
                                     * attention_backward_fused; default 32 (other values: 32) */
+    unsigned attention_quad_rows; /* WGT_ATTENTION_QUAD_ROWS=2|4: rows a quad of attention_forward_quad;
+                                   * default 2 */
     webgpu_decode_attn decode_attn; /* WGT_DECODE_ATTN, above */
 
     /* ---- quantized matmul (webgpu_quant.c) */

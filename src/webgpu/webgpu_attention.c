@@ -145,10 +145,11 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
     char consts[400];
     snprintf(consts, sizeof(consts),
              "%sconst D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
-             "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\nconst VEC_IN: bool = %s;\nalias IN_T = %s;\n",
+             "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\nconst VEC_IN: bool = %s;\nalias IN_T = %s;\n"
+             "const QR: u32 = %uu;\n",
              want & 16 ? webgpu_native_subgroups_directive() : "", d4, bq, bk, want & 1 ? "true" : "false",
              want & 2 ? "true" : "false", want & 4 ? "true" : "false", want & 8 ? "true" : "false",
-             want & 8 ? "vec4<f32>" : "f32");
+             want & 8 ? "vec4<f32>" : "f32", want & 64 ? 2u : 4u);
     /* unchecked: every kernel bounds its reads (row_ok, j < Tk, d < D) */
     const char *files[4] = {"philox", "attention_common", file, "attention_kv_quads"};
     return webgpu_pipeline_assemble(wg, key, consts, files, want & 32 ? 4 : 3, n_read_only, n_read_write, false, op,
@@ -303,7 +304,10 @@ static forward_kernel forward_choice(const webgpu_backend *wg)
  * 64 rows and 16 keys 0.300 ms against 0.340-0.341 for attention_forward (32
  * keys 0.43, 64 keys 0.77, 32 rows 0.90: NVIDIA's Vulkan driver left the
  * workgroups of an SM about 64 KiB of shared memory in all, so the larger
- * tiles ran fewer warps); in the training step -0.25 ms. */
+ * tiles ran fewer warps); in the training step -0.25 ms. With 2 rows a quad
+ * (128 invocations for 64 rows; WGT_ATTENTION_QUAD_ROWS=4 restores 4): 0.250-
+ * 0.258 ms against 0.307-0.347, 0.285-0.289 against 0.354-0.368 with dropout
+ * 0.2; 1 row a quad 0.378 (bench/results/h100-2026-11-28d, p5 and p6). */
 static uint32_t quad_forward_rows(const webgpu_backend *wg, uint32_t d4, uint32_t *bk)
 {
     uint32_t min_lanes = wg->info.limits.subgroup_min_size; /* 0: not reported */
@@ -365,8 +369,11 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     static const char *const files[] = {[FORWARD_FLASH] = "attention_forward_flash",
                                         [FORWARD_TILED] = "attention_forward_tiled",
                                         [FORWARD_ROWS] = "attention_forward", [FORWARD_QUAD] = "attention_forward_quad"};
-    wgt_status s = get_pipeline(wg, files[kernel], d4, rows, kernel == FORWARD_ROWS ? t.keys : bk,
-                                32 | (kernel == FORWARD_QUAD ? 16 : 0), 3, 2, op, &pipe);
+    /* attention_forward_quad's rows a quad (QR 2: want bit 6; 4 else): a step takes 16 / QR keys of a tile */
+    bool two_rows = kernel == FORWARD_QUAD && wg->knobs.attention_quad_rows == 2 && bk >= 8;
+    unsigned quad = kernel != FORWARD_QUAD ? 0 : two_rows ? 16 | 64 : 16;
+    wgt_status s = get_pipeline(wg, files[kernel], d4, rows, kernel == FORWARD_ROWS ? t.keys : bk, 32 | quad, 3, 2, op,
+                                &pipe);
     if (s != WGT_OK) return s;
     wgt_tensor_view target = *out;
     bool temp = out->dtype != WGT_F32;

@@ -11,23 +11,28 @@
 // row, so every word of K and V it reads from shared memory feeds one FMA:
 // bound by shared memory at a quarter of the FMA rate (0.34 ms for the GPT's
 // 64x6x256x64 causal forward on an H100, PyTorch 0.17). Here a quad of lanes
-// holds four rows, each lane a quarter of their columns (lane l: column quads
-// l, l + 4, ..): a K or V word feeds four FMAs (one per row), and the partial
-// scores are summed across the quad with two xor shuffles (8 words a key), so
-// a key costs 16 + 16 + 8 = 40 words for 128 FMAs.
+// holds QR rows (prelude constant, 2 or 4), each lane a quarter of their
+// columns (lane l: column quads l, l + 4, ..): a K or V word feeds QR FMAs (one
+// per row), and the partial scores are summed across the quad with two xor
+// shuffles. With 4 rows a key costs 16 + 16 + 8 = 40 words for 128 FMAs, but
+// the rows' q and output columns take 128 registers a lane: on an H100 the
+// kernel ran few warps an SM and stalled on latency; with 2 rows (64
+// registers, twice the warps, 16 + 16 + 4 words for 64 FMAs) the GPT's forward
+// took 0.25 ms against 0.31-0.35 (webgpu_attention.c, quad_forward_rows).
 //
-// Workgroup: BQ invocations = BQ / 4 quads, 4 rows each, so BQ query rows of
-// one (b, h). Quads are formed from subgroup lanes (lanes 4n .. 4n + 3 of a
+// Workgroup: 4 BQ / QR invocations = BQ / QR quads, QR rows each, so BQ query
+// rows of one (b, h). Quads are formed from subgroup lanes (lanes 4n .. 4n + 3 of a
 // subgroup; its size is a multiple of 4): each subgroup takes a range of row
 // slots with one atomic, so the rows do not depend on how the implementation
 // maps invocations to subgroups. Every lane of a quad computes the same
 // scores, maxima and sums for the quad's rows (bit-identical: the butterfly
 // adds the same pairs), and its own columns of the output.
 // Keys go in tiles of BK through shared memory (rows padded to DS vec4, zeros
-// past D), four at a time: scores, mask, online softmax (rescaling only when a
-// row's max grows), dropout, then the weighted V rows. Dropout: lane l draws
-// the Philox words of row l of its quad for the four keys and the quad trades
-// the keep bits (one shuffle per row). Causal tiles past the block's last
+// past D), KS = 16 / QR at a time (a step): scores, mask, online softmax
+// (rescaling only when a row's max grows), dropout, then the weighted V rows.
+// Dropout: lane l draws the Philox words of row l % QR of its quad for keys 4
+// (l / QR) .. + 3 of the step (one call a lane a step) and the quad trades the
+// keep bits (one shuffle per row and 4 keys). Causal tiles past the block's last
 // visible key are never loaded; only tiles crossing the diagonal (or Tk) are
 // masked. Control flow around the shuffles is uniform (it depends on the
 // workgroup and the parameters only), as WGSL requires.
@@ -42,7 +47,9 @@ var<private> attn_quad_bits_ff800000: u32 = 0xff800000u;   // -inf, bitcast at r
 
 const QL: u32 = (D4 + 3u) / 4u;   // column quads of a row per lane
 const DS: u32 = 4u * QL;          // row stride (vec4) of the K and V tiles
-const WG: u32 = BQ;
+const KS: u32 = 16u / QR;         // keys a step: each lane of a quad draws one Philox call (4 keys) a step
+const KG: u32 = KS / 4u;          // key groups of 4 a step
+const WG: u32 = 4u * BQ / QR;
 
 var<workgroup> k_tile: array<vec4<f32>, BK * DS>;
 var<workgroup> v_tile: array<vec4<f32>, BK * DS>;
@@ -68,13 +75,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let b = bh / params.H;
     let h = bh % params.H;
     let g = h / params.group;
-    let r0 = i0 + 4u * quad;            // the quad's first row
-    let quad_ok = quad < BQ / 4u;       // a partial subgroup may hand out slots past the workgroup
+    let r0 = i0 + QR * quad;            // the quad's first row
+    let quad_ok = quad < BQ / QR;       // a partial subgroup may hand out slots past the workgroup
 
-    var qr: array<vec4<f32>, 4u * QL>;  // [row r][x]: columns 4 (ql + 4 x) .., pre-scaled
-    var o: array<vec4<f32>, 4u * QL>;
+    var qr: array<vec4<f32>, QR * QL>;  // [row r][x]: columns 4 (ql + 4 x) .., pre-scaled
+    var o: array<vec4<f32>, QR * QL>;
     var row_limit = vec4<i32>(-1);      // last key each row sees (-1: none, or no such row)
-    for (var r = 0u; r < 4u; r++) {
+    for (var r = 0u; r < QR; r++) {
         let i = r0 + r;
         let row_ok = quad_ok && i < params.Tq;
         if (row_ok) { row_limit[r] = last_key(i); }
@@ -90,12 +97,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             o[r * QL + x] = vec4<f32>();
         }
     }
-    var m = vec4<f32>(NO_MAX);          // running max of the quad's rows
+    var m = vec4<f32>(NO_MAX);          // running max of the quad's rows (QR of the components)
     var l = vec4<f32>();                // running sums
     var kv_end = i32(params.Tk);
     if (params.causal != 0u) { kv_end = clamp(last_key(min(i0 + BQ, params.Tq) - 1u) + 1, 0, i32(params.Tk)); }
     let first_limit = last_key(i0);     // tiles up to the block's first row's last key are fully visible
-    let my_row = bh * params.Tq + r0 + ql;   // the row whose dropout words this lane draws
+    // this lane's dropout words: row r0 + ql % QR, keys 4 (ql / QR) .. of each step
+    let my_row = bh * params.Tq + r0 + ql % QR;
+    let my_keys = 4u * (ql / QR);
 
     for (var j0 = 0u; i32(j0) < kv_end; j0 += BK) {
         for (var s = lid; s < BK * DS; s += WG) {
@@ -108,69 +117,75 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         let n = min(BK, u32(kv_end) - j0);
         let need_mask = i32(j0 + BK) > first_limit + 1 || j0 + BK > params.Tk;
-        for (var jj = 0u; jj < n; jj += 4u) {
-            // sc[r][c]: row r0 + r, key j0 + jj + c; this lane's columns, then the quad's
-            var sc: array<vec4<f32>, 4>;
-            for (var r = 0u; r < 4u; r++) { sc[r] = vec4<f32>(); }
-            for (var c = 0u; c < 4u; c++) {
-                for (var x = 0u; x < QL; x++) {
-                    let kv = k_tile[(jj + c) * DS + ql + 4u * x];
-                    sc[0][c] += dot(qr[x], kv);
-                    sc[1][c] += dot(qr[QL + x], kv);
-                    sc[2][c] += dot(qr[2u * QL + x], kv);
-                    sc[3][c] += dot(qr[3u * QL + x], kv);
+        for (var jj = 0u; jj < n; jj += KS) {
+            // sc[r KG + e][c]: row r0 + r, key j0 + jj + 4 e + c; this lane's columns, then the quad's
+            var sc: array<vec4<f32>, QR * KG>;
+            for (var t = 0u; t < QR * KG; t++) { sc[t] = vec4<f32>(); }
+            for (var e = 0u; e < KG; e++) {
+                for (var c = 0u; c < 4u; c++) {
+                    for (var x = 0u; x < QL; x++) {
+                        let kv = k_tile[(jj + 4u * e + c) * DS + ql + 4u * x];
+                        for (var r = 0u; r < QR; r++) { sc[r * KG + e][c] += dot(qr[r * QL + x], kv); }
+                    }
                 }
             }
-            for (var r = 0u; r < 4u; r++) {
-                sc[r] += subgroupShuffleXor(sc[r], 1u);
-                sc[r] += subgroupShuffleXor(sc[r], 2u);
+            for (var t = 0u; t < QR * KG; t++) {
+                sc[t] += subgroupShuffleXor(sc[t], 1u);
+                sc[t] += subgroupShuffleXor(sc[t], 2u);
             }
             if (need_mask) {
-                let keys = vec4<i32>(i32(j0 + jj)) + vec4<i32>(0, 1, 2, 3);
-                let in_range = keys < vec4<i32>(i32(params.Tk));
-                for (var r = 0u; r < 4u; r++) {
-                    sc[r] = select(vec4<f32>(MASKED), sc[r], in_range & (keys <= vec4<i32>(row_limit[r])));
+                for (var e = 0u; e < KG; e++) {
+                    let keys = vec4<i32>(i32(j0 + jj + 4u * e)) + vec4<i32>(0, 1, 2, 3);
+                    let in_range = keys < vec4<i32>(i32(params.Tk));
+                    for (var r = 0u; r < QR; r++) {
+                        sc[r * KG + e] = select(vec4<f32>(MASKED), sc[r * KG + e], in_range & (keys <= vec4<i32>(row_limit[r])));
+                    }
                 }
             }
-            var keep = 0u;   // this lane's row: bit c set when key j0 + jj + c is kept
+            var keep = 0u;   // this lane's row and keys: bit c set when key j0 + jj + my_keys + c is kept
             if (params.dropout != 0u) {
-                let z = dropout_factors4(my_row, j0 + jj);   // j0 + jj: a multiple of 4
+                let z = dropout_factors4(my_row, j0 + jj + my_keys);   // a multiple of 4
                 keep = select(0u, 1u, z.x != 0.0) | select(0u, 2u, z.y != 0.0) | select(0u, 4u, z.z != 0.0) |
                        select(0u, 8u, z.w != 0.0);
             }
-            var pz: array<vec4<f32>, 4>;
-            for (var r = 0u; r < 4u; r++) {
-                let m_new = max(m[r], max(max(sc[r].x, sc[r].y), max(sc[r].z, sc[r].w)));
+            var pz: array<vec4<f32>, QR * KG>;
+            for (var r = 0u; r < QR; r++) {
+                var top = sc[r * KG];
+                for (var e = 1u; e < KG; e++) { top = max(top, sc[r * KG + e]); }
+                let m_new = max(m[r], max(max(top.x, top.y), max(top.z, top.w)));
                 if (m_new > m[r]) {
                     let alpha = exp2(m[r] - m_new);
                     l[r] *= alpha;
                     for (var x = 0u; x < QL; x++) { o[r * QL + x] *= alpha; }
                     m[r] = m_new;
                 }
-                let p = exp2(sc[r] - vec4<f32>(m_new));
-                l[r] += (p.x + p.y) + (p.z + p.w);
-                pz[r] = p;
-            }
-            if (params.dropout != 0u) {
-                for (var r = 0u; r < 4u; r++) {
-                    let bits = vec4<u32>(subgroupShuffle(keep, quad_lane0 + r)) >> vec4<u32>(0u, 1u, 2u, 3u);
-                    pz[r] *= select(vec4<f32>(0.0), vec4<f32>(params.keep_scale), (bits & vec4<u32>(1u)) != vec4<u32>(0u));
+                for (var e = 0u; e < KG; e++) {
+                    let p = exp2(sc[r * KG + e] - vec4<f32>(m_new));
+                    l[r] += (p.x + p.y) + (p.z + p.w);
+                    pz[r * KG + e] = p;
                 }
             }
-            for (var c = 0u; c < 4u; c++) {
-                for (var x = 0u; x < QL; x++) {
-                    let vv = v_tile[(jj + c) * DS + ql + 4u * x];
-                    o[x] = fma(vec4<f32>(pz[0][c]), vv, o[x]);
-                    o[QL + x] = fma(vec4<f32>(pz[1][c]), vv, o[QL + x]);
-                    o[2u * QL + x] = fma(vec4<f32>(pz[2][c]), vv, o[2u * QL + x]);
-                    o[3u * QL + x] = fma(vec4<f32>(pz[3][c]), vv, o[3u * QL + x]);
+            if (params.dropout != 0u) {
+                for (var e = 0u; e < KG; e++) {
+                    for (var r = 0u; r < QR; r++) {
+                        let bits = vec4<u32>(subgroupShuffle(keep, quad_lane0 + e * QR + r)) >> vec4<u32>(0u, 1u, 2u, 3u);
+                        pz[r * KG + e] *= select(vec4<f32>(0.0), vec4<f32>(params.keep_scale), (bits & vec4<u32>(1u)) != vec4<u32>(0u));
+                    }
+                }
+            }
+            for (var e = 0u; e < KG; e++) {
+                for (var c = 0u; c < 4u; c++) {
+                    for (var x = 0u; x < QL; x++) {
+                        let vv = v_tile[(jj + 4u * e + c) * DS + ql + 4u * x];
+                        for (var r = 0u; r < QR; r++) { o[r * QL + x] = fma(vec4<f32>(pz[r * KG + e][c]), vv, o[r * QL + x]); }
+                    }
                 }
             }
         }
         workgroupBarrier();   // the tiles are rewritten by the next step
     }
 
-    for (var r = 0u; r < 4u; r++) {
+    for (var r = 0u; r < QR; r++) {
         let i = r0 + r;
         if (!quad_ok || i >= params.Tq) { continue; }
         let inv = select(0.0, 1.0 / l[r], l[r] > 0.0);
