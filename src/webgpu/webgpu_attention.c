@@ -476,8 +476,8 @@ static uint64_t fused_part_rows(const attention_params *p, uint32_t bk)
 /* Whether attention_backward_fused applies: D <= 64 (column quads on 16
  * invocations), its tiles fit the workgroup memory (*bk keys = rows per
  * block: WGT_ATTENTION_FUSED_TILE, 32 by default, 16 where 32 does not fit),
- * and the work buffer (delta, then the dq partials: *work_n floats) fits a
- * binding with u32 indices. */
+ * and the work buffer (delta, then the dq partials from a multiple of 4:
+ * *work_n floats) fits a binding with u32 indices. */
 static bool fused_fits(const webgpu_backend *wg, const attention_params *p, uint32_t d4, uint32_t *bk,
                        uint64_t *work_n)
 {
@@ -485,11 +485,11 @@ static bool fused_fits(const webgpu_backend *wg, const attention_params *p, uint
     if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
     if (d4 > 16 || threads < 128) return false;
     *bk = wg->knobs.attention_fused_tile;
-    while (*bk > 16 && (fused_shared(*bk, d4) > wg->limits.maxComputeWorkgroupStorageSize || 8 * *bk > threads))
-        *bk /= 2;
-    if (fused_shared(*bk, d4) > wg->limits.maxComputeWorkgroupStorageSize || 8 * *bk > threads) return false;
+    uint32_t shared = wg->limits.maxComputeWorkgroupStorageSize;
+    while (*bk > 16 && (fused_shared(*bk, d4) > shared || 8 * *bk > threads)) *bk /= 2;
+    if (fused_shared(*bk, d4) > shared || 8 * *bk > threads) return false;
     uint64_t rows = (uint64_t)p->B * p->H * p->Tq;
-    *work_n = rows + (uint64_t)p->B * p->H * fused_part_rows(p, *bk) * p->D;
+    *work_n = rows + 4 + (uint64_t)p->B * p->H * fused_part_rows(p, *bk) * p->D;
     return *work_n + 4096 < UINT32_MAX && rows * p->D < UINT32_MAX &&
            *work_n * 4 <= wg->limits.maxStorageBufferBindingSize && *work_n * 4 <= wg->limits.maxBufferSize;
 }
@@ -510,7 +510,9 @@ static wgt_status run_backward_fused(webgpu_backend *wg, const wgt_kernel_call *
             vec_in = vec_in && in[i].strides[3] == 1 && in[i].offset % 4 == 0 && in[i].strides[0] % 4 == 0 &&
                      in[i].strides[1] % 4 == 0 && in[i].strides[2] % 4 == 0;
     if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_fused", d4, bk, bk, vec_in ? 8 : 0, 5, 3, op, &fused);
-    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_dq_reduce", d4, bk, bk, 0, 1, 1, op, &reduce);
+    /* the reduction reads the partials as vec4s when rows hold whole ones (they start at a multiple of 4) */
+    bool vec_sum = p->D % 4 == 0;
+    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_dq_reduce", d4, bk, bk, vec_sum ? 8 : 0, 1, 1, op, &reduce);
     if (s != WGT_OK) return s;
     if (!wgt_view_is_contiguous(&in[5])) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: lse must be contiguous", op);
     wgt_tensor_view work;
@@ -522,7 +524,7 @@ static wgt_status run_backward_fused(webgpu_backend *wg, const wgt_kernel_call *
         s = wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: work buffer past 2^32 elements", op);
     p->offsets[8] = (uint32_t)in[5].offset;
     p->offsets[9] = (uint32_t)work.offset;
-    p->offsets[10] = (uint32_t)(work.offset + rows);
+    p->offsets[10] = (uint32_t)((work.offset + rows + 3) / 4 * 4);
     p->offsets[11] = (uint32_t)fused_part_rows(p, bk);
     WGPUBuffer w = webgpu_view_buffer(&work);
     if (s == WGT_OK) {
@@ -538,7 +540,7 @@ static wgt_status run_backward_fused(webgpu_backend *wg, const wgt_kernel_call *
     }
     if (s == WGT_OK) {
         WGPUBuffer b[2] = {w, webgpu_view_buffer(&call->outputs[0])};
-        s = dispatch_blocks(wg, reduce, b, 2, p, ceil_div((int64_t)(rows * p->D), 256), op);
+        s = dispatch_blocks(wg, reduce, b, 2, p, ceil_div((int64_t)(rows * p->D), vec_sum ? 1024 : 256), op);
     }
     webgpu_temp_release(wg, &work);
     return s;
@@ -560,9 +562,11 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
     uint32_t fused_bk = 0;
     uint64_t work_n = 0;
     if (env == WEBGPU_ATTN_BACKWARD_FUSED) {
-        if (fused_fits(wg, &p, d4, &fused_bk, &work_n)) return run_backward_fused(wg, call, in, &p, d4, fused_bk, work_n);
+        if (fused_fits(wg, &p, d4, &fused_bk, &work_n))
+            return run_backward_fused(wg, call, in, &p, d4, fused_bk, work_n);
         env = WEBGPU_ATTN_BACKWARD_DEFAULT; /* D > 64 or too large: the default kernels */
-    } else if (env == WEBGPU_ATTN_BACKWARD_DEFAULT && !software(wg) && fused_fits(wg, &p, d4, &fused_bk, &work_n)) {
+    } else if (env == WEBGPU_ATTN_BACKWARD_DEFAULT && !software(wg) &&
+               fused_fits(wg, &p, d4, &fused_bk, &work_n)) {
         /* The GPU default where its dq partials (about T / 64 times dq's
          * size) stay within 8x dq and 512 MiB: on an H100 at the GPT's shape
          * (64 x 6 x 256 x 64, dropout) fwd + bwd 1.34 ms against 1.73 with

@@ -5,11 +5,15 @@
 //   head: key block kb's rows first_row(kb) .. Tq - 1 after those of blocks
 //   0 .. kb - 1) -> dq f32 [B, H, Tq, D] contiguous at offsets[1].y
 //   dq = scale * sum over the blocks whose rows include i of partial(kb, i)
-// One invocation per element of dq (memory-bound: params.blocks reads each).
-// Prelude constants: BK, BQ (those of attention_backward_fused).
+// One invocation per element of dq, or per 4 of them (VEC_IN: D % 4 == 0, the
+// partials start at a multiple of 4, so a row's quads are aligned vec4s):
+// memory-bound, params.blocks reads each; vec4 loads keep more bytes in flight.
+// Prelude constants: BK, BQ (those of attention_backward_fused), VEC_IN, IN_T.
 
-@group(0) @binding(1) var<storage, read> work: array<f32>;
+@group(0) @binding(1) var<storage, read> work: array<IN_T>;   // IN_T: vec4<f32> with VEC_IN (D % 4 == 0)
 @group(0) @binding(2) var<storage, read_write> dq: array<f32>;
+
+const PER: u32 = select(1u, 4u, VEC_IN);   // elements of dq per invocation
 
 // The same as attention_backward_fused's: first query row of key block j0's tiles.
 fn first_row(j0: u32) -> u32 {
@@ -20,20 +24,20 @@ fn first_row(j0: u32) -> u32 {
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let e = (wid.x + wid.y * nwg.x) * 256u + lid;
+    let e = ((wid.x + wid.y * nwg.x) * 256u + lid) * PER;
     if (e >= params.B * params.H * params.Tq * params.D) { return; }
     let d = e % params.D;
     let row = e / params.D;
     let i = row % params.Tq;
     let bh = row / params.Tq;
-    let head = params.offsets[2].z + bh * params.offsets[2].w * params.D + d;
-    var acc = 0.0;
+    let head = params.offsets[2].z + bh * params.offsets[2].w * params.D + d;   // a multiple of PER
+    var acc = vec4<f32>();
     var part_row0 = 0u;
     for (var kb = 0u; kb < params.blocks; kb++) {
         let i_first = first_row(kb * BK);
         if (i < i_first) { break; }   // later blocks start later still
-        acc += work[head + (part_row0 + i - i_first) * params.D];
+        acc += vec4<f32>(work[(head + (part_row0 + i - i_first) * params.D) / PER]);   // a splat when PER = 1
         part_row0 += params.Tq - i_first;
     }
-    dq[params.offsets[1].y + e] = acc * (params.scale_log2 / LOG2E);
+    for (var c = 0u; c < PER; c++) { dq[params.offsets[1].y + e + c] = acc[c] * (params.scale_log2 / LOG2E); }
 }
