@@ -30,10 +30,11 @@
 //           small GEMMs over d: per d quad 4 k (v) + NR q (dout) vec4 loads for
 //           4 NR dot products (k and v are stored key-quad interleaved, key 4
 //           tk + a at slot a * BK / 4 + tk, so the 8 distinct k vec4s a warp
-//           reads lie in distinct banks). Half 0 stores p; half 1 draws the
-//           dropout factors z (its 4 keys are neighbours: one Philox call a
-//           row), then, after a barrier, turns p into p z and ds = p (z dp -
-//           delta) in shared [row][key quad] as whole vec4s
+//           reads lie in distinct banks). Half 0 stores p, half 1
+//           dp; after a barrier every invocation takes one (row, key quad),
+//           draws its dropout factors z (one Philox call: the 4 keys are
+//           neighbours) and turns p into p z and dp into ds = p (z dp - delta),
+//           in shared [row][key quad] as whole vec4s
 //   update  invocation (kq, c) of half 0 holds dv of keys 4 kq .. 4 kq + 3,
 //           column quad c, in registers (per row one p z and one dout vec4 for
 //           16 FMAs), of half 1 dk (ds, q); then every invocation computes the
@@ -42,6 +43,8 @@
 //           the work buffer. A warp covers 4 kq x 8 c (kq = 4 (l / 64) + (l %
 //           32) / 8, c = 8 ((l / 32) % 2) + l % 8): per load 4 or 8 distinct
 //           vec4s in distinct banks, one shared wavefront each
+// The next tile's q, dout, lse and delta are loaded into registers while this
+// tile's products run (one workgroup an SM: nothing else hides the latency).
 // Causal: query i sees key j when j <= i + Tk - Tq; tiles before the first
 // one with a row that sees the block's first key are skipped, invisible pairs
 // get p = 0 (a row that sees no key has lse = -inf: the select keeps its
@@ -49,10 +52,10 @@
 // On an H100 (64x6x256x64 causal, dropout 0.2; bench/results/h100-2026-11-28d):
 // 630 us a call against 765-797 for 4 BK invocations doing both halves' work
 // and for 16 BK invocations (each half's rows split once more: more shared
-// reads per FMA); fwd+bwd 1.14 ms against 1.27. Earlier, with 4 BK: 0.93 ms
-// against 1.31 for dkdv + q; 16-key blocks slower (fwd+bwd 1.58 ms against
-// 1.34), scalar loads of the inputs too (1.48); loading the next tile's q
-// and dout during this tile's products no faster (other workgroups hide it).
+// reads per FMA); fwd+bwd 1.14 ms against 1.27; the prefetch and the dropout
+// factors drawn by all invocations (not half 1 alone) 627 -> 618 us. Earlier,
+// with 4 BK: 0.93 ms against 1.31 for dkdv + q; 16-key blocks slower (fwd+bwd
+// 1.58 ms against 1.34), scalar loads of the inputs too (1.48).
 // Prelude constants: D4, BK (16 or 32), BQ (= BK), VEC_IN and IN_T (see q_quad).
 
 @group(0) @binding(1) var<storage, read> q: array<IN_T>;      // IN_T: vec4<f32> with VEC_IN, else f32
@@ -148,6 +151,21 @@ fn fetch_tile(qn: ptr<function, array<vec4<f32>, NLOAD>>, on: ptr<function, arra
     }
 }
 
+// lse * log2 e and delta of row i0 + lid of head h (lid < BQ; zeros past Tq or for other invocations).
+fn fetch_row(b: u32, h: u32, i0: u32, lid: u32) -> vec2<f32> {
+    if (lid >= BQ || i0 + lid >= params.Tq) { return vec2<f32>(); }
+    let at = (b * params.H + h) * params.Tq + i0 + lid;
+    return vec2<f32>(lse[params.offsets[2].x + at] * LOG2E, work[params.offsets[2].y + at]);
+}
+
+// Last key row i sees (-1: none, also past Tq).
+fn last_seen(i: u32) -> i32 {
+    var last = i32(params.Tk) - 1;
+    if (params.causal != 0u) { last = min(last, last_key(i)); }
+    if (i >= params.Tq) { last = -1; }
+    return last;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -200,12 +218,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let n_tiles = tiles_per_head * params.group;
     var qn: array<vec4<f32>, NLOAD>;   // a tile's q (pre-scaled) and dout quads, staged in registers
     var on: array<vec4<f32>, NLOAD>;
+    var ld = vec2<f32>();              // lid < BQ: lse * log2 e and delta of row lid of the tile
+    if (n_tiles > 0u) {
+        fetch_tile(&qn, &on, b, g * params.group, i_first, lid);
+        ld = fetch_row(b, g * params.group, i_first, lid);
+    }
     for (var t = 0u; t < n_tiles; t++) {
         let h = g * params.group + t / tiles_per_head;
         let i0 = i_first + (t % tiles_per_head) * BQ;
         let row_base = (b * params.H + h) * params.Tq;
         workgroupBarrier();   // the previous tile's update step is done with the tiles
-        fetch_tile(&qn, &on, b, h, i0, lid);
         for (var x = 0u; x < NLOAD; x++) {
             let s = lid + x * WG;
             if (s < BQ * D4) {
@@ -214,12 +236,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
         if (lid < BQ) {
-            let ok = i0 + lid < params.Tq;
-            let at = select(0u, row_base + i0 + lid, ok);
-            lse_tile[lid] = select(0.0, lse[params.offsets[2].x + at] * LOG2E, ok);
-            delta_tile[lid] = select(0.0, work[params.offsets[2].y + at], ok);
+            lse_tile[lid] = ld.x;
+            delta_tile[lid] = ld.y;
         }
         workgroupBarrier();
+        if (t + 1u < n_tiles) {   // the next tile's loads fly during this tile's products
+            let h1 = g * params.group + (t + 1u) / tiles_per_head;
+            let i1 = i_first + ((t + 1u) % tiles_per_head) * BQ;
+            fetch_tile(&qn, &on, b, h1, i1, lid);
+            ld = fetch_row(b, h1, i1, lid);
+        }
 
         // scores step: s (half 0) or dp (half 1) of rows rg + RG n x keys 4 tk + a
         var sc: array<vec4<f32>, NR>;
@@ -247,30 +273,27 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 }
             }
         }
-        var z: array<vec4<f32>, NR>;
         for (var n = 0u; n < NR; n++) {
             let r = rg + RG * n;
-            let i = i0 + r;
-            // last key row i sees (-1: none, also past Tq)
-            var last = i32(params.Tk) - 1;
-            if (params.causal != 0u) { last = min(last, last_key(i)); }
-            if (i >= params.Tq) { last = -1; }
-            let visible = keys <= vec4<i32>(last);
+            let visible = keys <= vec4<i32>(last_seen(i0 + r));
             if (half == 0u) {
                 p_tile[r * PS + tk] = select(vec4<f32>(0.0), exp2(sc[n] - vec4<f32>(lse_tile[r])), visible);
             } else {
-                z[n] = vec4<f32>(1.0);
-                if (any(visible)) { z[n] = dropout_factors4(row_base + i, j4); }   // no Philox for hidden quads
+                ds_tile[r * PS + tk] = sc[n];   // dp, made ds below
             }
         }
         workgroupBarrier();
-        if (half == 1u) {
-            for (var n = 0u; n < NR; n++) {
-                let r = rg + RG * n;
-                let p = p_tile[r * PS + tk];
-                p_tile[r * PS + tk] = p * z[n];
-                ds_tile[r * PS + tk] = p * (z[n] * sc[n] - vec4<f32>(delta_tile[r]));
-            }
+        // every invocation draws the dropout factors of one (row, key quad) of the tile
+        for (var x = lid; x < BQ * KQ; x += WG) {
+            let r = x / KQ;
+            let q4 = x % KQ;
+            let jz = j0 + 4u * q4;
+            let visible = vec4<i32>(i32(jz)) + vec4<i32>(0, 1, 2, 3) <= vec4<i32>(last_seen(i0 + r));
+            var z = vec4<f32>(1.0);
+            if (any(visible)) { z = dropout_factors4(row_base + i0 + r, jz); }   // no Philox for hidden quads
+            let p = p_tile[r * PS + q4];
+            p_tile[r * PS + q4] = p * z;
+            ds_tile[r * PS + q4] = p * (z * ds_tile[r * PS + q4] - vec4<f32>(delta_tile[r]));
         }
         workgroupBarrier();
 
