@@ -241,6 +241,35 @@ static wgt_tensor *f_slice_heads(wgt_context *ctx, wgt_tensor **in)
     return wgt_add(wgt_mul(q, v), q);
 }
 
+/* The GPT's attention input: q, k, v views of slices of one [B, T, 3C]
+ * intermediate, heads split out (B 2, T 5, H 2, D 2). The engine hands the
+ * attention rule their windows of the intermediate's gradient to write into
+ * (backward.c, window destinations). */
+static void qkv_views(wgt_tensor *x, wgt_tensor **qkv)
+{
+    wgt_tensor *h = wgt_mul(x, wgt_binary_scalar(WGT_OP_ADD, x, 0.5));
+    wgt_tensor *heads = wgt_permute(wgt_reshape(h, 5, (int64_t[]){2, 5, 3, 2, 2}), (int[]){2, 0, 3, 1, 4});
+    for (int i = 0; i < 3; i++) qkv[i] = wgt_reshape(wgt_slice(heads, 0, i, i + 1, 1), 4, (int64_t[]){2, 2, 5, 2});
+}
+
+static wgt_tensor *f_attention_qkv(wgt_context *ctx, wgt_tensor **in)
+{
+    (void)ctx;
+    wgt_tensor *qkv[3];
+    qkv_views(in[0], qkv);
+    return wgt_scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], true, 0.0, 0);
+}
+
+/* k also read by a second op: its view has two consumers, so k's gradient is
+ * summed and copied in as before, while q's and v's go straight in. */
+static wgt_tensor *f_attention_qkv_shared(wgt_context *ctx, wgt_tensor **in)
+{
+    (void)ctx;
+    wgt_tensor *qkv[3];
+    qkv_views(in[0], qkv);
+    return wgt_add(wgt_scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], false, 0.0, 0), qkv[1]);
+}
+
 static wgt_tensor *index_tensor(wgt_context *ctx, int ndim, const int64_t *shape, const int32_t *values)
 {
     return wgt_tensor_from_host(ctx, WGT_I32, ndim, shape, values);
@@ -339,6 +368,8 @@ static const grad_case cases[] = {
     {"slice_full", 1, {2}, {{3, 7}}, ANY, f_slice_full}, /* whole-axis slices of a leaf and of an intermediate */
     {"slice_windows", 1, {2}, {{3, 8}}, ANY, f_slice_windows},
     {"slice_heads", 1, {3}, {{2, 3, 6}}, ANY, f_slice_heads},
+    {"attention_qkv", 1, {3}, {{2, 5, 12}}, ANY, f_attention_qkv},
+    {"attention_qkv_shared", 1, {3}, {{2, 5, 12}}, ANY, f_attention_qkv_shared},
     {"expand", 1, {2}, {{3, 1}}, ANY, f_expand},
     {"squeeze", 1, {3}, {{3, 1, 2}}, ANY, f_squeeze},
     {"gather", 1, {2}, {{2, 4}}, ANY, f_gather},
@@ -489,6 +520,55 @@ static void check_tape_freed(wgt_context *ctx, const char *backend)
     wgt_tensor_release(w);
 }
 
+/* The window destinations against the copies they replace
+ * (WGT_AUTOGRAD_WINDOW_DEST=0): the same gradient bit for bit, on the CPU,
+ * on the WebGPU default kernels (which write strided gradients through
+ * temporaries) and on attention_backward_fused (which writes them in place:
+ * three copies, dispatches, fewer a backward). */
+static void check_attention_windows(void)
+{
+    static const char *const kernels[3] = {"cpu", "webgpu", "webgpu fused"};
+    for (int kind = 0; kind < 3; kind++) {
+        float grads[2][120];
+        uint64_t dispatches[2] = {0, 0};
+        bool ok = true;
+        for (int off = 0; off < 2 && ok; off++) {
+            wgt_context_options o;
+            wgt_context_options_init(&o);
+            o.backend = kind == 0 ? WGT_BACKEND_CPU : WGT_BACKEND_WEBGPU;
+            const char *env[] = {"WGT_AUTOGRAD_WINDOW_DEST", off ? "0" : "1", "WGT_ATTENTION_BACKWARD",
+                                 kind == 2 ? "fused" : NULL, NULL};
+            wgt_context *ctx = test_context_env(&o, env);
+            if (!ctx) return;
+            wgt_scope_push(ctx);
+            float host[120];
+            for (int i = 0; i < 120; i++) host[i] = (float)((i * 37) % 23) / 11.0f - 1.0f;
+            wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_F32, 3, (int64_t[]){2, 5, 12}, host);
+            wgt_tensor_set_requires_grad(x, true);
+            wgt_tensor *in[1] = {x}, *w = NULL, *loss = NULL;
+            weighted_loss(ctx, &(grad_case){.name = "attention_qkv", .forward = f_attention_qkv}, in, &w, &loss);
+            wgt_execution_stats before = {0}, after = {0};
+            wgt_execution_stats_get(ctx, &before);
+            ok = loss && wgt_backward(loss) == WGT_OK;
+            wgt_execution_stats_get(ctx, &after);
+            dispatches[off] = after.dispatches - before.dispatches;
+            ok = ok && wgt_tensor_grad(x) && wgt_tensor_read(wgt_tensor_grad(x), grads[off], sizeof(grads[off])) == WGT_OK;
+            CHECK(ok, "%s attention window destinations (%s): %s", kernels[kind], off ? "off" : "on",
+                  wgt_context_error_message(ctx));
+            wgt_tensor_release(w);
+            wgt_scope_pop(ctx);
+            wgt_context_destroy(ctx);
+        }
+        if (!ok) continue;
+        CHECK(memcmp(grads[0], grads[1], sizeof(grads[0])) == 0,
+              "%s: the gradient through window destinations equals the copied one bit for bit", kernels[kind]);
+        if (kind == 2)
+            CHECK(dispatches[0] + 3 == dispatches[1], "webgpu fused: %llu dispatches a backward with window "
+                  "destinations, %llu without (3 copies fewer)", (unsigned long long)dispatches[0],
+                  (unsigned long long)dispatches[1]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
@@ -516,5 +596,6 @@ int main(int argc, char **argv)
         }
         wgt_context_destroy(ctx);
     }
+    if (!only) check_attention_windows();
     return test_summary();
 }

@@ -4,7 +4,8 @@
  *              public ops: dx = dy @ weight, dweight = dy^T x (the transposed
  *              dy read in place), dbias = sum of dy over the rows
  *   attention  the fused backward kernels (src/ops/attention_internal.h) from
- *              the saved output and row logsumexp
+ *              the saved output and row logsumexp, written into the views the
+ *              engine hands (windows of a fused q/k/v projection's gradient)
  *   rope       rope with the angles negated (a rotation's transpose)
  */
 #include "autograd/rules.h"
@@ -47,14 +48,19 @@ wgt_status wgt_backward_linear(const wgt_grad_node *node, wgt_tensor *grad_out, 
 }
 
 /* inputs {q, k, v}; saved[0] out, saved[1] lse; ints[0] causal, ints[1] seed,
- * reals[0] dropout_p */
+ * reals[0] dropout_p. grad_inputs[i] may come set: a view of its window of
+ * the source's gradient (backward.c, window destinations), to write into. */
 wgt_status wgt_backward_attention(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs)
 {
-    wgt_tensor **dst[3];
-    for (int i = 0; i < 3; i++) dst[i] = wgt_autograd_input_needs_grad(node, i) ? &grad_inputs[i] : NULL;
-    return wgt_attention_backward(node->inputs[0], node->inputs[1], node->inputs[2], node->saved[0], node->saved[1],
-                                  grad_out, node->params.ints[0] != 0, node->params.reals[0],
-                                  (uint64_t)node->params.ints[1], dst[0], dst[1], dst[2]);
+    wgt_tensor **dst[3], *into[3];
+    for (int i = 0; i < 3; i++) {
+        dst[i] = wgt_autograd_input_needs_grad(node, i) ? &grad_inputs[i] : NULL;
+        into[i] = grad_inputs[i];
+        grad_inputs[i] = NULL;
+    }
+    return wgt_attention_backward_into(node->inputs[0], node->inputs[1], node->inputs[2], node->saved[0],
+                                       node->saved[1], grad_out, node->params.ints[0] != 0, node->params.reals[0],
+                                       (uint64_t)node->params.ints[1], into, dst[0], dst[1], dst[2]);
 }
 
 /* inputs {x}; ints[0] position_offset, ints[1] interleaved, reals[0] theta */

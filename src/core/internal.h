@@ -57,6 +57,8 @@ struct wgt_context {
     struct wgt_read *reads;         /* started, not finished (wgt_tensor_read_start) */
     bool conv_frontend_splits;      /* WGT_CONV_SPLITK=0: the backend's split-K is off, so the ops floor splits
                                      * the convolution weight gradient itself (the former path); default false */
+    bool no_window_dest;            /* WGT_AUTOGRAD_WINDOW_DEST=0: rules get no window destinations (backward.c),
+                                     * their gradients are copied into the windows; for comparisons */
 };
 
 struct wgt_tensor {

@@ -5,7 +5,8 @@
  *
  *   q [B, H, Tq, D], k, v [B, Hkv, Tk, D] (any strides, H % Hkv == 0)
  *   out [B, H, Tq, D] (q's dtype, any strides), lse f32 [B, H, Tq]
- *   backward: dq [B, H, Tq, D], dk, dv [B, Hkv, Tk, D], all f32 contiguous
+ *   backward: dq [B, H, Tq, D], dk, dv [B, Hkv, Tk, D], f32, any strides (the
+ *   autograd engine may hand windows of one [B, T, 3C] gradient)
  *
  * Forward, per query row i of head h (kv head g = h / (H / Hkv)):
  *   s_j = scale * q_i . k_j for the visible keys (causal: j <= i + Tk - Tq)
@@ -152,6 +153,12 @@ wgt_status cpu_run_attention(cpu_backend *b, const wgt_kernel_call *call)
     return WGT_OK;
 }
 
+/* Element (b, h, t, d) of a 4-D f32 view, for writing. */
+static inline float *f32_at4(const wgt_tensor_view *v, int64_t b, int64_t h, int64_t t, int64_t d)
+{
+    return (float *)cpu_view_data(v) + b * v->strides[0] + h * v->strides[1] + t * v->strides[2] + d * v->strides[3];
+}
+
 /* One (batch, kv head) group: every query row of its query heads. dk and dv
  * of the group are summed in dk_acc / dv_acc ([Tk, D] doubles). */
 static void backward_group(const wgt_kernel_call *call, const attention_shape *s, int64_t bi, int64_t g, double *p,
@@ -161,7 +168,6 @@ static void backward_group(const wgt_kernel_call *call, const attention_shape *s
     const wgt_tensor_view *o = &call->inputs[3], *dout = &call->inputs[4];
     const char *qd = cpu_view_data(q), *kd = cpu_view_data(k), *vd = cpu_view_data(v);
     const char *od = cpu_view_data(o), *dod = cpu_view_data(dout);
-    float *dq = (float *)cpu_view_data(&call->outputs[0]);
     for (int64_t j = 0; j < s->Tk * s->D; j++) dk_acc[j] = dv_acc[j] = 0;
     for (int64_t h = g * s->group; h < (g + 1) * s->group; h++) {
         for (int64_t i = 0; i < s->Tq; i++) {
@@ -182,15 +188,14 @@ static void backward_group(const wgt_kernel_call *call, const attention_shape *s
                     dv_acc[j * s->D + d] += pz * at4(dout, dod, bi, h, i, d);
                 }
             }
-            for (int64_t d = 0; d < s->D; d++) dq[row * s->D + d] = (float)dq_row[d];
+            for (int64_t d = 0; d < s->D; d++) *f32_at4(&call->outputs[0], bi, h, i, d) = (float)dq_row[d];
         }
     }
-    float *dk = (float *)cpu_view_data(&call->outputs[1]), *dv = (float *)cpu_view_data(&call->outputs[2]);
-    int64_t base = (bi * s->Hkv + g) * s->Tk * s->D;
-    for (int64_t j = 0; j < s->Tk * s->D; j++) {
-        dk[base + j] = (float)dk_acc[j];
-        dv[base + j] = (float)dv_acc[j];
-    }
+    for (int64_t j = 0; j < s->Tk; j++)
+        for (int64_t d = 0; d < s->D; d++) {
+            *f32_at4(&call->outputs[1], bi, g, j, d) = (float)dk_acc[j * s->D + d];
+            *f32_at4(&call->outputs[2], bi, g, j, d) = (float)dv_acc[j * s->D + d];
+        }
 }
 
 wgt_status cpu_run_attention_backward(cpu_backend *b, const wgt_kernel_call *call)
@@ -199,8 +204,8 @@ wgt_status cpu_run_attention_backward(cpu_backend *b, const wgt_kernel_call *cal
     wgt_status st = attention_shape_of(b, call, &s);
     if (st != WGT_OK) return st;
     for (int i = 0; i < 3; i++)
-        if (call->outputs[i].dtype != WGT_F32 || !wgt_view_is_contiguous(&call->outputs[i]))
-            return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "gradient %d must be contiguous f32", i);
+        if (call->outputs[i].dtype != WGT_F32 || call->outputs[i].ndim != 4)
+            return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "gradient %d must be a 4-D f32 view", i);
     int64_t groups = s.B * s.Hkv;
     bool failed = false;
 #pragma omp parallel num_threads(b->threads) if (groups > 1 && s.H * s.Tq * s.Tk * s.D > CPU_PARALLEL_THRESHOLD)

@@ -23,6 +23,15 @@ wgt_status wgt_attention_backward(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, w
                                   wgt_tensor *dout, bool causal, double dropout_p, uint64_t seed, wgt_tensor **dq,
                                   wgt_tensor **dk, wgt_tensor **dv);
 
+/* wgt_attention_backward writing into given tensors: into[i] (NULL: a new
+ * tensor), an f32 tensor of q's (k's, v's) shape with any strides, for q of
+ * dtype f32 (the autograd engine passes windows of one [B, T, 3C] gradient, so
+ * no copy moves them there). On success *dq (dk, dv) is into[i] itself, with a
+ * new reference. */
+wgt_status wgt_attention_backward_into(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, wgt_tensor *out, wgt_tensor *lse,
+                                       wgt_tensor *dout, bool causal, double dropout_p, uint64_t seed,
+                                       wgt_tensor *const into[3], wgt_tensor **dq, wgt_tensor **dk, wgt_tensor **dv);
+
 /* wgt_rope; inverse turns by the negated angles (rope's gradient). Records no
  * autograd node. */
 wgt_tensor *wgt_rope_ex(wgt_tensor *x, int64_t position_offset, double theta, bool interleaved, bool inverse);

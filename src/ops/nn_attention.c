@@ -181,6 +181,11 @@ static wgt_tensor *f32_like(wgt_context *ctx, const wgt_tensor *t, const char *o
     return wgt_tensor_alloc(ctx, WGT_F32, t->view.ndim, t->view.shape, op);
 }
 
+static bool same_shape4(const wgt_tensor *t, const int64_t *shape)
+{
+    return t->view.ndim == 4 && memcmp(t->view.shape, shape, 4 * sizeof(int64_t)) == 0;
+}
+
 /* g (f32) in dtype: g itself for f32, else a cast copy (g released). */
 static wgt_tensor *as_dtype(wgt_tensor *g, wgt_dtype dtype)
 {
@@ -193,6 +198,14 @@ static wgt_tensor *as_dtype(wgt_tensor *g, wgt_dtype dtype)
 wgt_status wgt_attention_backward(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, wgt_tensor *out, wgt_tensor *lse,
                                   wgt_tensor *dout, bool causal, double dropout_p, uint64_t seed, wgt_tensor **dq,
                                   wgt_tensor **dk, wgt_tensor **dv)
+{
+    wgt_tensor *const none[3] = {NULL, NULL, NULL};
+    return wgt_attention_backward_into(q, k, v, out, lse, dout, causal, dropout_p, seed, none, dq, dk, dv);
+}
+
+wgt_status wgt_attention_backward_into(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, wgt_tensor *out, wgt_tensor *lse,
+                                       wgt_tensor *dout, bool causal, double dropout_p, uint64_t seed,
+                                       wgt_tensor *const into[3], wgt_tensor **dq, wgt_tensor **dk, wgt_tensor **dv)
 {
     const char *op = "wgt_attention_backward";
     if (dq) *dq = NULL;
@@ -220,7 +233,21 @@ wgt_status wgt_attention_backward(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, w
                          wgt_dtype_name(dout->view.dtype),
                          wgt_shape_string(lse->view.ndim, lse->view.shape, ls, sizeof(ls)),
                          wgt_dtype_name(lse->view.dtype));
-    wgt_tensor *g[3] = {f32_like(ctx, q, op), f32_like(ctx, k, op), f32_like(ctx, v, op)};
+    wgt_tensor *like[3] = {q, k, v}, *g[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        wgt_tensor *t = into[i];
+        if (!t) continue;
+        if (t->ctx != ctx || t->view.dtype != WGT_F32 || q->view.dtype != WGT_F32 ||
+            !same_shape4(t, like[i]->view.shape)) {
+            char ts[160], ws[160];
+            return wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH,
+                             "%s: gradient %d goes into a %s %s tensor; need f32 %s of this context, for f32 inputs", op,
+                             i, wgt_shape_string(t->view.ndim, t->view.shape, ts, sizeof(ts)),
+                             wgt_dtype_name(t->view.dtype),
+                             wgt_shape_string(like[i]->view.ndim, like[i]->view.shape, ws, sizeof(ws)));
+        }
+    }
+    for (int i = 0; i < 3; i++) g[i] = into[i] ? wgt_tensor_ref(into[i]) : f32_like(ctx, like[i], op);
     wgt_status s = g[0] && g[1] && g[2] ? WGT_OK : ctx->status;
     bool empty = wgt_shape_numel(4, qd) == 0 || k->view.shape[2] == 0;
     if (s == WGT_OK && empty) { /* nothing attends: zero gradients */

@@ -40,12 +40,14 @@ static void apply_environment(wgt_context_options *o)
     }
 }
 
-/* The ops floor's kernel-choice knobs (wgt_context's last fields), read once
+/* The ops and autograd floors' knobs (wgt_context's last fields), read once
  * here rather than on every op call. */
 static void read_op_knobs(wgt_context *ctx)
 {
     const char *conv_splitk = getenv("WGT_CONV_SPLITK");
     ctx->conv_frontend_splits = conv_splitk && strcmp(conv_splitk, "0") == 0;
+    const char *window_dest = getenv("WGT_AUTOGRAD_WINDOW_DEST");
+    ctx->no_window_dest = window_dest && strcmp(window_dest, "0") == 0;
 }
 
 wgt_context *wgt_context_create(const wgt_context_options *options)

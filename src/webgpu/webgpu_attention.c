@@ -86,6 +86,7 @@ typedef struct attention_params {
     float scale_log2, keep_scale;
     uint32_t threshold, dropout;
     uint32_t seed[2], blocks, pad;
+    uint32_t dq_st[4], dk_st[4], dv_st[4]; /* backward: the gradients' strides (the fused path) */
 } attention_params;
 
 /* Mirrors struct Params of rope.wgsl. */
@@ -546,17 +547,48 @@ static wgt_status run_backward_fused(webgpu_backend *wg, const wgt_kernel_call *
     return s;
 }
 
+static wgt_status run_backward_kernels(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in,
+                                       bool contiguous);
+
+/* The gradients may be any f32 views (the autograd engine hands windows of one
+ * [B, T, 3C] gradient, webgpu_attention_run): attention_backward_fused and its
+ * dq reduction write through their strides, the other kernels into contiguous
+ * temporaries copied over afterwards. */
 static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
+{
+    bool contiguous = true;
+    for (int i = 0; i < 3; i++) {
+        if (call->outputs[i].dtype != WGT_F32 || call->outputs[i].ndim != 4 || !view_fits_u32(&call->outputs[i]))
+            return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gradient %d must be a 4-D f32 view", call->op_name,
+                             i);
+        contiguous = contiguous && wgt_view_is_contiguous(&call->outputs[i]);
+    }
+    wgt_status s = run_backward_kernels(wg, call, in, contiguous);
+    if (s != WGT_ERR_UNSUPPORTED || contiguous) return s;
+    /* strided gradients on the kernels that write them contiguous */
+    wgt_kernel_call copy = *call;
+    memset(copy.outputs, 0, 3 * sizeof(copy.outputs[0]));
+    s = WGT_OK;
+    for (int i = 0; i < 3 && s == WGT_OK; i++)
+        s = webgpu_temp_alloc(wg, WGT_F32, 4, call->outputs[i].shape, &copy.outputs[i]);
+    if (s == WGT_OK) s = run_backward_kernels(wg, &copy, in, true);
+    for (int i = 0; i < 3 && s == WGT_OK; i++) s = webgpu_convert(wg, &copy.outputs[i], &call->outputs[i], call->op_name);
+    for (int i = 0; i < 3; i++) webgpu_temp_release(wg, &copy.outputs[i]);
+    return s;
+}
+
+/* contiguous: every gradient is (else only the fused path runs; any other
+ * answers WGT_ERR_UNSUPPORTED without an error, for run_backward's copies). */
+static wgt_status run_backward_kernels(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in,
+                                       bool contiguous)
 {
     const char *op = call->op_name;
     attention_params p;
     fill_params(call, in, 6, &p);
-    for (int i = 0; i < 3; i++)
-        if (call->outputs[i].dtype != WGT_F32 || !wgt_view_is_contiguous(&call->outputs[i]) ||
-            !view_fits_u32(&call->outputs[i]))
-            return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gradient %d must be a contiguous f32 tensor",
-                             op, i);
-        else p.offsets[5 + i] = (uint32_t)call->outputs[i].offset;
+    for (int i = 0; i < 3; i++) p.offsets[5 + i] = (uint32_t)call->outputs[i].offset;
+    copy_strides(p.dq_st, &call->outputs[0]);
+    copy_strides(p.dk_st, &call->outputs[1]);
+    copy_strides(p.dv_st, &call->outputs[2]);
     uint32_t d4 = (p.D + 3) / 4;
     webgpu_attn_backward env = wg->knobs.attention_backward;
     uint32_t fused_bk = 0;
@@ -576,6 +608,7 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
         if (work_bytes <= 8 * dq_bytes && work_bytes <= ((uint64_t)512 << 20))
             return run_backward_fused(wg, call, in, &p, d4, fused_bk, work_n);
     }
+    if (!contiguous) return WGT_ERR_UNSUPPORTED; /* run_backward copies */
     attention_tiles t = choose_tiles(wg, d4);
     uint32_t kv_rows = 0, q_rows = 0;
     bool tiled = tiled_backward(wg, &t, d4, &kv_rows, &q_rows);

@@ -3,7 +3,7 @@
 // same bits run to run, no atomics).
 //   work f32: partials [B, H, R, D] at offsets[2].z (R = offsets[2].w rows per
 //   head: key block kb's rows first_row(kb) .. Tq - 1 after those of blocks
-//   0 .. kb - 1) -> dq f32 [B, H, Tq, D] contiguous at offsets[1].y
+//   0 .. kb - 1) -> dq f32 [B, H, Tq, D] at offsets[1].y, strides dq_st
 //   dq = scale * sum over the blocks whose rows include i of partial(kb, i)
 // One invocation per element of dq, or per 4 of them (VEC_IN: D % 4 == 0, the
 // partials start at a multiple of 4, so a row's quads are aligned vec4s):
@@ -39,5 +39,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         acc += vec4<f32>(work[(head + (part_row0 + i - i_first) * params.D) / PER]);   // a splat when PER = 1
         part_row0 += params.Tq - i_first;
     }
-    for (var c = 0u; c < PER; c++) { dq[params.offsets[1].y + e + c] = acc[c] * (params.scale_log2 / LOG2E); }
+    let at = elem(params.offsets[1].y, params.dq_st, bh / params.H, bh % params.H, i, d);   // dq's strides
+    for (var c = 0u; c < PER; c++) { dq[at + c * params.dq_st.w] = acc[c] * (params.scale_log2 / LOG2E); }
 }

@@ -8,7 +8,7 @@
 // the same bits run to run).
 //   q, dout [B, H, Tq, D], k, v [B, Hkv, Tk, D], lse f32 [B, H, Tq],
 //   work f32: delta [B, H, Tq] at offsets[2].y, dq partials at offsets[2].z
-//   -> dk, dv f32 [B, Hkv, Tk, D] contiguous; dq partials (unscaled sums of
+//   -> dk, dv f32 [B, Hkv, Tk, D] (strides dk_st, dv_st); dq partials (unscaled sums of
 //      ds k) [B, H, R, D], R = offsets[2].w rows per head: the rows of key
 //      block kb follow those of blocks 0 .. kb - 1, from its first query tile
 //      i_first(kb) to Tq (causal blocks skip the tiles no row of which sees
@@ -351,14 +351,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var a = 0u; a < 4u; a++) {
         let j = j0 + kq * 4u + a;
         if (j >= params.Tk) { continue; }
-        let base = (bg * params.Tk + j) * params.D;
         for (var e = 0u; e < 4u; e++) {
             let d = c * 4u + e;
             if (d < params.D) {
                 if (half == 1u) {
-                    dk[params.offsets[1].z + base + d] = acc[a][e] * unscale;
+                    dk[elem(params.offsets[1].z, params.dk_st, b, g, j, d)] = acc[a][e] * unscale;
                 } else {
-                    dv[params.offsets[1].w + base + d] = acc[a][e];
+                    dv[elem(params.offsets[1].w, params.dv_st, b, g, j, d)] = acc[a][e];
                 }
             }
         }

@@ -16,7 +16,9 @@
 // (offsets[1].yzw: forward out, lse; backward dq, dk, dv), contiguous but for
 // the forward's out, which has strides o_st (the saved out's in backward): a
 // [B, Tq, H, D] buffer seen as [B, H, Tq, D] lets the caller merge the heads
-// back with views only.
+// back with views only; and the gradients of attention_backward_fused and
+// attention_backward_dq_reduce, strides dq_st, dk_st, dv_st (windows of one
+// [B, T, 3C] gradient that the autograd engine hands).
 // Scores are kept in log2 units: s2 = (q . k) * scale * log2(e), so
 // probabilities are exp2(s2 - lse * log2(e)).
 // Causal: query i sees key j when j <= i + Tk - Tq (bottom-right aligned).
@@ -32,6 +34,7 @@ struct Params {
     offsets: array<vec4<u32>, 3>,   // inputs q, k, v, out | dout, outputs 0, 1, 2 | lse, delta, mask, mask words per row
     scale_log2: f32, keep_scale: f32, threshold: u32, dropout: u32,   // dropout: 0 or 1
     seed: vec2<u32>, blocks: u32, _pad: u32,   // blocks: workgroups per (b, h) or (b, kv head)
+    dq_st: vec4<u32>, dk_st: vec4<u32>, dv_st: vec4<u32>,   // backward: the gradients' strides (fused path)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
