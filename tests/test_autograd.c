@@ -252,12 +252,15 @@ static void qkv_views(wgt_tensor *x, wgt_tensor **qkv)
     for (int i = 0; i < 3; i++) qkv[i] = wgt_reshape(wgt_slice(heads, 0, i, i + 1, 1), 4, (int64_t[]){2, 2, 5, 2});
 }
 
+/* The heads merged back as gpt.c does: the attention's output gradient
+ * arrives as a permuted view, which the engine passes on without a copy. */
 static wgt_tensor *f_attention_qkv(wgt_context *ctx, wgt_tensor **in)
 {
     (void)ctx;
     wgt_tensor *qkv[3];
     qkv_views(in[0], qkv);
-    return wgt_scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], true, 0.0, 0);
+    wgt_tensor *y = wgt_scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], true, 0.0, 0);
+    return wgt_reshape(wgt_transpose(y, 1, 2), 3, (int64_t[]){2, 5, 4});
 }
 
 /* k also read by a second op: its view has two consumers, so k's gradient is

@@ -48,13 +48,16 @@ static wgt_tensor *own(wgt_tensor *g)
     return g;
 }
 
-/* *slot += g, both owned; g is consumed. The sum is contiguous in dtype. */
-static wgt_status accumulate(wgt_context *ctx, wgt_tensor **slot, wgt_tensor *g, wgt_dtype dtype)
+/* *slot += g, both owned; g is consumed. The sum is contiguous in dtype, but
+ * for a first gradient that a rule reads through its strides anyway
+ * (any_layout: attention's dout, which reaches it as a permuted view of the
+ * output projection's dx; copying it cost 20 us a GPT block on an H100). */
+static wgt_status accumulate(wgt_context *ctx, wgt_tensor **slot, wgt_tensor *g, wgt_dtype dtype, bool any_layout)
 {
     wgt_tensor *sum = NULL;
     if (*slot) sum = wgt_add(*slot, g);
     else if (g->view.dtype != dtype) sum = wgt_cast(g, dtype);
-    else if (!wgt_view_is_contiguous(&g->view) || g->view.offset != 0) sum = wgt_copy(g);
+    else if (!any_layout && (!wgt_view_is_contiguous(&g->view) || g->view.offset != 0)) sum = wgt_copy(g);
     else sum = wgt_tensor_ref(g);
     wgt_tensor_unref(g);
     if (!sum) return ctx->status ? ctx->status : WGT_ERR_INTERNAL;
@@ -393,12 +396,12 @@ static wgt_status run_node_traced(wgt_context *ctx, wgt_grad_node *n, node_list 
         if (in->grad_node) {
             wgt_grad_node *child = in->grad_node;
             s = finish_windows(ctx, child); /* windows first, then the sum */
-            if (s == WGT_OK) s = accumulate(ctx, &child->grad, g, WGT_F32);
+            if (s == WGT_OK) s = accumulate(ctx, &child->grad, g, WGT_F32, child->op == WGT_OP_ATTENTION);
             else wgt_tensor_unref(g);
             if (s == WGT_OK && --child->pending == 0 && !list_push(ready, child))
                 s = wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory");
         } else if (in->requires_grad) {
-            s = accumulate(ctx, &in->grad, g, in->view.dtype);
+            s = accumulate(ctx, &in->grad, g, in->view.dtype, false);
         } else {
             wgt_tensor_unref(g);
         }
@@ -453,7 +456,7 @@ wgt_status wgt_backward_ex(wgt_tensor *loss, wgt_tensor *grad_output, bool keep_
     }
     own(seed);
     if (!loss->grad_node) { /* the loss is itself a leaf */
-        wgt_status s = accumulate(ctx, &loss->grad, seed, loss->view.dtype);
+        wgt_status s = accumulate(ctx, &loss->grad, seed, loss->view.dtype, false);
         if (s == WGT_OK && ctx->grad_hook) ctx->grad_hook(loss, loss->grad, ctx->grad_hook_user);
         wgt_no_grad_pop(ctx);
         return s;
@@ -461,7 +464,7 @@ wgt_status wgt_backward_ex(wgt_tensor *loss, wgt_tensor *grad_output, bool keep_
     node_list all = {0}, ready = {0};
     wgt_grad_node *root = loss->grad_node;
     wgt_status s = collect(ctx, root, &all);
-    if (s == WGT_OK) s = accumulate(ctx, &root->grad, seed, WGT_F32);
+    if (s == WGT_OK) s = accumulate(ctx, &root->grad, seed, WGT_F32, false);
     else wgt_tensor_unref(seed);
     if (s == WGT_OK && !list_push(&ready, root)) s = wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
     while (s == WGT_OK && ready.count > 0) {
