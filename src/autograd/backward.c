@@ -245,8 +245,8 @@ static wgt_status finish_window_dest(wgt_context *ctx, const window_dest *w, wgt
                                      node_list *ready, bool keep_graph)
 {
     if (!g) return wgt_error(ctx, WGT_ERR_INTERNAL, "wgt_backward: attention gave no gradient for a window");
-    if (g != dest) wgt_assign(dest, g); /* the rule made its own tensor: copy it in */
-    wgt_tensor_unref(g);                /* the rule's reference (dest's own stays with the scope) */
+    if (g == dest) wgt_tensor_unref(g); /* the op's new reference (dest's own stays with the scope) */
+    else wgt_assign(dest, g);           /* the rule made its own tensor (the scope frees it): copy it in */
     if (ctx->status != WGT_OK) return ctx->status;
     w->view->pending--;
     w->slice->pending--;
@@ -350,14 +350,14 @@ static wgt_status run_node_traced(wgt_context *ctx, wgt_grad_node *n, node_list 
     int n_dest = n->op == WGT_OP_ATTENTION && n->n_inputs == 3 && !ctx->no_window_dest ? 3 : 0;
     if (s == WGT_OK) {
         for (int i = 0; i < n_dest && ctx->status == WGT_OK; i++) grads[i] = dest[i] = window_dest_for(ctx, n, i, &dest_of[i]);
-        s = ctx->status == WGT_OK ? rule(n, n->grad, grads) : ctx->status;
+        bool ran = ctx->status == WGT_OK;
+        s = ran ? rule(n, n->grad, grads) : ctx->status;
         for (int i = 0; i < n_dest; i++) {
             if (!dest[i]) continue;
-            wgt_status w = s == WGT_OK ? finish_window_dest(ctx, &dest_of[i], dest[i], grads[i], ready, keep_graph)
-                                       : s;
-            if (s != WGT_OK && grads[i] == dest[i]) wgt_tensor_unref(grads[i]);
+            wgt_tensor *g = ran ? grads[i] : NULL; /* not run: grads[i] is still the handed view */
             grads[i] = NULL;
-            if (s == WGT_OK) s = w;
+            if (s == WGT_OK) s = finish_window_dest(ctx, &dest_of[i], dest[i], g, ready, keep_graph);
+            else if (g == dest[i]) wgt_tensor_unref(g); /* the op's reference, were one returned */
         }
         for (int i = 0; i < n->n_inputs; i++) {
             if (!grads[i]) continue;
