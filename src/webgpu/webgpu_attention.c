@@ -548,7 +548,7 @@ static wgt_status run_backward_fused(webgpu_backend *wg, const wgt_kernel_call *
 }
 
 static wgt_status run_backward_kernels(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in,
-                                       bool contiguous);
+                                       bool contiguous, bool *needs_contiguous);
 
 /* The gradients may be any f32 views (the autograd engine hands windows of one
  * [B, T, 3C] gradient, webgpu_attention_run): attention_backward_fused and its
@@ -563,24 +563,26 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
                              i);
         contiguous = contiguous && wgt_view_is_contiguous(&call->outputs[i]);
     }
-    wgt_status s = run_backward_kernels(wg, call, in, contiguous);
-    if (s != WGT_ERR_UNSUPPORTED || contiguous) return s;
+    bool needs_contiguous = false;
+    wgt_status s = run_backward_kernels(wg, call, in, contiguous, &needs_contiguous);
+    if (!needs_contiguous) return s;
     /* strided gradients on the kernels that write them contiguous */
     wgt_kernel_call copy = *call;
     memset(copy.outputs, 0, 3 * sizeof(copy.outputs[0]));
     s = WGT_OK;
     for (int i = 0; i < 3 && s == WGT_OK; i++)
         s = webgpu_temp_alloc(wg, WGT_F32, 4, call->outputs[i].shape, &copy.outputs[i]);
-    if (s == WGT_OK) s = run_backward_kernels(wg, &copy, in, true);
+    if (s == WGT_OK) s = run_backward_kernels(wg, &copy, in, true, &needs_contiguous);
     for (int i = 0; i < 3 && s == WGT_OK; i++) s = webgpu_convert(wg, &copy.outputs[i], &call->outputs[i], call->op_name);
     for (int i = 0; i < 3; i++) webgpu_temp_release(wg, &copy.outputs[i]);
     return s;
 }
 
-/* contiguous: every gradient is (else only the fused path runs; any other
- * answers WGT_ERR_UNSUPPORTED without an error, for run_backward's copies). */
+/* contiguous: every gradient is; else only the fused path runs, and where it
+ * does not apply *needs_contiguous is set and nothing runs (run_backward
+ * copies). */
 static wgt_status run_backward_kernels(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in,
-                                       bool contiguous)
+                                       bool contiguous, bool *needs_contiguous)
 {
     const char *op = call->op_name;
     attention_params p;
@@ -608,7 +610,10 @@ static wgt_status run_backward_kernels(webgpu_backend *wg, const wgt_kernel_call
         if (work_bytes <= 8 * dq_bytes && work_bytes <= ((uint64_t)512 << 20))
             return run_backward_fused(wg, call, in, &p, d4, fused_bk, work_n);
     }
-    if (!contiguous) return WGT_ERR_UNSUPPORTED; /* run_backward copies */
+    if (!contiguous) {
+        *needs_contiguous = true; /* run_backward copies */
+        return WGT_OK;
+    }
     attention_tiles t = choose_tiles(wg, d4);
     uint32_t kv_rows = 0, q_rows = 0;
     bool tiled = tiled_backward(wg, &t, d4, &kv_rows, &q_rows);
