@@ -523,6 +523,31 @@ static void check_tape_freed(wgt_context *ctx, const char *backend)
     wgt_tensor_release(w);
 }
 
+/* Window destinations under keep_graph: two backward passes over one graph
+ * accumulate twice the gradient (the retired VIEW and SLICE nodes and the
+ * reserved windows are set up afresh by the second pass). */
+static void check_attention_windows_twice(wgt_context *ctx, const char *backend)
+{
+    wgt_scope_push(ctx);
+    float host[120], once[120], twice[120];
+    for (int i = 0; i < 120; i++) host[i] = (float)((i * 29) % 17) / 8.0f - 1.0f;
+    wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_F32, 3, (int64_t[]){2, 5, 12}, host);
+    wgt_tensor_set_requires_grad(x, true);
+    wgt_tensor *in[1] = {x}, *w = NULL, *loss = NULL;
+    weighted_loss(ctx, &(grad_case){.name = "attention_qkv", .forward = f_attention_qkv}, in, &w, &loss);
+    bool ok = loss && wgt_backward_ex(loss, NULL, true) == WGT_OK &&
+              wgt_tensor_read(wgt_tensor_grad(x), once, sizeof(once)) == WGT_OK &&
+              wgt_backward_ex(loss, NULL, false) == WGT_OK &&
+              wgt_tensor_read(wgt_tensor_grad(x), twice, sizeof(twice)) == WGT_OK;
+    CHECK(ok, "%s: attention window destinations, two passes: %s", backend, wgt_context_error_message(ctx));
+    /* x's two uses add their parts to .grad one by one: (g + a) + b, not 2 g, so within rounding */
+    int off = 0;
+    for (int i = 0; ok && i < 120; i++) off += !(fabsf(twice[i] - 2.0f * once[i]) <= 1e-6f * (1.0f + fabsf(once[i])));
+    CHECK(ok && off == 0, "%s: the second pass doubles the gradient (%d of 120 elements off)", backend, off);
+    wgt_tensor_release(w);
+    wgt_scope_pop(ctx);
+}
+
 /* The window destinations against the copies they replace
  * (WGT_AUTOGRAD_WINDOW_DEST=0): the same gradient bit for bit, on the CPU,
  * on the WebGPU default kernels (which write strided gradients through
@@ -596,6 +621,7 @@ int main(int argc, char **argv)
             check_tape_freed(ctx, names[b]);
             check_release_inside_scope(ctx, names[b]);
             check_unread_inputs_freed(ctx, names[b]);
+            check_attention_windows_twice(ctx, names[b]);
         }
         wgt_context_destroy(ctx);
     }
