@@ -49,9 +49,10 @@ static wgt_tensor *own(wgt_tensor *g)
 }
 
 /* *slot += g, both owned; g is consumed. The sum is contiguous in dtype, but
- * for a first gradient that a rule reads through its strides anyway
- * (any_layout: attention's dout, which reaches it as a permuted view of the
- * output projection's dx; copying it cost 20 us a GPT block on an H100). */
+ * for a first gradient that the node's rule reads through its strides anyway
+ * (any_layout, wgt_backward_rule_reads_any_grad: attention's dout, which
+ * reaches it as a permuted view of the output projection's dx; copying it
+ * cost 20 us a GPT block on an H100). */
 static wgt_status accumulate(wgt_context *ctx, wgt_tensor **slot, wgt_tensor *g, wgt_dtype dtype, bool any_layout)
 {
     wgt_tensor *sum = NULL;
@@ -196,8 +197,9 @@ static bool slice_into_window(wgt_context *ctx, wgt_grad_node *n, wgt_status *s)
 }
 
 /* ---- window destinations ----
- * The attention rule can write its gradients through strided views
- * (wgt_attention_backward_into). When q, k or v is a view (WGT_OP_VIEW) of a
+ * A rule that takes destinations (wgt_backward_rule_takes_destinations: the
+ * attention's, through wgt_attention_backward_into) can write its gradients
+ * through strided views. When its input (q, k or v) is a view (WGT_OP_VIEW) of a
  * step-1 slice of an intermediate and nothing else consumes either, the
  * engine hands the rule that input's window of the intermediate's windowed
  * gradient (shaped like the input, a view) instead of letting the VIEW and
@@ -244,7 +246,7 @@ static wgt_tensor *window_dest_for(wgt_context *ctx, const wgt_grad_node *n, int
 static wgt_status finish_window_dest(wgt_context *ctx, const window_dest *w, wgt_tensor *dest, wgt_tensor *g,
                                      node_list *ready, bool keep_graph)
 {
-    if (!g) return wgt_error(ctx, WGT_ERR_INTERNAL, "wgt_backward: attention gave no gradient for a window");
+    if (!g) return wgt_error(ctx, WGT_ERR_INTERNAL, "wgt_backward: a rule gave no gradient for its window");
     if (g == dest) wgt_tensor_unref(g); /* the op's new reference (dest's own stays with the scope) */
     else wgt_assign(dest, g);           /* the rule made its own tensor (the scope frees it): copy it in */
     if (ctx->status != WGT_OK) return ctx->status;
@@ -347,7 +349,8 @@ static wgt_status run_node_traced(wgt_context *ctx, wgt_grad_node *n, node_list 
     ctx->trace_where = "rule of";
     window_dest dest_of[3];
     wgt_tensor *dest[3] = {NULL, NULL, NULL};
-    int n_dest = n->op == WGT_OP_ATTENTION && n->n_inputs == 3 && !ctx->no_window_dest ? 3 : 0;
+    int n_dest = wgt_backward_rule_takes_destinations(n->op) && !ctx->no_window_dest ? n->n_inputs : 0;
+    if (n_dest > 3) n_dest = 3; /* the inputs that may get one (dest_of's size) */
     if (s == WGT_OK) {
         for (int i = 0; i < n_dest && ctx->status == WGT_OK; i++) grads[i] = dest[i] = window_dest_for(ctx, n, i, &dest_of[i]);
         bool ran = ctx->status == WGT_OK;
@@ -396,7 +399,7 @@ static wgt_status run_node_traced(wgt_context *ctx, wgt_grad_node *n, node_list 
         if (in->grad_node) {
             wgt_grad_node *child = in->grad_node;
             s = finish_windows(ctx, child); /* windows first, then the sum */
-            if (s == WGT_OK) s = accumulate(ctx, &child->grad, g, WGT_F32, child->op == WGT_OP_ATTENTION);
+            if (s == WGT_OK) s = accumulate(ctx, &child->grad, g, WGT_F32, wgt_backward_rule_reads_any_grad(child->op));
             else wgt_tensor_unref(g);
             if (s == WGT_OK && --child->pending == 0 && !list_push(ready, child))
                 s = wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory");

@@ -8,6 +8,10 @@
  *               (comparisons, logic, argmax/argmin, one_hot), creation ops,
  *               and the in-place writes (fill, slice assignment), which refuse
  *               tensors on the tape instead
+ * A rule's flags say what the engine may do around it (rules.h):
+ *   INTO        grad_inputs[i] may come set, a view to write input i's
+ *               gradient into (backward.c, window destinations)
+ *   ANY_GRAD    grad_out may have any strides (not made contiguous first)
  * test_autograd fails if an op is missing from this table.
  */
 #include "autograd/rules.h"
@@ -15,12 +19,16 @@
 
 typedef enum rule_class { CLASS_MISSING = 0, CLASS_RULE, CLASS_COMPOSITE, CLASS_NONE } rule_class;
 
+enum { INTO = 1, ANY_GRAD = 2 };
+
 typedef struct rule_entry {
     rule_class cls;
     wgt_backward_rule rule;
+    unsigned flags;
 } rule_entry;
 
-#define RULE(fn) {CLASS_RULE, fn}
+#define RULE(fn) {CLASS_RULE, fn, 0}
+#define RULE_FLAGS(fn, flags) {CLASS_RULE, fn, flags}
 #define ELEMENTWISE RULE(wgt_backward_elementwise)
 #define NONE {CLASS_NONE, NULL}
 
@@ -60,7 +68,7 @@ static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_LAYER_NORM] = RULE(wgt_backward_norm), [WGT_OP_RMS_NORM] = RULE(wgt_backward_norm),
     [WGT_OP_CROSS_ENTROPY] = RULE(wgt_backward_cross_entropy), [WGT_OP_MSE_LOSS] = RULE(wgt_backward_mse_loss),
     [WGT_OP_DROPOUT] = RULE(wgt_backward_dropout),
-    [WGT_OP_LINEAR] = RULE(wgt_backward_linear), [WGT_OP_ATTENTION] = RULE(wgt_backward_attention),
+    [WGT_OP_LINEAR] = RULE(wgt_backward_linear), [WGT_OP_ATTENTION] = RULE_FLAGS(wgt_backward_attention, INTO | ANY_GRAD),
     [WGT_OP_ROPE] = RULE(wgt_backward_rope),
     /* convolutional layers: rules_conv.c */
     [WGT_OP_CONV2D] = RULE(wgt_backward_conv2d), [WGT_OP_CONV_TRANSPOSE2D] = RULE(wgt_backward_conv_transpose2d),
@@ -78,6 +86,10 @@ wgt_backward_rule wgt_backward_rule_for(wgt_op op)
     if ((unsigned)op >= WGT_OP_COUNT) return NULL;
     return rules[op].rule;
 }
+
+bool wgt_backward_rule_takes_destinations(wgt_op op) { return (unsigned)op < WGT_OP_COUNT && (rules[op].flags & INTO); }
+
+bool wgt_backward_rule_reads_any_grad(wgt_op op) { return (unsigned)op < WGT_OP_COUNT && (rules[op].flags & ANY_GRAD); }
 
 bool wgt_op_is_differentiable(wgt_op op) { return (unsigned)op < WGT_OP_COUNT && rules[op].cls == CLASS_RULE; }
 

@@ -12,7 +12,8 @@
  * written with the public ops, so both backends get them. On error they record
  * it on the context and return the status; tensors they made are released by
  * the scope the engine opens around each rule. A returned gradient is a tensor
- * made in that scope (the engine takes it over) or grad_out itself.
+ * made in that scope (the engine takes it over), grad_out itself, or, for a
+ * rule that takes destinations (below), the handed view with a new reference.
  */
 #ifndef WGT_AUTOGRAD_RULES_H
 #define WGT_AUTOGRAD_RULES_H
@@ -31,6 +32,13 @@ wgt_tensor *wgt_grad_sum_to_shape(wgt_tensor *g, int ndim, const int64_t *shape)
 
 /* The rule for op, or NULL when op has none. */
 wgt_backward_rule wgt_backward_rule_for(wgt_op op);
+/* Whether op's rule accepts destinations: grad_inputs[i] set on entry to a
+ * view of input i's shape (f32) that it may write the gradient into and
+ * return (with a new reference) instead of a tensor of its own. */
+bool wgt_backward_rule_takes_destinations(wgt_op op);
+/* Whether op's rule reads grad_out through its strides, so the engine need
+ * not make a first gradient contiguous for it. */
+bool wgt_backward_rule_reads_any_grad(wgt_op op);
 /* Ops that have no gradient by nature (comparisons, argmax, integer results,
  * creation ops). Asking for a gradient through one is an error. */
 bool wgt_op_is_differentiable(wgt_op op);
