@@ -484,7 +484,7 @@ static bool fused_fits(const webgpu_backend *wg, const attention_params *p, uint
 {
     uint32_t threads = wg->limits.maxComputeInvocationsPerWorkgroup;
     if (wg->limits.maxComputeWorkgroupSizeX < threads) threads = wg->limits.maxComputeWorkgroupSizeX;
-    if (d4 > 16 || threads < 128) return false;
+    if (d4 > 16) return false;
     *bk = wg->knobs.attention_fused_tile;
     uint32_t shared = wg->limits.maxComputeWorkgroupStorageSize;
     while (*bk > 16 && (fused_shared(*bk, d4) > shared || 8 * *bk > threads)) *bk /= 2;
