@@ -30,7 +30,7 @@ typedef struct rule_entry {
 #define RULE(fn) {CLASS_RULE, fn, 0}
 #define RULE_FLAGS(fn, flags) {CLASS_RULE, fn, flags}
 #define ELEMENTWISE RULE(wgt_backward_elementwise)
-#define NONE {CLASS_NONE, NULL}
+#define NONE {CLASS_NONE, NULL, 0}
 
 static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_ADD] = ELEMENTWISE, [WGT_OP_SUB] = ELEMENTWISE, [WGT_OP_MUL] = ELEMENTWISE,
@@ -54,10 +54,10 @@ static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_CUMSUM] = RULE(wgt_backward_cumsum), [WGT_OP_SOFTMAX] = RULE(wgt_backward_softmax),
     [WGT_OP_LOG_SOFTMAX] = RULE(wgt_backward_softmax), [WGT_OP_MATMUL] = RULE(wgt_backward_matmul),
     [WGT_OP_COPY] = ELEMENTWISE, [WGT_OP_CAST] = ELEMENTWISE, [WGT_OP_FILL] = NONE,
-    [WGT_OP_CONCAT] = RULE(wgt_backward_concat), [WGT_OP_STACK] = {CLASS_COMPOSITE, NULL},
-    [WGT_OP_SPLIT] = {CLASS_COMPOSITE, NULL}, [WGT_OP_SLICE_ASSIGN] = NONE,
+    [WGT_OP_CONCAT] = RULE(wgt_backward_concat), [WGT_OP_STACK] = {CLASS_COMPOSITE, NULL, 0},
+    [WGT_OP_SPLIT] = {CLASS_COMPOSITE, NULL, 0}, [WGT_OP_SLICE_ASSIGN] = NONE,
     [WGT_OP_GATHER] = RULE(wgt_backward_gather), [WGT_OP_INDEX_SELECT] = RULE(wgt_backward_index_select),
-    [WGT_OP_SCATTER_ADD] = RULE(wgt_backward_scatter_add), [WGT_OP_EMBEDDING] = {CLASS_COMPOSITE, NULL},
+    [WGT_OP_SCATTER_ADD] = RULE(wgt_backward_scatter_add), [WGT_OP_EMBEDDING] = {CLASS_COMPOSITE, NULL, 0},
     [WGT_OP_PAD] = RULE(wgt_backward_pad), [WGT_OP_TRIL] = ELEMENTWISE,
     [WGT_OP_TRIU] = ELEMENTWISE, [WGT_OP_ONE_HOT] = NONE, [WGT_OP_TOPK] = RULE(wgt_backward_topk),
     [WGT_OP_VIEW] = RULE(wgt_backward_view), [WGT_OP_PERMUTE] = RULE(wgt_backward_permute),
@@ -74,7 +74,7 @@ static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_CONV2D] = RULE(wgt_backward_conv2d), [WGT_OP_CONV_TRANSPOSE2D] = RULE(wgt_backward_conv_transpose2d),
     [WGT_OP_MAX_POOL2D] = RULE(wgt_backward_pool2d), [WGT_OP_AVG_POOL2D] = RULE(wgt_backward_pool2d),
     [WGT_OP_ADAPTIVE_AVG_POOL2D] = RULE(wgt_backward_pool2d), [WGT_OP_BATCH_NORM] = RULE(wgt_backward_batch_norm),
-    [WGT_OP_GROUP_NORM] = {CLASS_COMPOSITE, NULL}, /* layer_norm on a view + the affine ops */
+    [WGT_OP_GROUP_NORM] = {CLASS_COMPOSITE, NULL, 0}, /* layer_norm on a view + the affine ops */
     /* inference only: quantized weights have no gradient */
     [WGT_OP_QLINEAR] = NONE,
     /* a norm for gradient clipping, refused under recording */
