@@ -336,6 +336,20 @@ static void test_transposed_copies(void)
     use_knobs(NULL);
 }
 
+/* The default heuristic's "narrow" rule: dy W with M >= 1024, N < 1024, dy read
+ * along k and W along n runs in 64 x 128 tiles of 128 invocations with W as it
+ * is (no k-contiguous copy) once that gives 192 tiles; below, the copy. */
+static void test_narrow_tiles(void)
+{
+    use_knobs(NULL);
+    check_mnk(WGT_F32, 2048, 768, 12, 0, 0);     /* 32 x 6 = 192 tiles: the narrow tiles */
+    check_mnk(WGT_F32, 2112, 772, 20, 0, 0);     /* partial tiles along m and n */
+    check_mnk(WGT_F32, 1024, 512, 8, 0, 0);      /* 64 tiles: the ladder's tile on W copied */
+    use_knobs((const char *[]){"WGT_MATMUL_SHAPE_RULES", "layout", NULL});
+    check_mnk(WGT_F32, 2048, 768, 12, 0, 0);     /* without the rule: W copied k-contiguous */
+    use_knobs(NULL);
+}
+
 /* Every config in the table, forced, on shapes that reach edges and full tiles. */
 static void test_configs(void)
 {
@@ -346,7 +360,9 @@ static void test_configs(void)
                                         "tile128x64k8w8",
                                         /* 4x4 block fetches of operands read along k (A_BLOCK, B_BLOCK) */
                                         "tile128x128k8b", "tile128x128k8w8b", "tile128x128k16b", "tile128x64k8b",
-                                        "tile64x64k16b"};
+                                        "tile64x64k16b",
+                                        /* 8x8 outputs per invocation in 128- and 64-invocation workgroups */
+                                        "tile128x64k8s", "tile64x128k8s", "tile128x64k16s", "tile64x64k8s"};
     /* The transposed-copy configs (tile...t) run their base config's kernel on
      * products this small: test_transposed_copies covers them. */
     for (size_t i = 0; i < sizeof(tiled) / sizeof(tiled[0]); i++) {
@@ -721,6 +737,7 @@ int main(void)
     run_group("large_grid", test_large_grid);
     run_group("configs", test_configs);
     run_group("transposed_copies", test_transposed_copies);
+    run_group("narrow_tiles", test_narrow_tiles);
     run_group("f16_emulated", test_f16_emulated);
     run_group("f16_reduced", test_f16_reduced);
     run_group("errors", test_errors);

@@ -99,6 +99,7 @@ static void read_matmul(webgpu_knobs *k)
     k->matmul_k_layout = all || (rules && strstr(rules, "layout"));
     k->matmul_split_waves = all || (rules && strstr(rules, "waves"));
     k->matmul_pad_ladder = all || (rules && strstr(rules, "pad"));
+    k->matmul_narrow_tiles = all || (rules && strstr(rules, "narrow"));
 }
 
 static void read_conv(webgpu_knobs *k)

@@ -85,10 +85,11 @@ typedef struct webgpu_knobs {
                                 * device without shader-f16; default false */
     /* WGT_MATMUL_SHAPE_RULES: the GEMM heuristic's rules for the shapes of a GPT step (webgpu_matmul.c);
      * unset, "1" or "all": every rule; "0": none (the previous heuristic); else the named ones
-     * ("layout", "waves", "pad" in any text) */
+     * ("layout", "waves", "pad", "narrow" in any text) */
     bool matmul_k_layout;      /* "layout": products with N < 1024 read both operands along k */
     bool matmul_split_waves;   /* "waves": the split-K count that fills whole waves of workgroups */
     bool matmul_pad_ladder;    /* "pad": keep a tile when the next smaller one pads the output alike */
+    bool matmul_narrow_tiles;  /* "narrow": dy W with N < 1024 in 64 x 128 tiles of 128 invocations, W as it is */
 
     /* ---- convolution (webgpu_conv.c) */
     char conv_tile[16];        /* WGT_CONV_TILE=<name> (64, 128, 64x128, 128x64, 16x256, 8x512): force that

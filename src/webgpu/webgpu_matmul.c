@@ -165,11 +165,12 @@ static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, c
 }
 
 /* Order: WGT_MATMUL_CONFIG, the tuner's candidate, the tuning cache's choice for
- * this size, then the heuristic: the largest tile that gives enough workgroups,
+ * this size, then the heuristic: 64 x 128 tiles of 128 invocations where
+ * run_tiled found "narrow" pays (narrow_tiles_pay), else the largest tile that gives enough workgroups,
  * counting the split-K parts it would run with (so a long-K product with a
  * small output keeps large tiles and splits K instead of taking small tiles).
  * Whichever config wins, run_tiled splits K on top when choose_split says so. */
-static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_problem *p)
+static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_problem *p, bool narrow)
 {
     const matmul_config *c = matmul_forced_config(wg, KERNEL_TILED);
     if (c) return c;
@@ -184,6 +185,9 @@ static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_
     const char *tuned = wg->matmul_tuned[webgpu_tune_bucket(p->M, p->N)];
     if (tuned[0] && (c = matmul_find_config(tuned)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c)) return c;
     const matmul_config *fallback = NULL;
+    if (narrow && (c = matmul_find_config("tile64x128k8s")) && matmul_config_fits(wg, c) &&
+        matmul_ceil_div(p->M, c->bm) * matmul_ceil_div(p->N, c->bn) >= 192)
+        return c;
     /* "pad", narrow outputs: at most 64 rows (columns) would leave at least half
      * of every 128-row (-column) tile padding, which the ladder below takes
      * whenever the batch gives enough tiles (the Winograd convolution's 36
@@ -290,6 +294,20 @@ static bool k_copy_pays(const matmul_problem *p, bool quad_k, bool vec)
     return !quad_k && vec && p->batches == 1 && p->K % 4 == 0 && p->M >= 1024;
 }
 
+/* "narrow": a GPT step's input gradients dx = dy W with N = 384 (M = 16384,
+ * b = W read along n, where "layout" would copy it k-contiguous) ran faster in
+ * 64 x 128 tiles of 8 x 8 outputs per invocation, 128 invocations (more,
+ * smaller workgroups an SM), reading W as it is. On an H200 (`wgt bench --only
+ * gemm_bwd_dx`, ms, bench/results/h200-2026-11-28e probe p2): 1536to384 0.473
+ * against 0.504, 1152to384 0.360 against 0.386, 384to384 0.129 against 0.145;
+ * at N = 1536 not (0.484 against 0.478), nor for x W^T (fc 0.576 against 0.464). */
+static bool narrow_tiles_pay(const webgpu_backend *wg, const matmul_problem *p, bool a_quad_k, bool a_vec, bool b_quad_k,
+                             bool b_vec)
+{
+    return wg->knobs.matmul_narrow_tiles && k_layout_pays(wg, p, a_quad_k, a_vec) && !b_quad_k && b_vec &&
+           p->batches == 1 && p->M >= 1024;
+}
+
 /* The product on copies: a with m contiguous (ta), b row-major (tb) or b with
  * k contiguous (tbk). */
 static wgt_status run_transposed(webgpu_backend *wg, const matmul_problem *p, bool ta, bool tb, bool tbk,
@@ -351,13 +369,13 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
                          "%s: WGT_SPLITK=\"%s\", WGT_SPLITK_TARGET=\"%s\": each must be a count "
                          "(WGT_SPLITK=0: no split-K)",
                          op, wg->knobs.splitk_text, wg->knobs.splitk_target_text);
-    const matmul_config *c = choose_tiled(wg, p);
-    if (!c) return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matmul tile config fits this device", op);
     matmul_operand oa = {a->offset, p->M, a->strides[nd - 2], p->K, a->strides[nd - 1], p->a_batch};
     matmul_operand ob = {b->offset, p->N, b->strides[nd - 1], p->K, b->strides[nd - 2], p->b_batch};
     bool a_quad_k, a_vec, b_quad_k, b_vec;
     choose_layout(p, &oa, &a_quad_k, &a_vec);
     choose_layout(p, &ob, &b_quad_k, &b_vec);
+    const matmul_config *c = choose_tiled(wg, p, narrow_tiles_pay(wg, p, a_quad_k, a_vec, b_quad_k, b_vec));
+    if (!c) return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matmul tile config fits this device", op);
     if (c->transpose) {
         bool ta = transpose_pays(p, a_quad_k, a_vec, p->M, p->N), tb = transpose_pays(p, b_quad_k, b_vec, p->N, p->M);
         bool tbk = false;
