@@ -543,11 +543,6 @@ wgt_matmul_precision wgt_set_matmul_precision(wgt_context *ctx, wgt_matmul_preci
  * = x @ weight^T + bias. One GEMM: weight is read transposed in place and the
  * bias is added in the GEMM's epilogue. f32 or f16 (all three one dtype). */
 wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias);
-/* wgt_gelu(wgt_linear(x, weight, bias)) with the GELU in the GEMM's epilogue:
- * one pass writes the linear's output and its GELU (no second read of the
- * linear's output). The same values as the two calls (WebGPU: within the
- * GELU's rounding) and the same gradient: it is recorded as those two ops. */
-wgt_tensor *wgt_linear_gelu(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias);
 /* wgt_linear with wgt_matmul_ex's dtypes: x and weight f32 or f16 (mixed or
  * not), the result in out_dtype (as wgt_matmul_ex(x, weight^T, out_dtype)
  * allows); bias [out] or NULL, f32 (any operands) or f16 (when x or weight is

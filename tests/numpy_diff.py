@@ -110,7 +110,6 @@ class Lib:
         sig("wgt_softmax", P, P, I)
         sig("wgt_log_softmax", P, P, I)
         sig("wgt_matmul", P, P, P)
-        sig("wgt_linear_gelu", P, P, P, P)
         sig("wgt_fused", P, P, ctypes.c_char_p, ctypes.POINTER(P), I)
         sig("wgt_fused_params", P, P, ctypes.c_char_p, ctypes.POINTER(P), I, ctypes.POINTER(D), I)
         sig("wgt_binary_scalar", P, I, P, D)
@@ -579,26 +578,6 @@ class Runner:
         scale = np.matmul(np.abs(va), np.abs(vb))
         return f"matmul {NAME[d]} {a_shape}{sa} x {b_shape}{sb}", got, gd, want, d, "exact", scale
 
-    def case_linear_gelu(self):
-        """wgt_linear_gelu: gelu(x W^T + b) with the GELU in the GEMM's epilogue (f32;
-        one row: the matrix-vector kernel, then the elementwise GELU)."""
-        r = self.rng
-        M, K, N = r.randrange(1, 70), r.randrange(1, 40), r.randrange(1, 70)
-        lead = self.random_shape(max_nd=1, max_dim=3)
-        x, tx, sx = self.operand(F32, lead + (M, K), specials=False)
-        w, tw, sw = self.operand(F32, (N, K), specials=False)
-        bias = r.random() < 0.7
-        b, tb, _ = self.operand(F32, (N,), specials=False) if bias else (None, None, [])
-        got, gd = self.read(self.lib.linear_gelu(tx, tw, tb), "wgt_linear_gelu")
-        vx, vw = value_of(x), value_of(w)
-        vb = value_of(b) if bias else np.zeros(N)
-        h = np.matmul(vx, vw.T) + vb
-        want = 0.5 * h * (1 + _erf(h / math.sqrt(2)))
-        # the product's rounding passes through GELU's slope (below 1.13 everywhere)
-        scale = 1.13 * (np.matmul(np.abs(vx), np.abs(vw).T) + np.abs(vb))
-        return (f"linear_gelu {lead + (M, K)}{sx} x {(N, K)}{sw}^T{' + b' if bias else ''}", got, gd, want, F32,
-                "transcendental", scale)
-
     def case_cast(self):
         src, dst = self.dtype(), self.dtype()
         shape = self.random_shape()
@@ -855,7 +834,7 @@ class Runner:
     CASES = [("binary", 30), ("unary", 25), ("where", 5), ("reduce", 15), ("cumsum", 4), ("softmax", 4),
              ("matmul", 5), ("cast", 6), ("view_chain", 4), ("fused", 4), ("scalar", 10), ("clamp", 4),
              ("activation", 3), ("index_select", 3), ("concat", 3), ("pad", 3), ("tri", 3), ("topk", 4),
-             ("fused_params", 3), ("gather", 6), ("linear_gelu", 3)]
+             ("fused_params", 3), ("gather", 6)]
 
 
 def main():

@@ -174,7 +174,6 @@ F(f_leaky_relu, wgt_leaky_relu(in[0], 0.1))
 F(f_elu, wgt_elu(in[0], 0.7))
 F(f_gelu, wgt_gelu(in[0]))
 F(f_gelu_tanh, wgt_gelu_tanh(in[0]))
-F(f_linear_gelu, wgt_linear_gelu(in[0], in[1], in[2]))
 F(f_silu, wgt_silu(in[0]))
 F(f_softplus, wgt_softplus(in[0]))
 F(f_clamp, wgt_clamp(in[0], -0.85, 0.75))
@@ -339,7 +338,6 @@ static const grad_case cases[] = {
     {"elu", 1, {2}, {{3, 5}}, ANY, f_elu},
     {"gelu", 1, {2}, {{3, 5}}, ANY, f_gelu},
     {"gelu_tanh", 1, {2}, {{3, 5}}, ANY, f_gelu_tanh},
-    {"linear_gelu", 3, {3, 2, 1}, {{2, 3, 5}, {4, 5}, {4}}, ANY, f_linear_gelu},
     {"silu", 1, {2}, {{3, 5}}, ANY, f_silu},
     {"softplus", 1, {2}, {{3, 5}}, ANY, f_softplus},
     {"clamp", 1, {2}, {{3, 5}}, SPREAD, f_clamp},
@@ -550,66 +548,6 @@ static void check_attention_windows_twice(wgt_context *ctx, const char *backend)
     wgt_scope_pop(ctx);
 }
 
-/* wgt_linear_gelu against the two calls it fuses, x [rows, K] @ w [N, K]^T + b
- * for rows x N x K: the tiled epilogue (40 x 36 x 24), split-K's GELU after the
- * reduction (8 x 12 x 2048), the matrix-vector product's (1 x 36 x 24). The
- * values and the gradients of x, w and b: bit for bit on the CPU (the same
- * calls), within the GELU's rounding on WebGPU (its epilogue rounds the GELU
- * once, of the same f32 sums); the tiled epilogue saves the GELU's dispatch. */
-static void check_linear_gelu(wgt_context *ctx, const char *backend)
-{
-    static const int64_t sizes[3][3] = {{40, 36, 24}, {8, 12, 2048}, {1, 36, 24}};
-    bool cpu = strcmp(backend, "cpu") == 0;
-    for (int c = 0; c < 3; c++) {
-        const int64_t rows = sizes[c][0], N = sizes[c][1], K = sizes[c][2];
-        float *host = malloc(sizeof(float) * (size_t)(rows * K + N * K + N));
-        for (int64_t i = 0; i < rows * K + N * K + N; i++) host[i] = (float)((i * 37) % 29) / 14.0f - 1.0f;
-        float *got[2][4] = {{NULL}};
-        int64_t count[4] = {rows * N, rows * K, N * K, N};
-        uint64_t dispatches[2] = {0, 0};
-        bool ok = true;
-        for (int fused = 0; fused < 2 && ok; fused++) {
-            wgt_scope_push(ctx);
-            wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){rows, K}, host);
-            wgt_tensor *w = wgt_tensor_from_host(ctx, WGT_F32, 2, (int64_t[]){N, K}, host + rows * K);
-            wgt_tensor *b = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){N}, host + rows * K + N * K);
-            wgt_tensor *in[3] = {x, w, b};
-            for (int i = 0; i < 3; i++) wgt_tensor_set_requires_grad(in[i], true);
-            wgt_execution_stats before = {0}, after = {0};
-            wgt_execution_stats_get(ctx, &before);
-            wgt_tensor *y = fused ? wgt_linear_gelu(x, w, b) : wgt_gelu(wgt_linear(x, w, b));
-            wgt_execution_stats_get(ctx, &after);
-            dispatches[fused] = after.dispatches - before.dispatches;
-            wgt_tensor *loss = y ? wgt_sum(wgt_mul(y, y), NULL, 0, false) : NULL;
-            ok = loss && wgt_backward(loss) == WGT_OK;
-            for (int t = 0; ok && t < 4; t++) {
-                got[fused][t] = malloc(sizeof(float) * (size_t)count[t]);
-                wgt_tensor *v = t == 0 ? y : wgt_tensor_grad(in[t - 1]);
-                ok = v && wgt_tensor_read(v, got[fused][t], sizeof(float) * (size_t)count[t]) == WGT_OK;
-            }
-            CHECK(ok, "%s linear_gelu %lldx%lldx%lld (%s): %s", backend, (long long)rows, (long long)N, (long long)K,
-                  fused ? "fused" : "two calls", wgt_context_error_message(ctx));
-            wgt_scope_pop(ctx);
-        }
-        for (int t = 0; ok && t < 4; t++) {
-            int64_t off = 0;
-            for (int64_t i = 0; i < count[t]; i++) {
-                float a = got[0][t][i], f = got[1][t][i];
-                off += cpu ? memcmp(&a, &f, sizeof(a)) != 0 : !(fabsf(a - f) <= 2e-6f * (1.0f + fabsf(a)));
-            }
-            CHECK(off == 0, "%s linear_gelu %lldx%lldx%lld: %s of the fused call equals the two calls' (%lld of %lld "
-                  "differ)", backend, (long long)rows, (long long)N, (long long)K,
-                  t == 0 ? "the values" : t == 1 ? "dx" : t == 2 ? "dw" : "db", (long long)off, (long long)count[t]);
-        }
-        if (ok && !cpu && c == 0)
-            CHECK(dispatches[1] + 1 == dispatches[0], "%s linear_gelu: %llu dispatches fused, %llu as two calls (one "
-                  "fewer)", backend, (unsigned long long)dispatches[1], (unsigned long long)dispatches[0]);
-        for (int f = 0; f < 2; f++)
-            for (int t = 0; t < 4; t++) free(got[f][t]);
-        free(host);
-    }
-}
-
 /* The window destinations against the copies they replace
  * (WGT_AUTOGRAD_WINDOW_DEST=0): the same gradient bit for bit, on the CPU,
  * on the WebGPU default kernels (which write strided gradients through
@@ -684,7 +622,6 @@ int main(int argc, char **argv)
             check_release_inside_scope(ctx, names[b]);
             check_unread_inputs_freed(ctx, names[b]);
             check_attention_windows_twice(ctx, names[b]);
-            check_linear_gelu(ctx, names[b]);
         }
         wgt_context_destroy(ctx);
     }

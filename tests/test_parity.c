@@ -430,8 +430,6 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
             x = wgt_transpose(idx, 0, 1);
         }
         out[0] = wgt_linear(x, y, z);
-        out[1] = wgt_linear_gelu(x, y, z); /* the GELU epilogue (MATMUL's gelu) */
-        n = 2;
         if (v == 2) wgt_tensor_release(idx), idx = NULL;
         break;
     case WGT_OP_ATTENTION: /* v0 plain, v1 causal GQA Tq < Tk, v2 causal with dropout, D = 80 */

@@ -321,12 +321,6 @@ typedef struct wgt_kernel_call {
          * wgt_rope_rows_elementwise_calls write. */
         bool rope;
         int64_t rope_pass_begin, rope_pass_end;
-        /* GELU epilogue (wgt_linear_gelu; f32 a, b, bias and out): n_outputs
-         * is 2, outputs[0] gets the product (+ bias) as without it and
-         * outputs[1] (its shape) the GELU of those stored values: what the
-         * ELEMENTWISE call of wgt_gelu_elementwise_call over outputs[0]
-         * writes (WebGPU's tiled epilogue computes ew_gelu of the same f32) */
-        bool gelu;
         /* wgt_set_matmul_precision MEDIUM: with an f16 operand, the backend
          * MAY round the other one to f16 and sum runs of up to 16 products in
          * f16 before the f32 sums (the CPU does not) */
@@ -370,25 +364,6 @@ static inline int wgt_swiglu_elementwise_call(const char *op, const wgt_tensor_v
     ew->n_outputs = 1;
     ew->outputs[0] = *out;
     return 0;
-}
-
-/* MATMUL's GELU epilogue as a second call (the CPU reference; WebGPU where its
- * tiled epilogue does not apply): the ELEMENTWISE GELU of h (the product as
- * stored) into out, both f32 of one shape. e holds the expression the call
- * points at. */
-static inline void wgt_gelu_elementwise_call(const char *op, const wgt_tensor_view *h, const wgt_tensor_view *out,
-                                             wgt_expr *e, wgt_kernel_call *ew)
-{
-    wgt_expr_init(e);
-    wgt_expr_unary(e, WGT_EXPR_GELU, wgt_expr_input(e, 0, WGT_EXPR_F32));
-    memset(ew, 0, sizeof(*ew));
-    ew->kind = WGT_KERNEL_ELEMENTWISE;
-    ew->op_name = op;
-    ew->expr = e;
-    ew->n_inputs = 1;
-    ew->inputs[0] = *h;
-    ew->n_outputs = 1;
-    ew->outputs[0] = *out;
 }
 
 /* The rotation of MATMUL's rope epilogue as the wgt_fused text both backends

@@ -327,27 +327,8 @@ static wgt_status matmul_rope(cpu_backend *b, const wgt_kernel_call *call)
                                  call->matmul.rope_pass_end, cpu_run_matmul);
 }
 
-/* MATMUL with the GELU epilogue (wgt_linear_gelu): the product into
- * outputs[0], then the ELEMENTWISE GELU of it into outputs[1]: by definition
- * the values of wgt_linear then wgt_gelu. */
-static wgt_status matmul_gelu(cpu_backend *b, const wgt_kernel_call *call)
-{
-    const wgt_tensor_view *h = &call->outputs[0], *y = &call->outputs[1];
-    if (call->n_outputs != 2 || h->dtype != WGT_F32 || y->dtype != WGT_F32 || h->ndim != y->ndim ||
-        memcmp(h->shape, y->shape, sizeof(int64_t) * (size_t)h->ndim) != 0)
-        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "GELU epilogue: need two f32 outputs of one shape");
-    wgt_kernel_call mm = *call, ew;
-    mm.n_outputs = 1;
-    mm.matmul.gelu = false;
-    wgt_expr e;
-    wgt_status s = cpu_run_matmul(b, &mm);
-    wgt_gelu_elementwise_call(call->op_name, h, y, &e, &ew);
-    return s == WGT_OK ? cpu_run_elementwise(b, &ew) : s;
-}
-
 wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)
 {
-    if (call->matmul.gelu) return matmul_gelu(b, call);
     if (call->matmul.rope) return matmul_rope(b, call);
     if (call->matmul.norm) return matmul_norm(b, call);
     if (call->matmul.swiglu) return matmul_swiglu(b, call);

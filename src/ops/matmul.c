@@ -8,9 +8,6 @@
  * without a cast of the activations first (inference only: no gradient).
  * wgt_linear: x [..., in] @ weight[out, in]^T + bias, one MATMUL call with the
  * weight read transposed in place and the bias in the GEMM's epilogue;
- * wgt_linear_gelu: wgt_linear with the GELU in the epilogue (MATMUL's gelu:
- * the linear's output and its GELU stored together), recorded as the LINEAR
- * and GELU nodes it stands for;
  * wgt_linear_ex: the same with wgt_matmul_ex's dtypes and an f32 bias (LLM
  * decode's residual stream added in the epilogue), inference only;
  * wgt_linear_swiglu_ex: linear_ex over interleaved gate/up rows with the
@@ -217,22 +214,18 @@ static bool check_linear_args(wgt_context *ctx, const char *op, wgt_tensor *x, w
 /* wgt_linear (ex false: one dtype, out_dtype is x's), wgt_linear_ex and
  * (swiglu) wgt_linear_swiglu_ex */
 static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
-                               bool swiglu, wgt_tensor *norm_weight, double eps, wgt_tensor **gelu_out,
-                               const char *op);
+                               bool swiglu, wgt_tensor *norm_weight, double eps, const char *op);
 
 static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
                           bool swiglu, const char *op)
 {
-    return linear_norm(x, weight, bias, out_dtype, ex, swiglu, NULL, 0.0, NULL, op);
+    return linear_norm(x, weight, bias, out_dtype, ex, swiglu, NULL, 0.0, op);
 }
 
 /* linear with (norm_weight) an RMSNorm of x's rows in the product's prologue
- * (MATMUL's norm: norm_weight in the bias slot; wgt_rms_norm_linear_ex), or
- * (gelu_out) the GELU of its output in a second one (MATMUL's gelu; the
- * caller checked wgt_linear_gelu's case: f32, nonempty sums) */
+ * (MATMUL's norm: norm_weight in the bias slot; wgt_rms_norm_linear_ex) */
 static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
-                               bool swiglu, wgt_tensor *norm_weight, double eps, wgt_tensor **gelu_out,
-                               const char *op)
+                               bool swiglu, wgt_tensor *norm_weight, double eps, const char *op)
 {
     wgt_tensor *args[3] = {x, weight, bias};
     wgt_context *ctx = wgt_op_begin(op, 2, args); /* bias is optional */
@@ -261,10 +254,6 @@ static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bi
     shape[nd - 1] = swiglu ? out_features / 2 : out_features;
     wgt_tensor *out = wgt_tensor_alloc(ctx, out_dtype, nd, shape, op);
     if (!out) return NULL;
-    if (gelu_out && !(*gelu_out = wgt_tensor_alloc(ctx, out_dtype, nd, shape, op))) {
-        wgt_tensor_release(out);
-        return NULL;
-    }
     int64_t rows = wgt_shape_numel(nd - 1, vx->shape);
     wgt_status s = WGT_OK;
     if (rows > 0 && out_features > 0 && in == 0) { /* empty sums: the bias alone (SwiGLU of zeros: zeros) */
@@ -312,13 +301,6 @@ static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bi
         if (bias) call.inputs[2] = bias->view;
         if (norm_weight) call.inputs[2] = norm_weight->view;
         call.outputs[0] = o;
-        if (gelu_out) { /* the same [rows, out] or [..., out] form: both are new and contiguous */
-            call.n_outputs = 2;
-            call.outputs[1] = o;
-            call.outputs[1].storage = (*gelu_out)->view.storage;
-            call.outputs[1].offset = (*gelu_out)->view.offset;
-            call.matmul.gelu = true;
-        }
         call.matmul.swiglu = swiglu;
         call.matmul.norm = norm_weight != NULL;
         call.matmul.norm_eps = eps;
@@ -326,10 +308,6 @@ static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bi
     }
     if (s != WGT_OK) {
         wgt_tensor_release(out);
-        if (gelu_out) {
-            wgt_tensor_release(*gelu_out);
-            *gelu_out = NULL;
-        }
         return NULL;
     }
     if (plain) wgt_op_record(&out, WGT_OP_LINEAR, 3, args); /* no params: the inputs say it all */
@@ -339,36 +317,6 @@ static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bi
 wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
 {
     return linear(x, weight, bias, WGT_F32, false, false, "wgt_linear");
-}
-
-wgt_tensor *wgt_linear_gelu(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
-{
-    const char *op = "wgt_linear_gelu";
-    wgt_tensor *args[3] = {x, weight, bias};
-    wgt_context *ctx = wgt_op_begin(op, 2, args); /* bias is optional */
-    if (!ctx || (bias && !wgt_op_begin(op, 3, args))) return NULL;
-    /* the epilogue's case: f32 throughout and nonempty sums; else the two calls */
-    bool f32 = x->view.dtype == WGT_F32 && weight->view.dtype == WGT_F32 && (!bias || bias->view.dtype == WGT_F32);
-    bool nonempty = x->view.ndim >= 1 && weight->view.ndim == 2 && weight->view.shape[1] > 0 &&
-                    weight->view.shape[0] > 0 && wgt_shape_numel(x->view.ndim - 1, x->view.shape) > 0;
-    if (!f32 || !nonempty) {
-        wgt_tensor *h = wgt_linear(x, weight, bias);
-        wgt_tensor *y = h ? wgt_gelu(h) : NULL;
-        wgt_tensor_release(h);
-        return y;
-    }
-    wgt_tensor *y = NULL;
-    wgt_tensor *h = linear_norm(x, weight, bias, WGT_F32, false, false, NULL, 0.0, &y, op);
-    if (!h) return NULL;
-    /* y = GELU(h) on the tape as wgt_gelu records it (its derivative program
-     * reads h and y); h's own reference goes (y's node keeps it if recorded) */
-    wgt_expr e;
-    wgt_expr_init(&e);
-    wgt_expr_unary(&e, WGT_EXPR_GELU, wgt_expr_input(&e, 0, WGT_EXPR_F32));
-    wgt_op_record_expr(&y, WGT_OP_GELU, 1, &h, &e);
-    wgt_scope_remove(h);
-    wgt_tensor_release(h);
-    return y;
 }
 
 wgt_tensor *wgt_linear_ex(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype)
@@ -421,7 +369,7 @@ wgt_tensor *wgt_rms_norm_linear_ex(wgt_tensor *x, wgt_tensor *norm_weight, doubl
         wgt_error(ctx, WGT_ERR_DTYPE, "%s: invalid out_dtype %d", op, (int)out_dtype);
         return NULL;
     }
-    return linear_norm(x, weight, NULL, out_dtype, true, swiglu, norm_weight, eps, NULL, op);
+    return linear_norm(x, weight, NULL, out_dtype, true, swiglu, norm_weight, eps, op);
 }
 
 /* The decode q/k/v projection with its rotation (llama_forward.c): the MATMUL

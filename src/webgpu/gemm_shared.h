@@ -37,7 +37,7 @@ typedef struct matmul_params {
     uint32_t bias_offset, bias_row, bias_col, split_stride;
     float norm_eps;
     uint32_t norm_offset, rope_offset, rope_row;
-    uint32_t rope_pass_begin, rope_pass_end, act_offset, zero; /* zero: the GELU epilogue's ew_opaque */
+    uint32_t rope_pass_begin, rope_pass_end, rope_pad0, rope_pad1;
 } matmul_params;
 
 /* One product as the kernels see it: batch dims collapsed, sizes checked to fit u32. */
@@ -54,8 +54,6 @@ typedef struct matmul_problem {
     const wgt_tensor_view *rope;   /* run_gemv_half's rope epilogue (run_rope): its table [4, D/2] */
     int64_t rope_pass_begin, rope_pass_end;
     bool half_math;                /* run_tiled: f16 operands multiplied in f16 (HALF_MATH of matmul_tiled.wgsl) */
-    const wgt_tensor_view *act_out; /* run_tiled: GELU of each stored output written here too (MATMUL's gelu;
-                                      f32, out's shape, contiguous); NULL: none */
 } matmul_problem;
 
 /* One operand as a tile loader sees it: an outer dim (m for a, n for b) and k. */

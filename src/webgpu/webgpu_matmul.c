@@ -237,8 +237,7 @@ static void choose_layout(const matmul_problem *p, const matmul_operand *o, bool
 }
 
 static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
-                             const wgt_tensor_view *bias, const wgt_tensor_view *out, bool half_math,
-                             const wgt_tensor_view *act_out, const char *op);
+                             const wgt_tensor_view *bias, const wgt_tensor_view *out, bool half_math, const char *op);
 
 /* x [.., R, C] as a view of a new temporary whose dim R is contiguous (the
  * storage holds x^T): the same shape, strides (1, R). Both copies below read x
@@ -325,21 +324,10 @@ static wgt_status run_transposed(webgpu_backend *wg, const matmul_problem *p, bo
     }
     if (s == WGT_OK && tbk) s = transposed_copy(wg, p->b, &tmp_b, &b, op); /* b^T's storage: k contiguous */
     /* the copies read along m and n (or b along k): run_tiled does not come back here */
-    if (s == WGT_OK) s = run_native(wg, &a, &b, p->bias, p->out, p->half_math, p->act_out, op);
+    if (s == WGT_OK) s = run_native(wg, &a, &b, p->bias, p->out, p->half_math, op);
     webgpu_temp_release(wg, &tmp_a);
     webgpu_temp_release(wg, &tmp_b);
     return s;
-}
-
-/* MATMUL's GELU epilogue where the tiled kernel's does not run (matrix-vector
- * products, split-K): the elementwise GELU of the stored product h into y, the
- * CPU reference's second call. */
-static wgt_status gelu_after(webgpu_backend *wg, const wgt_tensor_view *h, const wgt_tensor_view *y, const char *op)
-{
-    wgt_expr e;
-    wgt_kernel_call ew;
-    wgt_gelu_elementwise_call(op, h, y, &e, &ew);
-    return webgpu_elementwise_run(wg, &ew);
 }
 
 /* The split-K reduction: out (p->out, + p->bias) = the sum of the parts of
@@ -431,7 +419,6 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
         if (s != WGT_OK) return s;
         split.out = &partial;
         split.bias = NULL;
-        split.act_out = NULL; /* the GELU after the reduction (gelu_after) */
     }
     const matmul_problem *pp = parts > 1 ? &split : p;
 
@@ -463,39 +450,28 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
         q.bias_col = (uint32_t)p->bias->strides[0];
     }
     matmul_fill_batches(pp, p->a_batch, p->b_batch, &q);
-    if (pp->act_out) q.act_offset = (uint32_t)pp->act_out->offset;
     s = matmul_dispatch(wg, pipe, a, b, pp, &q, (int64_t)q.tiles_m * q.tiles_n * p->batches * parts, op);
-    if (s == WGT_OK && parts > 1) {
-        matmul_problem reduce = *p;
-        reduce.act_out = NULL;
-        s = run_splitk_reduce(wg, &reduce, &partial, parts, op);
-        if (s == WGT_OK && p->act_out) s = gelu_after(wg, p->out, p->act_out, op);
-    }
+    if (s == WGT_OK && parts > 1) s = run_splitk_reduce(wg, p, &partial, parts, op);
     /* released right after recording: queue order keeps the block's reuse safe */
     webgpu_temp_release(wg, &partial);
     return s;
 }
 
 static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
-                             const wgt_tensor_view *bias, const wgt_tensor_view *out, bool half_math,
-                             const wgt_tensor_view *act_out, const char *op)
+                             const wgt_tensor_view *bias, const wgt_tensor_view *out, bool half_math, const char *op)
 {
     matmul_problem p;
     wgt_status s = matmul_make_problem(wg, a, b, bias, out, op, &p);
     if (s != WGT_OK) return s;
     p.half_math = half_math;
-    if (p.M == 1 || p.N == 1) {
-        s = matmul_run_gemv(wg, &p, op);
-        return s == WGT_OK && act_out ? gelu_after(wg, out, act_out, op) : s;
-    }
-    p.act_out = act_out;
+    if (p.M == 1 || p.N == 1) return matmul_run_gemv(wg, &p, op);
     return run_tiled(wg, &p, op);
 }
 
 wgt_status webgpu_matmul_views(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
                                const wgt_tensor_view *out, const char *op)
 {
-    return run_native(wg, a, b, NULL, out, false, NULL, op);
+    return run_native(wg, a, b, NULL, out, false, op);
 }
 
 /* An f32 copy of x, converting only one copy of each broadcast (stride 0) dim
@@ -536,7 +512,7 @@ static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *ca
     if (s == WGT_OK && !direct) s = webgpu_temp_alloc(wg, WGT_F32, out->ndim, out->shape, &tout);
     if (s == WGT_OK)
         s = run_native(wg, conv_a ? &ta : &call->inputs[0], conv_b ? &tb : &call->inputs[1],
-                       conv_bias ? &tbias : has_bias ? &call->inputs[2] : NULL, direct ? out : &tout, false, NULL, op);
+                       conv_bias ? &tbias : has_bias ? &call->inputs[2] : NULL, direct ? out : &tout, false, op);
     if (s == WGT_OK && !direct) s = webgpu_convert(wg, &tout, out, op);
     if (conv_a) webgpu_temp_release(wg, &ta);
     if (conv_b) webgpu_temp_release(wg, &tb);
@@ -549,18 +525,9 @@ bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     (void)wg;
     if (call->kind != WGT_KERNEL_MATMUL || call->n_inputs < 2 || call->n_inputs > 3 + call->matmul.rope ||
-        call->n_outputs != 1 + call->matmul.gelu)
+        call->n_outputs != 1)
         return false;
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
-    if (call->matmul.gelu) { /* f32 throughout; outputs[1] out's shape; both contiguous (run_gelu) */
-        const wgt_tensor_view *y = &call->outputs[1];
-        if (a->dtype != WGT_F32 || b->dtype != WGT_F32 || out->dtype != WGT_F32 || y->dtype != WGT_F32 ||
-            (call->n_inputs == 3 && call->inputs[2].dtype != WGT_F32) || call->matmul.norm || call->matmul.swiglu ||
-            call->matmul.rope || y->ndim != out->ndim ||
-            memcmp(y->shape, out->shape, sizeof(int64_t) * (size_t)out->ndim) != 0 || !wgt_view_is_contiguous(out) ||
-            !wgt_view_is_contiguous(y))
-            return false;
-    }
     wgt_dtype t = a->dtype;
     if (t != WGT_F32 && t != WGT_F16 && t != WGT_I32) return false;
     if (b->dtype != t) { /* f32 x f16, either order: f32 or f16 out */
@@ -775,5 +742,5 @@ wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
         if (!wg->has_f16 || wg->knobs.matmul_f16_emulate) return run_f16_emulated(wg, call);
     }
     return run_native(wg, a, b, call->n_inputs == 3 ? &call->inputs[2] : NULL, out, half_math(wg, call),
-                      call->matmul.gelu ? &call->outputs[1] : NULL, call->op_name);
+                      call->op_name);
 }

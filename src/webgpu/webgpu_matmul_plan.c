@@ -182,20 +182,6 @@ const char *matmul_wgsl_type(wgt_dtype d) { return d == WGT_F16 ? "f16" : d == W
 /* The output type O and the bias specialization (see matmul_common.wgsl). */
 static void epilogue_prelude(const matmul_problem *p, int bias_binding, char *buf, size_t size)
 {
-    /* the GELU epilogue: act_out right after the bias (or out); ew_gelu comes
-     * with the elementwise snippets matmul_get_pipeline_ex appends */
-    size_t at = 0;
-    if (p->act_out)
-        snprintf(buf, size,
-                 "const GELU_OUT: bool = true;\n@group(0) @binding(%d) var<storage, read_write> act_out: array<f32>;\n"
-                 "fn act_store(i: u32, y: O) { act_out[i] = ew_gelu(f32(y)); }\n"
-                 "fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params.zero); }\n",
-                 bias_binding + (p->bias != NULL));
-    else
-        snprintf(buf, size, "const GELU_OUT: bool = false;\nfn act_store(i: u32, y: O) {}\n");
-    at = strlen(buf);
-    buf += at;
-    size -= at;
     /* the bias as its own dtype (f32, or f16 where the prelude enables f16) */
     if (p->bias)
         snprintf(buf, size,
@@ -219,34 +205,28 @@ wgt_status matmul_get_pipeline_ex(webgpu_backend *wg, const matmul_problem *p, c
 {
     bool reduce = strcmp(file, "matmul_splitk_reduce") == 0, mixed = sa != sb;
     char key[224];
-    snprintf(key, sizeof(key), "%s:o%s:bias%s%s%s%s%s", base_key, wgt_dtype_name(p->out->dtype),
-             p->bias ? wgt_dtype_name(p->bias->dtype) : "0", p->act_out ? ":gelu" : "",
+    snprintf(key, sizeof(key), "%s:o%s:bias%s%s%s%s", base_key, wgt_dtype_name(p->out->dtype),
+             p->bias ? wgt_dtype_name(p->bias->dtype) : "0",
              mixed ? ":a" : "", mixed ? wgt_dtype_name(sa) : "", mixed ? wgt_dtype_name(sb) : "");
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
     const char *common = reduce ? "" : webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source(file);
     if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
     const char *prelude = dtype_prelude(mixed ? WGT_F16 : dtype);
-    const char *ew_common = p->act_out ? webgpu_kernel_source("elementwise_common") : "";
-    const char *ew_math = p->act_out ? webgpu_kernel_source("elementwise_math") : "";
-    if (!ew_common || !ew_math) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: elementwise snippets are not embedded", op);
-    char epilogue[512];
+    char epilogue[320];
     epilogue_prelude(p, reduce ? 3 : 4, epilogue, sizeof(epilogue));
     size_t at = strlen(epilogue);
     snprintf(epilogue + at, sizeof(epilogue) - at, "alias SA = %s;\nalias SB = %s;\n", mixed ? matmul_wgsl_type(sa) : "S",
              mixed ? matmul_wgsl_type(sb) : "S");
-    size_t n = strlen(prelude) + strlen(epilogue) + strlen(consts) + strlen(common) + strlen(body) + strlen(ew_common) +
-               strlen(ew_math) + 1;
+    size_t n = strlen(prelude) + strlen(epilogue) + strlen(consts) + strlen(common) + strlen(body) + 1;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-    snprintf(source, n, "%s%s%s%s%s%s%s", prelude, epilogue, consts, common, body, ew_common, ew_math);
+    snprintf(source, n, "%s%s%s%s%s", prelude, epilogue, consts, common, body);
     /* unchecked: every kernel bounds its own reads and writes (CHECK, row < M, ...) */
-    static const bool read_only[5] = {true, true, false, true, false};   /* a, b, out, bias, act_out */
-    static const bool act_read_only[4] = {true, true, false, false};     /* a, b, out, act_out (no bias) */
+    static const bool read_only[4] = {true, true, false, true};   /* a, b, out, bias */
     static const bool reduce_read_only[3] = {true, false, true};  /* partial, out, bias */
-    int n_storage = (reduce ? 2 : 3) + (p->bias != NULL) + (p->act_out != NULL && !reduce);
-    const bool *ro = reduce ? reduce_read_only : p->act_out && !p->bias ? act_read_only : read_only;
-    wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, n_storage, ro,
+    int n_storage = (reduce ? 2 : 3) + (p->bias != NULL);
+    wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, n_storage, reduce ? reduce_read_only : read_only,
                                              true, false, false, op, out);
     free(source);
     return s;
@@ -285,11 +265,6 @@ wgt_status matmul_dispatch(webgpu_backend *wg, webgpu_pipeline *pipe, const wgt_
     if (s != WGT_OK) return s;
     WGPUBuffer buffers[5] = {webgpu_view_buffer(first), webgpu_view_buffer(second), webgpu_view_buffer(p->out),
                              p->bias ? webgpu_view_buffer(p->bias) : NULL, p->rope ? webgpu_view_buffer(p->rope) : NULL};
-    if (p->act_out) { /* right after the bias or out (epilogue_prelude) */
-        int at = p->bias ? 4 : 3;
-        buffers[at] = webgpu_view_buffer(p->act_out);
-        return webgpu_dispatch(wg, pipe, buffers, at + 1, q, sizeof(*q), x, y, 1, op);
-    }
     return webgpu_dispatch(wg, pipe, buffers, p->rope ? 5 : p->bias ? 4 : 3, q, sizeof(*q), x, y, 1, op);
 }
 

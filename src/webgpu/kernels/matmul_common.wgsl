@@ -8,9 +8,6 @@
 //   O        element type of out (S, or f32 for f16 operands: wgt_matmul_ex)
 //   BIAS     whether a bias [N] (linear's) is added in the epilogue; when true
 //            the prelude binds it (binding 4) and bias_load(i) reads element i
-//   GELU_OUT whether act_store(i, y) also writes GELU(y) of each stored output y
-//            to act_out (the next binding; MATMUL's gelu epilogue, f32 only;
-//            matmul_tiled's store_out calls it)
 //   mad(x, y, z) = x * y + z on T, mad4 on vec4<T> (fma for floats; wrapping for i32)
 //   the kernel's tile constants (see each kernel's header)
 //
@@ -41,8 +38,7 @@ struct Params {
     norm_eps: f32, norm_offset: u32, // matmul_gemv_half's RMSNorm prologue: eps, the weight's offset
     rope_offset: u32, rope_row: u32, // its rope epilogue: the table's offset and row stride (elements)
     rope_pass_begin: u32, rope_pass_end: u32, // heads stored unrotated
-    act_offset: u32,                 // GELU_OUT: act_out's offset (elements; out's shape, contiguous)
-    zero: u32,                       // 0 (GELU_OUT: ew_opaque's pin, a value the compiler cannot see)
+    rope_pad0: u32, rope_pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

@@ -262,14 +262,6 @@ fn put_b(buffer: u32, lid: u32, r: ptr<function, array<vec4<W>, B_REGS>>) {
     for (var j = 0u; j < B_LOADS; j++) { store_b(buffer, lid + j * WG, (*r)[j]); }
 }
 
-// Stores output (m, n) at out[o]: the sum x finished (matmul_common's finish), and with
-// GELU_OUT its GELU at the same place of act_out.
-fn store_out(o: u32, x: T, m: u32, n: u32) {
-    let y = finish(x, m, n);
-    out[o] = y;
-    if (GELU_OUT) { act_store(o - params.out_offset + params.act_offset, y); }
-}
-
 // (tile_m, tile_n) of tile t of a batch: group_m tile rows at a time, column by column.
 fn tile_coords(t: u32) -> vec2<u32> {
     let per_group = params.group_m * params.tiles_n;
@@ -369,16 +361,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                     let n = col0 + 4u * slot;
                     let o = base.z + m * params.N + n;
                     if (!CHECK || n + 3u < params.N) {
-                        store_out(o, v.x, m, n);
-                        store_out(o + 1u, v.y, m, n + 1u);
-                        store_out(o + 2u, v.z, m, n + 2u);
-                        store_out(o + 3u, v.w, m, n + 3u);
+                        out[o] = finish(v.x, m, n);
+                        out[o + 1u] = finish(v.y, m, n + 1u);
+                        out[o + 2u] = finish(v.z, m, n + 2u);
+                        out[o + 3u] = finish(v.w, m, n + 3u);
                         continue;
                     }
                 }
                 for (var j = 0u; j < 4u; j++) {
                     let n = col0 + b_col_of(slot, j);
-                    if (!CHECK || n < params.N) { store_out(base.z + m * params.N + n, v[j], m, n); }
+                    if (!CHECK || n < params.N) { out[base.z + m * params.N + n] = finish(v[j], m, n); }
                 }
             }
         }
