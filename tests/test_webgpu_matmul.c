@@ -338,15 +338,41 @@ static void test_transposed_copies(void)
 
 /* The default heuristic's "narrow" rule: dy W with M >= 1024, N < 1024, dy read
  * along k and W along n runs in 64 x 128 tiles of 128 invocations with W as it
- * is (no k-contiguous copy) once that gives 192 tiles; below, the copy. */
+ * is (one dispatch) once that gives 192 tiles; without the rule, where 128 x
+ * 128 tiles apply, W is copied k-contiguous first (two). */
+/* Dispatches gpu records for one f32 wgt_matmul of row-major [M, K] and [K, N]. */
+static uint64_t product_dispatches(int64_t M, int64_t N, int64_t K)
+{
+    float *a = random_data(WGT_F32, M * K, false), *b = random_data(WGT_F32, K * N, false);
+    wgt_tensor *ta = wgt_tensor_from_host(gpu, WGT_F32, 2, (int64_t[]){M, K}, a);
+    wgt_tensor *tb = wgt_tensor_from_host(gpu, WGT_F32, 2, (int64_t[]){K, N}, b);
+    wgt_execution_stats before = {0}, after = {0};
+    wgt_execution_stats_get(gpu, &before);
+    wgt_tensor *c = ta && tb ? wgt_matmul(ta, tb) : NULL;
+    wgt_execution_stats_get(gpu, &after);
+    CHECK(c != NULL, "%lldx%lldx%lld product: %s", (long long)M, (long long)N, (long long)K, wgt_context_error_message(gpu));
+    wgt_tensor_release(c);
+    wgt_tensor_release(ta);
+    wgt_tensor_release(tb);
+    free(a);
+    free(b);
+    return after.dispatches - before.dispatches;
+}
+
 static void test_narrow_tiles(void)
 {
     use_knobs(NULL);
     check_mnk(WGT_F32, 2048, 768, 12, 0, 0);     /* 32 x 6 = 192 tiles: the narrow tiles */
     check_mnk(WGT_F32, 2112, 772, 20, 0, 0);     /* partial tiles along m and n */
     check_mnk(WGT_F32, 1024, 512, 8, 0, 0);      /* 64 tiles: the ladder's tile on W copied */
+    /* 4096 x 768: 192 tiles of 128 x 128, where "layout" alone copies W first */
+    uint64_t narrow = product_dispatches(4096, 768, 8);
+    CHECK(narrow == 1, "dy W 4096x768x8 in one dispatch (W read as it is): %llu", (unsigned long long)narrow);
     use_knobs((const char *[]){"WGT_MATMUL_SHAPE_RULES", "layout", NULL});
-    check_mnk(WGT_F32, 2048, 768, 12, 0, 0);     /* without the rule: W copied k-contiguous */
+    check_mnk(WGT_F32, 4096, 768, 8, 0, 0);      /* without the rule: W copied k-contiguous */
+    narrow = product_dispatches(4096, 768, 8);
+    CHECK(narrow == 2, "without the narrow rule dy W 4096x768x8 copies W first: %llu dispatches",
+          (unsigned long long)narrow);
     use_knobs(NULL);
 }
 
