@@ -165,10 +165,12 @@ static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, c
 }
 
 /* Order: WGT_MATMUL_CONFIG, the tuner's candidate, the tuning cache's choice for
- * this size, then the heuristic: 64 x 128 tiles of 128 invocations where
- * run_tiled found "narrow" pays (narrow_tiles_pay), else the largest tile that gives enough workgroups,
- * counting the split-K parts it would run with (so a long-K product with a
- * small output keeps large tiles and splits K instead of taking small tiles).
+ * this size, then the heuristic: where run_tiled found "narrow" pays
+ * (narrow_tiles_pay), 64 x 128 tiles of 128 invocations once they give the
+ * ladder's first count of workgroups (192); else the largest tile that gives
+ * enough workgroups, counting the split-K parts it would run with (so a
+ * long-K product with a small output keeps large tiles and splits K instead
+ * of taking small tiles).
  * Whichever config wins, run_tiled splits K on top when choose_split says so. */
 static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_problem *p, bool narrow)
 {
@@ -186,7 +188,7 @@ static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_
     if (tuned[0] && (c = matmul_find_config(tuned)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c)) return c;
     const matmul_config *fallback = NULL;
     if (narrow && (c = matmul_find_config("tile64x128k8s")) && matmul_config_fits(wg, c) &&
-        matmul_ceil_div(p->M, c->bm) * matmul_ceil_div(p->N, c->bn) >= 192)
+        matmul_ceil_div(p->M, c->bm) * matmul_ceil_div(p->N, c->bn) >= tiled_ladder[0].min_workgroups)
         return c;
     /* "pad", narrow outputs: at most 64 rows (columns) would leave at least half
      * of every 128-row (-column) tile padding, which the ladder below takes
