@@ -22,3 +22,17 @@ endfunction()
 wgt_fuzz_target(fuzz_safetensors)
 # wgt_fused expression parser: seeds in corpus_fused/, dictionary fused.dict
 wgt_fuzz_target(fuzz_fused)
+
+# Hugging Face model-folder readers (src/models, the top floor, linked as the
+# models library): tokenizer.json and config.json. Seeds in corpus_tokenizer/
+# and corpus_llama_config/, dictionary json.dict.
+function(wgt_fuzz_models_target name)
+  add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.c)
+  target_link_libraries(${name} PRIVATE wgtensor_models)
+  target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  string(REPLACE "fuzz_" "corpus_" corpus ${name})
+  add_test(NAME ${name}_seeds COMMAND ${name} -runs=0 ${CMAKE_CURRENT_LIST_DIR}/${corpus})
+endfunction()
+wgt_fuzz_models_target(fuzz_tokenizer)
+wgt_fuzz_models_target(fuzz_llama_config)
