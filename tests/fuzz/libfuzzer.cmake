@@ -36,3 +36,7 @@ function(wgt_fuzz_models_target name)
 endfunction()
 wgt_fuzz_models_target(fuzz_tokenizer)
 wgt_fuzz_models_target(fuzz_llama_config)
+# BPE encoding of arbitrary text with the fixtures' byte-level tokenizers
+# (read from the source tree): seeds in corpus_tokenizer_text/
+wgt_fuzz_models_target(fuzz_tokenizer_text)
+target_compile_definitions(fuzz_tokenizer_text PRIVATE WGT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
