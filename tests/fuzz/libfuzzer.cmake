@@ -40,3 +40,9 @@ wgt_fuzz_models_target(fuzz_llama_config)
 # (read from the source tree): seeds in corpus_tokenizer_text/
 wgt_fuzz_models_target(fuzz_tokenizer_text)
 target_compile_definitions(fuzz_tokenizer_text PRIVATE WGT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+# wgt train / wgt sample checkpoints (tools/wgt/train_checkpoint.c, its config
+# and history readers): seeds in corpus_train_checkpoint/
+wgt_fuzz_models_target(fuzz_train_checkpoint)
+target_sources(fuzz_train_checkpoint PRIVATE ${CMAKE_SOURCE_DIR}/tools/wgt/train_checkpoint.c
+               ${CMAKE_SOURCE_DIR}/tools/wgt/train_config.c ${CMAKE_SOURCE_DIR}/tools/wgt/train_log_csv.c)
+target_include_directories(fuzz_train_checkpoint PRIVATE ${CMAKE_SOURCE_DIR}/tools/wgt)
