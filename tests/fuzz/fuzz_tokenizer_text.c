@@ -26,7 +26,8 @@ static void require(int cond)
     if (!cond) __builtin_trap();
 }
 
-/* Whether s[0..n) is valid UTF-8 (shortest forms, no surrogates, <= U+10FFFF). */
+/* Whether s[0..n) is valid UTF-8 (shortest forms, no surrogates, <= U+10FFFF):
+ * written apart from llm_utf8_decode, whose acceptance it is the oracle for. */
 static int valid_utf8(const uint8_t *s, size_t n)
 {
     size_t i = 0;
