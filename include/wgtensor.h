@@ -380,6 +380,8 @@ typedef enum wgt_op {
     WGT_OP_QLINEAR,
     /* multi-tensor reduction (gradient clipping's norm; not differentiable) */
     WGT_OP_SUM_SQUARES,
+    /* 8-bit rows and attention over them (an LLM's 8-bit KV cache; not differentiable) */
+    WGT_OP_QUANTIZE_ROWS, WGT_OP_DEQUANTIZE_ROWS, WGT_OP_ATTENTION_Q8,
     WGT_OP_COUNT
 } wgt_op;
 
@@ -625,6 +627,29 @@ wgt_status wgt_quantize_weight(wgt_tensor *w, int bits, wgt_tensor **qweight, wg
 wgt_status wgt_qlinear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits,
                                  wgt_tensor *norm_weight, double eps, wgt_tensor *table, int64_t pass_begin,
                                  int64_t pass_end);
+/* 8-bit rows, for an LLM's 8-bit KV cache (llama.cpp's q8_0 cache in
+ * spirit): each run of 32 values along the last dim shares one f32 scale.
+ * x [.., D] f32 or f16 (1 to 4 dims, D a multiple of 32) is written into
+ * codes i32 [.., D/4] (four int8 codes a word, byte k % 4 of word k / 4 is
+ * value k: wgt_qlinear's 8-bit layout) and scales f32 [.., D/32], views of
+ * x's leading shape (any strides there, e.g. a cache's rows; unit stride along
+ * the last dim; three storages): per group s = max|x| / 127, code =
+ * round-to-even(x / s) in [-127, 127] (all 0 when max|x| = 0; a group holding
+ * a NaN or an infinity: s = NaN, codes 0), the rounding of wgt_qlinear's
+ * int8_x. Value = code * s: wgt_dequantize_rows returns [.., D] of dtype (f32
+ * or f16). No gradient (WGT_ERR_UNSUPPORTED when an argument requires grad). */
+wgt_status wgt_quantize_rows_into(wgt_tensor *codes, wgt_tensor *scales, wgt_tensor *x);
+wgt_tensor *wgt_dequantize_rows(wgt_tensor *codes, wgt_tensor *scales, wgt_dtype dtype);
+/* Attention over 8-bit keys and values (decoding with an 8-bit KV cache):
+ * the values of wgt_scaled_dot_product_attention(q, dequantize(k), dequantize(v),
+ * causal, 0, 0) up to the order of f32 sums, q [B, H, Tq, D] f32 or f16 (D a
+ * multiple of 32), k and v as wgt_quantize_rows_into writes them: codes i32
+ * [B, Hkv, Tk, D/4], scales f32 [B, Hkv, Tk, D/32] (any strides on the first
+ * three dims), H a multiple of Hkv -> [B, H, Tq, D] in q's dtype. WebGPU reads
+ * the codes in its decode kernel (Tq <= 4: half the bytes of an f16 cache a
+ * key); longer q dequantize k and v into temporaries first. No gradient. */
+wgt_tensor *wgt_attention_q8(wgt_tensor *q, wgt_tensor *k_codes, wgt_tensor *k_scales, wgt_tensor *v_codes,
+                             wgt_tensor *v_scales, bool causal);
 /* Fused (flash) attention: softmax(q k^T / sqrt(D) [+ causal mask]) v.
  * q [B, H, Tq, D]; k, v [B, Hkv, Tk, D] with H % Hkv == 0 (grouped-query: query
  * head h reads kv head h / (H / Hkv)) -> [B, H, Tq, D]. causal: query i sees keys

@@ -118,6 +118,9 @@ class Lib:
         sig("wgt_leaky_relu", P, P, D)
         sig("wgt_elu", P, P, D)
         sig("wgt_index_select", P, P, I, P)
+        sig("wgt_quantize_rows_into", I, P, P, P)
+        sig("wgt_dequantize_rows", P, P, P, I)
+        sig("wgt_attention_q8", P, P, P, P, P, P, B)
         sig("wgt_gather", P, P, I, P)
         sig("wgt_embedding", P, P, P)
         sig("wgt_one_hot", P, P, I64, I)
@@ -831,10 +834,94 @@ class Runner:
             want = a.astype(np.float32) * np.float32(p[0]) + np.float32(p[1])
         return f"fused_params a * {p[0]} + {p[1]} {a.shape}{sa}", got, gd, want, F32, "exact", None
 
+    # ------------------------------------------------ 8-bit rows (KV cache)
+    @staticmethod
+    def q8_reference(x):
+        """NumPy's 8-bit rows of x [.., D]: per group of 32, s = max|x| / 127 (f32),
+        code = x / s rounded half to even (np.rint) in [-127, 127]; zeros: s 0,
+        codes 0; a NaN or an infinity: s NaN, codes 0. Returns codes as i32 words
+        (four int8 a word, little end first) [.., D/4] and scales [.., D/32]."""
+        lead, D = x.shape[:-1], x.shape[-1]
+        g = x.astype(np.float32).reshape(-1, 32)
+        finite = np.all(np.isfinite(g), axis=1)
+        with np.errstate(all="ignore"):
+            amax = np.max(np.abs(np.where(np.isfinite(g), g, 0)), axis=1).astype(np.float32)
+            s = np.where(finite, amax / np.float32(127), np.float32(np.nan)).astype(np.float32)
+            q = np.rint(g / s[:, None])
+        codes = np.where((finite & (amax > 0))[:, None], np.clip(q, -127, 127), 0).astype(np.int8)
+        words = codes.reshape(-1).view(np.uint8).reshape(-1, 4).astype(np.uint32)
+        words = words[:, 0] | words[:, 1] << 8 | words[:, 2] << 16 | words[:, 3] << 24
+        return words.view(np.int32).reshape(lead + (D // 4,)), s.reshape(lead + (D // 32,))
+
+    def case_quantize_rows(self):
+        """wgt_quantize_rows_into against q8_reference (codes exact, scales exact),
+        sometimes into every other row of a longer destination; then
+        wgt_dequantize_rows against code * s."""
+        r = self.rng
+        d = self.dtype((F32, F16))
+        shape = self.random_shape(max_nd=3, max_dim=4) + (32 * r.randrange(1, 4),)
+        x = self.data(d, shape, small=r.random() < 0.5)
+        tx = self.upload(x, d)
+        codes_w, scales_w = self.q8_reference(x)
+        step = r.choice([1, 2]) if len(shape) > 1 else 1
+        big_c = list(codes_w.shape)
+        big_s = list(scales_w.shape)
+        big_c[0] *= step
+        big_s[0] *= step
+        tc = self.upload(np.zeros(big_c, np.int32), I32)
+        ts = self.upload(np.zeros(big_s, np.float32), F32)
+        if step > 1:
+            tc = self.lib.slice(tc, 0, 0, big_c[0], step)
+            ts = self.lib.slice(ts, 0, 0, big_s[0], step)
+        if self.lib.quantize_rows_into(tc, ts, tx) != 0:
+            self.check_call(None, "wgt_quantize_rows_into")
+        got_c, gcd = self.read(tc, "codes")
+        got_s, gsd = self.read(ts, "scales")
+        what = f"quantize_rows {NAME[d]}{shape} step {step}"
+        self.compare(got_c, gcd, codes_w, I32, "exact", None, what + " codes")
+        self.compare(got_s, gsd, scales_w, F32, "exact", None, what + " scales")
+        back, bd = self.read(self.lib.dequantize_rows(tc, ts, d), "wgt_dequantize_rows")
+        c8 = codes_w.view(np.int8).reshape(shape).astype(np.float32)
+        want = c8 * np.repeat(scales_w, 32, axis=-1)
+        return what + " dequantized", back, bd, want, d, "exact", None
+
+    def case_attention_q8(self):
+        """wgt_attention_q8 against softmax(q k^T / sqrt(D) [causal]) v in float64
+        over NumPy's dequantized keys and values."""
+        r = self.rng
+        d = self.dtype((F32, F16))
+        Hkv = r.randrange(1, 3)
+        H = Hkv * r.randrange(1, 5)
+        Tq, Tk, D = r.choice([1, 1, 2, 3, 4, 7]), r.randrange(1, 90), r.choice([32, 64])
+        causal = r.random() < 0.7
+        q = self.data(d, (1, H, Tq, D), specials=False, small=True)
+        k = self.data(F32, (1, Hkv, Tk, D), specials=False, small=True)
+        v = self.data(F32, (1, Hkv, Tk, D), specials=False)
+        kc, ks = self.q8_reference(k)
+        vc, vs = self.q8_reference(v)
+        args = [self.upload(a, I32 if a.dtype == np.int32 else F32) for a in (kc, ks, vc, vs)]
+        got, gd = self.read(self.lib.attention_q8(self.upload(q, d), *args, causal), "wgt_attention_q8")
+        kd = (kc.view(np.int8).reshape(k.shape).astype(np.float64) * np.repeat(ks, 32, axis=-1))
+        vd = (vc.view(np.int8).reshape(v.shape).astype(np.float64) * np.repeat(vs, 32, axis=-1))
+        g = H // Hkv
+        kd, vd = np.repeat(kd, g, axis=1), np.repeat(vd, g, axis=1)
+        sc = np.matmul(value_of(q), kd.transpose(0, 1, 3, 2)) / math.sqrt(D)
+        if causal:  # query i sees keys j <= i + Tk - Tq
+            seen = np.arange(Tk)[None, :] <= np.arange(Tq)[:, None] + Tk - Tq
+            sc = np.where(seen, sc, -np.inf)
+        with np.errstate(all="ignore"):
+            m = np.max(sc, axis=-1, keepdims=True)
+            p = np.exp(sc - np.where(np.isfinite(m), m, 0))
+            want = np.matmul(p, vd) / np.sum(p, axis=-1, keepdims=True)
+        want = np.where(np.isnan(want), 0.0, want)  # a row that sees no key: zeros
+        scale = np.full(want.shape, 4.0 * np.max(np.abs(vd), initial=0.0))
+        return (f"attention_q8 {NAME[d]} H {H} Hkv {Hkv} Tq {Tq} Tk {Tk} D {D} causal {causal}", got, gd, want, d,
+                "transcendental", scale)
+
     CASES = [("binary", 30), ("unary", 25), ("where", 5), ("reduce", 15), ("cumsum", 4), ("softmax", 4),
              ("matmul", 5), ("cast", 6), ("view_chain", 4), ("fused", 4), ("scalar", 10), ("clamp", 4),
              ("activation", 3), ("index_select", 3), ("concat", 3), ("pad", 3), ("tri", 3), ("topk", 4),
-             ("fused_params", 3), ("gather", 6)]
+             ("fused_params", 3), ("gather", 6), ("quantize_rows", 3), ("attention_q8", 3)]
 
 
 def main():

@@ -540,6 +540,57 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         for (int i = 0; i < 10; i++) wgt_tensor_release(ts[i]);
         break;
     }
+    case WGT_OP_QUANTIZE_ROWS: { /* v0 x [2, 3, 64] into new codes and scales; v1 [2, 3, 4, 32] into rows 3..7
+                                    of caches [2, 3, 10, ..] (strided destinations) */
+        const int64_t rows_shape[4] = {2, 3, 4, 32};
+        x = upload(ctx, d, v ? 4 : 3, v ? rows_shape : SHAPE(2, 3, 64), DOMAIN_SIGNED, 73);
+        const int64_t D = v ? 32 : 64;
+        y = wgt_zeros(ctx, WGT_I32, v ? 4 : 3, v ? SHAPE(2, 3, 10, D / 4) : SHAPE(2, 3, D / 4));
+        z = wgt_zeros(ctx, WGT_F32, v ? 4 : 3, v ? SHAPE(2, 3, 10, D / 32) : SHAPE(2, 3, D / 32));
+        wgt_scope_push(ctx);
+        wgt_status st = v ? wgt_quantize_rows_into(wgt_slice(y, 2, 3, 7, 1), wgt_slice(z, 2, 3, 7, 1), x)
+                          : wgt_quantize_rows_into(y, z, x);
+        wgt_scope_pop(ctx);
+        if (st == WGT_OK) out[0] = wgt_tensor_retain(y), out[1] = wgt_tensor_retain(z), n = 2;
+        break;
+    }
+    case WGT_OP_DEQUANTIZE_ROWS: { /* v0 [37, 96] quantized on the host (the same codes on both backends); v1 a
+                                      transposed-rows view of [4, 5, 64] */
+        y = upload(ctx, WGT_F32, 2, v ? SHAPE(20, 64) : SHAPE(37, 96), DOMAIN_SIGNED, 74);
+        wgt_tensor *qw = NULL, *qs = NULL;
+        if (wgt_quantize_weight(y, 8, &qw, &qs) == WGT_OK) {
+            wgt_scope_push(ctx);
+            wgt_tensor *cw = v ? wgt_transpose(wgt_reshape(qw, 3, SHAPE(4, 5, 16)), 0, 1) : qw;
+            wgt_tensor *cs = v ? wgt_transpose(wgt_reshape(qs, 3, SHAPE(4, 5, 2)), 0, 1) : qs;
+            out[0] = wgt_scope_keep(wgt_dequantize_rows(cw, cs, d));
+            wgt_scope_pop(ctx);
+        }
+        wgt_tensor_release(qw);
+        wgt_tensor_release(qs);
+        break;
+    }
+    case WGT_OP_ATTENTION_Q8: { /* v0 decode Tq 1 over 70 keys, 4 query heads a kv head; v1 Tq 3 causal, D 64;
+                                   v2 a prefill Tq 6 (WebGPU: dequantized copies, then the float kernels) */
+        const int64_t H = v == 0 ? 8 : 4, Tq = v == 0 ? 1 : v == 1 ? 3 : 6, Tk = v == 0 ? 70 : 21, D = v == 0 ? 32 : 64;
+        x = upload(ctx, d, 4, SHAPE(1, H, Tq, D), DOMAIN_SIGNED, 75);
+        wgt_tensor *kv[2] = {upload(ctx, WGT_F32, 2, SHAPE(2 * Tk, D), DOMAIN_SIGNED, 76),
+                             upload(ctx, WGT_F32, 2, SHAPE(2 * Tk, D), DOMAIN_SIGNED, 77)};
+        wgt_tensor *qc[2] = {NULL, NULL}, *sc[2] = {NULL, NULL};
+        bool ok = true;
+        for (int i = 0; i < 2; i++) ok = ok && wgt_quantize_weight(kv[i], 8, &qc[i], &sc[i]) == WGT_OK;
+        if (ok) {
+            wgt_scope_push(ctx);
+            wgt_tensor *r[4];
+            for (int i = 0; i < 2; i++) {
+                r[2 * i] = wgt_reshape(qc[i], 4, SHAPE(1, 2, Tk, D / 4));
+                r[2 * i + 1] = wgt_reshape(sc[i], 4, SHAPE(1, 2, Tk, D / 32));
+            }
+            out[0] = wgt_scope_keep(wgt_attention_q8(x, r[0], r[1], r[2], r[3], v != 0));
+            wgt_scope_pop(ctx);
+        }
+        for (int i = 0; i < 2; i++) wgt_tensor_release(kv[i]), wgt_tensor_release(qc[i]), wgt_tensor_release(sc[i]);
+        break;
+    }
     default: n = 0; break;
     }
     wgt_tensor_release(x);
@@ -649,6 +700,9 @@ static const parity_op table[] = {
     {WGT_OP_GROUP_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_QLINEAR, KIND_OWN, BIT(WGT_F32), TOL_REDUCE, run_own, DOMAIN_SIGNED, 5},
     {WGT_OP_SUM_SQUARES, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_QUANTIZE_ROWS, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_DEQUANTIZE_ROWS, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_ATTENTION_Q8, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
 };
 
 static double tolerance(tolerance_class t, wgt_dtype d)

@@ -76,7 +76,8 @@ static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_ADAPTIVE_AVG_POOL2D] = RULE(wgt_backward_pool2d), [WGT_OP_BATCH_NORM] = RULE(wgt_backward_batch_norm),
     [WGT_OP_GROUP_NORM] = {CLASS_COMPOSITE, NULL, 0}, /* layer_norm on a view + the affine ops */
     /* inference only: quantized weights have no gradient */
-    [WGT_OP_QLINEAR] = NONE,
+    [WGT_OP_QLINEAR] = NONE, [WGT_OP_QUANTIZE_ROWS] = NONE, [WGT_OP_DEQUANTIZE_ROWS] = NONE,
+    [WGT_OP_ATTENTION_Q8] = NONE,
     /* a norm for gradient clipping, refused under recording */
     [WGT_OP_SUM_SQUARES] = NONE,
 };

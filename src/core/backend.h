@@ -62,6 +62,7 @@ typedef enum wgt_kernel_kind {
     WGT_KERNEL_OPTIMIZER,   /* param, state updated in place from grad: one fused SGD/Adam/AdamW step */
     WGT_KERNEL_CONV,        /* convolution, pooling, batch norm and their backward (call->conv.kernel) */
     WGT_KERNEL_QMATMUL,     /* out = x W^T with W group-wise 8/4-bit, dequantized in the kernel */
+    WGT_KERNEL_QROWS,       /* rows of float <-> 8-bit codes and scales per group of 32 (an 8-bit KV cache) */
     WGT_KERNEL_COUNT
 } wgt_kernel_kind;
 
@@ -138,6 +139,12 @@ typedef enum wgt_reduce_kind {
  *              weight (b, h, i, j) is dropped by the Philox draw of
  *              wgt_attention_dropout_keep (src/core/philox.h) for row
  *              (b*H+h)*Tq+i and key j, kept ones scaled by 1 / (1 - dropout_p).
+ *              With 5 inputs the keys and values are 8-bit (wgt_attention_q8):
+ *              inputs q, k codes i32 [B, Hkv, Tk, D/4], v codes (same shape),
+ *              k scales f32 [B, Hkv, Tk, D/32], v scales (same shape), any
+ *              strides on the first three dims, unit stride on the last; key
+ *              (b, g, j, d) = int8 byte d % 4 of code word d / 4 times scale
+ *              d / 32 (QROWS' layout); D = q's last dim; no dropout.
  * ATTENTION_BACKWARD inputs q, k, v, out, dout [B, H, Tq, D], lse f32 [B, H, Tq];
  *              outputs dq [B, H, Tq, D], dk, dv [B, Hkv, Tk, D] contiguous f32
  *              (gradients summed over the query heads sharing a kv head).
@@ -216,6 +223,17 @@ typedef enum wgt_reduce_kind {
  *              (n, k) = code(n, k) * scales[n, k / 32]: 8 bits: byte k % 4 of
  *              word k / 4 as int8; 4 bits: nibble k % 8 (low first) of word
  *              k / 8, minus 8 (layout of wgt_qlinear in wgtensor.h).
+ * QROWS        rows of D floats (D % 32 == 0) and their 8-bit form, views of
+ *              at most 4 dims of one shape but the last (any strides there,
+ *              unit stride along the last dim):
+ *              quantize (!quant.dequantize): inputs[0] x [.., D] f32 or f16 ->
+ *              outputs[0] codes i32 [.., D/4], outputs[1] scales f32 [.., D/32];
+ *              per group of 32: s = max|x| / 127, code = round-to-even(x / s)
+ *              in [-127, 127], byte k % 4 of word k / 4 (0 when max|x| = 0; a
+ *              group holding a NaN or an infinity: s = NaN, codes 0), the
+ *              rounding of QMATMUL's int8_x.
+ *              dequantize: inputs[0] codes, inputs[1] scales -> outputs[0] x
+ *              [.., D] f32 or f16 = code * s (rounded to x's dtype).
  * OPTIMIZER    inputs[0] grad [n] f32; outputs[0] param [n] f32, read and
  *              written in place; outputs[1..n_outputs) state [n] f32, read and
  *              written: SGD with momentum != 0: the momentum buffer; ADAM and
@@ -297,6 +315,7 @@ typedef struct wgt_kernel_call {
          * out[m, n] = the f32 sum over groups, in order, of
          * f32(integer sum of code x * code w) * (s_x * s_w) */
         bool int8_x;
+        bool dequantize;         /* QROWS: codes, scales -> x (else x -> codes, scales) */
     } quant;
     struct {                     /* MATMUL */
         /* SwiGLU epilogue (wgt_linear_swiglu_ex): out is [.., M, N / 2] and

@@ -69,6 +69,7 @@ static const char *const op_names[] = {
     "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "group_norm",
     "qlinear",
     "sum_squares",
+    "quantize_rows", "dequantize_rows", "attention_q8",
 };
 static_assert(COUNT_OF(op_names) == WGT_OP_COUNT, "op name table out of date");
 

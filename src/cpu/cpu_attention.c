@@ -22,10 +22,30 @@
 #include "core/philox.h"
 #include "cpu/cpu_internal.h"
 
+/* ATTENTION with 8-bit keys and values (5 inputs, backend.h): q float, k and
+ * v codes i32 [B, Hkv, Tk, D/4] and scales f32 [B, Hkv, Tk, D/32] with unit
+ * last strides, no dropout */
+static bool q8_supported(const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *q = &call->inputs[0];
+    const int64_t D = q->shape[3];
+    if (call->attention.dropout_p != 0.0 || D % 32 != 0) return false;
+    for (int i = 1; i < 5; i++) {
+        const wgt_tensor_view *v = &call->inputs[i];
+        if (v->ndim != 4 || v->dtype != (i < 3 ? WGT_I32 : WGT_F32) || v->shape[3] != (i < 3 ? D / 4 : D / 32) ||
+            v->strides[3] != 1 || v->shape[0] != q->shape[0])
+            return false;
+        for (int d = 1; d < 3; d++)
+            if (v->shape[d] != call->inputs[1].shape[d]) return false;
+    }
+    return true;
+}
+
 bool cpu_attention_supports(const wgt_kernel_call *call)
 {
     const wgt_tensor_view *x = &call->inputs[0];
     if (x->ndim != 4 || (x->dtype != WGT_F32 && x->dtype != WGT_F16)) return false;
+    if (call->kind == WGT_KERNEL_ATTENTION && call->n_inputs == 5) return q8_supported(call);
     for (int i = 1; i < call->n_inputs; i++) {
         wgt_dtype want = call->kind == WGT_KERNEL_ATTENTION_BACKWARD && i == 5 ? WGT_F32 : x->dtype;
         if (call->inputs[i].dtype != want) return false;
@@ -38,6 +58,15 @@ static inline double at4(const wgt_tensor_view *v, const char *base, int64_t b, 
 {
     int64_t i = b * v->strides[0] + h * v->strides[1] + t * v->strides[2] + d * v->strides[3];
     return cpu_load_f64(base + i * (int64_t)cpu_dtype_size(v->dtype), v->dtype);
+}
+
+/* Key (which 1) or value (2) element (b, g, t, d): of a float view, or of the
+ * 8-bit codes and scales of an ATTENTION call with 5 inputs. */
+static inline double kv_at(const wgt_kernel_call *call, int which, const char *base, int64_t b, int64_t g, int64_t t,
+                           int64_t d)
+{
+    if (call->n_inputs == 5) return cpu_q8_element(&call->inputs[which], &call->inputs[which + 2], b, g, t, d);
+    return at4(&call->inputs[which], base, b, g, t, d);
 }
 
 typedef struct attention_shape {
@@ -56,7 +85,8 @@ static wgt_status attention_shape_of(cpu_backend *b, const wgt_kernel_call *call
     s->D = q->shape[3];
     s->Hkv = k->shape[1];
     s->Tk = k->shape[2];
-    bool ok = k->ndim == 4 && v->ndim == 4 && k->shape[0] == s->B && k->shape[3] == s->D && s->Hkv > 0 &&
+    const int64_t k_per_d = call->n_inputs == 5 ? 4 : 1; /* 8-bit: one code word per 4 elements */
+    bool ok = k->ndim == 4 && v->ndim == 4 && k->shape[0] == s->B && k->shape[3] * k_per_d == s->D && s->Hkv > 0 &&
               s->H % s->Hkv == 0;
     for (int d = 0; ok && d < 4; d++) ok = v->shape[d] == k->shape[d];
     if (!ok) {
@@ -93,13 +123,13 @@ static inline double dropout_factor(const attention_shape *s, int64_t row, int64
 static double row_probabilities(const wgt_kernel_call *call, const attention_shape *s, int64_t bi, int64_t h,
                                 int64_t i, int64_t n, double *p)
 {
-    const wgt_tensor_view *q = &call->inputs[0], *k = &call->inputs[1];
-    const char *qd = cpu_view_data(q), *kd = cpu_view_data(k);
+    const wgt_tensor_view *q = &call->inputs[0];
+    const char *qd = cpu_view_data(q), *kd = cpu_view_data(&call->inputs[1]);
     int64_t g = h / s->group;
     double m = -INFINITY;
     for (int64_t j = 0; j < n; j++) {
         double dot = 0;
-        for (int64_t d = 0; d < s->D; d++) dot += at4(q, qd, bi, h, i, d) * at4(k, kd, bi, g, j, d);
+        for (int64_t d = 0; d < s->D; d++) dot += at4(q, qd, bi, h, i, d) * kv_at(call, 1, kd, bi, g, j, d);
         p[j] = dot * s->scale;
         if (p[j] > m) m = p[j];
     }
@@ -116,8 +146,8 @@ wgt_status cpu_run_attention(cpu_backend *b, const wgt_kernel_call *call)
     attention_shape s;
     wgt_status st = attention_shape_of(b, call, &s);
     if (st != WGT_OK) return st;
-    const wgt_tensor_view *v = &call->inputs[2], *out = &call->outputs[0], *lse = &call->outputs[1];
-    const char *vd = cpu_view_data(v);
+    const wgt_tensor_view *out = &call->outputs[0], *lse = &call->outputs[1];
+    const char *vd = cpu_view_data(&call->inputs[2]);
     char *od = cpu_view_data(out);
     float *ld = (float *)cpu_view_data(lse);
     int64_t rows = s.B * s.H * s.Tq;
@@ -140,7 +170,7 @@ wgt_status cpu_run_attention(cpu_backend *b, const wgt_kernel_call *call)
             for (int64_t j = 0; j < n; j++) {
                 double w = p[j] * dropout_factor(&s, row, j);
                 if (w == 0) continue;
-                for (int64_t d = 0; d < s.D; d++) acc[d] += w * at4(v, vd, bi, g, j, d);
+                for (int64_t d = 0; d < s.D; d++) acc[d] += w * kv_at(call, 2, vd, bi, g, j, d);
             }
             int64_t at = bi * out->strides[0] + h * out->strides[1] + i * out->strides[2];
             for (int64_t d = 0; d < s.D; d++)

@@ -183,10 +183,10 @@ static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
 {
     static const int expected_outputs[WGT_KERNEL_COUNT] = {1, 1, 1, 1, 1, 1, 1, 2,
         [WGT_KERNEL_ATTENTION] = 2, [WGT_KERNEL_ATTENTION_BACKWARD] = 3, [WGT_KERNEL_ROPE] = 1,
-        [WGT_KERNEL_NN] = 1, [WGT_KERNEL_QMATMUL] = 1};
+        [WGT_KERNEL_NN] = 1, [WGT_KERNEL_QMATMUL] = 1, [WGT_KERNEL_QROWS] = 2};
     static const int expected_inputs[WGT_KERNEL_COUNT] = {-1, 1, 1, 1, 2, 2, 2, 1,
         [WGT_KERNEL_ATTENTION] = 3, [WGT_KERNEL_ATTENTION_BACKWARD] = 6, [WGT_KERNEL_ROPE] = 1,
-        [WGT_KERNEL_NN] = -1, [WGT_KERNEL_QMATMUL] = 3};
+        [WGT_KERNEL_NN] = -1, [WGT_KERNEL_QMATMUL] = 3, [WGT_KERNEL_QROWS] = 1};
     if ((unsigned)call->kind >= WGT_KERNEL_COUNT) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "unknown kernel kind %d", (int)call->kind);
     int n_in = expected_inputs[call->kind];
     if (call->kind == WGT_KERNEL_ELEMENTWISE) {
@@ -194,11 +194,15 @@ static wgt_status check_call(cpu_backend *b, const wgt_kernel_call *call)
         n_in = call->n_inputs;
         if (n_in < 0 || n_in > WGT_MAX_KERNEL_INPUTS) return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%d inputs, at most %d", n_in, WGT_MAX_KERNEL_INPUTS);
     }
+    bool n_out_dequantize = false;
     if (call->kind == WGT_KERNEL_MATMUL && call->n_inputs == 3) n_in = 3; /* with a bias */
     if (call->kind == WGT_KERNEL_MATMUL && call->matmul.rope) n_in = 4;    /* the norm weight and the rope table */
     if (call->kind == WGT_KERNEL_QMATMUL && (call->quant.norm || call->quant.bias)) n_in = 4; /* its norm weight or bias */
     if (call->kind == WGT_KERNEL_QMATMUL && call->quant.rope) n_in = 5;                        /* and the rope table */
+    if (call->kind == WGT_KERNEL_QROWS && call->quant.dequantize) n_in = 2, n_out_dequantize = true;
+    if (call->kind == WGT_KERNEL_ATTENTION && call->n_inputs == 5) n_in = 5; /* 8-bit keys and values */
     int n_out = call->kind == WGT_KERNEL_NN ? cpu_nn_output_count(call) : expected_outputs[call->kind];
+    if (n_out_dequantize) n_out = 1;
     if (call->kind == WGT_KERNEL_NN) n_in = cpu_nn_input_count(call);
     if (call->kind == WGT_KERNEL_CONV) n_in = wgt_conv_call_inputs(call), n_out = wgt_conv_call_outputs(call);
     if (call->n_inputs != n_in || call->n_outputs < n_out) {
@@ -283,6 +287,8 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
         return cpu_optimizer_supports(call);
     case WGT_KERNEL_QMATMUL:
         return cpu_quant_supports(call);
+    case WGT_KERNEL_QROWS:
+        return cpu_quant_rows_supports(call);
     default:
         return false;
     }
@@ -371,6 +377,7 @@ static wgt_status cpu_run(wgt_backend *base, const wgt_kernel_call *call)
     case WGT_KERNEL_NN: return cpu_run_nn(b, call);
     case WGT_KERNEL_CONV: return cpu_run_conv(b, call);
     case WGT_KERNEL_QMATMUL: return cpu_run_qmatmul(b, call);
+    case WGT_KERNEL_QROWS: return cpu_run_quant_rows(b, call);
     case WGT_KERNEL_ATTENTION: return cpu_run_attention(b, call);
     case WGT_KERNEL_ATTENTION_BACKWARD: return cpu_run_attention_backward(b, call);
     case WGT_KERNEL_ROPE: return cpu_run_rope(b, call);

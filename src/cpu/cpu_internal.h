@@ -320,6 +320,12 @@ wgt_status cpu_run_conv(cpu_backend *b, const wgt_kernel_call *call);
 /* cpu_quant.c: QMATMUL (group-wise 8/4-bit weights) */
 bool cpu_quant_supports(const wgt_kernel_call *call);
 wgt_status cpu_run_qmatmul(cpu_backend *b, const wgt_kernel_call *call);
+/* cpu_quant_rows.c: QROWS (rows <-> 8-bit codes and scales), and the value of
+ * element (b, h, t, d) of 8-bit rows (ATTENTION's 8-bit keys and values) */
+bool cpu_quant_rows_supports(const wgt_kernel_call *call);
+wgt_status cpu_run_quant_rows(cpu_backend *b, const wgt_kernel_call *call);
+double cpu_q8_element(const wgt_tensor_view *codes, const wgt_tensor_view *scales, int64_t b, int64_t h, int64_t t,
+                      int64_t d);
 bool cpu_conv_supports(const wgt_kernel_call *call);
 /* cpu_attention.c: ATTENTION, ATTENTION_BACKWARD and ROPE */
 bool cpu_attention_supports(const wgt_kernel_call *call);

@@ -37,7 +37,7 @@ const char *cpu_call_name(const wgt_kernel_call *call, char *buf, size_t size)
         "elementwise", "reduce", "cumsum", "softmax", "matmul", "gather", "scatter_add", "topk",
         [WGT_KERNEL_ATTENTION] = "attention", [WGT_KERNEL_ATTENTION_BACKWARD] = "attention_backward",
         [WGT_KERNEL_ROPE] = "rope", [WGT_KERNEL_NN] = "nn", [WGT_KERNEL_CONV] = "conv",
-        [WGT_KERNEL_QMATMUL] = "qmatmul"};
+        [WGT_KERNEL_QMATMUL] = "qmatmul", [WGT_KERNEL_QROWS] = "qrows"};
     const char *name = call ? call->op_name : NULL;
     if (!name || !*name) {
         name = call && (unsigned)call->kind < WGT_KERNEL_COUNT ? kind_names[call->kind] : "cpu_kernel";

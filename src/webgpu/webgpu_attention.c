@@ -120,7 +120,9 @@ bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
         if (!view_fits_u32(&call->inputs[i])) return false;
     switch (call->kind) {
     case WGT_KERNEL_ROPE: return x->shape[3] / 2 <= ROPE_MAX_PAIRS && call->n_inputs == 1;
-    case WGT_KERNEL_ATTENTION: return call->n_inputs == 3 && call->n_outputs == 2 && x->shape[3] <= ATTENTION_MAX_D;
+    case WGT_KERNEL_ATTENTION:
+        if (call->n_inputs == 5) return webgpu_attention_decode_wanted(wg, call); /* 8-bit k, v */
+        return call->n_inputs == 3 && call->n_outputs == 2 && x->shape[3] <= ATTENTION_MAX_D;
     case WGT_KERNEL_ATTENTION_BACKWARD:
         return call->n_inputs == 6 && call->n_outputs == 3 && x->shape[3] <= ATTENTION_MAX_D &&
                wg->limits.maxStorageBuffersPerShaderStage >= 8;

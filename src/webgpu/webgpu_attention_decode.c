@@ -17,6 +17,9 @@
  * kv head share its K/V reads, and f16 q, k, v and out are read and written as
  * they are (unpack2x16float: no shader-f16 needed).
  *
+ * 8-bit k and v (5 inputs, wgt_attention_q8: codes and group scales) take
+ * only this kernel (Tq <= 4, D % 32 == 0): a key row is D + D/8 bytes, against
+ * 2 D for an f16 cache.
  * Taken for Tq <= 4 (f32: and Tk >= DECODE_MIN_KEYS), no dropout, D % 8 == 0 and
  * D <= 256, k and v with unit d stride and rows on 16-byte words, out (and lse)
  * contiguous. WGT_DECODE_ATTN=0 turns it off (the general kernels run),
@@ -43,6 +46,7 @@ typedef struct decode_params {
     uint32_t o_off, ml_off, lse_off, chunks;
     float scale_log2;
     uint32_t hb, hblocks, rows;
+    uint32_t ks_st[4], vs_st[4]; /* 8-bit k, v: their scales' strides b, h, t and offset */
 } decode_params;
 
 /* Highest element index + 1 of v (its strides are non-negative). */
@@ -68,8 +72,33 @@ static bool kv_readable(const wgt_tensor_view *x)
     return view_end(x) < (int64_t)UINT32_MAX;
 }
 
+/* 8-bit k or v codes [B, Hkv, Tk, D/4] (i32) and scales [B, Hkv, Tk, D/32]:
+ * code rows on 16-byte words (offsets and strides multiples of 4 words), and
+ * every index below 2^32 counted in codes (4 a word) */
+static bool q8_readable(const wgt_tensor_view *codes, const wgt_tensor_view *scales, int64_t D)
+{
+    if (codes->dtype != WGT_I32 || scales->dtype != WGT_F32 || codes->ndim != 4 || scales->ndim != 4 ||
+        codes->shape[3] * 4 != D || scales->shape[3] * 32 != D || codes->strides[3] != 1 || scales->strides[3] != 1 ||
+        codes->offset % 4)
+        return false;
+    for (int d = 0; d < 3; d++)
+        if ((codes->shape[d] > 1 && codes->strides[d] % 4) || scales->shape[d] != codes->shape[d]) return false;
+    return view_end(codes) < (int64_t)UINT32_MAX / 4 && view_end(scales) < (int64_t)UINT32_MAX;
+}
+
 bool webgpu_attention_decode_wanted(const webgpu_backend *wg, const wgt_kernel_call *call)
 {
+    if (call->kind == WGT_KERNEL_ATTENTION && call->n_inputs == 5) { /* 8-bit k, v: this kernel or none */
+        const wgt_tensor_view *q = &call->inputs[0], *out = &call->outputs[0], *lse = &call->outputs[1];
+        const int64_t D = q->shape[3];
+        return call->n_outputs == 2 && q->shape[2] >= 1 && q->shape[2] <= DECODE_MAX_TQ && D % 32 == 0 &&
+               D <= 256 && call->attention.dropout_p == 0.0 && (q->dtype == WGT_F16 || q->dtype == WGT_F32) &&
+               out->dtype == q->dtype && q8_readable(&call->inputs[1], &call->inputs[3], D) &&
+               q8_readable(&call->inputs[2], &call->inputs[4], D) && view_end(q) < (int64_t)UINT32_MAX &&
+               wgt_view_is_contiguous(out) && wgt_view_is_contiguous(lse) && lse->dtype == WGT_F32 &&
+               !(out->dtype == WGT_F16 && out->offset % 2) && view_end(out) < (int64_t)UINT32_MAX &&
+               view_end(lse) < (int64_t)UINT32_MAX;
+    }
     if (wg->knobs.decode_attn == WEBGPU_DECODE_ATTN_OFF) return false;
     bool forced = wg->knobs.decode_attn == WEBGPU_DECODE_ATTN_FORCED;
     if (call->kind != WGT_KERNEL_ATTENTION || call->n_inputs != 3 || call->n_outputs != 2) return false;
@@ -92,7 +121,7 @@ bool webgpu_attention_decode_wanted(const webgpu_backend *wg, const wgt_kernel_c
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const char *consts, int n_read_only,
                                int n_read_write, const char *op, webgpu_pipeline **out)
 {
-    char key[320]; /* file name, ":" and consts (under 200) */
+    char key[400]; /* file name, ":" and consts (under 300) */
     snprintf(key, sizeof(key), "%s:%s", file, consts);
     /* unchecked: both kernels bound their reads (j < Tk, whole rows of D) */
     return webgpu_pipeline_assemble(wg, key, consts, &file, 1, n_read_only, n_read_write, false, op, out);
@@ -105,6 +134,9 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
     const char *op = call->op_name;
     const wgt_tensor_view *q = &call->inputs[0], *k = &call->inputs[1], *v = &call->inputs[2];
     const wgt_tensor_view *out = &call->outputs[0], *lse = &call->outputs[1];
+    const bool q8 = call->n_inputs == 5;
+    /* 8-bit: the codes' strides and offsets in codes (4 a word), as the kernel counts elements */
+    const int64_t unit = q8 ? 4 : 1;
     decode_params p;
     memset(&p, 0, sizeof(p));
     p.B = (uint32_t)q->shape[0];
@@ -112,17 +144,23 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
     p.Tq = (uint32_t)q->shape[2];
     p.D = (uint32_t)q->shape[3];
     p.Hkv = (uint32_t)k->shape[1];
+    const wgt_tensor_view *ksc = q8 ? &call->inputs[3] : NULL, *vsc = q8 ? &call->inputs[4] : NULL;
+    for (int d = 0; q8 && d < 3; d++) {
+        p.ks_st[d] = (uint32_t)ksc->strides[d];
+        p.vs_st[d] = (uint32_t)vsc->strides[d];
+    }
+    if (q8) p.ks_st[3] = (uint32_t)ksc->offset, p.vs_st[3] = (uint32_t)vsc->offset;
     p.Tk = (uint32_t)k->shape[2];
     p.group = p.H / p.Hkv;
     p.causal = call->attention.causal;
     for (int d = 0; d < 4; d++) {
         p.q_st[d] = (uint32_t)q->strides[d];
-        p.k_st[d] = (uint32_t)k->strides[d];
-        p.v_st[d] = (uint32_t)v->strides[d];
+        p.k_st[d] = (uint32_t)(k->strides[d] * unit);
+        p.v_st[d] = (uint32_t)(v->strides[d] * unit);
     }
     p.q_off = (uint32_t)q->offset;
-    p.k_off = (uint32_t)k->offset;
-    p.v_off = (uint32_t)v->offset;
+    p.k_off = (uint32_t)(k->offset * unit);
+    p.v_off = (uint32_t)(v->offset * unit);
     p.out_off = (uint32_t)out->offset;
     p.lse_off = (uint32_t)lse->offset;
     p.scale_log2 = (float)(call->attention.scale * 1.4426950408889634);
@@ -139,17 +177,17 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
     /* PREFETCH: an invocation's K words (D8 W8) and V words (the keys of its
      * slice, W8 each) loaded before anything else, when they fit in
      * DECODE_PREFETCH_WORDS registers of 16 bytes (D <= 128 f16, 64 f32) */
-    const unsigned w8 = k->dtype == WGT_F16 ? 1 : 2, d8 = p.D / 8, slices = DECODE_CHUNK / d8;
+    const unsigned w8 = k->dtype == WGT_F32 ? 2 : 1, d8 = p.D / 8, slices = DECODE_CHUNK / d8;
     const unsigned kws = d8 * w8, vws = (DECODE_CHUNK + slices - 1) / slices * w8;
     const bool prefetch = kws + vws <= DECODE_PREFETCH_WORDS;
-    char consts[200];
+    char consts[300];
     snprintf(consts, sizeof(consts),
-             "const D8: u32 = %uu;\nconst KV_F16: bool = %s;\nconst Q_F16: bool = %s;\nconst W8: u32 = %uu;\n"
-             "const PREFETCH: bool = %s;\nconst KWS: u32 = %uu;\nconst VWS: u32 = %uu;\n",
-             p.D / 8, k->dtype == WGT_F16 ? "true" : "false", q->dtype == WGT_F16 ? "true" : "false", w8,
+             "const D8: u32 = %uu;\nconst KV_F16: bool = %s;\nconst KV_Q8: bool = %s;\nconst Q_F16: bool = %s;\n"
+             "const W8: u32 = %uu;\nconst PREFETCH: bool = %s;\nconst KWS: u32 = %uu;\nconst VWS: u32 = %uu;\n",
+             p.D / 8, k->dtype == WGT_F16 ? "true" : "false", q8 ? "true" : "false", q->dtype == WGT_F16 ? "true" : "false", w8,
              prefetch ? "true" : "false", prefetch ? kws : 1, prefetch ? vws : 1);
     webgpu_pipeline *first, *combine;
-    wgt_status s = get_pipeline(wg, "attention_decode", consts, 3, 2, op, &first);
+    wgt_status s = get_pipeline(wg, "attention_decode", consts, 5, 2, op, &first);
     if (s != WGT_OK) return s;
     snprintf(consts, sizeof(consts), "const OUT_F16: bool = %s;\n", out->dtype == WGT_F16 ? "true" : "false");
     if ((s = get_pipeline(wg, "attention_decode_combine", consts, 2, 2, op, &combine)) != WGT_OK) return s;
@@ -168,9 +206,11 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
     uint32_t gx, gy;
     if (s == WGT_OK) s = webgpu_grid(wg, (uint64_t)p.B * p.Hkv * p.hblocks * p.chunks, &gx, &gy, op);
     if (s == WGT_OK) {
-        WGPUBuffer b[5] = {webgpu_view_buffer(q), webgpu_view_buffer(k), webgpu_view_buffer(v),
+        /* without 8-bit k, v the scale bindings repeat k and v (read-only, never read) */
+        WGPUBuffer b[7] = {webgpu_view_buffer(q), webgpu_view_buffer(k), webgpu_view_buffer(v),
+                           webgpu_view_buffer(q8 ? ksc : k), webgpu_view_buffer(q8 ? vsc : v),
                            webgpu_view_buffer(&part_o), webgpu_view_buffer(&part_ml)};
-        s = webgpu_dispatch(wg, first, b, 5, &p, sizeof(p), gx, gy, 1, op);
+        s = webgpu_dispatch(wg, first, b, 7, &p, sizeof(p), gx, gy, 1, op);
     }
     if (s == WGT_OK) s = webgpu_grid(wg, ceil_div((int64_t)(rows * (p.D / 2)), 256), &gx, &gy, op);
     if (s == WGT_OK) {

@@ -20,6 +20,7 @@ static bool webgpu_supports(wgt_backend *b, const wgt_kernel_call *call)
     case WGT_KERNEL_OPTIMIZER: return webgpu_optimizer_supports(wg, call);
     case WGT_KERNEL_CONV: return webgpu_conv_supports(wg, call);
     case WGT_KERNEL_QMATMUL: return webgpu_quant_supports(wg, call);
+    case WGT_KERNEL_QROWS: return webgpu_quant_rows_supports(wg, call);
     case WGT_KERNEL_COUNT: break;
     }
     return false;
@@ -74,6 +75,7 @@ static wgt_status webgpu_run(wgt_backend *b, const wgt_kernel_call *call)
     case WGT_KERNEL_OPTIMIZER: return webgpu_optimizer_run(wg, call);
     case WGT_KERNEL_CONV: return webgpu_conv_run(wg, call);
     case WGT_KERNEL_QMATMUL: return webgpu_quant_run(wg, call);
+    case WGT_KERNEL_QROWS: return webgpu_quant_rows_run(wg, call);
     case WGT_KERNEL_COUNT: break;
     }
     return wgt_error(b->ctx, WGT_ERR_INTERNAL, "%s: unknown kernel kind %d", call->op_name, (int)call->kind);

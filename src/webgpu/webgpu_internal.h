@@ -439,6 +439,9 @@ bool webgpu_conv_supports(webgpu_backend *wg, const wgt_kernel_call *call);     
 wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_quant_supports(webgpu_backend *wg, const wgt_kernel_call *call);     /* QMATMUL: 8/4-bit weights */
 wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call);
+/* QROWS: rows <-> 8-bit codes and scales (webgpu_quant_rows.c) */
+bool webgpu_quant_rows_supports(webgpu_backend *wg, const wgt_kernel_call *call);
+wgt_status webgpu_quant_rows_run(webgpu_backend *wg, const wgt_kernel_call *call);
 /* webgpu_quant_int8.c: QMATMUL with int8_x (two dispatches; a supported call) */
 wgt_status webgpu_quant_run_int8_x(webgpu_backend *wg, const wgt_kernel_call *call);
 

@@ -25,7 +25,11 @@
 // Causal: query i sees key j when j <= i + Tk - Tq (bottom-right aligned, as
 // attention_common.wgsl). A row that sees no key of the chunk gets m = NO_MAX,
 // sum 0, o = 0, which the combine weights by 0.
-// Prelude constants (webgpu_attention_decode.c): D8 (= D / 8), KV_F16, Q_F16,
+// KV_Q8: k and v are 8-bit rows (wgt_attention_q8): one-byte codes, 16 a
+// word, their strides and offsets counted in codes (4 a u32), and a group
+// scale per 32 elements (ks, vs); a key's dot products take its group scales,
+// a value's scale multiplies its p in the p V step (not the row sum).
+// Prelude constants (webgpu_attention_decode.c): D8 (= D / 8), KV_F16, KV_Q8, Q_F16,
 // W8 (16-byte words per 8 elements: 1 f16, 2 f32), PREFETCH (the K and V
 // words an invocation needs fit in registers: loaded first, see raw_word),
 // KWS, VWS (their register slots; 1 without PREFETCH).
@@ -37,14 +41,17 @@ struct Params {
     q_off: u32, k_off: u32, v_off: u32, out_off: u32,    // elements
     o_off: u32, ml_off: u32, lse_off: u32, chunks: u32,  // part_o in vec4s, part_ml in vec2s, lse in elements
     scale_log2: f32, hb: u32, hblocks: u32, rows: u32,   // heads per workgroup, head blocks per kv head, hb Tq
+    ks_st: vec4<u32>, vs_st: vec4<u32>,                  // KV_Q8: the scales' strides b, h, t and offset (.w)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<u32>;
 @group(0) @binding(2) var<storage, read> k: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> v: array<vec4<u32>>;
-@group(0) @binding(4) var<storage, read_write> part_o: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> part_ml: array<vec2<f32>>;
+@group(0) @binding(4) var<storage, read> ks: array<f32>;   // KV_Q8: the keys' group scales (else k again, unread)
+@group(0) @binding(5) var<storage, read> vs: array<f32>;   // KV_Q8: the values' (else v again)
+@group(0) @binding(6) var<storage, read_write> part_o: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> part_ml: array<vec2<f32>>;
 
 const WG: u32 = 64u;
 const CH: u32 = 64u;          // keys per workgroup
@@ -71,7 +78,23 @@ fn q_elem(e: u32) -> f32 {
 // chunk in flight together, one memory latency instead of three in a row
 // (the cache is cold in decode: each layer's K/V were evicted by the
 // weights streamed since the last token).
-fn unpack8(w: array<vec4<u32>, 2>) -> array<vec4<f32>, 2> {
+fn bytes4(w: u32) -> vec4<f32> {       // four int8 codes, byte 0 first (KV_Q8)
+    let v = vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u), bitcast<i32>(w));
+    return vec4<f32>(v >> vec4<u32>(24u));
+}
+
+// The group scale of 8-bit key (is_v false) or value row t, element d (1 unless KV_Q8).
+fn q8_scale(is_v: bool, b: u32, g: u32, t: u32, d: u32) -> f32 {
+    if (!KV_Q8) { return 1.0; }
+    if (is_v) { return vs[params.vs_st.w + b * params.vs_st.x + g * params.vs_st.y + t * params.vs_st.z + d / 32u]; }
+    return ks[params.ks_st.w + b * params.ks_st.x + g * params.ks_st.y + t * params.ks_st.z + d / 32u];
+}
+
+fn unpack8(w: array<vec4<u32>, 2>, e: u32) -> array<vec4<f32>, 2> {
+    if (KV_Q8) {   // 16 codes a word: element e's 8 are its first or second half
+        let h = select(w[0].xy, w[0].zw, ((e >> 3u) & 1u) == 1u);
+        return array<vec4<f32>, 2>(bytes4(h.x), bytes4(h.y));
+    }
     if (KV_F16) {
         let a = unpack2x16float(w[0].x); let b = unpack2x16float(w[0].y);
         let c = unpack2x16float(w[0].z); let d = unpack2x16float(w[0].w);
@@ -86,7 +109,8 @@ const KEYS_PER_SLICE: u32 = (CH + SL - 1u) / SL;   // keys of one invocation's p
 // v from element e. A branch, not select(): select evaluates both loads, and
 // every call names a constant is_v, so the branch folds away.
 fn raw_word(is_v: bool, e: u32, w8: u32) -> vec4<u32> {
-    let i = select((e >> 2u) + w8, e >> 3u, KV_F16);
+    var i = select((e >> 2u) + w8, e >> 3u, KV_F16);
+    if (KV_Q8) { i = e >> 4u; }   // 16 one-byte codes a word (e counts codes)
     if (is_v) { return v[i]; }
     return k[i];
 }
@@ -94,8 +118,8 @@ fn raw_word(is_v: bool, e: u32, w8: u32) -> vec4<u32> {
 // 8 elements of k (is_v false) or v from element e: prefetched words (slot
 // `slot` of kw / vw) or, without PREFETCH, loaded now
 fn words8(is_v: bool, e: u32, pre: array<vec4<u32>, 2>) -> array<vec4<f32>, 2> {
-    if (PREFETCH) { return unpack8(pre); }
-    return unpack8(array<vec4<u32>, 2>(raw_word(is_v, e, 0u), raw_word(is_v, e, W8 - 1u)));
+    if (PREFETCH) { return unpack8(pre, e); }
+    return unpack8(array<vec4<u32>, 2>(raw_word(is_v, e, 0u), raw_word(is_v, e, W8 - 1u)), e);
 }
 
 @compute @workgroup_size(WG)
@@ -167,8 +191,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var acc = vec4<f32>();
         for (var d8 = 0u; d8 < D8; d8++) {
             let kk = words8(false, kb + d8 * 8u, array<vec4<u32>, 2>(kw[min(d8 * W8, KWS - 1u)], kw[min(d8 * W8 + W8 - 1u, KWS - 1u)]));
+            let ksc = q8_scale(false, b, g, jc, d8 * 8u);
             for (var r = 0u; r < R; r++) {
-                acc[r] += dot(q_tile[r * D4 + 2u * d8], kk[0]) + dot(q_tile[r * D4 + 2u * d8 + 1u], kk[1]);
+                acc[r] += ksc * (dot(q_tile[r * D4 + 2u * d8], kk[0]) + dot(q_tile[r * D4 + 2u * d8 + 1u], kk[1]));
             }
         }
         for (var r = 0u; r < R; r++) {
@@ -197,8 +222,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (jj < CH && c0 + jj < params.Tk) {
                 let e = vb + (c0 + jj) * params.v_st.z;
                 let vv = words8(true, e, array<vec4<u32>, 2>(vw[min(u * W8, VWS - 1u)], vw[min(u * W8 + W8 - 1u, VWS - 1u)]));
-                let p = p_tile[jj];
-                lsum += p;
+                let p = p_tile[jj] * q8_scale(true, b, g, c0 + jj, c * 8u);   // the value's scale rides on p
+                lsum += p_tile[jj];
                 for (var r = 0u; r < R; r++) {
                     o0[r] = fma(vec4<f32>(p[r]), vv[0], o0[r]);
                     o1[r] = fma(vec4<f32>(p[r]), vv[1], o1[r]);
