@@ -85,6 +85,15 @@ wgt_matmul_precision llama_set_matmul_precision(llama_model *m, wgt_matmul_preci
  * len + T > context (message in msg) or on a context error. */
 typedef struct llama_cache llama_cache;
 llama_cache *llama_cache_create(llama_model *m, int64_t context, char *msg, size_t msg_size);
+/* The cache's element type: the model's (f16 with f16 or quantized weights,
+ * f32 with f32), or 8-bit rows (LLAMA_KV_Q8: wgt_quantize_rows_into's codes and
+ * one f32 scale per 32 values, D + D/8 bytes a key instead of 2 D; the
+ * attention reads them through wgt_attention_q8, prefill through dequantized
+ * copies). Each token's keys and values are quantized once, when stored. */
+typedef enum llama_kv_type { LLAMA_KV_DEFAULT = 0, LLAMA_KV_Q8 } llama_kv_type;
+llama_cache *llama_cache_create_kv(llama_model *m, int64_t context, llama_kv_type kv, char *msg, size_t msg_size);
+/* bytes the cache holds on the device */
+uint64_t llama_cache_bytes(const llama_cache *c);
 void llama_cache_destroy(llama_cache *c);
 int64_t llama_cache_length(const llama_cache *c);
 int64_t llama_cache_context(const llama_cache *c);

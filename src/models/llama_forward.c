@@ -12,25 +12,56 @@
 
 llama_cache *llama_cache_create(llama_model *m, int64_t context, char *msg, size_t msg_size)
 {
+    return llama_cache_create_kv(m, context, LLAMA_KV_DEFAULT, msg, msg_size);
+}
+
+/* The 8-bit cache of layer l: codes [2, Hkv, context, D/4] and scales [2, Hkv,
+ * context, D/32], k | v along the first dim, and their [1, Hkv, context, ..] views. */
+static void cache_q8_layer(llama_cache *c, int l)
+{
+    const llama_model *m = c->model;
+    const int64_t Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim;
+    wgt_tensor *codes = wgt_zeros(m->ctx, WGT_I32, 4, (int64_t[]){2, Hkv, c->context, D / 4});
+    wgt_tensor *scales = wgt_zeros(m->ctx, WGT_F32, 4, (int64_t[]){2, Hkv, c->context, D / 32});
+    c->kv[l] = wgt_tensor_retain(codes);
+    c->kv_scales[l] = wgt_tensor_retain(scales);
+    c->k[l] = wgt_tensor_retain(codes ? wgt_slice(codes, 0, 0, 1, 1) : NULL);
+    c->v[l] = wgt_tensor_retain(codes ? wgt_slice(codes, 0, 1, 2, 1) : NULL);
+    c->k_scales[l] = wgt_tensor_retain(scales ? wgt_slice(scales, 0, 0, 1, 1) : NULL);
+    c->v_scales[l] = wgt_tensor_retain(scales ? wgt_slice(scales, 0, 1, 2, 1) : NULL);
+}
+
+llama_cache *llama_cache_create_kv(llama_model *m, int64_t context, llama_kv_type kv_type, char *msg, size_t msg_size)
+{
     if (!m || context < 1 || context > m->cfg.max_position || (m->rope_lo && context > LLAMA_ROPE_TABLE_ROWS)) {
         snprintf(msg, msg_size, "llama_cache_create: context %lld outside [1, max_position_embeddings %d] (llama3 rope: at most 32768)",
                  (long long)context, m ? m->cfg.max_position : 0);
         return NULL;
     }
+    if (kv_type != LLAMA_KV_DEFAULT && (kv_type != LLAMA_KV_Q8 || m->cfg.head_dim % 32 != 0)) {
+        snprintf(msg, msg_size, "llama_cache_create: an 8-bit cache needs a head dim that is a multiple of 32 (%d)",
+                 m->cfg.head_dim);
+        return NULL;
+    }
+    const int L = m->cfg.n_layers;
     llama_cache *c = calloc(1, sizeof(*c));
     if (c) {
-        c->kv = calloc((size_t)m->cfg.n_layers, sizeof(wgt_tensor *));
-        c->k = calloc((size_t)m->cfg.n_layers, sizeof(wgt_tensor *));
-        c->v = calloc((size_t)m->cfg.n_layers, sizeof(wgt_tensor *));
+        c->kv = calloc((size_t)L, sizeof(wgt_tensor *));
+        c->k = calloc((size_t)L, sizeof(wgt_tensor *));
+        c->v = calloc((size_t)L, sizeof(wgt_tensor *));
+        c->kv_scales = calloc((size_t)L, sizeof(wgt_tensor *));
+        c->k_scales = calloc((size_t)L, sizeof(wgt_tensor *));
+        c->v_scales = calloc((size_t)L, sizeof(wgt_tensor *));
     }
-    if (!c || !c->kv || !c->k || !c->v) {
-        if (c) free(c->kv), free(c->k), free(c->v);
+    if (!c || !c->kv || !c->k || !c->v || !c->kv_scales || !c->k_scales || !c->v_scales) {
+        if (c) free(c->kv), free(c->k), free(c->v), free(c->kv_scales), free(c->k_scales), free(c->v_scales);
         free(c);
         snprintf(msg, msg_size, "llama_cache_create: out of memory");
         return NULL;
     }
     c->model = m;
     c->context = context;
+    c->q8 = kv_type == LLAMA_KV_Q8;
     /* f16 weights keep an f16 cache: half the bytes each decode step reads.
      * kv_first: [context + S, 2, Hkv, D] by position with S scratch rows for
      * a decode step's q (llama_internal.h), k and v views [1, Hkv, rows, D]
@@ -39,7 +70,11 @@ llama_cache *llama_cache_create(llama_model *m, int64_t context, char *msg, size
     const int64_t Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim, G = m->cfg.n_heads / Hkv;
     const int64_t shape[4] = {2, Hkv, context, D}, shape_pos[4] = {context + (G + 1) / 2, 2, Hkv, D};
     wgt_scope_push(m->ctx);
-    for (int l = 0; l < m->cfg.n_layers; l++) {
+    for (int l = 0; l < L; l++) {
+        if (c->q8) {
+            cache_q8_layer(c, l);
+            continue;
+        }
         wgt_tensor *kv = wgt_zeros(m->ctx, m->wdtype, 4, m->kv_first ? shape_pos : shape);
         c->kv[l] = wgt_tensor_retain(kv);
         if (m->kv_first) { /* [rows, 1, Hkv, D] -> [1, Hkv, rows, D] */
@@ -56,6 +91,9 @@ llama_cache *llama_cache_create(llama_model *m, int64_t context, char *msg, size
         llama_cache_destroy(c);
         return NULL;
     }
+    for (int l = 0; l < L; l++)
+        c->bytes += (uint64_t)wgt_tensor_numel(c->kv[l]) * wgt_dtype_size(wgt_tensor_dtype(c->kv[l])) +
+                    (c->kv_scales[l] ? (uint64_t)wgt_tensor_numel(c->kv_scales[l]) * 4 : 0);
     return c;
 }
 
@@ -66,9 +104,14 @@ void llama_cache_destroy(llama_cache *c)
         wgt_tensor_release(c->k[l]);
         wgt_tensor_release(c->v[l]);
         wgt_tensor_release(c->kv[l]);
+        wgt_tensor_release(c->k_scales[l]);
+        wgt_tensor_release(c->v_scales[l]);
+        wgt_tensor_release(c->kv_scales[l]);
     }
-    free(c->kv), free(c->k), free(c->v), free(c);
+    free(c->kv), free(c->k), free(c->v), free(c->kv_scales), free(c->k_scales), free(c->v_scales), free(c);
 }
+
+uint64_t llama_cache_bytes(const llama_cache *c) { return c ? c->bytes : 0; }
 
 int64_t llama_cache_length(const llama_cache *c) { return c ? c->length : 0; }
 int64_t llama_cache_context(const llama_cache *c) { return c ? c->context : 0; }
@@ -184,12 +227,38 @@ static void rotate_qkv_inputs(const llama_model *m, wgt_tensor *qkv, int64_t pos
     in[6] = wgt_slice(m->rope_hi, 0, 0, 1, 1);
 }
 
+/* Appends the keys and values kv [2, Hkv, T, D] of positions pos0.. to layer
+ * l's cache: one assignment (cast to the cache's dtype), or with an 8-bit
+ * cache one quantization into its codes and scales. */
+static void store_kv(llama_cache *c, int l, int64_t pos0, int64_t T, wgt_tensor *kv)
+{
+    const int64_t end = pos0 + T;
+    if (c->q8) {
+        wgt_quantize_rows_into(wgt_slice(c->kv[l], 2, pos0, end, 1), wgt_slice(c->kv_scales[l], 2, pos0, end, 1), kv);
+    } else if (c->model->kv_first) { /* the cache [rows, 2, Hkv, D] at the positions as [2, Hkv, T, D] */
+        wgt_assign(wgt_permute(wgt_slice(c->kv[l], 0, pos0, end, 1), (int[]){1, 2, 0, 3}), kv);
+    } else {
+        wgt_assign(wgt_slice(c->kv[l], 2, pos0, end, 1), kv);
+    }
+}
+
+/* k or v [1, Hkv, T, D] of positions pos0.. into layer l's cache (models
+ * without kv_first: k and v come from separate views of the projection) */
+static void store_one(llama_cache *c, int l, bool is_v, int64_t pos0, int64_t T, wgt_tensor *x)
+{
+    const int64_t end = pos0 + T;
+    wgt_tensor *dst = wgt_slice(is_v ? c->v[l] : c->k[l], 2, pos0, end, 1);
+    if (c->q8) wgt_quantize_rows_into(dst, wgt_slice(is_v ? c->v_scales[l] : c->k_scales[l], 2, pos0, end, 1), x);
+    else wgt_assign(dst, x);
+}
+
 /* qkv [T, (2 Hkv + H) D] (k | v | q: the model's kv_first) -> one fused
  * kernel, rotating q and k and passing v through, whose output
  * [G + 2, Hkv, T, D] (G = H / Hkv) holds k | v as its first two segments and
  * q as the last G (head h = s Hkv + j, the projection's order); then one
- * assignment appends k and v to the cache. *q: [1, H, T, D] (a view). The
- * unfused form of rotate_qkv_into_cache (prefill, WGT_LLAMA_DECODE_FUSE=0). */
+ * assignment (or quantization) appends k and v to the cache. *q: [1, H, T, D]
+ * (a view). The unfused form of rotate_qkv_into_cache (prefill,
+ * WGT_LLAMA_DECODE_FUSE=0, an 8-bit cache). */
 static void rotate_qkv(llama_cache *c, int l, wgt_tensor *qkv, int64_t pos0, int64_t T, wgt_tensor **q)
 {
     const llama_model *m = c->model;
@@ -198,9 +267,7 @@ static void rotate_qkv(llama_cache *c, int l, wgt_tensor *qkv, int64_t pos0, int
     rotate_qkv_inputs(m, qkv, pos0, T, in);
     wgt_tensor *y = wgt_reshape(wgt_fused(m->ctx, ROTATE_QKV_EXPR, in, 7), 4, (int64_t[]){G + 2, Hkv, T, D});
     *q = wgt_reshape(wgt_slice(y, 0, 2, G + 2, 1), 4, (int64_t[]){1, H, T, D});
-    /* the cache [rows, 2, Hkv, D] at the positions as [2, Hkv, T, D] */
-    wgt_tensor *dst = wgt_permute(wgt_slice(c->kv[l], 0, pos0, pos0 + T, 1), (int[]){1, 2, 0, 3});
-    wgt_assign(dst, wgt_slice(y, 0, 0, 2, 1));
+    store_kv(c, l, pos0, T, wgt_slice(y, 0, 0, 2, 1));
 }
 
 /* The cache rows from pos0 as a flat run of (G + 2) Hkv D values (k | v |
@@ -293,7 +360,9 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t
      * reads and writes f16 through f32 copies (two more dispatches) */
     const bool f16 = f16_activations(m) && m->rope_lo && !L->b_qkv && !L->q_norm;
     wgt_tensor *qkv = NULL, *q = NULL, *k = NULL, *v = NULL;
-    const bool one_call = T == 1 && project_rotate_wanted(m, L, x);
+    /* an 8-bit cache stores each token's k and v through wgt_quantize_rows_into:
+     * not the decode paths that write them into the cache from a projection */
+    const bool one_call = T == 1 && !c->q8 && project_rotate_wanted(m, L, x);
     if (one_call) {
         project_rotate_into_cache(c, l, x, pos0, &q);
     } else if (quant_decode(m, x) && !L->b_qkv) { /* quantized: the norm in the kernel that stages x */
@@ -309,7 +378,7 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t
     if (one_call) {
         /* q, k and v are in the cache already */
     } else if (m->kv_first) { /* k | v | q: one rotation kernel and one cache assignment, or in decode one kernel for both */
-        if (T == 1 && decode_fused(m)) rotate_qkv_into_cache(c, l, qkv, pos0, &q);
+        if (T == 1 && decode_fused(m) && !c->q8) rotate_qkv_into_cache(c, l, qkv, pos0, &q);
         else rotate_qkv(c, l, qkv, pos0, T, &q);
     } else if (L->q_norm) { /* Qwen3: RMSNorm over each head (own weights for q and k) before the rotation */
         q = wgt_rms_norm(wgt_reshape(wgt_slice(qkv, 1, 0, H * D, 1), 3, (int64_t[]){T, H, D}), L->q_norm, eps);
@@ -324,12 +393,18 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t
     }
     if (!m->kv_first) {
         v = wgt_slice(qkv, 1, (H + Hkv) * D, (H + 2 * Hkv) * D, 1);
-        wgt_assign(wgt_slice(c->k[l], 2, pos0, end, 1), k);
-        wgt_assign(wgt_slice(c->v[l], 2, pos0, end, 1), heads(v, T, Hkv, D));
+        store_one(c, l, false, pos0, T, k);
+        store_one(c, l, true, pos0, T, heads(v, T, Hkv, D));
     }
     wgt_tensor *kc = wgt_slice(c->k[l], 2, 0, end, 1), *vc = wgt_slice(c->v[l], 2, 0, end, 1);
-    if (q && m->wdtype != WGT_F32 && wgt_tensor_dtype(q) != m->wdtype) q = wgt_cast(q, m->wdtype);
-    wgt_tensor *y = wgt_scaled_dot_product_attention(q, kc, vc, true, 0.0, 0); /* [1, H, T, D] */
+    wgt_tensor *y; /* [1, H, T, D] */
+    if (c->q8) { /* q as it comes (f32 or f16): the result takes its dtype */
+        y = wgt_attention_q8(q, kc, wgt_slice(c->k_scales[l], 2, 0, end, 1), vc, wgt_slice(c->v_scales[l], 2, 0, end, 1),
+                             true);
+    } else {
+        if (q && m->wdtype != WGT_F32 && wgt_tensor_dtype(q) != m->wdtype) q = wgt_cast(q, m->wdtype);
+        y = wgt_scaled_dot_product_attention(q, kc, vc, true, 0.0, 0);
+    }
     y = wgt_reshape(wgt_permute(y, (int[]){0, 2, 1, 3}), 2, (int64_t[]){T, H * D});
     return project_add(m, x, y, L->wo, L->so); /* f16 y as it is (project_add casts where a kernel needs f32) */
 }

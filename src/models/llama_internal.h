@@ -71,6 +71,12 @@ struct llama_cache {
      * (G = H / Hkv heads per kv head: G Hkv D values, 2 Hkv D a row) */
     wgt_tensor **kv;
     wgt_tensor **k, **v;                      /* per layer views [1, Hkv, rows, D] of kv */
+    /* LLAMA_KV_Q8: kv holds the codes i32 [2, Hkv, context, D/4] (k, v: their
+     * views [1, Hkv, context, D/4]), kv_scales the scales f32 [2, Hkv, context,
+     * D/32] (k_scales, v_scales); no scratch rows (q stays in its own tensor) */
+    bool q8;
+    wgt_tensor **kv_scales, **k_scales, **v_scales;
+    uint64_t bytes;
 };
 
 #endif

@@ -25,11 +25,14 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: wgt generate --model DIR --prompt TEXT [--max-tokens N] [--quantize q8|q4] [--context N]\n"
             "                    [--temperature T] [--top-k K] [--top-p P] [--seed S] [--repetition-penalty R]\n"
-            "                    [--no-bos] [--sequential] [--precision highest|medium] [--backend cpu|webgpu] [--adapter A]\n"
+            "                    [--no-bos] [--sequential] [--precision highest|medium] [--kv-cache q8]\n"
+            "                    [--backend cpu|webgpu] [--adapter A]\n"
             "       wgt generate --bench [--shape llama-3.2-1b|llama-3.2-1b-slice|tiny|tiny-llama3] [--weights f16|f32|q8|q4] [--prompt-tokens N]\n"
-            "                    [--max-tokens N] [--json FILE]\n"
+            "                    [--max-tokens N] [--kv-cache q8] [--json FILE]\n"
             "  defaults: 128 tokens, f16 weights, greedy (temperature 0), context = prompt + tokens\n"
             "  --quantize q8|q4 (= --weights): projections quantized at load, 32 weights per scale\n"
+            "  --kv-cache q8: keys and values stored as 8-bit codes, 32 per f32 scale (default: the weights'\n"
+            "                 float type, f16 for f16 and quantized weights): 0.56x the cache's bytes\n"
             "  --sequential: greedy decoding reads each token before recording the next step (by default the\n"
             "                host records step n+1 while the device runs step n)\n"
             "  --precision: the forward pass's matmul precision (default medium for f16 and quantized weights:\n"
@@ -42,6 +45,7 @@ typedef struct gen_args {
     bool bench, no_bos, sequential;
     int precision; /* -1: the model's default, else a wgt_matmul_precision */
     llama_weights weights;
+    llama_kv_type kv;
     int64_t max_tokens, context, prompt_tokens;
     double repetition_penalty;
     sampler_config sampling;
@@ -103,6 +107,13 @@ static int parse(int argc, char **argv, gen_args *a)
             else if (strcmp(v, "q4") == 0) a->weights = LLAMA_WEIGHTS_Q4;
             else {
                 fprintf(stderr, "wgt generate: %s %s: f16, f32, q8 or q4\n", flag, v);
+                return 2;
+            }
+        } else if (strcmp(flag, "--kv-cache") == 0) {
+            if (strcmp(v, "q8") == 0) a->kv = LLAMA_KV_Q8;
+            else if (strcmp(v, "default") == 0) a->kv = LLAMA_KV_DEFAULT;
+            else {
+                fprintf(stderr, "wgt generate: --kv-cache %s: q8 or default\n", v);
                 return 2;
             }
         } else if (strcmp(flag, "--max-tokens") == 0) ok = number(v, 0, 1e7, true, &d), a->max_tokens = (int64_t)d;
@@ -247,7 +258,7 @@ static int run_generate(wgt_context *ctx, const gen_args *a)
     int32_t *grown = realloc(ids, (size_t)(n + (size_t)a->max_tokens + 1) * sizeof(int32_t));
     if (!grown || !host) goto done;
     ids = grown;
-    cache = llama_cache_create(m, context, msg, sizeof(msg));
+    cache = llama_cache_create_kv(m, context, a->kv, msg, sizeof(msg));
     pk.full = sampler_create(&a->sampling, cfg->vocab_size);
     if (a->sampling.top_k > 0 && a->sampling.top_k < cfg->vocab_size && a->sampling.temperature > 0) {
         sampler_config kc = a->sampling;
@@ -364,7 +375,7 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
     if (!m) return fprintf(stderr, "wgt generate --bench: %s\n", msg), 1;
     if (a->precision >= 0) llama_set_matmul_precision(m, (wgt_matmul_precision)a->precision);
     const int64_t P = a->prompt_tokens, N = a->max_tokens > 0 ? a->max_tokens : 1;
-    llama_cache *cache = llama_cache_create(m, P + N + 1, msg, sizeof(msg));
+    llama_cache *cache = llama_cache_create_kv(m, P + N + 1, a->kv, msg, sizeof(msg));
     int32_t *prompt = malloc((size_t)P * sizeof(int32_t));
     int rc = 1;
     if (!cache || !prompt) {
@@ -443,9 +454,9 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
     }
     const double prefill_tps = (double)P / t_prefill, decode_tps = (double)N / t_decode;
     const double gbps = (double)llama_weight_bytes(m) * decode_tps / 1e9;
-    printf("llm %s %s: prefill %lld tokens %.1f tokens/s, decode %lld tokens %.1f tokens/s (%.1f GB/s of weights)%s\n",
+    printf("llm %s %s: prefill %lld tokens %.1f tokens/s, decode %lld tokens %.1f tokens/s (%.1f GB/s of weights)%s%s\n",
            a->shape, wname, (long long)P, prefill_tps, (long long)N, decode_tps, gbps,
-           a->sequential ? ", sequential" : "");
+           a->sequential ? ", sequential" : "", a->kv == LLAMA_KV_Q8 ? ", 8-bit KV cache" : "");
     if (a->json) {
         FILE *f = fopen(a->json, "w");
         if (!f) {
@@ -453,9 +464,11 @@ static int run_bench(wgt_context *ctx, const gen_args *a)
             goto done;
         }
         fprintf(f, "{\"shape\": \"%s\", \"weights\": \"%s\", \"prompt_tokens\": %lld, \"prefill_tokens_per_s\": %.3f, "
-                   "\"decode_tokens\": %lld, \"decode_tokens_per_s\": %.3f, \"weight_bytes\": %llu, \"pipelined\": %s}\n",
+                   "\"decode_tokens\": %lld, \"decode_tokens_per_s\": %.3f, \"weight_bytes\": %llu, \"pipelined\": %s, "
+                   "\"kv_cache\": \"%s\", \"kv_cache_bytes\": %llu}\n",
                 a->shape, wname, (long long)P, prefill_tps, (long long)N, decode_tps,
-                (unsigned long long)llama_weight_bytes(m), a->sequential ? "false" : "true");
+                (unsigned long long)llama_weight_bytes(m), a->sequential ? "false" : "true",
+                a->kv == LLAMA_KV_Q8 ? "q8" : "default", (unsigned long long)llama_cache_bytes(cache));
         fclose(f);
     }
     rc = 0;
