@@ -10,6 +10,7 @@
  *  - the logits stay close to those of the float cache (the accuracy cost of
  *    8-bit keys and values: measured values printed, bound below);
  *  - the cache holds D + D/8 bytes a key and value instead of 2 D (f16);
+ *  - Llama-3's fused decode step takes one dispatch a layer more (WebGPU);
  *  - a head dim that is not a multiple of 32 is refused with a message. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
@@ -88,6 +89,24 @@ static void check_model(wgt_context *ctx, const char *backend, int variant)
                cost);
         CHECK(cost <= KV_Q8_TOL && cost > 0, "%s %s weights %d: 8-bit cache logits rel L2 %.3g against the float "
               "cache (bound %.3g, and not 0: the cache is quantized)", backend, variants[variant], w, cost, KV_Q8_TOL);
+        if (variant == 2 && w >= 1 && wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU) {
+            /* Llama-3's fused decode (the norm, q/k/v projection and rotation in one
+             * kernel): the 8-bit cache takes one dispatch a layer more, its quantization */
+            unsigned long long n[2] = {0, 0};
+            for (int k = 0; k < 2; k++) {
+                llama_cache *c = llama_cache_create_kv(m, CONTEXT, k ? LLAMA_KV_Q8 : LLAMA_KV_DEFAULT, msg, sizeof(msg));
+                wgt_tensor_release(c ? llama_forward(c, toks, 3, false, msg, sizeof(msg)) : NULL);
+                wgt_synchronize(ctx);
+                wgt_execution_stats s0 = {0}, s1 = {0};
+                wgt_execution_stats_get(ctx, &s0);
+                wgt_tensor_release(c ? llama_forward(c, &toks[3], 1, false, msg, sizeof(msg)) : NULL);
+                wgt_execution_stats_get(ctx, &s1);
+                n[k] = s1.dispatches - s0.dispatches;
+                llama_cache_destroy(c);
+            }
+            CHECK(n[1] == n[0] + (unsigned long long)cfg.n_layers, "%s weights %d: a decode step takes %llu dispatches "
+                  "with the 8-bit cache, %llu with the float cache (one a layer more expected)", backend, w, n[1], n[0]);
+        }
         /* bytes: codes (D / 4 words) and scales (D / 32 f32) per key and per value */
         llama_cache *f = llama_cache_create(m, CONTEXT, msg, sizeof(msg));
         const uint64_t per_row = (uint64_t)cfg.head_dim + (uint64_t)cfg.head_dim / 8;

@@ -334,17 +334,35 @@ static bool project_rotate_wanted(const llama_model *m, const llama_layer *L, wg
            (norm_in_projection(m, x) || quant_decode(m, x));
 }
 
-static void project_rotate_into_cache(llama_cache *c, int l, wgt_tensor *x, int64_t pos0, wgt_tensor **q)
+static void project_rotate_into(llama_cache *c, int l, wgt_tensor *x, int64_t pos0, wgt_tensor *run)
 {
     const llama_model *m = c->model;
     const llama_layer *L = &m->layers[l];
     const int64_t Hkv = m->cfg.n_kv_heads, half = m->cfg.head_dim / 2;
-    wgt_tensor *run = cache_token_run(c, l, pos0, q);
     wgt_tensor *table = wgt_reshape(wgt_slice(m->rope_tab, 0, pos0, pos0 + 1, 1), 2, (int64_t[]){4, half});
     if (m->bits)
         wgt_qlinear_rope_into(run, x, L->w_qkv, L->s_qkv, m->bits, L->attn_norm, m->cfg.rms_eps, table, Hkv, 2 * Hkv);
     else
         wgt_rms_norm_linear_rope_into(run, x, L->attn_norm, m->cfg.rms_eps, L->w_qkv, table, Hkv, 2 * Hkv);
+}
+
+static void project_rotate_into_cache(llama_cache *c, int l, wgt_tensor *x, int64_t pos0, wgt_tensor **q)
+{
+    project_rotate_into(c, l, x, pos0, cache_token_run(c, l, pos0, q));
+}
+
+/* The same one call into a scratch run of (G + 2) Hkv D values (k | v | q)
+ * for an 8-bit cache, whose k and v are then quantized into the cache: one
+ * dispatch a layer more than the float cache's, not two (the rotation's own
+ * kernel). *q: [1, H, 1, D], a view of the scratch. */
+static void project_rotate_q8(llama_cache *c, int l, wgt_tensor *x, int64_t pos0, wgt_tensor **q)
+{
+    const llama_model *m = c->model;
+    const int64_t H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, D = m->cfg.head_dim;
+    wgt_tensor *run = wgt_tensor_empty(m->ctx, m->wdtype, 1, (int64_t[]){(H + 2 * Hkv) * D});
+    project_rotate_into(c, l, x, pos0, run);
+    *q = wgt_reshape(wgt_slice(run, 0, 2 * Hkv * D, (H + 2 * Hkv) * D, 1), 4, (int64_t[]){1, H, 1, D});
+    store_kv(c, l, pos0, 1, wgt_reshape(wgt_slice(run, 0, 0, 2 * Hkv * D, 1), 4, (int64_t[]){2, Hkv, 1, D}));
 }
 
 /* x + attention(RMSNorm(x)) for the residual stream x [T, C] */
@@ -360,10 +378,12 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t
      * reads and writes f16 through f32 copies (two more dispatches) */
     const bool f16 = f16_activations(m) && m->rope_lo && !L->b_qkv && !L->q_norm;
     wgt_tensor *qkv = NULL, *q = NULL, *k = NULL, *v = NULL;
-    /* an 8-bit cache stores each token's k and v through wgt_quantize_rows_into:
-     * not the decode paths that write them into the cache from a projection */
-    const bool one_call = T == 1 && !c->q8 && project_rotate_wanted(m, L, x);
-    if (one_call) {
+    /* an 8-bit cache stores each token's k and v through wgt_quantize_rows_into,
+     * from a scratch run where the decode paths write into the float cache */
+    const bool one_call = T == 1 && project_rotate_wanted(m, L, x);
+    if (one_call && c->q8) {
+        project_rotate_q8(c, l, x, pos0, &q);
+    } else if (one_call) {
         project_rotate_into_cache(c, l, x, pos0, &q);
     } else if (quant_decode(m, x) && !L->b_qkv) { /* quantized: the norm in the kernel that stages x */
         qkv = wgt_qlinear_ex(x, L->w_qkv, L->s_qkv, m->bits, &(wgt_qlinear_fusion){.norm_weight = L->attn_norm, .norm_eps = eps});

@@ -259,6 +259,33 @@ static wgt_tensor *step_attention_decode(bench_state *s)
     return y;
 }
 static double bytes_attention_decode(const bench_state *s) { return 2.0 * 2 * 8 * 64 * (double)s->n; }
+/* The same decode shape over an 8-bit cache (wgt_attention_q8): codes [2, 8, n, 16]
+ * and scales [2, 8, n, 2] (k | v) in b and c, quantized from the f32 keys and values */
+static bool setup_attention_decode_q8(bench_state *s)
+{
+    int64_t sc[4] = {2, 8, s->n, 64}, sq[4] = {1, 32, 1, 64};
+    wgt_tensor *kv = randn(s, 4, sc, 7), *q32 = randn(s, 4, sq, 8);
+    s->a = q32 ? wgt_cast(q32, WGT_F16) : NULL;
+    s->b = wgt_zeros(s->ctx, WGT_I32, 4, (int64_t[]){2, 8, s->n, 16});
+    s->c = wgt_zeros(s->ctx, WGT_F32, 4, (int64_t[]){2, 8, s->n, 2});
+    bool ok = kv && s->a && s->b && s->c && wgt_quantize_rows_into(s->b, s->c, kv) == WGT_OK;
+    wgt_tensor_release(kv);
+    wgt_tensor_release(q32);
+    return ok;
+}
+static wgt_tensor *step_attention_decode_q8(bench_state *s)
+{
+    if (wgt_no_grad_push(s->ctx) != WGT_OK) return NULL;
+    wgt_scope_push(s->ctx);
+    wgt_tensor *y = wgt_attention_q8(s->a, wgt_slice(s->b, 0, 0, 1, 1), wgt_slice(s->c, 0, 0, 1, 1),
+                                     wgt_slice(s->b, 0, 1, 2, 1), wgt_slice(s->c, 0, 1, 2, 1), true);
+    y = wgt_scope_keep(y);
+    wgt_scope_pop(s->ctx);
+    wgt_no_grad_pop(s->ctx);
+    return y;
+}
+/* codes (1 byte a value) and scales (4 bytes a 32 values) of k and v */
+static double bytes_attention_decode_q8(const bench_state *s) { return 2.0 * 8 * (64 + 8) * (double)s->n; }
 static wgt_tensor *attention_fb(bench_state *s, double dropout, uint64_t seed)
 {
     wgt_tensor *params[3] = {s->a, s->b, s->c};
@@ -492,6 +519,9 @@ static const bench_case cases[] = {
     {"attn_fb_gpt_256", "64x6x256x64 causal drop 0.2 fwd+bwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_fb, setup_attention_gpt, step_attention_gpt_fb, 20},
     {"attn_fb_gpt_256_nodrop", "64x6x256x64 causal fwd+bwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_fb, setup_attention_gpt, step_attention_gpt_fb_nodrop, 20},
     {"attn_decode_f16_560", "q 32x64 f16, k/v 8x560x64 f16 cache", 560, 0, 0, 1, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_decode, 50},
+    {"attn_decode_f16_8192", "q 32x64 f16, k/v 8x8192x64 f16 cache", 8192, 0, 0, 16, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_decode, 50},
+    {"attn_decode_q8_560", "q 32x64 f16, k/v 8x560x64 8-bit cache", 560, 0, 0, 1, 0, bytes_attention_decode_q8, NULL, setup_attention_decode_q8, step_attention_decode_q8, 50},
+    {"attn_decode_q8_8192", "q 32x64 f16, k/v 8x8192x64 8-bit cache", 8192, 0, 0, 16, 0, bytes_attention_decode_q8, NULL, setup_attention_decode_q8, step_attention_decode_q8, 50},
     {"attn_f_gpt_256", "64x6x256x64 causal drop 0.2 fwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_f, setup_attention_gpt, step_attention_gpt_f, 20},
     {"attn_f_gpt_256_nodrop", "64x6x256x64 causal fwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_f, setup_attention_gpt, step_attention_gpt_f_nodrop, 20},
     {"linear_f32_4096", "4096^3 x W^T + bias", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_linear, 5},
