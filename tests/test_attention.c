@@ -219,25 +219,7 @@ static void check_attention(wgt_context *ctx, const char *name, config c, bool p
     int64_t qs[4] = {c.B, c.H, c.Tq, c.D};
     wgt_tensor *dout = upload(ctx, 4, qs, a.dout);
     wgt_tensor *lse_t = NULL;
-    int64_t words = -1; /* with dropout the keep bits ride after lse's rows (backend.h) */
-    wgt_tensor *o = wgt_attention_forward_masked(q, k, v, c.causal, dropout_p, seed, &lse_t, &words);
-    CHECK(words == (dropout_p > 0 && c.Tk > 0 ? (c.Tk + 31) / 32 : 0), "%s: %lld keep-bit words a row", name,
-          (long long)words);
-    if (words > 0) { /* bit set exactly where the reference keeps a weight the row sees */
-        const int64_t rows = c.B * c.H * c.Tq;
-        wgt_tensor *mv = wgt_attention_mask_view(lse_t, words);
-        uint32_t *mw = malloc((size_t)(rows * words) * 4);
-        bool read = mv && wgt_tensor_read(mv, mw, (size_t)(rows * words) * 4) == WGT_OK;
-        int64_t bad = 0;
-        for (int64_t r = 0; read && r < rows; r++)
-            for (int64_t j = 0; j < 32 * words; j++) {
-                const bool want = j < c.Tk && sees(&c, r % c.Tq, j) && z[r * c.Tk + j] != 0;
-                bad += ((mw[r * words + j / 32] >> (j % 32)) & 1u) != (uint32_t)want;
-            }
-        CHECK(read && bad == 0, "%s: %lld keep bits differ from the reference mask", name, (long long)bad);
-        free(mw);
-        wgt_tensor_release(mv);
-    }
+    wgt_tensor *o = wgt_attention_forward(q, k, v, c.causal, dropout_p, seed, &lse_t);
     /* On the tape the output is a [B, Tq, H, D] buffer seen as [B, H, Tq, D]:
      * the same values, written through strides; merging the heads
      * (transpose(1, 2) + reshape) is a view of it. The backward below reads
@@ -252,8 +234,7 @@ static void check_attention(wgt_context *ctx, const char *name, config c, bool p
           "%s: the taped output is not laid out heads-innermost", name);
     wgt_tensor *gq = NULL, *gk = NULL, *gv = NULL;
     if (o && taped)
-        wgt_attention_backward_masked(q, k, v, permuted ? taped : o, lse_t, dout, c.causal, dropout_p, seed,
-                                      words > 0 ? words : 0, (wgt_tensor *const[3]){NULL, NULL, NULL}, &gq, &gk, &gv);
+        wgt_attention_backward(q, k, v, permuted ? taped : o, lse_t, dout, c.causal, dropout_p, seed, &gq, &gk, &gv);
     CHECK(wgt_context_status(ctx) == WGT_OK, "%s: %s", name, wgt_context_error_message(ctx));
     float *gt = download(taped, a.qn);
     if (gt) {
@@ -813,9 +794,7 @@ static void check_quad_forward(void)
     };
     char label[200];
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        /* the fused backward: it reads the keep bits the quad forward stores */
-        const char *env[9] = {"WGT_ATTENTION_FORWARD", "quad", "WGT_ATTENTION_QUAD_ROWS", cases[i].quad_rows,
-                              "WGT_ATTENTION_BACKWARD", "fused",
+        const char *env[7] = {"WGT_ATTENTION_FORWARD", "quad", "WGT_ATTENTION_QUAD_ROWS", cases[i].quad_rows,
                               cases[i].tiles ? "WGT_ATTENTION_TILES" : NULL, cases[i].tiles, NULL};
         wgt_context *ctx = test_context_env(NULL, env);
         if (!ctx) continue;

@@ -47,8 +47,7 @@ wgt_status wgt_backward_linear(const wgt_grad_node *node, wgt_tensor *grad_out, 
     return ctx->status;
 }
 
-/* inputs {q, k, v}; saved[0] out, saved[1] lse (and after its rows the keep
- * bits); ints[0] causal, ints[1] seed, ints[2] keep-bit words a row (0: none),
+/* inputs {q, k, v}; saved[0] out, saved[1] lse; ints[0] causal, ints[1] seed,
  * reals[0] dropout_p. grad_inputs[i] may come set: a view of its window of
  * the source's gradient (backward.c, window destinations), to write into. */
 wgt_status wgt_backward_attention(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs)
@@ -59,11 +58,9 @@ wgt_status wgt_backward_attention(const wgt_grad_node *node, wgt_tensor *grad_ou
         into[i] = grad_inputs[i];
         grad_inputs[i] = NULL;
     }
-    /* ints[2]: the keep-bit words a row that the forward stored after lse's rows */
-    const int64_t mask_words = node->params.n_ints > 2 ? node->params.ints[2] : 0;
-    return wgt_attention_backward_masked(node->inputs[0], node->inputs[1], node->inputs[2], node->saved[0],
-                                         node->saved[1], grad_out, node->params.ints[0] != 0, node->params.reals[0],
-                                         (uint64_t)node->params.ints[1], mask_words, into, dst[0], dst[1], dst[2]);
+    return wgt_attention_backward_into(node->inputs[0], node->inputs[1], node->inputs[2], node->saved[0],
+                                       node->saved[1], grad_out, node->params.ints[0] != 0, node->params.reals[0],
+                                       (uint64_t)node->params.ints[1], into, dst[0], dst[1], dst[2]);
 }
 
 /* inputs {x}; ints[0] position_offset, ints[1] interleaved, reals[0] theta */

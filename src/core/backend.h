@@ -268,14 +268,6 @@ typedef struct wgt_kernel_call {
         bool causal;
         double dropout_p;        /* 0: no dropout */
         uint64_t seed;
-        /* Keep bits (dropout only; 0: none): lse's storage holds, after its
-         * rows (B H Tq f32 from lse's offset, contiguous), W = mask_words
-         * u32 words a row: bit b of word (row, w) is set when weight (row, key
-         * 32 w + b) is kept and the row sees that key, clear otherwise. The
-         * forward writes them; the backward MAY read them instead of drawing
-         * Philox again (the same values), so a recorded attention's backward
-         * pays its mask once. */
-        int64_t mask_words;
     } attention;
     struct {                     /* ROPE */
         int64_t position_offset;

@@ -12,8 +12,6 @@
  *   s_j = scale * q_i . k_j for the visible keys (causal: j <= i + Tk - Tq)
  *   p_j = exp(s_j - lse_i), lse_i = log sum_j exp(s_j)
  *   out_i = sum_j p_j z_j v_j, z_j = keep(i, j) / (1 - dropout_p)
- * With attention.mask_words the forward also stores the keep bits of the
- * visible keys after lse's rows (backend.h); the backward draws them again.
  * Backward (the flash-attention-2 equations, the same the GPU uses):
  *   D_i = dout_i . out_i,  dp_j = z_j (dout_i . v_j),  ds_j = p_j (dp_j - D_i)
  *   dq_i = scale * sum_j ds_j k_j,  dk_j += scale * ds_j q_i,  dv_j += p_j z_j dout_i
@@ -154,11 +152,6 @@ wgt_status cpu_run_attention(cpu_backend *b, const wgt_kernel_call *call)
     float *ld = (float *)cpu_view_data(lse);
     int64_t rows = s.B * s.H * s.Tq;
     size_t osize = cpu_dtype_size(out->dtype);
-    const int64_t words = s.threshold ? call->attention.mask_words : 0;
-    if (words && ((uint64_t)(lse->offset + rows * (1 + words)) * 4 > lse->storage->bytes || !wgt_view_is_contiguous(lse) ||
-                  words != (s.Tk + 31) / 32))
-        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "%lld keep-bit words a row do not fit lse's storage",
-                        (long long)words);
     bool failed = false;
 #pragma omp parallel num_threads(b->threads) if (rows * s.Tk * s.D > CPU_PARALLEL_THRESHOLD)
     {
@@ -182,12 +175,6 @@ wgt_status cpu_run_attention(cpu_backend *b, const wgt_kernel_call *call)
             int64_t at = bi * out->strides[0] + h * out->strides[1] + i * out->strides[2];
             for (int64_t d = 0; d < s.D; d++)
                 cpu_store_f64(od + (at + d * out->strides[3]) * (int64_t)osize, out->dtype, acc[d]);
-            if (words) { /* the keep bits of the keys the row sees, after lse's rows (backend.h) */
-                uint32_t *mw = (uint32_t *)ld + rows + row * words;
-                for (int64_t w = 0; w < words; w++) mw[w] = 0;
-                for (int64_t j = 0; j < n; j++)
-                    if (dropout_factor(&s, row, j) != 0) mw[j / 32] |= 1u << (j % 32);
-            }
         }
         free(p);
         free(acc);

@@ -14,7 +14,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/philox.h"
 #include "core/tape.h"
 #include "ops/attention_internal.h"
 #include "ops/op_common.h"
@@ -102,53 +101,16 @@ static wgt_tensor *alloc_output(wgt_context *ctx, const wgt_tensor *q, bool head
     return out;
 }
 
-/* lse f32 [B, H, Tq] whose storage also holds words u32 a row after its rows
- * (the keep bits; words 0: lse alone) */
-static wgt_tensor *alloc_lse(wgt_context *ctx, const int64_t *qd, int64_t words, const char *op)
-{
-    if (words == 0) return wgt_tensor_alloc(ctx, WGT_F32, 3, qd, op);
-    const int64_t rows = qd[0] * qd[1] * qd[2], n = rows * (1 + words);
-    wgt_tensor *buf = wgt_tensor_alloc(ctx, WGT_F32, 1, &n, op);
-    if (!buf) return NULL;
-    wgt_tensor_view view = buf->view; /* the first rows as [B, H, Tq] */
-    view.ndim = 3;
-    for (int d = 2; d >= 0; d--) view.shape[d] = qd[d], view.strides[d] = d == 2 ? 1 : view.strides[d + 1] * qd[d + 1];
-    wgt_tensor *lse = wgt_tensor_wrap(ctx, &view);
-    wgt_tensor_release(buf); /* lse keeps the storage */
-    return lse;
-}
-
-wgt_tensor *wgt_attention_mask_view(wgt_tensor *lse, int64_t words)
-{
-    if (!lse || words <= 0 || lse->view.ndim != 3 || !wgt_view_is_contiguous(&lse->view)) return NULL;
-    const int64_t rows = wgt_shape_numel(3, lse->view.shape);
-    if ((uint64_t)(lse->view.offset + rows * (1 + words)) * 4 > lse->view.storage->requested) return NULL;
-    wgt_tensor_view view = lse->view;
-    view.dtype = WGT_I32;
-    view.ndim = 2;
-    view.shape[0] = rows, view.shape[1] = words;
-    view.strides[0] = words, view.strides[1] = 1;
-    view.offset = lse->view.offset + rows;
-    return wgt_tensor_wrap(lse->ctx, &view);
-}
-
 static wgt_tensor *attention_forward(const char *op, wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal,
-                                     double dropout_p, uint64_t seed, wgt_tensor **lse_out, bool heads_inner,
-                                     int64_t *mask_words)
+                                     double dropout_p, uint64_t seed, wgt_tensor **lse_out, bool heads_inner)
 {
     if (lse_out) *lse_out = NULL;
-    if (mask_words) *mask_words = 0;
     wgt_tensor *args[3] = {q, k, v};
     wgt_context *ctx = wgt_op_begin(op, 3, args);
     if (!ctx || !check_attention_args(ctx, op, q, k, v, dropout_p)) return NULL;
     const int64_t *qd = q->view.shape;
-    /* keep bits for the backward: with dropout, when the caller keeps lse */
-    const int64_t words = mask_words && lse_out && dropout_p > 0.0 && k->view.shape[2] > 0 &&
-                                  wgt_attention_dropout_threshold(dropout_p) > 0
-                              ? (k->view.shape[2] + 31) / 32
-                              : 0;
     wgt_tensor *out = alloc_output(ctx, q, heads_inner, op);
-    wgt_tensor *lse = out ? alloc_lse(ctx, qd, words, op) : NULL;
+    wgt_tensor *lse = out ? wgt_tensor_alloc(ctx, WGT_F32, 3, qd, op) : NULL;
     if (!lse) {
         wgt_tensor_release(out);
         return NULL;
@@ -167,7 +129,6 @@ static wgt_tensor *attention_forward(const char *op, wgt_tensor *q, wgt_tensor *
         call.n_outputs = 2;
         call.outputs[0] = out->view;
         call.outputs[1] = lse->view;
-        call.attention.mask_words = words;
         s = wgt_run_kernel(ctx, &call);
     }
     if (s != WGT_OK) {
@@ -175,22 +136,15 @@ static wgt_tensor *attention_forward(const char *op, wgt_tensor *q, wgt_tensor *
         wgt_tensor_release(lse);
         return NULL;
     }
-    if (mask_words && wgt_shape_numel(4, qd) > 0 && k->view.shape[2] > 0) *mask_words = words;
     if (lse_out) *lse_out = lse;
     else wgt_tensor_release(lse);
     return out;
 }
 
-wgt_tensor *wgt_attention_forward_masked(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal, double dropout_p,
-                                         uint64_t seed, wgt_tensor **lse, int64_t *mask_words)
-{
-    return attention_forward("wgt_attention_forward", q, k, v, causal, dropout_p, seed, lse, false, mask_words);
-}
-
 wgt_tensor *wgt_attention_forward(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal, double dropout_p,
                                   uint64_t seed, wgt_tensor **lse)
 {
-    return attention_forward("wgt_attention_forward", q, k, v, causal, dropout_p, seed, lse, false, NULL);
+    return attention_forward("wgt_attention_forward", q, k, v, causal, dropout_p, seed, lse, false);
 }
 
 wgt_tensor *wgt_scaled_dot_product_attention(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal,
@@ -204,8 +158,7 @@ wgt_tensor *wgt_scaled_dot_product_attention(wgt_tensor *q, wgt_tensor *k, wgt_t
      * heads for its output projection (transpose(1, 2) + reshape) would keep a
      * second, contiguous copy for that projection's backward: with the heads
      * innermost the merge is a view and the two share one buffer. */
-    int64_t words = 0; /* the keep bits the node's lse carries */
-    wgt_tensor *out = attention_forward(op, q, k, v, causal, dropout_p, seed, record ? &lse : NULL, record, &words);
+    wgt_tensor *out = attention_forward(op, q, k, v, causal, dropout_p, seed, record ? &lse : NULL, record);
     if (!out || !record) return out;
     wgt_scope_remove(lse); /* a temporary the node keeps: a scope pop must not release it a second time */
     wgt_grad_node *node = wgt_tape_record(out, WGT_OP_ATTENTION, 3, in);
@@ -217,8 +170,7 @@ wgt_tensor *wgt_scaled_dot_product_attention(wgt_tensor *q, wgt_tensor *k, wgt_t
     }
     node->params.ints[0] = causal;
     node->params.ints[1] = (int64_t)seed;
-    node->params.ints[2] = words;
-    node->params.n_ints = 3;
+    node->params.n_ints = 2;
     node->params.reals[0] = dropout_p;
     return out;
 }
@@ -254,14 +206,6 @@ wgt_status wgt_attention_backward(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, w
 wgt_status wgt_attention_backward_into(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, wgt_tensor *out, wgt_tensor *lse,
                                        wgt_tensor *dout, bool causal, double dropout_p, uint64_t seed,
                                        wgt_tensor *const into[3], wgt_tensor **dq, wgt_tensor **dk, wgt_tensor **dv)
-{
-    return wgt_attention_backward_masked(q, k, v, out, lse, dout, causal, dropout_p, seed, 0, into, dq, dk, dv);
-}
-
-wgt_status wgt_attention_backward_masked(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, wgt_tensor *out, wgt_tensor *lse,
-                                         wgt_tensor *dout, bool causal, double dropout_p, uint64_t seed,
-                                         int64_t mask_words, wgt_tensor *const into[3], wgt_tensor **dq,
-                                         wgt_tensor **dk, wgt_tensor **dv)
 {
     const char *op = "wgt_attention_backward";
     if (dq) *dq = NULL;
@@ -317,10 +261,6 @@ wgt_status wgt_attention_backward_masked(wgt_tensor *q, wgt_tensor *k, wgt_tenso
         for (int i = 0; i < 6; i++) call.inputs[i] = args[i]->view;
         call.n_outputs = 3;
         for (int i = 0; i < 3; i++) call.outputs[i] = g[i]->view;
-        /* the forward's keep bits, where lse's storage holds them (else drawn again) */
-        wgt_tensor *mask = mask_words == (k->view.shape[2] + 31) / 32 ? wgt_attention_mask_view(lse, mask_words) : NULL;
-        call.attention.mask_words = mask && call.attention.dropout_p > 0.0 ? mask_words : 0;
-        wgt_tensor_release(mask);
         s = wgt_run_kernel(ctx, &call);
     }
     wgt_tensor **dst[3] = {dq, dk, dv};

@@ -145,9 +145,8 @@ typedef struct webgpu_knobs {
     webgpu_attn_backward attention_backward; /* WGT_ATTENTION_BACKWARD, above */
     bool attention_dkdv_tiles_set; /* WGT_ATTENTION_DKDV_TILES="bk,bq": the dk/dv kernel's tiles where    */
     unsigned attention_dkdv_tiles[2]; /* powers of two (bk >= 8); default unset: 64, 32 */
-    bool attention_dropout_mask; /* WGT_ATTENTION_DROPOUT_MASK=0: the backward draws the dropout mask again
-                                  * instead of reading the forward's keep bits (fused) or dk/dv's (dkdv);
-                                  * default true */
+    bool attention_dropout_mask; /* WGT_ATTENTION_DROPOUT_MASK=0: the dq kernel draws the dropout mask again
+                                  * instead of reading dk/dv's bits; default true */
     unsigned attention_fused_tile; /* WGT_ATTENTION_FUSED_TILE=16 or 32: keys (= rows) per block of
                                     * attention_backward_fused; default 32 (other values: 32) */
     unsigned attention_quad_rows; /* WGT_ATTENTION_QUAD_ROWS=2|4: rows a quad of attention_forward_quad;

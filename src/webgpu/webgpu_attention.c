@@ -87,7 +87,6 @@ typedef struct attention_params {
     uint32_t threshold, dropout;
     uint32_t seed[2], blocks, pad;
     uint32_t dq_st[4], dk_st[4], dv_st[4]; /* backward: the gradients' strides (the fused path) */
-    uint32_t mask[4];           /* keep bits after lse's rows: u32 offset in its buffer, words a row (0: none) */
 } attention_params;
 
 /* Mirrors struct Params of rope.wgsl. */
@@ -231,13 +230,6 @@ static void fill_params(const wgt_kernel_call *call, const wgt_tensor_view *in, 
     p->keep_scale = p->dropout ? (float)(1.0 / (1.0 - call->attention.dropout_p)) : 1.0f;
     p->seed[0] = (uint32_t)call->attention.seed;
     p->seed[1] = (uint32_t)(call->attention.seed >> 32);
-    /* the keep bits after lse's rows (backend.h): the forward's output, the backward's input */
-    const wgt_tensor_view *lse = call->kind == WGT_KERNEL_ATTENTION ? &call->outputs[1] : &call->inputs[5];
-    const uint64_t rows = (uint64_t)p->B * p->H * p->Tq, words = (uint64_t)call->attention.mask_words;
-    if (p->dropout && words > 0 && lse->offset >= 0 && (uint64_t)lse->offset + rows * (1 + words) < UINT32_MAX) {
-        p->mask[0] = (uint32_t)((uint64_t)lse->offset + rows);
-        p->mask[1] = (uint32_t)words;
-    }
 }
 
 static wgt_status dispatch_blocks(webgpu_backend *wg, webgpu_pipeline *pipe, const WGPUBuffer *buffers, int n,
@@ -398,13 +390,6 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     if (!view_fits_u32(&target) || !view_fits_u32(lse))
         s = wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: outputs past 2^32 elements", op);
     if (s == WGT_OK) s = dispatch_blocks(wg, pipe, buffers, 5, &p, (uint64_t)p.blocks * p.B * p.H, op);
-    if (s == WGT_OK && p.mask[1] && kernel != FORWARD_QUAD) { /* the keep bits, where the kernel did not store them */
-        webgpu_pipeline *bits;
-        s = get_pipeline(wg, "attention_dropout_bits", d4, 0, 0, 0, 0, 1, op, &bits);
-        WGPUBuffer b[1] = {webgpu_view_buffer(lse)};
-        if (s == WGT_OK)
-            s = dispatch_blocks(wg, bits, b, 1, &p, ceil_div((int64_t)p.B * p.H * p.Tq * p.mask[1], 64), op);
-    }
     if (s == WGT_OK && temp) s = webgpu_convert(wg, &target, out, op);
     if (temp) webgpu_temp_release(wg, &target);
     return s;
@@ -751,14 +736,6 @@ static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, cons
 wgt_status webgpu_attention_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     if (wgt_shape_numel(call->outputs[0].ndim, call->outputs[0].shape) == 0) return WGT_OK;
-    wgt_kernel_call no_bits;
-    if (call->attention.mask_words && !wg->knobs.attention_dropout_mask) {
-        /* WGT_ATTENTION_DROPOUT_MASK=0: no keep bits stored or read (the backward
-         * draws the mask again), to time what they save */
-        no_bits = *call;
-        no_bits.attention.mask_words = 0;
-        call = &no_bits;
-    }
     /* decoding (Tq <= 4, long K/V): split over the keys, f16 read in place */
     if (webgpu_attention_decode_wanted(wg, call)) return webgpu_attention_decode_run(wg, call);
     wgt_tensor_view in[6];

@@ -62,7 +62,7 @@
 @group(0) @binding(2) var<storage, read> k: array<IN_T>;
 @group(0) @binding(3) var<storage, read> v: array<IN_T>;
 @group(0) @binding(4) var<storage, read> dout: array<IN_T>;
-@group(0) @binding(5) var<storage, read> lse: array<u32>;   // f32 bits; then the forward's keep bits (params.mask)
+@group(0) @binding(5) var<storage, read> lse: array<f32>;
 @group(0) @binding(6) var<storage, read_write> work: array<f32>;   // delta [rows], then the dq partials
 @group(0) @binding(7) var<storage, read_write> dk: array<f32>;
 @group(0) @binding(8) var<storage, read_write> dv: array<f32>;
@@ -155,7 +155,7 @@ fn fetch_tile(qn: ptr<function, array<vec4<f32>, NLOAD>>, on: ptr<function, arra
 fn fetch_row(b: u32, h: u32, i0: u32, lid: u32) -> vec2<f32> {
     if (lid >= BQ || i0 + lid >= params.Tq) { return vec2<f32>(); }
     let at = (b * params.H + h) * params.Tq + i0 + lid;
-    return vec2<f32>(bitcast<f32>(lse[params.offsets[2].x + at]) * LOG2E, work[params.offsets[2].y + at]);
+    return vec2<f32>(lse[params.offsets[2].x + at] * LOG2E, work[params.offsets[2].y + at]);
 }
 
 // Last key row i sees (-1: none, also past Tq).
@@ -290,15 +290,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let jz = j0 + 4u * q4;
             let visible = vec4<i32>(i32(jz)) + vec4<i32>(0, 1, 2, 3) <= vec4<i32>(last_seen(i0 + r));
             var z = vec4<f32>(1.0);
-            if (any(visible)) {   // no Philox for hidden quads
-                if (params.mask.y != 0u) {   // the forward's keep bits (4 of one word: jz is a multiple of 4)
-                    let w = lse[params.mask.x + (row_base + i0 + r) * params.mask.y + (jz >> 5u)];
-                    let kept = (vec4<u32>(w >> (jz & 31u)) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u);
-                    z = select(vec4<f32>(0.0), vec4<f32>(params.keep_scale), kept != vec4<u32>(0u));
-                } else {
-                    z = dropout_factors4(row_base + i0 + r, jz);
-                }
-            }
+            if (any(visible)) { z = dropout_factors4(row_base + i0 + r, jz); }   // no Philox for hidden quads
             let p = p_tile[r * PS + q4];
             p_tile[r * PS + q4] = p * z;
             ds_tile[r * PS + q4] = p * (z * ds_tile[r * PS + q4] - vec4<f32>(delta_tile[r]));

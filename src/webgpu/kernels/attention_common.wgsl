@@ -35,7 +35,6 @@ struct Params {
     scale_log2: f32, keep_scale: f32, threshold: u32, dropout: u32,   // dropout: 0 or 1
     seed: vec2<u32>, blocks: u32, _pad: u32,   // blocks: workgroups per (b, h) or (b, kv head)
     dq_st: vec4<u32>, dk_st: vec4<u32>, dv_st: vec4<u32>,   // backward: the gradients' strides (fused path)
-    mask: vec4<u32>,   // keep bits (backend.h, attention.mask_words): u32 offset in lse's buffer, words a row (0: none)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

@@ -43,7 +43,7 @@ var<private> attn_quad_bits_ff800000: u32 = 0xff800000u;   // -inf, bitcast at r
 @group(0) @binding(2) var<storage, read> k: array<f32>;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
-@group(0) @binding(5) var<storage, read_write> lse: array<u32>;   // f32 bits; then the keep bits (params.mask)
+@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 
 const QL: u32 = (D4 + 3u) / 4u;   // column quads of a row per lane
 const DS: u32 = 4u * QL;          // row stride (vec4) of the K and V tiles
@@ -105,8 +105,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // this lane's dropout words: row r0 + ql % QR, keys 4 (ql / QR) .. of each step
     let my_row = bh * params.Tq + r0 + ql % QR;
     let my_keys = 4u * (ql / QR);
-    let mask_on = params.dropout != 0u && params.mask.y != 0u;   // uniform
-    var bits_acc = 0u;   // mask_on: this lane's keep bits of its row in the current 32-key word
 
     for (var j0 = 0u; i32(j0) < kv_end; j0 += BK) {
         for (var s = lid; s < BK * DS; s += WG) {
@@ -149,25 +147,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let z = dropout_factors4(my_row, j0 + jj + my_keys);   // a multiple of 4
                 keep = select(0u, 1u, z.x != 0.0) | select(0u, 2u, z.y != 0.0) | select(0u, 4u, z.z != 0.0) |
                        select(0u, 8u, z.w != 0.0);
-            }
-            if (mask_on) {
-                // keep bits of the keys my row sees, gathered into 32-key words and stored after
-                // lse's rows (backend.h): the backward reads them instead of drawing Philox again
-                let kj = j0 + jj + my_keys;
-                let lim = row_limit[ql % QR];
-                var vis = 0u;
-                for (var c = 0u; c < 4u; c++) { vis |= select(0u, 1u << c, i32(kj + c) <= lim); }
-                bits_acc |= (keep & vis) << (kj & 31u);
-                let step_end = j0 + jj + KS;
-                if ((step_end & 31u) == 0u || i32(step_end) >= kv_end) {   // uniform: a word is complete
-                    var word = bits_acc;
-                    if (QR == 2u) { word |= subgroupShuffleXor(bits_acc, 2u); }   // the row's other 4 keys a step
-                    let i = r0 + ql;
-                    if (quad_ok && ql < QR && i < params.Tq) {
-                        lse[params.mask.x + (bh * params.Tq + i) * params.mask.y + ((step_end - 1u) >> 5u)] = word;
-                    }
-                    bits_acc = 0u;
-                }
             }
             var pz: array<vec4<f32>, QR * KG>;
             for (var r = 0u; r < QR; r++) {
@@ -219,13 +198,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         if (ql == 0u) {
             lse[params.offsets[1].z + bh * params.Tq + i] =
-                bitcast<u32>(select(bitcast<f32>(attn_quad_bits_ff800000), (m[r] + log2(l[r])) * LN2, l[r] > 0.0));
-        }
-    }
-    // the words past the block's last visible key: no key there is seen
-    if (mask_on && quad_ok && ql < QR && r0 + ql < params.Tq) {
-        for (var w = (u32(kv_end) + 31u) / 32u; w < params.mask.y; w++) {
-            lse[params.mask.x + (bh * params.Tq + r0 + ql) * params.mask.y + w] = 0u;
+                select(bitcast<f32>(attn_quad_bits_ff800000), (m[r] + log2(l[r])) * LN2, l[r] > 0.0);
         }
     }
 }
