@@ -9,11 +9,9 @@
  *    cache [1, Hkv, context, D] and q a permuted view, as llama_forward passes;
  *  - f16 takes the path at any Tk, f32 from 128 keys; rows that see no key
  *    (Tq > Tk, forced with WGT_DECODE_ATTN=1): out 0, lse -inf;
- *  - the path is taken (1 dispatch up to 16 chunks of 64 keys, where one
- *    workgroup walks its rows' chunks; 2 beyond, and with WGT_DECODE_ATTN_SINGLE=0
- *    at every length, which also runs every case; the general kernels need 5
- *    for f16 in and out) and WGT_DECODE_ATTN=0 gives the general kernels back
- *    with the same results. */
+ *  - the path is taken (2 dispatches for f16 in and out, where the general
+ *    kernels need 5) and WGT_DECODE_ATTN=0 gives the general kernels back with
+ *    the same results. */
 #define _POSIX_C_SOURCE 200809L /* setenv, strdup: WGT_DECODE_ATTN */
 #include <math.h>
 #include <stdlib.h>
@@ -151,8 +149,7 @@ static double lse_error(const float *got, const double *want, int64_t n)
 
 /* general: a WebGPU context created with WGT_DECODE_ATTN=0 (the knob is read
  * when a context is created), where the general kernels run; NULL: skip. */
-static void check_case(wgt_context *gpu, wgt_context *general, wgt_context *cpu, const dcase *c, bool expect_decode,
-                       bool split)
+static void check_case(wgt_context *gpu, wgt_context *general, wgt_context *cpu, const dcase *c, bool expect_decode)
 {
     const int64_t qn = c->B * c->H * c->Tq * c->D, kn = c->B * c->Hkv * c->Tk * c->D, rows = qn / c->D;
     float *q = malloc((size_t)qn * 4), *k = malloc((size_t)kn * 4), *v = malloc((size_t)kn * 4);
@@ -176,13 +173,10 @@ static void check_case(wgt_context *gpu, wgt_context *general, wgt_context *cpu,
         CHECK(out_error(got, want, qn) < tol, "%s: out error %.3g", c->name, out_error(got, want, qn));
         CHECK(lse_error(got_lse, want_lse, rows) < lse_tol, "%s: lse error %.3g", c->name,
               lse_error(got_lse, want_lse, rows));
-        /* decode: one dispatch up to 16 chunks of 64 keys (one workgroup walks them),
-         * else 2 (first pass, combine), or 2 whenever split (WGT_DECODE_ATTN_SINGLE=0);
-         * the general kernels take 3 more for f16 (f32 copies of q, k, v) and one
-         * to convert out */
-        const unsigned long long want_n = split || (c->Tk + 63) / 64 > 16 ? 2 : 1;
-        if (expect_decode) CHECK(n_gpu == want_n, "%s%s: %llu dispatches, decode path expected (%llu)", c->name,
-                                 split ? " split" : "", (unsigned long long)n_gpu, want_n);
+        /* decode: 2 dispatches (first pass, combine); the general kernels take 3
+         * more for f16 (f32 copies of q, k, v) and one to convert out */
+        if (expect_decode) CHECK(n_gpu == 2, "%s: %llu dispatches, decode path expected (2)", c->name,
+                                 (unsigned long long)n_gpu);
     }
     if (cpu && run_case(cpu, c, q, k, v, cpu_out, cpu_lse, &n_cpu)) {
         double e = 0;
@@ -228,13 +222,8 @@ int main(void)
     };
     /* the knob is read when a context is created: one context per setting */
     wgt_context *general = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "0", NULL});
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) check_case(gpu, general, cpu, &cases[i], true, false);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) check_case(gpu, general, cpu, &cases[i], true);
     wgt_context_destroy(general);
-    /* the split form (first pass + combine) at every length: WGT_DECODE_ATTN_SINGLE=0 */
-    wgt_context *split = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN_SINGLE", "0", NULL});
-    for (size_t i = 0; split && i < sizeof(cases) / sizeof(cases[0]); i++)
-        check_case(split, NULL, NULL, &cases[i], true, true);
-    wgt_context_destroy(split);
 
     /* forced for short K: rows that see no key (Tq > Tk, causal) and a single chunk */
     wgt_context *forced_gpu = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "1", NULL});
@@ -243,7 +232,7 @@ int main(void)
         {"forced_f16_tk5",           1, 4, 4, 1, 5, 8, false, true, false, 0},
     };
     for (size_t i = 0; forced_gpu && i < sizeof(forced) / sizeof(forced[0]); i++)
-        check_case(forced_gpu, NULL, cpu, &forced[i], false, false);
+        check_case(forced_gpu, NULL, cpu, &forced[i], false);
     wgt_context_destroy(forced_gpu);
 
     /* bad input still comes back as a status: mismatched heads (H % Hkv != 0) */

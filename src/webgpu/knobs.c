@@ -165,8 +165,6 @@ static void read_attention(webgpu_knobs *k)
     k->decode_attn = decode && strcmp(decode, "0") == 0   ? WEBGPU_DECODE_ATTN_OFF
                      : decode && strcmp(decode, "1") == 0 ? WEBGPU_DECODE_ATTN_FORCED
                                                           : WEBGPU_DECODE_ATTN_AUTO;
-    const char *single = env("WGT_DECODE_ATTN_SINGLE");
-    k->decode_attn_single = single ? (unsigned)atoi(single) : WEBGPU_DECODE_ATTN_SINGLE_DEFAULT;
 }
 
 void webgpu_knobs_read(webgpu_knobs *k)

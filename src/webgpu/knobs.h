@@ -39,9 +39,6 @@ typedef enum {
     WEBGPU_ATTN_BACKWARD_ROWS,     /* "rows" or any other value: one row per invocation (the former GPU default) */
 } webgpu_attn_backward;
 
-/* Most 64-key chunks the decode attention's one-dispatch form walks (webgpu_attention_decode.c) */
-#define WEBGPU_DECODE_ATTN_SINGLE_DEFAULT 16u
-
 /* WGT_DECODE_ATTN: the decode attention kernel. */
 typedef enum {
     WEBGPU_DECODE_ATTN_AUTO,   /* unset or another value: f16 inputs, or f32 with many keys */
@@ -155,9 +152,6 @@ typedef struct webgpu_knobs {
     unsigned attention_quad_rows; /* WGT_ATTENTION_QUAD_ROWS=2|4: rows a quad of attention_forward_quad;
                                    * default 2 */
     webgpu_decode_attn decode_attn; /* WGT_DECODE_ATTN, above */
-    unsigned decode_attn_single;    /* WGT_DECODE_ATTN_SINGLE=n: one workgroup per head block walks up to n
-                                     * 64-key chunks in one dispatch (0: always split and combine);
-                                     * default WEBGPU_DECODE_ATTN_SINGLE_DEFAULT */
 
     /* ---- quantized matmul (webgpu_quant.c) */
     char quant_tile[32];       /* WGT_QUANT_TILE=<bm>x<bn> (128x128, 128x64, 64x64): force that tile where it

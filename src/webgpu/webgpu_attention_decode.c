@@ -9,11 +9,6 @@
  *                             rows of its grouped heads, chunk of 64 keys):
  *                             partial max, sum and p V of the chunk
  *   attention_decode_combine  merges the chunks per row into out and lse
- * or, for up to WGT_DECODE_ATTN_SINGLE chunks (default 16: 1024 keys), one:
- * attention_decode with SINGLE, one workgroup per (b, kv head, block of rows)
- * walking the chunks with an online softmax and writing out and lse itself
- * (the combine's dispatch, ~5 us of a dependent chain on an H200, is most of
- * a short cache's attention).
  * Why: with Tq = 1 the general forward kernel (webgpu_attention.c) has B H
  * workgroups that each walk all Tk keys alone, and f16 inputs first go through
  * f32 copies of the whole cache (5 dispatches): on an H100 in `wgt generate`
@@ -186,30 +181,14 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
     const unsigned kws = d8 * w8, vws = (DECODE_CHUNK + slices - 1) / slices * w8;
     const bool prefetch = kws + vws <= DECODE_PREFETCH_WORDS;
     char consts[300];
-    /* one dispatch (SINGLE) for a short cache: each workgroup walks its rows' chunks with an online
-     * softmax and writes out and lse (in 16-byte words: out's rows start on them) */
-    const bool out16 = out->dtype == WGT_F16;
-    const bool single = p.chunks <= wg->knobs.decode_attn_single && out->offset % (out16 ? 8 : 4) == 0;
     snprintf(consts, sizeof(consts),
              "const D8: u32 = %uu;\nconst KV_F16: bool = %s;\nconst KV_Q8: bool = %s;\nconst Q_F16: bool = %s;\n"
-             "const W8: u32 = %uu;\nconst PREFETCH: bool = %s;\nconst KWS: u32 = %uu;\nconst VWS: u32 = %uu;\n"
-             "const SINGLE: bool = %s;\nconst OUT_F16: bool = %s;\n",
+             "const W8: u32 = %uu;\nconst PREFETCH: bool = %s;\nconst KWS: u32 = %uu;\nconst VWS: u32 = %uu;\n",
              p.D / 8, k->dtype == WGT_F16 ? "true" : "false", q8 ? "true" : "false", q->dtype == WGT_F16 ? "true" : "false", w8,
-             prefetch ? "true" : "false", prefetch ? kws : 1, prefetch ? vws : 1, single ? "true" : "false",
-             out16 ? "true" : "false");
+             prefetch ? "true" : "false", prefetch ? kws : 1, prefetch ? vws : 1);
     webgpu_pipeline *first, *combine;
     wgt_status s = get_pipeline(wg, "attention_decode", consts, 5, 2, op, &first);
     if (s != WGT_OK) return s;
-    if (single) {
-        uint32_t gx, gy;
-        s = webgpu_grid(wg, (uint64_t)p.B * p.Hkv * p.hblocks, &gx, &gy, op);
-        /* without 8-bit k, v the scale bindings repeat k and v (read-only, never read) */
-        WGPUBuffer b[7] = {webgpu_view_buffer(q), webgpu_view_buffer(k), webgpu_view_buffer(v),
-                           webgpu_view_buffer(q8 ? ksc : k), webgpu_view_buffer(q8 ? vsc : v), webgpu_view_buffer(out),
-                           webgpu_view_buffer(lse)};
-        if (s == WGT_OK) s = webgpu_dispatch(wg, first, b, 7, &p, sizeof(p), gx, gy, 1, op);
-        return s;
-    }
     snprintf(consts, sizeof(consts), "const OUT_F16: bool = %s;\n", out->dtype == WGT_F16 ? "true" : "false");
     if ((s = get_pipeline(wg, "attention_decode_combine", consts, 2, 2, op, &combine)) != WGT_OK) return s;
 

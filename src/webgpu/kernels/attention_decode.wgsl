@@ -32,9 +32,7 @@
 // Prelude constants (webgpu_attention_decode.c): D8 (= D / 8), KV_F16, KV_Q8, Q_F16,
 // W8 (16-byte words per 8 elements: 1 f16, 2 f32), PREFETCH (the K and V
 // words an invocation needs fit in registers: loaded first, see raw_word),
-// KWS, VWS (their register slots; 1 without PREFETCH), SINGLE (one workgroup
-// walks all chunks of its rows with an online softmax and writes out and lse
-// itself: one dispatch, no combine; taken for short caches), OUT_F16.
+// KWS, VWS (their register slots; 1 without PREFETCH).
 
 struct Params {
     B: u32, H: u32, Hkv: u32, group: u32,
@@ -52,11 +50,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> v: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> ks: array<f32>;   // KV_Q8: the keys' group scales (else k again, unread)
 @group(0) @binding(5) var<storage, read> vs: array<f32>;   // KV_Q8: the values' (else v again)
-// part_o: f32 partial sums as their bits (the combine reads them as f32), or
-// SINGLE: the output out itself (f32 bits, or f16 packed two a word);
-// part_ml: (m, l) pairs, or SINGLE: lse
-@group(0) @binding(6) var<storage, read_write> part_o: array<vec4<u32>>;
-@group(0) @binding(7) var<storage, read_write> part_ml: array<f32>;
+@group(0) @binding(6) var<storage, read_write> part_o: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> part_ml: array<vec2<f32>>;
 
 const WG: u32 = 64u;
 const CH: u32 = 64u;          // keys per workgroup
@@ -65,10 +60,6 @@ const D4: u32 = 2u * D8;
 const SL: u32 = WG / D8;      // key slices of the p V step
 const MASKED: f32 = -3.0e38;
 const NO_MAX: f32 = -1.0e30;
-const LN2: f32 = 0.6931471805599453;
-// Browsers' WGSL compiler rejects a constant expression whose value is -inf,
-// so the bit pattern is a private variable, bitcast at run time.
-var<private> decode_bits_ff800000: u32 = 0xff800000u;
 
 var<workgroup> q_tile: array<vec4<f32>, R * D4>;     // [row][d4]
 var<workgroup> red: array<vec4<f32>, WG>;            // [t] -> rows 0..3 (max tree)
@@ -131,22 +122,18 @@ fn words8(is_v: bool, e: u32, pre: array<vec4<u32>, 2>) -> array<vec4<f32>, 2> {
     return unpack8(array<vec4<u32>, 2>(raw_word(is_v, e, 0u), raw_word(is_v, e, W8 - 1u)), e);
 }
 
-// The running softmax state of one (row, column octet) of a SINGLE workgroup:
-// max m (log2 units), sum l, and the unnormalized output columns o0, o1.
-struct RowState { m: f32, l: f32, o0: vec4<f32>, o1: vec4<f32> }
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let id = wid.x + wid.y * nwg.x;
-    // SINGLE: one workgroup walks every chunk of its head block (no chunk index in the grid)
-    let grid_chunks = select(params.chunks, 1u, SINGLE);
-    if (id >= params.B * params.Hkv * params.hblocks * grid_chunks) { return; }   // whole workgroups
-    let rest = id / grid_chunks;
+    if (id >= params.B * params.Hkv * params.hblocks * params.chunks) { return; }   // whole workgroups
+    let chunk = id % params.chunks;
+    let rest = id / params.chunks;
     let hblock = rest % params.hblocks;
     let bg = rest / params.hblocks;
     let b = bg / params.Hkv;
     let g = bg % params.Hkv;
+    let c0 = chunk * CH;
     let Tq = params.Tq;
 
     // row r: head g group + hblock hb + r / Tq, query r % Tq; valid when its
@@ -161,21 +148,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             last[r] = select(i32(params.Tk) - 1, i32(i + params.Tk) - i32(Tq), params.causal != 0u);
         }
     }
-    let c = lid % D8;
-    let sl = lid / D8;
-    var state: array<RowState, 2>;    // SINGLE: invocation t = lid + WG k owns (row t / D8, octet t % D8)
-    for (var k = 0u; k < 2u; k++) { state[k] = RowState(NO_MAX, 0.0, vec4<f32>(), vec4<f32>()); }
-
-    for (var ci = 0u; ci < select(1u, params.chunks, SINGLE); ci++) {
-    let chunk = select(id % params.chunks, ci, SINGLE);
-    let c0 = chunk * CH;
-    if (SINGLE) { workgroupBarrier(); }   // the previous chunk is done with the shared arrays
 
     // 0. every K and V word this invocation reads, in flight together with q
     //    (a key past Tk reads key Tk - 1: its score is MASKED, its p 0)
     let j = c0 + lid;
     let jc = min(j, params.Tk - 1u);
     let kb = params.k_off + b * params.k_st.x + g * params.k_st.y + jc * params.k_st.z;
+    let c = lid % D8;
+    let sl = lid / D8;
     let vb = params.v_off + b * params.v_st.x + g * params.v_st.y + c * 8u;
     var kw: array<vec4<u32>, KWS>;   // PREFETCH: [d8][W8]
     var vw: array<vec4<u32>, VWS>;   // PREFETCH: [key of the slice][W8]
@@ -191,21 +171,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
     }
 
-    // 1. q rows, scaled (once: SINGLE's later chunks keep the tile)
-    if (ci == 0u) {
-        for (var s = lid; s < R * D4; s += WG) {
-            let r = s / D4;
-            let d0 = (s % D4) * 4u;
-            var qv = vec4<f32>();
-            if (row_ok[r]) {
-                let h = g * params.group + hblock * params.hb + r / Tq;
-                let at = params.q_off + b * params.q_st.x + h * params.q_st.y + (r % Tq) * params.q_st.z;
-                for (var c = 0u; c < 4u; c++) { qv[c] = q_elem(at + (d0 + c) * params.q_st.w) * params.scale_log2; }
-            }
-            q_tile[s] = qv;
+    // 1. q rows, scaled
+    for (var s = lid; s < R * D4; s += WG) {
+        let r = s / D4;
+        let d0 = (s % D4) * 4u;
+        var qv = vec4<f32>();
+        if (row_ok[r]) {
+            let h = g * params.group + hblock * params.hb + r / Tq;
+            let at = params.q_off + b * params.q_st.x + h * params.q_st.y + (r % Tq) * params.q_st.z;
+            for (var c = 0u; c < 4u; c++) { qv[c] = q_elem(at + (d0 + c) * params.q_st.w) * params.scale_log2; }
         }
-        workgroupBarrier();
+        q_tile[s] = qv;
     }
+    workgroupBarrier();
 
     // 2. scores of key c0 + lid for the 4 rows
     var sc = vec4<f32>(MASKED);
@@ -260,12 +238,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     workgroupBarrier();
 
-    // slices summed: invocation (r, c) takes row r's columns 8c .. 8c + 7
-    // (R D8 is up to 128 for D = 256: two rounds); the chunk's partial sums go
-    // to part_o / part_ml, or (SINGLE) into the row's running state
-    for (var k = 0u; k < 2u; k++) {
-        let t = lid + k * WG;
-        if (t >= R * D8) { break; }
+    // slices summed: invocation (r, c) writes row r's columns 8c .. 8c + 7
+    // (R D8 is up to 128 for D = 256: two rounds)
+    for (var t = lid; t < R * D8; t += WG) {
         let r = t / D8;
         let cc = t % D8;
         if (row_ok[r]) {
@@ -277,54 +252,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 a1 += o_part[((s * D8 + cc) * R + r) * 2u + 1u];
                 l += l_part[s][r];
             }
-            if (SINGLE) {   // online softmax across chunks: rescale to the larger max
-                let mn = max(state[k].m, m[r]);
-                let so = exp2(state[k].m - mn);
-                let sn = exp2(m[r] - mn);
-                state[k] = RowState(mn, state[k].l * so + l * sn, state[k].o0 * so + a0 * sn, state[k].o1 * so + a1 * sn);
-            } else {
-                let h = g * params.group + hblock * params.hb + r / Tq;
-                let row = (b * params.H + h) * Tq + r % Tq;
-                let slot = row * params.chunks + chunk;
-                part_o[params.o_off + slot * D4 + 2u * cc] = bitcast<vec4<u32>>(a0);
-                part_o[params.o_off + slot * D4 + 2u * cc + 1u] = bitcast<vec4<u32>>(a1);
-                if (cc == 0u) {
-                    part_ml[2u * (params.ml_off + slot)] = m[r];
-                    part_ml[2u * (params.ml_off + slot) + 1u] = l;
-                }
-            }
-        }
-    }
-    }   // chunks
-
-    // SINGLE: the rows' outputs (attention_decode_combine's work: out = o / l,
-    // lse = (m + log2 l) ln 2, -inf for a row that sees no key), through the
-    // part_o binding (out, 16-byte words) and part_ml (lse)
-    if (SINGLE) {
-        for (var k = 0u; k < 2u; k++) {
-            let t = lid + k * WG;
-            if (t >= R * D8) { break; }
-            let r = t / D8;
-            let cc = t % D8;
-            if (!row_ok[r]) { continue; }
             let h = g * params.group + hblock * params.hb + r / Tq;
             let row = (b * params.H + h) * Tq + r % Tq;
-            let st = state[k];
-            let inv = select(0.0, 1.0 / st.l, st.l > 0.0);
-            let o0 = st.o0 * inv;
-            let o1 = st.o1 * inv;
-            let e = params.out_off + row * params.D + 8u * cc;   // a multiple of 8 (f16) or 4 (f32): the host checks
-            if (OUT_F16) {
-                part_o[e >> 3u] = vec4<u32>(pack2x16float(o0.xy), pack2x16float(o0.zw), pack2x16float(o1.xy),
-                                            pack2x16float(o1.zw));
-            } else {
-                part_o[e >> 2u] = bitcast<vec4<u32>>(o0);
-                part_o[(e >> 2u) + 1u] = bitcast<vec4<u32>>(o1);
-            }
-            if (cc == 0u) {
-                part_ml[params.lse_off + row] =
-                    select(bitcast<f32>(decode_bits_ff800000), (st.m + log2(st.l)) * LN2, st.l > 0.0);
-            }
+            let slot = row * params.chunks + chunk;
+            part_o[params.o_off + slot * D4 + 2u * cc] = a0;
+            part_o[params.o_off + slot * D4 + 2u * cc + 1u] = a1;
+            if (cc == 0u) { part_ml[params.ml_off + slot] = vec2<f32>(m[r], l); }
         }
     }
 }
