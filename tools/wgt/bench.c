@@ -519,6 +519,8 @@ static const bench_case cases[] = {
     {"attn_fb_gpt_256", "64x6x256x64 causal drop 0.2 fwd+bwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_fb, setup_attention_gpt, step_attention_gpt_fb, 20},
     {"attn_fb_gpt_256_nodrop", "64x6x256x64 causal fwd+bwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_fb, setup_attention_gpt, step_attention_gpt_fb_nodrop, 20},
     {"attn_decode_f16_560", "q 32x64 f16, k/v 8x560x64 f16 cache", 560, 0, 0, 1, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_decode, 50},
+    {"attn_decode_f16_256", "q 32x64 f16, k/v 8x256x64 f16 cache", 256, 0, 0, 1, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_decode, 50},
+    {"attn_decode_f16_1024", "q 32x64 f16, k/v 8x1024x64 f16 cache", 1024, 0, 0, 2, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_decode, 50},
     {"attn_decode_f16_8192", "q 32x64 f16, k/v 8x8192x64 f16 cache", 8192, 0, 0, 16, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_decode, 50},
     {"attn_decode_q8_560", "q 32x64 f16, k/v 8x560x64 8-bit cache", 560, 0, 0, 1, 0, bytes_attention_decode_q8, NULL, setup_attention_decode_q8, step_attention_decode_q8, 50},
     {"attn_decode_q8_8192", "q 32x64 f16, k/v 8x8192x64 8-bit cache", 8192, 0, 0, 16, 0, bytes_attention_decode_q8, NULL, setup_attention_decode_q8, step_attention_decode_q8, 50},
