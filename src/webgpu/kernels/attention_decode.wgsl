@@ -104,6 +104,7 @@ fn unpack8(w: array<vec4<u32>, 2>, e: u32) -> array<vec4<f32>, 2> {
 }
 
 const KEYS_PER_SLICE: u32 = (CH + SL - 1u) / SL;   // keys of one invocation's p V step (some past CH)
+const QG: u32 = (D8 + 3u) / 4u;                     // KV_Q8: groups of 32 columns a row
 
 // Word w8 (of W8: 1 for f16, 2 for f32) of 8 elements of k (is_v false) or
 // v from element e. A branch, not select(): select evaluates both loads, and
@@ -171,6 +172,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
     }
 
+    // KV_Q8: the group scales of this invocation's key row and of its value
+    // rows' column octet, loaded with the words (not inside the loops below,
+    // where each load's latency would be paid in turn)
+    var ksr: array<f32, QG>;                // [group of 32 columns] of key jc
+    var vsr: array<f32, KEYS_PER_SLICE>;    // [key of the slice] for columns 8c ..
+    if (KV_Q8) {
+        for (var gq = 0u; gq < QG; gq++) { ksr[gq] = q8_scale(false, b, g, jc, 32u * gq); }
+        if (sl < SL) {
+            for (var u = 0u; u < KEYS_PER_SLICE; u++) {
+                vsr[u] = q8_scale(true, b, g, min(c0 + min(sl + u * SL, CH - 1u), params.Tk - 1u), c * 8u);
+            }
+        }
+    }
+
     // 1. q rows, scaled
     for (var s = lid; s < R * D4; s += WG) {
         let r = s / D4;
@@ -191,7 +206,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var acc = vec4<f32>();
         for (var d8 = 0u; d8 < D8; d8++) {
             let kk = words8(false, kb + d8 * 8u, array<vec4<u32>, 2>(kw[min(d8 * W8, KWS - 1u)], kw[min(d8 * W8 + W8 - 1u, KWS - 1u)]));
-            let ksc = q8_scale(false, b, g, jc, d8 * 8u);
+            var ksc = 1.0;
+            if (KV_Q8) { ksc = ksr[d8 / 4u]; }
             for (var r = 0u; r < R; r++) {
                 acc[r] += ksc * (dot(q_tile[r * D4 + 2u * d8], kk[0]) + dot(q_tile[r * D4 + 2u * d8 + 1u], kk[1]));
             }
@@ -222,7 +238,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (jj < CH && c0 + jj < params.Tk) {
                 let e = vb + (c0 + jj) * params.v_st.z;
                 let vv = words8(true, e, array<vec4<u32>, 2>(vw[min(u * W8, VWS - 1u)], vw[min(u * W8 + W8 - 1u, VWS - 1u)]));
-                let p = p_tile[jj] * q8_scale(true, b, g, c0 + jj, c * 8u);   // the value's scale rides on p
+                var p = p_tile[jj];
+                if (KV_Q8) { p *= vsr[u]; }   // the value's scale rides on p
                 lsum += p_tile[jj];
                 for (var r = 0u; r < R; r++) {
                     o0[r] = fma(vec4<f32>(p[r]), vv[0], o0[r]);
