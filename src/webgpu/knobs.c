@@ -186,6 +186,7 @@ void webgpu_knobs_read(webgpu_knobs *k)
     if (!qr || sscanf(qr, "%u,%u", &r[0], &r[1]) != 2 || r[0] < 1 || r[0] > 256 || (r[0] & (r[0] - 1)) ||
         r[1] < 1 || r[1] > 8)
         r[0] = r[1] = 0;
+    k->quant_gemv_by_words = qr && strcmp(qr, "words") == 0;
     k->quant_tiled = on_unless_zero("WGT_QUANT_TILED");
     const char *sorted = env("WGT_SCATTER_SORTED");
     k->scatter_sorted = !(sorted && sorted[0] == '0');

@@ -86,13 +86,35 @@ static bool contiguous_aligned(const wgt_tensor_view *v)
 /* Invocations per row of quant_gemv_rows: about 8 words (16 bytes each) per
  * invocation, at least 16 so that a workgroup of 256 holds at most 16 rows
  * (more would leave the small decode products a handful of workgroups). */
-static unsigned gemv_row_threads(const webgpu_backend *wg, int64_t K, int bits)
+/* Invocations a row (lanes) of quant_gemv_rows for N rows of K: 16, doubled
+ * (up to 64) while the workgroups (256 invocations: 256 / lanes rows each)
+ * would be fewer than 256, so a short matrix still spreads over the SMs; and
+ * (gemv_row_unroll) two words in flight a lane. H200, Llama-3.2-1B's decode
+ * products in one process, configs alternated after a warm-up (probe p7 of
+ * bench/results/h200-2026-11-28f, ms; former choice -> 16 or 32 lanes, 2
+ * words): q4 2048 x 2048 0.0085 -> 0.0067 (32), 3072 x 2048 0.0099 -> 0.0081
+ * (32), 2048 x 8192 0.0134 -> 0.0114 (32), 16384 x 2048 0.0166 -> 0.0156
+ * (16), 128256 x 2048 0.0791 -> 0.0765 (16); q8 3072 x 2048 0.0097 ->
+ * 0.0085, 2048 x 8192 0.0162 -> 0.0122, 16384 x 2048 0.0164 -> 0.0158,
+ * 128256 x 2048 0.0867 -> 0.0814. The former choice (lanes grown with the
+ * row's words, one word in flight) is WGT_QUANT_GEMV_ROWS=words. */
+static unsigned gemv_row_threads(const webgpu_backend *wg, int64_t N, int64_t K, int bits)
 {
     if (wg->knobs.quant_gemv_rows[0]) return wg->knobs.quant_gemv_rows[0]; /* WGT_QUANT_GEMV_ROWS */
-    const int64_t words = K * bits / 128;
     unsigned threads = 16;
-    while (threads < 128 && (int64_t)threads * 8 < words) threads *= 2;
+    if (wg->knobs.quant_gemv_by_words) {
+        const int64_t words = K * bits / 128;
+        while (threads < 128 && (int64_t)threads * 8 < words) threads *= 2;
+        return threads;
+    }
+    while (threads < 64 && N * (int64_t)threads < 256 * 256) threads *= 2;
     return threads;
+}
+
+static unsigned gemv_row_unroll(const webgpu_backend *wg)
+{
+    if (wg->knobs.quant_gemv_rows[1]) return wg->knobs.quant_gemv_rows[1];
+    return wg->knobs.quant_gemv_by_words ? 1 : 2;
 }
 
 /* vec4 slots of quant_gemv_rows's staged x (K / 4 and a padding slot per
@@ -113,7 +135,8 @@ static bool fused_supported(const webgpu_backend *wg, const wgt_kernel_call *cal
     if (call->n_inputs != 3 + aux || (call->quant.norm && call->quant.bias) || x->shape[0] != 1) return false;
     if (aux && (call->inputs[3].dtype != WGT_F32 || call->inputs[3].strides[0] != 1)) return false;
     if (call->quant.norm && call->inputs[3].offset % 4) return false; /* read as 4 floats per slot */
-    if (call->quant.swiglu && (call->inputs[1].shape[0] % 2 || 256 / gemv_row_threads(wg, x->shape[1], call->quant.bits) < 2))
+    if (call->quant.swiglu && (call->inputs[1].shape[0] % 2 ||
+                               256 / gemv_row_threads(wg, call->inputs[1].shape[0], x->shape[1], call->quant.bits) < 2))
         return false;
     return wg->knobs.quant_gemv == 2 && gemv_x_slots(wg, x->shape[1], call->quant.bits) > 0;
 }
@@ -149,8 +172,8 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
     const char *op = call->op_name;
     const bool x16 = call->inputs[0].dtype == WGT_F16, norm = call->quant.norm, bias = call->quant.bias;
     const bool swiglu = call->quant.swiglu, rope = call->quant.rope;
-    const unsigned threads = gemv_row_threads(wg, p->K, (int)p->bits);
-    const unsigned unroll = wg->knobs.quant_gemv_rows[1] ? wg->knobs.quant_gemv_rows[1] : 1;
+    const unsigned threads = gemv_row_threads(wg, p->N, p->K, (int)p->bits);
+    const unsigned unroll = gemv_row_unroll(wg);
     const unsigned xs = gemv_x_slots(wg, p->K, (int)p->bits);
     /* the rope epilogue: an invocation's two rows are a head's i and i + D/2 */
     const unsigned rpt = rope ? 2 : webgpu_gemv_rows_per_thread(wg, p->N, 256 / threads, 1);
