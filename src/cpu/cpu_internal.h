@@ -320,6 +320,8 @@ wgt_status cpu_run_conv(cpu_backend *b, const wgt_kernel_call *call);
 /* cpu_quant.c: QMATMUL (group-wise 8/4-bit weights) */
 bool cpu_quant_supports(const wgt_kernel_call *call);
 wgt_status cpu_run_qmatmul(cpu_backend *b, const wgt_kernel_call *call);
+/* 32 values into int8 codes by QMATMUL's int8_x rule (backend.h); returns the scale (NaN: a value not finite) */
+float cpu_quantize_group8(const float *x, int8_t codes[32]);
 /* cpu_quant_rows.c: QROWS (rows <-> 8-bit codes and scales), and the value of
  * element (b, h, t, d) of 8-bit rows (ATTENTION's 8-bit keys and values) */
 bool cpu_quant_rows_supports(const wgt_kernel_call *call);

@@ -96,7 +96,7 @@ static wgt_status qmatmul_rope(cpu_backend *b, const wgt_kernel_call *call)
 /* Row m's group g of x as 8-bit codes (backend.h's int8_x): s = max|x| / 127,
  * code = round-to-even(x / s), all 0 for a group of zeros; a group holding a
  * NaN or an infinity gets s = NaN and codes 0 (its sums are NaN). Returns s. */
-static float quantize_group(const float *x, int8_t codes[32])
+float cpu_quantize_group8(const float *x, int8_t codes[32])
 {
     float amax = 0.0f;
     for (int j = 0; j < 32; j++) {
@@ -132,7 +132,7 @@ static wgt_status qmatmul_int8_x(cpu_backend *b, const wgt_kernel_call *call, in
     const int32_t *qd = (const int32_t *)cpu_view_data(&call->inputs[1]);
     float *od = (float *)cpu_view_data(&call->outputs[0]);
     for (int64_t m = 0; m < M; m++)
-        for (int64_t g = 0; g < G; g++) xs[m * G + g] = quantize_group(xd + m * K + g * 32, xc + m * K + g * 32);
+        for (int64_t g = 0; g < G; g++) xs[m * G + g] = cpu_quantize_group8(xd + m * K + g * 32, xc + m * K + g * 32);
 #pragma omp parallel for num_threads(b->threads) schedule(static) if (M * N * K > CPU_PARALLEL_THRESHOLD)
     for (int64_t n = 0; n < N; n++) {
         float codes[32];

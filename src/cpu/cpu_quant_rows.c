@@ -49,20 +49,10 @@ static int64_t row_start(const wgt_tensor_view *v, int64_t r)
 /* One group of 32 values into codes (4 bytes a word, low byte first); returns s. */
 static float quantize_group32(const float *x, uint32_t *words)
 {
-    float amax = 0.0f;
-    bool finite = true;
-    for (int j = 0; j < QGROUP; j++) {
-        finite = finite && isfinite(x[j]);
-        amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
-    }
+    int8_t codes[QGROUP];
+    const float s = cpu_quantize_group8(x, codes); /* cpu_quant.c: the rule QMATMUL's int8_x shares */
     memset(words, 0, QGROUP / 4 * sizeof(uint32_t));
-    if (!finite) return NAN;
-    const float s = amax / 127.0f;
-    for (int j = 0; amax > 0.0f && j < QGROUP; j++) {
-        float c = nearbyintf(x[j] / s);
-        c = c > 127.0f ? 127.0f : c < -127.0f ? -127.0f : c;
-        words[j / 4] |= (uint32_t)(uint8_t)(int8_t)c << (8 * (j % 4));
-    }
+    for (int j = 0; j < QGROUP; j++) words[j / 4] |= (uint32_t)(uint8_t)codes[j] << (8 * (j % 4));
     return s;
 }
 

@@ -123,8 +123,12 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const char 
 {
     char key[400]; /* file name, ":" and consts (under 300) */
     snprintf(key, sizeof(key), "%s:%s", file, consts);
-    /* unchecked: both kernels bound their reads (j < Tk, whole rows of D) */
-    return webgpu_pipeline_assemble(wg, key, consts, &file, 1, n_read_only, n_read_write, false, op, out);
+    /* unchecked: both kernels bound their reads (j < Tk, whole rows of D); the first pass
+     * takes quant_codes' bytes4 for 8-bit k and v */
+    const char *files[2] = {"quant_codes", file};
+    const bool codes = strcmp(file, "attention_decode") == 0;
+    return webgpu_pipeline_assemble(wg, key, consts, codes ? files : files + 1, codes ? 2 : 1, n_read_only, n_read_write,
+                                    false, op, out);
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

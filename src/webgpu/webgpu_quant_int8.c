@@ -98,8 +98,8 @@ static wgt_status quantize_rows(webgpu_backend *wg, const wgt_tensor_view *x, wg
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, "quant_rows_int8");
     wgt_status s = WGT_OK;
     if (!pipe) {
-        const char *files[1] = {"quant_rows_int8"};
-        s = webgpu_pipeline_assemble(wg, "quant_rows_int8", "", files, 1, 1, 2, false, op, &pipe);
+        const char *files[2] = {"quant_q8_group", "quant_rows_int8"};
+        s = webgpu_pipeline_assemble(wg, "quant_rows_int8", "", files, 2, 1, 2, false, op, &pipe);
         if (s != WGT_OK) return s;
     }
     int64_t code_shape[1] = {M * K / 4}, scale_shape[1] = {groups};

@@ -95,9 +95,9 @@ wgt_status webgpu_quant_rows_run(webgpu_backend *wg, const wgt_kernel_call *call
     if (!pipe) {
         snprintf(consts, sizeof(consts), "const X_F16: bool = %s;\nconst DEQUANTIZE: bool = %s;\n",
                  f16 ? "true" : "false", deq ? "true" : "false");
-        const char *files[1] = {"quant_rows"};
+        const char *files[3] = {"quant_codes", "quant_q8_group", "quant_rows"};
         /* unchecked: every index is inside the views, which the front-end and this file checked */
-        wgt_status s = webgpu_pipeline_assemble(wg, key, consts, files, 1, 0, 3, false, op, &pipe);
+        wgt_status s = webgpu_pipeline_assemble(wg, key, consts, files, 3, 0, 3, false, op, &pipe);
         if (s != WGT_OK) return s;
     }
     uint32_t gx, gy;

@@ -25,7 +25,8 @@
 // Causal: query i sees key j when j <= i + Tk - Tq (bottom-right aligned, as
 // attention_common.wgsl). A row that sees no key of the chunk gets m = NO_MAX,
 // sum 0, o = 0, which the combine weights by 0.
-// KV_Q8: k and v are 8-bit rows (wgt_attention_q8): one-byte codes, 16 a
+// KV_Q8: k and v are 8-bit rows (wgt_attention_q8; bytes4 of quant_codes.wgsl,
+// prepended, makes codes values): one-byte codes, 16 a
 // word, their strides and offsets counted in codes (4 a u32), and a group
 // scale per 32 elements (ks, vs); a key's dot products take its group scales,
 // a value's scale multiplies its p in the p V step (not the row sum).
@@ -78,11 +79,6 @@ fn q_elem(e: u32) -> f32 {
 // chunk in flight together, one memory latency instead of three in a row
 // (the cache is cold in decode: each layer's K/V were evicted by the
 // weights streamed since the last token).
-fn bytes4(w: u32) -> vec4<f32> {       // four int8 codes, byte 0 first (KV_Q8)
-    let v = vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u), bitcast<i32>(w));
-    return vec4<f32>(v >> vec4<u32>(24u));
-}
-
 // The group scale of 8-bit key (is_v false) or value row t, element d (1 unless KV_Q8).
 fn q8_scale(is_v: bool, b: u32, g: u32, t: u32, d: u32) -> f32 {
     if (!KV_Q8) { return 1.0; }

@@ -5,9 +5,8 @@
 //   dequantize: codes, scales -> x = code * s (rounded to f16 when X_F16)
 // Views of up to 4 dims (3 leading dims here, padded with 1s), any strides on
 // the leading dims, unit stride on the last (webgpu_quant_rows.c checks).
-// Per group: s = max|x| / 127, code = round-to-even(x / s) clamped to
-// [-127, 127]; zeros give s = 0 and codes 0, a NaN or an infinity s = NaN and
-// codes 0 (quant_rows_int8.wgsl's rule; cpu_quant_rows.c is the reference).
+// Per group the rule of quant_q8_group.wgsl; codes become values through
+// quant_codes.wgsl's bytes4 (both prepended; cpu_quant_rows.c is the reference).
 // f16 x is read and written as u32 pairs: a group starts on an even element
 // (the host checks the offsets and strides).
 // Prelude constants: X_F16, DEQUANTIZE.
@@ -37,18 +36,6 @@ fn load_x(e: u32) -> f32 {
     return bitcast<f32>(x[e]);
 }
 
-// Four values already divided by s, rounded to even and packed as int8 bytes.
-fn pack_codes(q: vec4<f32>) -> u32 {
-    let c = vec4<i32>(clamp(round(q), vec4<f32>(-127.0), vec4<f32>(127.0)));
-    let b = vec4<u32>(bitcast<vec4<u32>>(c) & vec4<u32>(0xffu));
-    return b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
-}
-
-fn bytes4(w: u32) -> vec4<f32> {       // four int8 codes, byte 0 first
-    let v = vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u), bitcast<i32>(w));
-    return vec4<f32>(v >> vec4<u32>(24u));
-}
-
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let g = gid.x + gid.y * nwg.x * 64u;
@@ -74,20 +61,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     var v: array<vec4<f32>, 8>;
-    var amax = 0.0;
-    var finite = true;   // by the exponent bits: a compiler may assume floats are finite
     for (var w = 0u; w < 8u; w++) {
         let e = x0 + 4u * w;
         v[w] = vec4<f32>(load_x(e), load_x(e + 1u), load_x(e + 2u), load_x(e + 3u));
-        finite = finite && !any((bitcast<vec4<u32>>(v[w]) & vec4<u32>(0x7f800000u)) == vec4<u32>(0x7f800000u));
-        let a = abs(v[w]);
-        amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
     }
-    let s = select(bitcast<f32>(0x7fc00000u), amax / 127.0, finite);
+    let s = q8_group_scale(v);   // quant_q8_group.wgsl
     scales[s0] = s;
-    for (var w = 0u; w < 8u; w++) {
-        // x / s per element, as the reference divides (not x * (1 / s))
-        let q = select(vec4<f32>(0.0), v[w] / vec4<f32>(s), finite && amax > 0.0);
-        codes[c0 + w] = pack_codes(q);
-    }
+    for (var w = 0u; w < 8u; w++) { codes[c0 + w] = q8_group_word(v[w], s); }
 }
