@@ -12,28 +12,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/quant_call.h"
 #include "cpu/cpu_internal.h"
 
 #define QGROUP 32
 
-bool cpu_quant_rows_supports(const wgt_kernel_call *call)
-{
-    const bool deq = call->quant.dequantize;
-    const wgt_tensor_view *x = deq ? &call->outputs[0] : &call->inputs[0];
-    const wgt_tensor_view *codes = deq ? &call->inputs[0] : &call->outputs[0];
-    const wgt_tensor_view *scales = deq ? &call->inputs[1] : &call->outputs[1];
-    if (call->n_inputs != (deq ? 2 : 1) || call->n_outputs < (deq ? 1 : 2)) return false;
-    if ((x->dtype != WGT_F32 && x->dtype != WGT_F16) || codes->dtype != WGT_I32 || scales->dtype != WGT_F32)
-        return false;
-    const int nd = x->ndim;
-    if (nd < 1 || nd > 4 || codes->ndim != nd || scales->ndim != nd) return false;
-    const int64_t D = x->shape[nd - 1];
-    if (D % QGROUP != 0 || codes->shape[nd - 1] != D / 4 || scales->shape[nd - 1] != D / QGROUP) return false;
-    if ((D > 0 && x->strides[nd - 1] != 1) || codes->strides[nd - 1] != 1 || scales->strides[nd - 1] != 1) return false;
-    for (int d = 0; d < nd - 1; d++)
-        if (codes->shape[d] != x->shape[d] || scales->shape[d] != x->shape[d]) return false;
-    return true;
-}
+bool cpu_quant_rows_supports(const wgt_kernel_call *call) { return wgt_qrows_call_ok(call); }
 
 /* Element index of the start of row r (leading dims in row-major order) of v. */
 static int64_t row_start(const wgt_tensor_view *v, int64_t r)
@@ -60,9 +44,8 @@ wgt_status cpu_run_quant_rows(cpu_backend *b, const wgt_kernel_call *call)
 {
     (void)b;
     const bool deq = call->quant.dequantize;
-    const wgt_tensor_view *x = deq ? &call->outputs[0] : &call->inputs[0];
-    const wgt_tensor_view *codes = deq ? &call->inputs[0] : &call->outputs[0];
-    const wgt_tensor_view *scales = deq ? &call->inputs[1] : &call->outputs[1];
+    const wgt_tensor_view *x, *codes, *scales;
+    wgt_qrows_views(call, &x, &codes, &scales);
     const int nd = x->ndim;
     const int64_t D = x->shape[nd - 1], rows = wgt_shape_numel(nd - 1, x->shape);
     char *xd = (char *)x->storage->handle;

@@ -83,9 +83,6 @@ static bool contiguous_aligned(const wgt_tensor_view *v)
     return v->ndim == 2 && v->strides[1] == 1 && v->strides[0] == v->shape[1] && v->offset % 4 == 0;
 }
 
-/* Invocations per row of quant_gemv_rows: about 8 words (16 bytes each) per
- * invocation, at least 16 so that a workgroup of 256 holds at most 16 rows
- * (more would leave the small decode products a handful of workgroups). */
 /* Invocations a row (lanes) of quant_gemv_rows for N rows of K: 16, doubled
  * (up to 64) while the workgroups (256 invocations: 256 / lanes rows each)
  * would be fewer than 256, so a short matrix still spreads over the SMs; and

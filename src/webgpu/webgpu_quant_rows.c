@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/quant_call.h"
 #include "webgpu/webgpu_internal.h"
 
 /* Mirrors struct Params of quant_rows.wgsl. */
@@ -20,15 +21,6 @@ typedef struct qrows_params {
     uint32_t s_st[4];
     uint32_t groups, pad[3];
 } qrows_params;
-
-static void views_of(const wgt_kernel_call *call, const wgt_tensor_view **x, const wgt_tensor_view **codes,
-                     const wgt_tensor_view **scales)
-{
-    const bool deq = call->quant.dequantize;
-    *x = deq ? &call->outputs[0] : &call->inputs[0];
-    *codes = deq ? &call->inputs[0] : &call->outputs[0];
-    *scales = deq ? &call->inputs[1] : &call->outputs[1];
-}
 
 /* Highest element index + 1 of v (non-negative strides) below 2^32. */
 static bool fits_u32(const wgt_tensor_view *v)
@@ -44,23 +36,14 @@ static bool fits_u32(const wgt_tensor_view *v)
 bool webgpu_quant_rows_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     (void)wg;
+    if (!wgt_qrows_call_ok(call)) return false;
     const wgt_tensor_view *x, *codes, *scales;
-    views_of(call, &x, &codes, &scales);
-    if (call->n_inputs != (call->quant.dequantize ? 2 : 1) || (x->dtype != WGT_F32 && x->dtype != WGT_F16) ||
-        codes->dtype != WGT_I32 || scales->dtype != WGT_F32)
-        return false;
-    const int nd = x->ndim;
-    if (nd < 1 || nd > 4 || codes->ndim != nd || scales->ndim != nd) return false;
-    const int64_t D = x->shape[nd - 1];
-    if (D % 32 || codes->shape[nd - 1] != D / 4 || scales->shape[nd - 1] != D / 32 || x->strides[nd - 1] != 1 ||
-        codes->strides[nd - 1] != 1 || scales->strides[nd - 1] != 1)
-        return false;
-    for (int d = 0; d < nd - 1; d++)
-        if (codes->shape[d] != x->shape[d] || scales->shape[d] != x->shape[d] ||
-            (x->dtype == WGT_F16 && x->shape[d] > 1 && x->strides[d] % 2))
-            return false;
+    wgt_qrows_views(call, &x, &codes, &scales);
+    /* f16 x as u32 pairs: a group must start on an even element */
+    for (int d = 0; d < x->ndim - 1; d++)
+        if (x->dtype == WGT_F16 && x->shape[d] > 1 && x->strides[d] % 2) return false;
     if (x->dtype == WGT_F16 && x->offset % 2) return false;
-    return fits_u32(x) && fits_u32(codes) && fits_u32(scales) && wgt_shape_numel(nd, x->shape) / 32 < UINT32_MAX;
+    return fits_u32(x) && fits_u32(codes) && fits_u32(scales) && wgt_shape_numel(x->ndim, x->shape) / 32 < UINT32_MAX;
 }
 
 /* The view's leading strides, padded in front to 3, and its offset. */
@@ -75,7 +58,7 @@ wgt_status webgpu_quant_rows_run(webgpu_backend *wg, const wgt_kernel_call *call
 {
     const char *op = call->op_name;
     const wgt_tensor_view *x, *codes, *scales;
-    views_of(call, &x, &codes, &scales);
+    wgt_qrows_views(call, &x, &codes, &scales);
     const int nd = x->ndim, lead = nd - 1;
     qrows_params p;
     memset(&p, 0, sizeof(p));
