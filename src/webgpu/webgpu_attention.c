@@ -100,24 +100,12 @@ typedef struct rope_params {
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Whether every element of v has an index below 2^32 (the kernels' u32 math). */
-static bool view_fits_u32(const wgt_tensor_view *v)
-{
-    int64_t high = v->offset;
-    for (int d = 0; d < v->ndim; d++) {
-        if (v->shape[d] == 0) return true;
-        if (v->strides[d] < 0) return false;
-        high += (v->shape[d] - 1) * v->strides[d];
-    }
-    return high < (int64_t)UINT32_MAX;
-}
-
 bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *x = &call->inputs[0];
     if (x->ndim != 4 || (x->dtype != WGT_F32 && x->dtype != WGT_F16)) return false;
     for (int i = 0; i < call->n_inputs; i++)
-        if (!view_fits_u32(&call->inputs[i])) return false;
+        if (!webgpu_view_fits_u32(&call->inputs[i])) return false;
     switch (call->kind) {
     case WGT_KERNEL_ROPE: return x->shape[3] / 2 <= ROPE_MAX_PAIRS && call->n_inputs == 1;
     case WGT_KERNEL_ATTENTION:
@@ -387,7 +375,7 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     copy_strides(p.o_st, &target); /* the kernels write out through its strides */
     p.offsets[5] = (uint32_t)target.offset;
     p.offsets[6] = (uint32_t)lse->offset;
-    if (!view_fits_u32(&target) || !view_fits_u32(lse))
+    if (!webgpu_view_fits_u32(&target) || !webgpu_view_fits_u32(lse))
         s = wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: outputs past 2^32 elements", op);
     if (s == WGT_OK) s = dispatch_blocks(wg, pipe, buffers, 5, &p, (uint64_t)p.blocks * p.B * p.H, op);
     if (s == WGT_OK && temp) s = webgpu_convert(wg, &target, out, op);
@@ -560,7 +548,7 @@ static wgt_status run_backward(webgpu_backend *wg, const wgt_kernel_call *call, 
 {
     bool contiguous = true;
     for (int i = 0; i < 3; i++) {
-        if (call->outputs[i].dtype != WGT_F32 || call->outputs[i].ndim != 4 || !view_fits_u32(&call->outputs[i]))
+        if (call->outputs[i].dtype != WGT_F32 || call->outputs[i].ndim != 4 || !webgpu_view_fits_u32(&call->outputs[i]))
             return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gradient %d must be a 4-D f32 view", call->op_name,
                              i);
         contiguous = contiguous && wgt_view_is_contiguous(&call->outputs[i]);
@@ -723,7 +711,7 @@ static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, cons
     bool temp = out->dtype != WGT_F32;
     if (temp && (s = webgpu_temp_alloc(wg, WGT_F32, 4, out->shape, &target)) != WGT_OK) return s;
     p.out_offset = (uint32_t)target.offset;
-    if (!view_fits_u32(&target)) s = wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: out past 2^32 elements", op);
+    if (!webgpu_view_fits_u32(&target)) s = wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: out past 2^32 elements", op);
     uint32_t gx, gy;
     if (s == WGT_OK) s = webgpu_grid(wg, ceil_div(p.pairs, 256), &gx, &gy, op);
     WGPUBuffer buffers[2] = {webgpu_view_buffer(x), webgpu_view_buffer(&target)};

@@ -447,5 +447,17 @@ wgt_status webgpu_quant_run_int8_x(webgpu_backend *wg, const wgt_kernel_call *ca
 
 /* The buffer behind a view. */
 static inline WGPUBuffer webgpu_view_buffer(const wgt_tensor_view *v) { return ((webgpu_block *)v->storage->handle)->buffer; }
+/* Whether every element of v has an index below 2^32 (kernels that index in
+ * u32 elements; negative strides refused, an empty view fits) */
+static inline bool webgpu_view_fits_u32(const wgt_tensor_view *v)
+{
+    int64_t high = v->offset;
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->shape[d] == 0) return true;
+        if (v->strides[d] < 0) return false;
+        high += (v->shape[d] - 1) * v->strides[d];
+    }
+    return high < (int64_t)UINT32_MAX;
+}
 
 #endif /* WGT_WEBGPU_INTERNAL_H */

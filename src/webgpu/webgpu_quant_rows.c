@@ -22,17 +22,6 @@ typedef struct qrows_params {
     uint32_t groups, pad[3];
 } qrows_params;
 
-/* Highest element index + 1 of v (non-negative strides) below 2^32. */
-static bool fits_u32(const wgt_tensor_view *v)
-{
-    int64_t end = v->offset + 1;
-    for (int d = 0; d < v->ndim; d++) {
-        if (v->strides[d] < 0) return false;
-        end += (v->shape[d] - 1) * v->strides[d];
-    }
-    return end < (int64_t)UINT32_MAX;
-}
-
 bool webgpu_quant_rows_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     (void)wg;
@@ -43,7 +32,7 @@ bool webgpu_quant_rows_supports(webgpu_backend *wg, const wgt_kernel_call *call)
     for (int d = 0; d < x->ndim - 1; d++)
         if (x->dtype == WGT_F16 && x->shape[d] > 1 && x->strides[d] % 2) return false;
     if (x->dtype == WGT_F16 && x->offset % 2) return false;
-    return fits_u32(x) && fits_u32(codes) && fits_u32(scales) && wgt_shape_numel(x->ndim, x->shape) / 32 < UINT32_MAX;
+    return webgpu_view_fits_u32(x) && webgpu_view_fits_u32(codes) && webgpu_view_fits_u32(scales) && wgt_shape_numel(x->ndim, x->shape) / 32 < UINT32_MAX;
 }
 
 /* The view's leading strides, padded in front to 3, and its offset. */
