@@ -526,7 +526,7 @@ wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype);
  *    magnitude (beyond it they become infinite).
  *  - wgt_qlinear of more than one row of f32 x (no fusion) DOES quantize x
  *    like the weights, every backend alike: per row and group of 32 along k,
- *    s = max|x| / 127 and code = round-to-even(x / s) (all 0 when max|x| = 0;
+ *    s = max|x| * (1/127) (f32) and code = round-to-even(x / s) (all 0 when max|x| = 0;
  *    a group holding a NaN or an infinity: s = NaN, so its sums are NaN),
  *    then out[m, n] = sum over groups of (sum of code x * code w, exact in
  *    integers) * s_x * s_w in f32, groups in order. GPUs then multiply 8-bit
@@ -633,7 +633,8 @@ wgt_status wgt_qlinear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_tensor *qwe
  * codes i32 [.., D/4] (four int8 codes a word, byte k % 4 of word k / 4 is
  * value k: wgt_qlinear's 8-bit layout) and scales f32 [.., D/32], views of
  * x's leading shape (any strides there, e.g. a cache's rows; unit stride along
- * the last dim; three storages): per group s = max|x| / 127, code =
+ * the last dim; three storages): per group s = max|x| * (1/127) (1/127 rounded
+ * to f32: the same bits on every backend), code =
  * round-to-even(x / s) in [-127, 127] (all 0 when max|x| = 0; a group holding
  * a NaN or an infinity: s = NaN, codes 0), the rounding of wgt_qlinear's
  * int8_x. Value = code * s: wgt_dequantize_rows returns [.., D] of dtype (f32

@@ -837,7 +837,7 @@ class Runner:
     # ------------------------------------------------ 8-bit rows (KV cache)
     @staticmethod
     def q8_reference(x):
-        """NumPy's 8-bit rows of x [.., D]: per group of 32, s = max|x| / 127 (f32),
+        """NumPy's 8-bit rows of x [.., D]: per group of 32, s = max|x| * f32(1/127) (f32),
         code = x / s rounded half to even (np.rint) in [-127, 127]; zeros: s 0,
         codes 0; a NaN or an infinity: s NaN, codes 0. Returns codes as i32 words
         (four int8 a word, little end first) [.., D/4] and scales [.., D/32]."""
@@ -846,7 +846,7 @@ class Runner:
         finite = np.all(np.isfinite(g), axis=1)
         with np.errstate(all="ignore"):
             amax = np.max(np.abs(np.where(np.isfinite(g), g, 0)), axis=1).astype(np.float32)
-            s = np.where(finite, amax / np.float32(127), np.float32(np.nan)).astype(np.float32)
+            s = np.where(finite, amax * (np.float32(1) / np.float32(127)), np.float32(np.nan)).astype(np.float32)
             q = np.rint(g / s[:, None])
         codes = np.where((finite & (amax > 0))[:, None], np.clip(q, -127, 127), 0).astype(np.int8)
         words = codes.reshape(-1).view(np.uint8).reshape(-1, 4).astype(np.uint32)
@@ -854,7 +854,7 @@ class Runner:
         return words.view(np.int32).reshape(lead + (D // 4,)), s.reshape(lead + (D // 32,))
 
     def case_quantize_rows(self):
-        """wgt_quantize_rows_into against q8_reference (codes exact, scales exact),
+        """wgt_quantize_rows_into against q8_reference (codes and scales bit for bit),
         sometimes into every other row of a longer destination; then
         wgt_dequantize_rows against code * s."""
         r = self.rng
@@ -879,7 +879,12 @@ class Runner:
         got_s, gsd = self.read(ts, "scales")
         what = f"quantize_rows {NAME[d]}{shape} step {step}"
         self.compare(got_c, gcd, codes_w, I32, "exact", None, what + " codes")
-        self.compare(got_s, gsd, scales_w, F32, "exact", None, what + " scales")
+        if gsd != F32:
+            raise Mismatch(f"{what} scales: dtype {NAME[gsd]}, expected f32")
+        # bit for bit (compare's float check allows f32 rounding): a product with
+        # 1/127 rounds alike on every backend
+        self.compare(got_s.astype(np.float32).view(np.int32), I32, scales_w.astype(np.float32).view(np.int32), I32,
+                     "exact", None, what + " scale bits")
         back, bd = self.read(self.lib.dequantize_rows(tc, ts, d), "wgt_dequantize_rows")
         c8 = codes_w.view(np.int8).reshape(shape).astype(np.float32)
         want = c8 * np.repeat(scales_w, 32, axis=-1)

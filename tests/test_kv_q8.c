@@ -8,7 +8,8 @@
  *  - wgt_dequantize_rows: code * s exactly in f32, f16 rounded once;
  *  - wgt_attention_q8: decode shapes (Tq 1-4, grouped-query heads, D 64 and
  *    128, f16 and f32 q, keys not a multiple of the 64-key chunk) take one
- *    decode pass on WebGPU (2 dispatches), a prefill shape (Tq 9) the
+ *    decode pass on WebGPU (2 dispatches; also with k and v halves of shared
+ *    caches [2, Hkv, context, ..] as llama's), a prefill shape (Tq 9) the
  *    dequantized copies and the float kernels; every backend within f32
  *    rounding of the reference (f16 out: half an ulp);
  *  - bad input (dtypes, shapes, shared storage, a tensor that requires grad)
@@ -23,7 +24,8 @@ static uint32_t rng = 4242u;
 static float urand(void) { return (float)(test_xorshift(&rng) >> 8) * (1.0f / 16777216.0f) * 2.0f - 1.0f; }
 
 /* The 8-bit form of one row of D values, written independently of the library:
- * per group of 32, s = max|x| / 127 and code = x / s rounded half to even. */
+ * per group of 32, s = max|x| * (1/127) (1/127 rounded to f32) and code = x / s
+ * rounded half to even. */
 static void quantize_row(const float *x, int64_t D, int8_t *codes, float *scales)
 {
     for (int64_t g = 0; g < D / 32; g++) {
@@ -33,7 +35,7 @@ static void quantize_row(const float *x, int64_t D, int8_t *codes, float *scales
             finite = finite && isfinite(x[g * 32 + j]);
             amax = fmaxf(amax, fabsf(x[g * 32 + j]));
         }
-        scales[g] = finite ? amax / 127.0f : NAN;
+        scales[g] = finite ? amax * (1.0f / 127.0f) : NAN;
         for (int j = 0; j < 32; j++) {
             float c = finite && amax > 0.0f ? rintf(x[g * 32 + j] / scales[g]) : 0.0f;
             codes[g * 32 + j] = (int8_t)fmaxf(-127.0f, fminf(127.0f, c));
@@ -135,6 +137,7 @@ typedef struct qcase {
     int64_t H, Hkv, Tq, Tk, D, context; /* k, v: rows [0, Tk) of caches [1, Hkv, context, ..] */
     bool causal, f16;
     bool decode;                         /* WebGPU takes the decode kernel (2 dispatches) */
+    bool shared;                         /* k, v: halves of caches [2, Hkv, context, ..] (llama's) */
 } qcase;
 
 /* out [H, Tq, D] in double from q and the dequantized k, v (B = 1). */
@@ -167,17 +170,20 @@ static void reference(const qcase *c, const float *q, const float *k, const floa
 }
 
 /* codes and scales of rows [Hkv, Tk, D] into the first Tk rows of zero caches
- * [1, Hkv, context, ..]; *kc, *ks: the views of those rows */
+ * [1, Hkv, context, ..] (or of half `half` of caches [2, Hkv, context, ..],
+ * *cc and *cs, created when NULL); *kc, *ks: the views of those rows */
 static void upload_q8(wgt_context *ctx, const qcase *c, const int8_t *codes, const float *scales, wgt_tensor **kc,
-                      wgt_tensor **ks)
+                      wgt_tensor **ks, wgt_tensor **cc, wgt_tensor **cs, int half)
 {
-    const int64_t rows = c->Hkv * c->Tk;
+    const int64_t rows = c->Hkv * c->Tk, n = cc ? 2 : 1;
     uint32_t *words = malloc((size_t)(rows * c->D / 4) * 4);
     for (int64_t i = 0; i < rows * c->D / 4; i++) words[i] = pack4(codes + 4 * i);
-    wgt_tensor *cc = wgt_zeros(ctx, WGT_I32, 4, (int64_t[]){1, c->Hkv, c->context, c->D / 4});
-    wgt_tensor *cs = wgt_zeros(ctx, WGT_F32, 4, (int64_t[]){1, c->Hkv, c->context, c->D / 32});
-    *kc = wgt_slice(cc, 2, 0, c->Tk, 1);
-    *ks = wgt_slice(cs, 2, 0, c->Tk, 1);
+    wgt_tensor *own_c = NULL, *own_s = NULL;
+    if (!cc) cc = &own_c, cs = &own_s;
+    if (!*cc) *cc = wgt_zeros(ctx, WGT_I32, 4, (int64_t[]){n, c->Hkv, c->context, c->D / 4});
+    if (!*cs) *cs = wgt_zeros(ctx, WGT_F32, 4, (int64_t[]){n, c->Hkv, c->context, c->D / 32});
+    *kc = wgt_slice(wgt_slice(*cc, 0, half, half + 1, 1), 2, 0, c->Tk, 1);
+    *ks = wgt_slice(wgt_slice(*cs, 0, half, half + 1, 1), 2, 0, c->Tk, 1);
     wgt_assign(*kc, wgt_tensor_from_host(ctx, WGT_I32, 4, (int64_t[]){1, c->Hkv, c->Tk, c->D / 4}, words));
     wgt_assign(*ks, wgt_tensor_from_host(ctx, WGT_F32, 4, (int64_t[]){1, c->Hkv, c->Tk, c->D / 32}, scales));
     free(words);
@@ -212,8 +218,9 @@ static void check_attention(wgt_context *ctx, const qcase *c)
         tq = wgt_tensor_from_host(ctx, WGT_F32, 4, (int64_t[]){1, c->H, c->Tq, c->D}, q);
     }
     wgt_tensor *tkc, *tks, *tvc, *tvs;
-    upload_q8(ctx, c, kc, ks, &tkc, &tks);
-    upload_q8(ctx, c, vc, vs, &tvc, &tvs);
+    wgt_tensor *caches[2] = {NULL, NULL};
+    upload_q8(ctx, c, kc, ks, &tkc, &tks, c->shared ? &caches[0] : NULL, c->shared ? &caches[1] : NULL, 0);
+    upload_q8(ctx, c, vc, vs, &tvc, &tvs, c->shared ? &caches[0] : NULL, c->shared ? &caches[1] : NULL, c->shared);
     wgt_execution_stats before = {0}, after = {0};
     wgt_execution_stats_get(ctx, &before);
     wgt_tensor *o = wgt_attention_q8(tq, tkc, tks, tvc, tvs, c->causal);
@@ -278,12 +285,15 @@ int main(void)
     wgt_context *ctxs[2] = {test_cpu_context(), test_webgpu_context()};
     CHECK(ctxs[1] != NULL, "no WebGPU context");
     static const qcase cases[] = {
-        /* name                 H  Hkv Tq  Tk   D   context causal f16  decode */
-        {"tq1_gqa4_tk200",      8, 2, 1, 200, 64, 256, true, false, true},
-        {"f16_tq1_gqa4_tk77",   8, 2, 1, 77, 64, 96, true, true, true},
-        {"tq3_d128_tk130",      4, 2, 3, 130, 128, 130, true, false, true},
-        {"f16_tq4_mha",         2, 2, 4, 65, 64, 80, false, true, true},
-        {"prefill_tq9",         4, 2, 9, 40, 64, 48, true, false, false},
+        /* name                 H  Hkv Tq  Tk   D   context causal f16  decode shared */
+        {"tq1_gqa4_tk200",      8, 2, 1, 200, 64, 256, true, false, true, false},
+        {"f16_tq1_gqa4_tk77",   8, 2, 1, 77, 64, 96, true, true, true, false},
+        {"tq3_d128_tk130",      4, 2, 3, 130, 128, 130, true, false, true, false},
+        {"f16_tq4_mha",         2, 2, 4, 65, 64, 80, false, true, true, false},
+        {"prefill_tq9",         4, 2, 9, 40, 64, 48, true, false, false, false},
+        {"shared_f16_tq1_gqa4", 8, 2, 1, 200, 64, 256, true, true, true, true},
+        {"shared_tq2_d128",     4, 1, 2, 150, 128, 160, true, false, true, true},
+        {"shared_prefill_tq9",  4, 2, 9, 40, 64, 48, true, false, false, true},
     };
     for (int b = 0; b < 2; b++) {
         if (!ctxs[b]) continue;

@@ -44,7 +44,7 @@ static void reference(const float *x, const int32_t *q, const float *sw, int bit
             const float *xg = x + m * K + g * 32;
             float amax = 0;
             for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xg[j]));
-            const float s = amax / 127.0f;
+            const float s = amax * (1.0f / 127.0f); /* 1/127 rounded to f32, as defined */
             int cx[32];
             for (int j = 0; j < 32; j++) {
                 volatile float v = amax > 0 ? xg[j] / s : 0.0f; /* one f32 division, as defined */

@@ -228,7 +228,9 @@ typedef enum wgt_reduce_kind {
  *              unit stride along the last dim):
  *              quantize (!quant.dequantize): inputs[0] x [.., D] f32 or f16 ->
  *              outputs[0] codes i32 [.., D/4], outputs[1] scales f32 [.., D/32];
- *              per group of 32: s = max|x| / 127, code = round-to-even(x / s)
+ *              per group of 32: s = max|x| * (1/127) (1/127 rounded to f32:
+ *              a product rounds alike everywhere; WGSL's division need not),
+ *              code = round-to-even(x / s)
  *              in [-127, 127], byte k % 4 of word k / 4 (0 when max|x| = 0; a
  *              group holding a NaN or an infinity: s = NaN, codes 0), the
  *              rounding of QMATMUL's int8_x.
@@ -309,7 +311,7 @@ typedef struct wgt_kernel_call {
         int64_t rope_pass_begin, rope_pass_end;
         /* int8_x (wgt_set_matmul_precision MEDIUM; no fusion, f32 x, M > 1):
          * x is quantized like the weights before the product, every backend
-         * alike: per row and group of 32 along k, s = max|x| / 127 (f32),
+         * alike: per row and group of 32 along k, s = max|x| * (1/127) (f32),
          * code = round-to-even(x / s) in [-127, 127] (0 when max|x| = 0; a
          * group holding a NaN or an infinity: s = NaN, codes 0);
          * out[m, n] = the f32 sum over groups, in order, of

@@ -93,7 +93,7 @@ static wgt_status qmatmul_rope(cpu_backend *b, const wgt_kernel_call *call)
                                  call->quant.rope_pass_end, cpu_run_qmatmul);
 }
 
-/* Row m's group g of x as 8-bit codes (backend.h's int8_x): s = max|x| / 127,
+/* Row m's group g of x as 8-bit codes (backend.h's int8_x): s = max|x| * (1/127),
  * code = round-to-even(x / s), all 0 for a group of zeros; a group holding a
  * NaN or an infinity gets s = NaN and codes 0 (its sums are NaN). Returns s. */
 float cpu_quantize_group8(const float *x, int8_t codes[32])
@@ -106,7 +106,9 @@ float cpu_quantize_group8(const float *x, int8_t codes[32])
         }
         amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
     }
-    const float s = amax / 127.0f;
+    /* a product with 1/127 rounded to f32, not amax / 127: WGSL's division may
+     * miss the rounded quotient by an ulp on a GPU, the product rounds alike */
+    const float s = amax * (1.0f / 127.0f);
     for (int j = 0; j < 32; j++) {
         float c = amax > 0.0f ? nearbyintf(x[j] / s) : 0.0f;
         codes[j] = (int8_t)(c > 127.0f ? 127.0f : c < -127.0f ? -127.0f : c);

@@ -3,7 +3,7 @@
  * and wgt_dequantize_rows):
  *   x [.., D] f32 or f16 <-> codes i32 [.., D/4], scales f32 [.., D/32]
  * Views of up to 4 dims, one shape but the last, any strides on the leading
- * dims and unit stride on the last. Per group of 32 values: s = max|x| / 127,
+ * dims and unit stride on the last. Per group of 32 values: s = max|x| * (1/127),
  * code = round-to-even(x / s) clamped to [-127, 127] as int8 byte k % 4 of word
  * k / 4; a group of zeros gets s = 0 and codes 0, one holding a NaN or an
  * infinity s = NaN and codes 0 (QMATMUL's int8_x rule, backend.h).

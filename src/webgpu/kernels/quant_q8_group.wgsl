@@ -1,11 +1,15 @@
 // quant_q8_group: one group of 32 values into 8-bit codes, the rule of
-// QMATMUL's int8_x and QROWS (backend.h): s = max|x| / 127, code =
+// QMATMUL's int8_x and QROWS (backend.h): s = max|x| * (1/127), code =
 // round-to-even(x / s) clamped to [-127, 127], four codes a word (byte 0 =
 // the lowest index); a group of zeros gets s = 0 and codes 0, one holding a
 // NaN or an infinity s = NaN and codes 0. Prepended to quant_rows_int8.wgsl
 // and quant_rows.wgsl (the CPU references: cpu_quant.c's quantize_group,
-// cpu_quant_rows.c). x / s may round differently from the CPU's by an ulp,
-// so a value within an ulp of a tie may get the other code.
+// cpu_quant_rows.c). s is a product with 1/127 rounded to f32 (WGSL's
+// division is accurate to 2.5 ulp, and on an H200 amax / 127.0 missed the
+// CPU's quotient in a few groups of a hundred; a product is correctly
+// rounded everywhere), so every backend stores the same scales. x / s may
+// still round differently from the CPU's by an ulp, so a value within an ulp
+// of a tie may get the other code.
 
 // The group's scale, NaN when a value is not finite (by the exponent bits: a
 // compiler may assume floats are finite).
@@ -17,7 +21,7 @@ fn q8_group_scale(v: array<vec4<f32>, 8>) -> f32 {
         let a = abs(v[i]);
         amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
     }
-    return select(bitcast<f32>(0x7fc00000u), amax / 127.0, finite);
+    return select(bitcast<f32>(0x7fc00000u), amax * bitcast<f32>(0x3c010204u), finite);   // 1/127 rounded to f32
 }
 
 // The word of codes of four values of a group of scale s (x / s per element,
