@@ -770,7 +770,10 @@ static void check_kernel_variants(void)
  * =quad, here on lavapipe's subgroups) vs the double-precision reference:
  * causal GQA past one key tile, D4 = 12 (three column quads a lane, padded
  * tiles), Tq > Tk (rows that see no key), dropout on, permuted inputs, and
- * small tiles (16 rows, 8 keys: several blocks and tiles, partial last ones).
+ * small tiles (16 rows, 8 keys: several blocks and tiles, partial last ones),
+ * and the workgroups started most work first (by default, all pairs in one
+ * group; WGT_ATTENTION_ORDER: groups of 1 or 3 (b, head) pairs: a short last
+ * group; 0: pair-major).
  * D > 64 falls back to attention_forward (covered by the variants above). */
 static void check_quad_forward(void)
 {
@@ -780,29 +783,37 @@ static void check_quad_forward(void)
         double dropout;
         const char *tiles; /* WGT_ATTENTION_TILES, NULL: the kernel's defaults (64 rows, 16 keys) */
         const char *quad_rows; /* WGT_ATTENTION_QUAD_ROWS: 2 (default) or 4 */
+        const char *order; /* WGT_ATTENTION_ORDER, NULL: unset */
     } cases[] = {
-        {{2, 2, 1, 65, 65, 64, true}, false, 0.0, NULL, "2"},
-        {{2, 2, 1, 65, 65, 64, true}, true, 0.2, NULL, "2"},
-        {{1, 3, 1, 9, 14, 48, true}, false, 0.3, NULL, "2"},
-        {{1, 2, 2, 13, 6, 8, true}, false, 0.0, NULL, "2"},
-        {{1, 4, 2, 11, 19, 32, false}, false, 0.25, "16,8,64,16,8", "2"},
-        {{1, 2, 1, 37, 37, 64, true}, false, 0.2, "16,8,64,16,8", "2"},
-        {{1, 2, 1, 37, 37, 64, true}, false, 0.2, "16,4,64,16,8", "2"}, /* 4-key tiles: 4 rows a quad */
-        {{2, 2, 1, 65, 65, 64, true}, true, 0.2, NULL, "4"},
-        {{1, 3, 1, 9, 14, 48, true}, false, 0.3, NULL, "4"},
-        {{1, 4, 2, 11, 19, 32, false}, false, 0.25, "16,8,64,16,8", "4"},
+        {{2, 2, 1, 65, 65, 64, true}, false, 0.0, NULL, "2", NULL},
+        {{2, 2, 1, 65, 65, 64, true}, true, 0.2, NULL, "2", NULL},
+        {{1, 3, 1, 9, 14, 48, true}, false, 0.3, NULL, "2", NULL},
+        {{1, 2, 2, 13, 6, 8, true}, false, 0.0, NULL, "2", NULL},
+        {{1, 4, 2, 11, 19, 32, false}, false, 0.25, "16,8,64,16,8", "2", NULL},
+        {{1, 2, 1, 37, 37, 64, true}, false, 0.2, "16,8,64,16,8", "2", NULL},
+        {{1, 2, 1, 37, 37, 64, true}, false, 0.2, "16,4,64,16,8", "2", NULL}, /* 4-key tiles: 4 rows a quad */
+        {{2, 2, 1, 65, 65, 64, true}, true, 0.2, NULL, "4", NULL},
+        {{1, 3, 1, 9, 14, 48, true}, false, 0.3, NULL, "4", NULL},
+        {{1, 4, 2, 11, 19, 32, false}, false, 0.25, "16,8,64,16,8", "4", NULL},
+        {{2, 2, 1, 37, 37, 64, true}, false, 0.2, "16,8,64,16,8", "2", "3"},
+        {{1, 3, 1, 37, 37, 32, true}, true, 0.0, "16,8,64,16,8", "2", "1"},
+        {{2, 3, 1, 37, 37, 32, true}, false, 0.1, "16,8,64,16,8", "2", "0"},   /* pair-major */
     };
     char label[200];
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const char *env[7] = {"WGT_ATTENTION_FORWARD", "quad", "WGT_ATTENTION_QUAD_ROWS", cases[i].quad_rows,
-                              cases[i].tiles ? "WGT_ATTENTION_TILES" : NULL, cases[i].tiles, NULL};
+        const char *env[9] = {"WGT_ATTENTION_FORWARD", "quad", "WGT_ATTENTION_QUAD_ROWS", cases[i].quad_rows, NULL};
+        int n = 4;
+        if (cases[i].tiles) env[n++] = "WGT_ATTENTION_TILES", env[n++] = cases[i].tiles;
+        if (cases[i].order) env[n++] = "WGT_ATTENTION_ORDER", env[n++] = cases[i].order;
+        env[n] = NULL;
         wgt_context *ctx = test_context_env(NULL, env);
         if (!ctx) continue;
         const config *c = &cases[i].c;
-        snprintf(label, sizeof(label), "webgpu quad forward (%s rows a quad)%s%s Tq%lld Tk%lld D%lld%s%s dropout %g",
+        snprintf(label, sizeof(label), "webgpu quad forward (%s rows a quad)%s%s Tq%lld Tk%lld D%lld%s%s dropout %g%s%s",
                  cases[i].quad_rows, cases[i].tiles ? " tiles " : "", cases[i].tiles ? cases[i].tiles : "",
                  (long long)c->Tq, (long long)c->Tk, (long long)c->D, c->causal ? " causal" : "",
-                 cases[i].permuted ? " permuted" : "", cases[i].dropout);
+                 cases[i].permuted ? " permuted" : "", cases[i].dropout, cases[i].order ? " order " : "",
+                 cases[i].order ? cases[i].order : "");
         check_attention(ctx, label, *c, cases[i].permuted, cases[i].dropout);
         wgt_context_destroy(ctx);
     }
@@ -863,7 +874,10 @@ static void check_block_kernels(void)
  * vs the double-precision reference: 16-key blocks (WGT_ATTENTION_FUSED_TILE=16:
  * several key blocks and query tiles on small shapes, partial last ones) and
  * the default 32, dropout on and off, causal and not, GQA, Tq != Tk, odd T,
- * D not a multiple of 4 and D4 < 16 (idle column quads). D <= 64 only. */
+ * D not a multiple of 4 and D4 < 16 (idle column quads), the workgroups
+ * started most work first (default: groups of 64 pairs, so one short group
+ * here; WGT_ATTENTION_ORDER: groups of 3 pairs over 4 or 8, short last groups,
+ * and 0: pair-major). D <= 64 only. */
 static void check_fused_kernels(void)
 {
     static const struct {
@@ -871,33 +885,39 @@ static void check_fused_kernels(void)
         double dropout;
         const char *tile; /* WGT_ATTENTION_FUSED_TILE */
         bool permuted;    /* q, k, v stored [B, T, H, D] (strided; vec4 loads where D % 4 == 0) */
+        const char *order; /* WGT_ATTENTION_ORDER, NULL: unset */
     } cases[] = {
-        {{2, 2, 1, 37, 37, 64, true}, 0.0, "16", false},     /* causal, GQA 2:1, odd T past two blocks */
-        {{2, 2, 1, 37, 37, 64, true}, 0.2, "16", false},     /* the same with dropout */
-        {{1, 3, 1, 9, 30, 48, true}, 0.3, "16", false},      /* Tq < Tk, D4 = 12 */
-        {{1, 2, 2, 21, 6, 8, true}, 0.0, "16", false},       /* Tq > Tk: rows that see no key (lse -inf) */
-        {{1, 4, 2, 19, 35, 30, false}, 0.25, "16", false},   /* not causal, GQA, Tq != Tk, D not a multiple of 4 */
-        {{1, 2, 1, 70, 70, 64, true}, 0.2, "32", false},     /* the default tile: several blocks, a partial one */
-        {{2, 2, 2, 33, 47, 64, false}, 0.0, "32", false},    /* not causal, Tq < Tk */
-        {{1, 4, 2, 23, 23, 32, true}, 0.2, "16", true},   /* permuted inputs (vec4 loads through strides) */
-        {{1, 2, 1, 17, 17, 30, true}, 0.0, "16", true},   /* permuted, D % 4 != 0 (scalar loads) */
+        {{2, 2, 1, 37, 37, 64, true}, 0.0, "16", false, NULL},     /* causal, GQA 2:1, odd T past two blocks */
+        {{2, 2, 1, 37, 37, 64, true}, 0.2, "16", false, NULL},     /* the same with dropout */
+        {{1, 3, 1, 9, 30, 48, true}, 0.3, "16", false, NULL},      /* Tq < Tk, D4 = 12 */
+        {{1, 2, 2, 21, 6, 8, true}, 0.0, "16", false, NULL},       /* Tq > Tk: rows that see no key (lse -inf) */
+        {{1, 4, 2, 19, 35, 30, false}, 0.25, "16", false, NULL},   /* not causal, GQA, Tq != Tk, D not a multiple of 4 */
+        {{1, 2, 1, 70, 70, 64, true}, 0.2, "32", false, NULL},     /* the default tile: several blocks, a partial one */
+        {{2, 2, 2, 33, 47, 64, false}, 0.0, "32", false, NULL},    /* not causal, Tq < Tk */
+        {{1, 4, 2, 23, 23, 32, true}, 0.2, "16", true, NULL},   /* permuted inputs (vec4 loads through strides) */
+        {{1, 2, 1, 17, 17, 30, true}, 0.0, "16", true, NULL},   /* permuted, D % 4 != 0 (scalar loads) */
+        {{2, 2, 1, 37, 37, 64, true}, 0.2, "16", false, "3"},   /* 4 pairs in groups of 3, 3 blocks each */
+        {{2, 4, 4, 70, 70, 64, true}, 0.0, "32", false, "3"},   /* 8 pairs in groups of 3 */
+        {{2, 2, 1, 37, 37, 64, true}, 0.2, "16", false, "0"},   /* pair-major */
     };
     char label[200];
     wgt_context *ctx = NULL;
-    const char *ctx_tile = NULL;
+    const char *ctx_tile = NULL, *ctx_order = NULL;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const config *c = &cases[i].c;
-        if (!ctx || strcmp(cases[i].tile, ctx_tile) != 0) {
+        if (!ctx || strcmp(cases[i].tile, ctx_tile) != 0 || cases[i].order != ctx_order) {
             wgt_context_destroy(ctx);
-            ctx = test_context_env(NULL, (const char *[]){"WGT_ATTENTION_BACKWARD", "fused",
-                                                          "WGT_ATTENTION_FUSED_TILE", cases[i].tile, NULL});
+            ctx = test_context_env(NULL, (const char *[]){"WGT_ATTENTION_BACKWARD", "fused", "WGT_ATTENTION_FUSED_TILE",
+                                                          cases[i].tile, cases[i].order ? "WGT_ATTENTION_ORDER" : NULL,
+                                                          cases[i].order, NULL});
             ctx_tile = cases[i].tile;
+            ctx_order = cases[i].order;
             if (!ctx) return;
         }
-        snprintf(label, sizeof(label), "webgpu fused attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f tile %s%s",
+        snprintf(label, sizeof(label), "webgpu fused attention B%lld H%lld Hkv%lld Tq%lld Tk%lld D%lld%s dropout %.2f tile %s%s%s%s",
                  (long long)c->B, (long long)c->H, (long long)c->Hkv, (long long)c->Tq, (long long)c->Tk,
                  (long long)c->D, c->causal ? " causal" : "", cases[i].dropout, cases[i].tile,
-                 cases[i].permuted ? " permuted" : "");
+                 cases[i].permuted ? " permuted" : "", cases[i].order ? " order " : "", cases[i].order ? cases[i].order : "");
         check_attention(ctx, label, *c, cases[i].permuted, cases[i].dropout);
     }
     wgt_context_destroy(ctx);

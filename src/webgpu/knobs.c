@@ -161,6 +161,16 @@ static void read_attention(webgpu_knobs *k)
     k->attention_fused_tile = fused && strcmp(fused, "16") == 0 ? 16u : 32u;
     const char *quad_rows = env("WGT_ATTENTION_QUAD_ROWS");
     k->attention_quad_rows = quad_rows && strcmp(quad_rows, "4") == 0 ? 4u : 2u;
+    const char *order = env("WGT_ATTENTION_ORDER");
+    k->attention_order[0] = 65536u;
+    k->attention_order[1] = 64u;
+    long f, b;
+    int got = order ? sscanf(order, "%ld,%ld", &f, &b) : 0;
+    if (got == 1) b = f;
+    if (got >= 1 && f >= 0 && f <= 65536 && b >= 0 && b <= 65536) {
+        k->attention_order[0] = (unsigned)f;
+        k->attention_order[1] = (unsigned)b;
+    }
     const char *decode = env("WGT_DECODE_ATTN");
     k->decode_attn = decode && strcmp(decode, "0") == 0   ? WEBGPU_DECODE_ATTN_OFF
                      : decode && strcmp(decode, "1") == 0 ? WEBGPU_DECODE_ATTN_FORCED

@@ -151,6 +151,12 @@ typedef struct webgpu_knobs {
                                     * attention_backward_fused; default 32 (other values: 32) */
     unsigned attention_quad_rows; /* WGT_ATTENTION_QUAD_ROWS=2|4: rows a quad of attention_forward_quad;
                                    * default 2 */
+    unsigned attention_order[2]; /* WGT_ATTENTION_ORDER="f,b": the causal quad forward (f) and fused
+                                  * backward (b) start the workgroups with the most work first, in groups
+                                  * of n (b, head) pairs (attention_common.wgsl block_order), n in
+                                  * [1, 65536] (past the pairs: one group), 0: pair-major order; one
+                                  * number sets both; default 65536,64 (H200, bench/results/
+                                  * h200-2026-11-28g p2, p3) */
     webgpu_decode_attn decode_attn; /* WGT_DECODE_ATTN, above */
 
     /* ---- quantized matmul (webgpu_quant.c) */

@@ -171,8 +171,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let id = wid.x + wid.y * nwg.x;
     if (id >= params.blocks * params.B * params.Hkv) { return; }   // whole workgroups only
-    let bg = id / params.blocks;
-    let kb = id % params.blocks;
+    // block_order's index 0 is key block 0 (causal: the most query tiles)
+    let pb = block_order(id, params.B * params.Hkv);
+    let bg = pb.x;
+    let kb = pb.y;
     let j0 = kb * BK;
     let b = bg / params.Hkv;
     let g = bg % params.Hkv;

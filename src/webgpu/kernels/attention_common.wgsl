@@ -33,11 +33,28 @@ struct Params {
     q_st: vec4<u32>, k_st: vec4<u32>, v_st: vec4<u32>, o_st: vec4<u32>, do_st: vec4<u32>,   // strides b, h, t, d
     offsets: array<vec4<u32>, 3>,   // inputs q, k, v, out | dout, outputs 0, 1, 2 | lse, delta, mask, mask words per row
     scale_log2: f32, keep_scale: f32, threshold: u32, dropout: u32,   // dropout: 0 or 1
-    seed: vec2<u32>, blocks: u32, _pad: u32,   // blocks: workgroups per (b, h) or (b, kv head)
+    seed: vec2<u32>, blocks: u32, order: u32,  // blocks: workgroups per (b, h) or (b, kv head); order: block_order
     dq_st: vec4<u32>, dk_st: vec4<u32>, dv_st: vec4<u32>,   // backward: the gradients' strides (fused path)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
+
+// Workgroup id -> (pair, block index) for grids of `pairs` (b, head) pairs
+// times params.blocks blocks. order 0: pair-major (id / blocks, id % blocks).
+// order n > 0: groups of n pairs, and inside a group block index 0 of each
+// pair, then index 1, ..: the kernels number their blocks so that index 0 is
+// the one with the most work (causal: the most keys or query rows to visit),
+// so the longest workgroups start first and the grid's tail is short ones,
+// while a group's pairs still share their reads in L2.
+fn block_order(id: u32, pairs: u32) -> vec2<u32> {
+    let n = params.order;
+    if (n == 0u) { return vec2<u32>(id / params.blocks, id % params.blocks); }
+    let span = n * params.blocks;
+    let first = (id / span) * n;
+    let in_group = min(n, pairs - first);   // the last group may be short
+    let within = id % span;
+    return vec2<u32>(first + within % in_group, within / in_group);
+}
 
 const LOG2E: f32 = 1.4426950408889634;
 const LN2: f32 = 0.6931471805599453;

@@ -70,8 +70,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let quad = slot / 4u;
     let ql = slot % 4u;                 // = sg_lane % 4: the partners are lanes sg_lane ^ 1, ^ 2
     let quad_lane0 = sg_lane & ~3u;
-    let bh = id / params.blocks;
-    let i0 = (id % params.blocks) * BQ;
+    // with block_order's order, index 0 is the last query block (causal: the most keys)
+    let pb = block_order(id, params.B * params.H);
+    let bh = pb.x;
+    let i0 = select(pb.y, params.blocks - 1u - pb.y, params.order != 0u) * BQ;
     let b = bh / params.H;
     let h = bh % params.H;
     let g = h / params.group;
