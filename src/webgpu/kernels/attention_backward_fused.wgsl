@@ -166,6 +166,15 @@ fn last_seen(i: u32) -> i32 {
     return last;
 }
 
+// s + (a . b0, a . b1, a . b2, a . b3) as four vec4 fused multiply-adds: 16
+// instructions for the 16 products (four dots and an add would take 20)
+fn dot4_fma(a: vec4<f32>, b0: vec4<f32>, b1: vec4<f32>, b2: vec4<f32>, b3: vec4<f32>, s: vec4<f32>) -> vec4<f32> {
+    var r = fma(vec4<f32>(a.x), vec4<f32>(b0.x, b1.x, b2.x, b3.x), s);
+    r = fma(vec4<f32>(a.y), vec4<f32>(b0.y, b1.y, b2.y, b3.y), r);
+    r = fma(vec4<f32>(a.z), vec4<f32>(b0.z, b1.z, b2.z, b3.z), r);
+    return fma(vec4<f32>(a.w), vec4<f32>(b0.w, b1.w, b2.w, b3.w), r);
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -260,7 +269,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let k3 = k_tile[(3u * KQ + tk) * QS + d4];
                 for (var n = 0u; n < NR; n++) {
                     let qv = q_tile[(rg + RG * n) * QS + d4];
-                    sc[n] += vec4<f32>(dot(qv, k0), dot(qv, k1), dot(qv, k2), dot(qv, k3));
+                    sc[n] = dot4_fma(qv, k0, k1, k2, k3, sc[n]);
                 }
             }
         } else {
@@ -271,7 +280,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let v3 = v_tile[(3u * KQ + tk) * QS + d4];
                 for (var n = 0u; n < NR; n++) {
                     let ov = do_tile[(rg + RG * n) * QS + d4];
-                    sc[n] += vec4<f32>(dot(ov, v0), dot(ov, v1), dot(ov, v2), dot(ov, v3));
+                    sc[n] = dot4_fma(ov, v0, v1, v2, v3, sc[n]);
                 }
             }
         }

@@ -56,6 +56,11 @@ var<workgroup> v_tile: array<vec4<f32>, BK * DS>;
 var<workgroup> next_slot: atomic<u32>;   // row slots handed out so far (reset by invocation 0: workgroup
                                           // memory kept the last workgroup's value on lavapipe)
 
+// s + dot(a, b) as four fused multiply-adds (a dot and an add take five instructions)
+fn dot_fma(a: vec4<f32>, b: vec4<f32>, s: f32) -> f32 {
+    return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, s))));
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>, @builtin(subgroup_invocation_id) sg_lane: u32,
@@ -127,7 +132,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 for (var c = 0u; c < 4u; c++) {
                     for (var x = 0u; x < QL; x++) {
                         let kv = k_tile[(jj + 4u * e + c) * DS + ql + 4u * x];
-                        for (var r = 0u; r < QR; r++) { sc[r * KG + e][c] += dot(qr[r * QL + x], kv); }
+                        for (var r = 0u; r < QR; r++) { sc[r * KG + e][c] = dot_fma(qr[r * QL + x], kv, sc[r * KG + e][c]); }
                     }
                 }
             }
