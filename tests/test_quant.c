@@ -860,6 +860,21 @@ static void check_mixed_all(wgt_context *ctx, const char *backend)
     wgt_scope_pop(ctx);
 }
 
+/* A K whose staged x (quant_gemv_rows: 16 bytes for each of K / 4 slots and
+ * a padding slot per word) takes the device's workgroup memory less 1 KiB at
+ * most: the staging once counted 1 KiB for the partial sums, which take 2
+ * KiB at two rows an invocation (N = 4096 gets two), so the kernel asked for
+ * more than the device allows. 4096 on the CPU (no such limit). */
+static int64_t staging_edge_k(wgt_context *ctx, int bits)
+{
+    wgt_adapter_info ai;
+    if (wgt_context_backend(ctx) != WGT_BACKEND_WEBGPU || wgt_context_adapter_info(ctx, &ai) != WGT_OK) return 4096;
+    const int64_t limit = ai.limits.max_compute_workgroup_storage_size, per_word = 128 / bits / 4;
+    int64_t K = 32;
+    while ((K + 32) / 4 + (K + 32) / 4 / per_word <= (limit - 1024) / 16) K += 32;
+    return K;
+}
+
 static void run(wgt_context *ctx, const char *backend)
 {
     if (!ctx) {
@@ -869,6 +884,7 @@ static void run(wgt_context *ctx, const char *backend)
     for (int bits = 8; bits >= 4; bits -= 4) {
         check_bits(ctx, backend, bits, 1, 70, 256); /* decode GEMV */
         check_bits(ctx, backend, bits, 1, 37, 4096); /* decode: 2 groups per invocation, a short last row block */
+        check_bits(ctx, backend, bits, 1, 4096, staging_edge_k(ctx, bits)); /* x just fits: 2 rows an invocation */
         check_bits(ctx, backend, bits, 5, 33, 96);  /* a partial 4-row block */
         check_bits(ctx, backend, bits, 33, 17, 64);
         /* tiled GEMM on WebGPU (M >= 8): M = 8 exactly, odd M and N past the
