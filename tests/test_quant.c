@@ -754,6 +754,17 @@ static void check_rms_norm_linear(wgt_context *ctx, const char *backend, int64_t
     free(xf), free(g), free(wf), free(got), free(two), free(wh);
 }
 
+/* The largest K (a multiple of 8) whose row the decode GEMV's norm prologue
+ * could stage beside 1 KiB of partial sums: at two rows an invocation they
+ * take 2 KiB, past the device's workgroup memory (the prologue then must
+ * not be taken). 2048 on the CPU. */
+static int64_t norm_edge_k(wgt_context *ctx)
+{
+    wgt_adapter_info ai;
+    if (wgt_context_backend(ctx) != WGT_BACKEND_WEBGPU || wgt_context_adapter_info(ctx, &ai) != WGT_OK) return 2048;
+    return ((int64_t)ai.limits.max_compute_workgroup_storage_size - 1024) / 4 / 8 * 8;
+}
+
 static void check_rms_norm_linear_all(wgt_context *ctx, const char *backend)
 {
     check_rms_norm_linear(ctx, backend, 1, 70, 256, 0, false, false, WGT_F16);    /* decode: the GEMV's prologue */
@@ -766,6 +777,10 @@ static void check_rms_norm_linear_all(wgt_context *ctx, const char *backend)
     check_rms_norm_linear(ctx, backend, 5, 70, 96, 0, false, true, WGT_F16);      /* prefill: 2 (3) calls */
     wgt_context *kc = with_knobs(ctx, (const char *[]){"WGT_MATMUL_F16_EMULATE", "1", NULL});
     check_rms_norm_linear(kc, backend, 1, 70, 256, 0, false, true, WGT_F16);
+    knobs_done(kc, ctx);
+    kc = with_knobs(ctx, (const char *[]){"WGT_GEMV_RPT", "2", NULL}); /* the row at the workgroup memory's edge */
+    check_rms_norm_linear(kc, backend, 1, 70, norm_edge_k(kc), 0, false, false, WGT_F32);
+    check_rms_norm_linear(kc, backend, 1, 70, norm_edge_k(kc), 0, false, true, WGT_F32);
     knobs_done(kc, ctx);
     wgt_execution_stats s0, s1;
     if (wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU && wgt_execution_stats_get(ctx, &s0) == WGT_OK) {
