@@ -118,17 +118,14 @@ bool webgpu_attention_decode_wanted(const webgpu_backend *wg, const wgt_kernel_c
     return view_end(out) < (int64_t)UINT32_MAX && view_end(lse) < (int64_t)UINT32_MAX;
 }
 
-static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const char *consts, int n_read_only,
-                               int n_read_write, const char *op, webgpu_pipeline **out)
+/* The pipeline of files (the kernel last, its name the cache key's) with consts. */
+static wgt_status get_pipeline(webgpu_backend *wg, const char *const *files, int n_files, const char *consts,
+                               int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
 {
     char key[400]; /* file name, ":" and consts (under 300) */
-    snprintf(key, sizeof(key), "%s:%s", file, consts);
-    /* unchecked: both kernels bound their reads (j < Tk, whole rows of D); the first pass
-     * takes quant_codes' bytes4 for 8-bit k and v */
-    const char *files[2] = {"quant_codes", file};
-    const bool codes = strcmp(file, "attention_decode") == 0;
-    return webgpu_pipeline_assemble(wg, key, consts, codes ? files : files + 1, codes ? 2 : 1, n_read_only, n_read_write,
-                                    false, op, out);
+    snprintf(key, sizeof(key), "%s:%s", files[n_files - 1], consts);
+    /* unchecked: both kernels bound their reads (j < Tk, whole rows of D) */
+    return webgpu_pipeline_assemble(wg, key, consts, files, n_files, n_read_only, n_read_write, false, op, out);
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -191,10 +188,13 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
              p.D / 8, k->dtype == WGT_F16 ? "true" : "false", q8 ? "true" : "false", q->dtype == WGT_F16 ? "true" : "false", w8,
              prefetch ? "true" : "false", prefetch ? kws : 1, prefetch ? vws : 1);
     webgpu_pipeline *first, *combine;
-    wgt_status s = get_pipeline(wg, "attention_decode", consts, 5, 2, op, &first);
+    /* the first pass takes quant_codes' bytes4 for 8-bit k and v */
+    static const char *const first_files[2] = {"quant_codes", "attention_decode"};
+    static const char *const combine_files[1] = {"attention_decode_combine"};
+    wgt_status s = get_pipeline(wg, first_files, 2, consts, 5, 2, op, &first);
     if (s != WGT_OK) return s;
     snprintf(consts, sizeof(consts), "const OUT_F16: bool = %s;\n", out->dtype == WGT_F16 ? "true" : "false");
-    if ((s = get_pipeline(wg, "attention_decode_combine", consts, 2, 2, op, &combine)) != WGT_OK) return s;
+    if ((s = get_pipeline(wg, combine_files, 1, consts, 2, 2, op, &combine)) != WGT_OK) return s;
 
     /* partials: o [rows, chunks, D] f32, (m, l) [rows, chunks] as f32 pairs */
     wgt_tensor_view part_o, part_ml;

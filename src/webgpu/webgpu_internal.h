@@ -435,6 +435,10 @@ uint32_t webgpu_norm_row_threads(const webgpu_backend *wg, uint64_t slots);
 /* Rows per invocation (1, 2 or 4) of the decode GEMV kernels (matmul_gemv_half,
  * quant_gemv_rows) for `rows` rows in workgroups of `slots` row groups. */
 unsigned webgpu_gemv_rows_per_thread(const webgpu_backend *wg, uint64_t rows, unsigned slots, uint64_t batches);
+/* Workgroup memory of the decode GEMVs' partial sums (matmul_gemv_half,
+ * quant_gemv_rows: 256 invocations x up to 4 rows, WGT_GEMV_RPT, of f32):
+ * what a row staged beside them must leave free */
+#define WEBGPU_GEMV_PARTIAL_BYTES (256u * 4u * 4u)
 bool webgpu_conv_supports(webgpu_backend *wg, const wgt_kernel_call *call);     /* CONV: conv, pooling, batch norm */
 wgt_status webgpu_conv_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_quant_supports(webgpu_backend *wg, const wgt_kernel_call *call);     /* QMATMUL: 8/4-bit weights */

@@ -617,8 +617,8 @@ static wgt_status run_swiglu(webgpu_backend *wg, const wgt_kernel_call *call, bo
  * weight rows that take matmul_gemv_half, the row within workgroup memory):
  * the norm in the GEMV's prologue, the SwiGLU or rope epilogue in its
  * epilogue, one dispatch. false (*s untouched) where that does not apply:
- * also where the row (K floats) and the partial sums at up to 4 rows an
- * invocation (WGT_GEMV_RPT) would not fit the workgroup memory together. */
+ * also where the row (K floats) and the partial sums at any RPT
+ * (WEBGPU_GEMV_PARTIAL_BYTES) would not fit the workgroup memory together. */
 static bool run_norm_gemv(webgpu_backend *wg, const wgt_kernel_call *call, bool emulate, wgt_status *s)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
@@ -627,7 +627,7 @@ static bool run_norm_gemv(webgpu_backend *wg, const wgt_kernel_call *call, bool 
     const int64_t K = a->shape[n - 1], N = b->shape[n - 1];
     const bool pairs = call->matmul.swiglu || call->matmul.rope; /* epilogues over two rows of an invocation */
     if (emulate || a->dtype != WGT_F32 || nw->dtype != WGT_F32 || !wgt_view_is_contiguous(a) || a->shape[n - 2] != 1 ||
-        K % 4 || nw->offset % 4 || (uint64_t)K * 4 + 256 * 4 * 4 > wg->limits.maxComputeWorkgroupStorageSize || N < 2 ||
+        K % 4 || nw->offset % 4 || (uint64_t)K * 4 + WEBGPU_GEMV_PARTIAL_BYTES > wg->limits.maxComputeWorkgroupStorageSize || N < 2 ||
         (pairs && N % 2))
         return false;
     wgt_tensor_view full = *out; /* the product's [.., 1, N] (SwiGLU: out holds N / 2) */

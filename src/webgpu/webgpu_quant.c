@@ -116,14 +116,14 @@ static unsigned gemv_row_unroll(const webgpu_backend *wg)
 
 /* vec4 slots of quant_gemv_rows's staged x (K / 4 and a padding slot per
  * word's x), 0 where they do not fit the workgroup memory (or are turned off)
- * next to the kernel's partial sums, 256 x RPT floats for RPT up to 4
- * (WGT_GEMV_RPT): counting RPT 1 there let 8-bit rows of K 9440-9600 (NVIDIA's
- * 48 KiB; 6336 on lavapipe's 32) staged with RPT 2 ask for more than the
- * device allows, which the pipeline check refused (test_quant) */
+ * next to the kernel's partial sums at any RPT (WEBGPU_GEMV_PARTIAL_BYTES):
+ * counting RPT 1 there let 8-bit rows of K 9440-9600 (NVIDIA's 48 KiB; 6336
+ * on lavapipe's 32) staged with RPT 2 ask for more than the device allows,
+ * which the pipeline check refused (test_quant) */
 static unsigned gemv_x_slots(const webgpu_backend *wg, int64_t K, int bits)
 {
     const uint64_t per_word = (uint64_t)(128 / bits / 4), slots = (uint64_t)K / 4 + (uint64_t)K / 4 / per_word;
-    const bool fits = slots * 16 + 256 * 4 * 4 <= wg->limits.maxComputeWorkgroupStorageSize;
+    const bool fits = slots * 16 + WEBGPU_GEMV_PARTIAL_BYTES <= wg->limits.maxComputeWorkgroupStorageSize;
     return wg->knobs.quant_gemv_shared && fits ? (unsigned)slots : 0;
 }
 
