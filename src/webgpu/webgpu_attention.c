@@ -475,8 +475,9 @@ static uint64_t fused_part_rows(const attention_params *p, uint32_t bk)
 /* Whether attention_backward_fused applies: D <= 64 (column quads on 16
  * invocations), its tiles fit the workgroup memory (*bk keys = rows per
  * block: WGT_ATTENTION_FUSED_TILE, 32 by default, 16 where 32 does not fit),
- * and the work buffer (delta, then the dq partials from a multiple of 4:
- * *work_n floats) fits a binding with u32 indices. */
+ * and the work buffer (delta, then the dq partials from a multiple of 4 in
+ * rows of 4 d4 floats, stored and summed as vec4s: *work_n floats) fits a
+ * binding with u32 indices. */
 static bool fused_fits(const webgpu_backend *wg, const attention_params *p, uint32_t d4, uint32_t *bk,
                        uint64_t *work_n)
 {
@@ -488,7 +489,7 @@ static bool fused_fits(const webgpu_backend *wg, const attention_params *p, uint
     while (*bk > 16 && (fused_shared(*bk, d4) > shared || 8 * *bk > threads)) *bk /= 2;
     if (fused_shared(*bk, d4) > shared || 8 * *bk > threads) return false;
     uint64_t rows = (uint64_t)p->B * p->H * p->Tq;
-    *work_n = rows + 4 + (uint64_t)p->B * p->H * fused_part_rows(p, *bk) * p->D;
+    *work_n = rows + 4 + (uint64_t)p->B * p->H * fused_part_rows(p, *bk) * 4 * d4;
     return *work_n + 4096 < UINT32_MAX && rows * p->D < UINT32_MAX &&
            *work_n * 4 <= wg->limits.maxStorageBufferBindingSize && *work_n * 4 <= wg->limits.maxBufferSize;
 }
@@ -509,9 +510,7 @@ static wgt_status run_backward_fused(webgpu_backend *wg, const wgt_kernel_call *
             vec_in = vec_in && in[i].strides[3] == 1 && in[i].offset % 4 == 0 && in[i].strides[0] % 4 == 0 &&
                      in[i].strides[1] % 4 == 0 && in[i].strides[2] % 4 == 0;
     if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_fused", d4, bk, bk, vec_in ? 8 : 0, 5, 3, op, &fused);
-    /* the reduction reads the partials as vec4s when rows hold whole ones (they start at a multiple of 4) */
-    bool vec_sum = p->D % 4 == 0;
-    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_dq_reduce", d4, bk, bk, vec_sum ? 8 : 0, 1, 1, op, &reduce);
+    if (s == WGT_OK) s = get_pipeline(wg, "attention_backward_dq_reduce", d4, bk, bk, 0, 1, 1, op, &reduce);
     if (s != WGT_OK) return s;
     if (!wgt_view_is_contiguous(&in[5])) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: lse must be contiguous", op);
     wgt_tensor_view work;
@@ -543,7 +542,7 @@ static wgt_status run_backward_fused(webgpu_backend *wg, const wgt_kernel_call *
     }
     if (s == WGT_OK) {
         WGPUBuffer b[2] = {w, webgpu_view_buffer(&call->outputs[0])};
-        s = dispatch_blocks(wg, reduce, b, 2, p, ceil_div((int64_t)(rows * p->D), vec_sum ? 1024 : 256), op);
+        s = dispatch_blocks(wg, reduce, b, 2, p, ceil_div((int64_t)(rows * d4), 256), op);
     }
     webgpu_temp_release(wg, &work);
     return s;

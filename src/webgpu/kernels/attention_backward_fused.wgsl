@@ -7,9 +7,12 @@
 // and added up in a fixed order by attention_backward_dq_reduce (no atomics:
 // the same bits run to run).
 //   q, dout [B, H, Tq, D], k, v [B, Hkv, Tk, D], lse f32 [B, H, Tq],
-//   work f32: delta [B, H, Tq] at offsets[2].y, dq partials at offsets[2].z
+//   work f32: delta [B, H, Tq] at offsets[2].y, dq partials at offsets[2].z (a
+//   multiple of 4; bound as vec4s)
 //   -> dk, dv f32 [B, Hkv, Tk, D] (strides dk_st, dv_st); dq partials (unscaled sums of
-//      ds k) [B, H, R, D], R = offsets[2].w rows per head: the rows of key
+//      ds k) [B, H, R, 4 D4], R = offsets[2].w rows per head, each row whole
+//      vec4s (zeros past D), stored as one 16-byte word an invocation (four
+//      scalar stores a quad wrote 4x the L2 sectors): the rows of key
 //      block kb follow those of blocks 0 .. kb - 1, from its first query tile
 //      i_first(kb) to Tq (causal blocks skip the tiles no row of which sees
 //      them)
@@ -63,7 +66,7 @@
 @group(0) @binding(3) var<storage, read> v: array<IN_T>;
 @group(0) @binding(4) var<storage, read> dout: array<IN_T>;
 @group(0) @binding(5) var<storage, read> lse: array<f32>;
-@group(0) @binding(6) var<storage, read_write> work: array<f32>;   // delta [rows], then the dq partials
+@group(0) @binding(6) var<storage, read_write> work: array<vec4<f32>>;   // delta [rows], then the dq partials
 @group(0) @binding(7) var<storage, read_write> dk: array<f32>;
 @group(0) @binding(8) var<storage, read_write> dv: array<f32>;
 
@@ -155,7 +158,8 @@ fn fetch_tile(qn: ptr<function, array<vec4<f32>, NLOAD>>, on: ptr<function, arra
 fn fetch_row(b: u32, h: u32, i0: u32, lid: u32) -> vec2<f32> {
     if (lid >= BQ || i0 + lid >= params.Tq) { return vec2<f32>(); }
     let at = (b * params.H + h) * params.Tq + i0 + lid;
-    return vec2<f32>(lse[params.offsets[2].x + at] * LOG2E, work[params.offsets[2].y + at]);
+    let w = params.offsets[2].y + at;
+    return vec2<f32>(lse[params.offsets[2].x + at] * LOG2E, work[w >> 2u][w & 3u]);
 }
 
 // Last key row i sees (-1: none, also past Tq).
@@ -346,11 +350,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             for (var m = 0u; m < 2u; m++) {
                 let i = i0 + kq + KQ * (2u * half + m);
                 if (i < params.Tq) {
-                    let base = params.offsets[2].z + ((b * params.H + h) * params.offsets[2].w + part_row0 + i - i_first) * params.D;
-                    for (var e = 0u; e < 4u; e++) {
-                        let d = c * 4u + e;
-                        if (d < params.D) { work[base + d] = dqa[m][e]; }
-                    }
+                    let row = (b * params.H + h) * params.offsets[2].w + part_row0 + i - i_first;
+                    work[(params.offsets[2].z >> 2u) + row * D4 + c] = dqa[m];   // zeros past D: k_tile's are
                 }
             }
         }
