@@ -597,6 +597,67 @@ static void check_attention_windows(void)
     }
 }
 
+/* Norms whose input's gradient sum the rule adds into in place (backward.c's
+ * fold) against the engine's separate add (WGT_AUTOGRAD_FOLD=0), on a
+ * residual stream like a transformer's: h1 = a + tanh(layer_norm(a)), h2 =
+ * h1 + rms_norm(h1) * 0.5, with a = 1.5 x so the stream is an intermediate.
+ * The same gradients bit for bit on both backends, and on WebGPU two add
+ * dispatches fewer (one per norm). A third run keeps an extra reference to
+ * a's gradient path (x * 1.5 also read by the loss), which must not change
+ * the result either. */
+static void check_norm_fold(void)
+{
+    static const char *const kinds[2] = {"cpu", "webgpu"};
+    enum { N = 3 * 5 * 24 };
+    for (int kind = 0; kind < 2; kind++) {
+        float grads[2][2][N], wgrad[2][24];
+        uint64_t dispatches[2] = {0, 0};
+        bool ok = true;
+        for (int off = 0; off < 2 && ok; off++) {
+            wgt_context_options o;
+            wgt_context_options_init(&o);
+            o.backend = kind == 0 ? WGT_BACKEND_CPU : WGT_BACKEND_WEBGPU;
+            wgt_context *ctx = test_context_env(&o, (const char *[]){"WGT_AUTOGRAD_FOLD", off ? "0" : "1", NULL});
+            if (!ctx) return;
+            for (int extra = 0; extra < 2 && ok; extra++) {
+                wgt_scope_push(ctx);
+                float host[N], r[N], wh[24];
+                for (int i = 0; i < N; i++) host[i] = (float)((i * 37) % 23) / 11.0f - 1.0f;
+                for (int i = 0; i < N; i++) r[i] = (float)((i * 13) % 7) / 3.0f - 1.0f;
+                for (int i = 0; i < 24; i++) wh[i] = 0.5f + (float)i / 24.0f;
+                int64_t shape[3] = {3, 5, 24};
+                wgt_tensor *x = wgt_tensor_from_host(ctx, WGT_F32, 3, shape, host);
+                wgt_tensor *w = wgt_tensor_from_host(ctx, WGT_F32, 1, (int64_t[]){24}, wh);
+                wgt_tensor *rt = wgt_tensor_from_host(ctx, WGT_F32, 3, shape, r);
+                wgt_tensor_set_requires_grad(x, true);
+                wgt_tensor_set_requires_grad(w, true);
+                wgt_tensor *a = wgt_binary_scalar(WGT_OP_MUL, x, 1.5);
+                wgt_tensor *h1 = wgt_add(a, wgt_tanh(wgt_layer_norm(a, w, NULL, 1e-5)));
+                wgt_tensor *h2 = wgt_add(h1, wgt_binary_scalar(WGT_OP_MUL, wgt_rms_norm(h1, w, 1e-5), 0.5));
+                wgt_tensor *loss = wgt_sum(wgt_mul(h2, rt), NULL, 0, false);
+                if (extra) loss = wgt_add(loss, wgt_sum(wgt_mul(a, rt), NULL, 0, false));
+                wgt_execution_stats before = {0}, after = {0};
+                wgt_execution_stats_get(ctx, &before);
+                ok = loss && wgt_backward(loss) == WGT_OK;
+                wgt_execution_stats_get(ctx, &after);
+                if (!extra) dispatches[off] = after.dispatches - before.dispatches;
+                ok = ok && wgt_tensor_read(wgt_tensor_grad(x), grads[off][extra], sizeof(grads[off][extra])) == WGT_OK;
+                if (!extra) ok = ok && wgt_tensor_read(wgt_tensor_grad(w), wgrad[off], sizeof(wgrad[off])) == WGT_OK;
+                CHECK(ok, "%s norm fold (%s, extra reference %d): %s", kinds[kind], off ? "off" : "on", extra,
+                      wgt_context_error_message(ctx));
+                wgt_scope_pop(ctx);
+            }
+            wgt_context_destroy(ctx);
+        }
+        if (!ok) continue;
+        CHECK(memcmp(grads[0], grads[1], sizeof(grads[0])) == 0 && memcmp(wgrad[0], wgrad[1], sizeof(wgrad[0])) == 0,
+              "%s: gradients with the norms' fold equal the separate adds' bit for bit", kinds[kind]);
+        if (kind == 1)
+            CHECK(dispatches[0] + 2 == dispatches[1], "webgpu: %llu dispatches a backward with the fold, %llu without "
+                  "(2 adds fewer)", (unsigned long long)dispatches[0], (unsigned long long)dispatches[1]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL;
@@ -626,5 +687,6 @@ int main(int argc, char **argv)
         wgt_context_destroy(ctx);
     }
     if (!only) check_attention_windows();
+    if (!only) check_norm_fold();
     return test_summary();
 }

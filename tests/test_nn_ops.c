@@ -235,12 +235,44 @@ static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, 
         }
         stats = upload(ctx, WGT_F32, 2, sshape, sv);
         wgt_tensor *gx = NULL, *gw = NULL, *gb = NULL;
-        wgt_status s = wgt_norm_backward(xt, wt, stats, rt, rms, &gx, affine ? &gw : NULL, affine && !rms ? &gb : NULL);
+        wgt_status s = wgt_norm_backward(xt, wt, stats, rt, rms, &gx, NULL, affine ? &gw : NULL, affine && !rms ? &gb : NULL);
         CHECK(s == WGT_OK, "%s backward: %s", name, wgt_context_error_message(ctx));
         double *gxv = download(gx), *gwv = download(gw), *gbv = download(gb);
         double ex = gxv ? compare(gxv, dx, n) : INFINITY;
         CHECK(ex <= btol, "%s %s %s [%lld, %lld] dx vs formula: error %g", name, backend_name(ctx), wgt_dtype_name(dt),
               (long long)rows, (long long)d, ex);
+        /* dx added into a gradient in place (dx_into, the autograd engine's
+         * residual fold): each element the f32 sum of that gradient and the
+         * dx the same kernel gives alone (with the weight gradients: the
+         * fused kernel; without: the dx kernel, whose sums may round
+         * differently), as a separate add gives; wrong dx_into is refused */
+        if (dt == WGT_F32 && gxv && n > 0) {
+            double *q = malloc(sizeof(double) * (size_t)n);
+            for (int64_t i = 0; i < n; i++) q[i] = (double)((i * 7) % 13) / 5.0 - 1.2;
+            for (int params = 0; params < 1 + affine; params++) {
+                wgt_tensor *alone = NULL, *acc = upload(ctx, WGT_F32, 2, shape, q), *gx2 = NULL, *pw = NULL, *pb = NULL;
+                s = wgt_norm_backward(xt, wt, stats, rt, rms, &alone, NULL, params ? &pw : NULL, NULL);
+                double *dv = s == WGT_OK ? download(alone) : NULL;
+                wgt_tensor_release(pw), pw = NULL;
+                s = wgt_norm_backward(xt, wt, stats, rt, rms, &gx2, acc, params ? &pw : NULL, NULL);
+                double *av = s == WGT_OK && gx2 == acc && dv ? download(acc) : NULL;
+                int64_t off = av ? 0 : n;
+                for (int64_t i = 0; av && i < n; i++) off += (float)av[i] != (float)q[i] + (float)dv[i];
+                CHECK(s == WGT_OK && gx2 == acc && off == 0, "%s %s [%lld, %lld]%s dx into a gradient: %lld of %lld "
+                      "elements differ from the f32 sums (%s)", name, backend_name(ctx), (long long)rows, (long long)d,
+                      params ? " with dweight" : "", (long long)off, (long long)n, wgt_context_error_message(ctx));
+                free(av), free(dv);
+                wgt_tensor_release(pw), wgt_tensor_release(pb), wgt_tensor_release(alone), wgt_tensor_release(acc);
+            }
+            wgt_tensor *wrong = wgt_zeros(ctx, WGT_F16, 2, shape), *gx3 = NULL;
+            s = wgt_norm_backward(xt, wt, stats, rt, rms, &gx3, wrong, NULL, NULL);
+            CHECK(s == WGT_ERR_INVALID_ARGUMENT && gx3 == NULL && strstr(wgt_context_error_message(ctx), "f16"),
+                  "%s %s: an f16 gradient to add into is refused with its dtype named: %s", name, backend_name(ctx),
+                  wgt_context_error_message(ctx));
+            wgt_context_clear_error(ctx);
+            wgt_tensor_release(wrong);
+            free(q);
+        }
         if (affine) {
             double ew = gwv ? compare(gwv, dw, d) : INFINITY;
             CHECK(ew <= btol, "%s %s [%lld, %lld] dweight vs formula: error %g", name, backend_name(ctx),
@@ -248,7 +280,7 @@ static void test_norm_case(wgt_context *ctx, bool rms, int64_t rows, int64_t d, 
         }
         if (affine) { /* weight/bias gradients alone (x needs none): the partial-sums kernel without dx */
             wgt_tensor *gw2 = NULL, *gb2 = NULL;
-            s = wgt_norm_backward(xt, wt, stats, rt, rms, NULL, &gw2, rms ? NULL : &gb2);
+            s = wgt_norm_backward(xt, wt, stats, rt, rms, NULL, NULL, &gw2, rms ? NULL : &gb2);
             double *gw2v = download(gw2), *gb2v = download(gb2);
             double e2 = gw2v ? compare(gw2v, dw, d) : INFINITY;
             if (!rms) e2 = fmax(e2, gb2v ? compare(gb2v, db, d) : INFINITY);

@@ -196,6 +196,29 @@ static bool slice_into_window(wgt_context *ctx, wgt_grad_node *n, wgt_status *s)
     return true;
 }
 
+/* ---- gradient sums folded into the rule ----
+ * A residual stream's gradient is a sum: the gradient that came through the
+ * residual add, plus the norm's dx (x -> layer_norm -> .. -> + x). Instead of
+ * a separate add kernel after the norm's rule (a read of both and a write, per
+ * norm: 20 us of a GPT block's backward on an H200), a rule that accumulates
+ * (wgt_backward_rule_accumulates) gets input 0's gradient so far and adds its
+ * dx into it in place, when nothing else can see that tensor: the engine's own
+ * reference, its storage alone, f32, contiguous, no windows pending. The sum is
+ * the same f32 add, so the result is bit for bit the one the add gives.
+ * WGT_AUTOGRAD_FOLD=0 turns it off (for comparisons). */
+static wgt_tensor *accumulate_dest_for(const wgt_context *ctx, const wgt_grad_node *n)
+{
+    wgt_tensor *in = n->n_inputs > 0 ? n->inputs[0] : NULL;
+    if (ctx->no_grad_fold || !in || !in->grad_node || in->view.dtype != WGT_F32 || !wgt_autograd_input_needs_grad(n, 0))
+        return NULL;
+    const wgt_grad_node *child = in->grad_node;
+    wgt_tensor *g = child->grad;
+    if (!g || child->window_axis1 || g->refcount != 1 || !g->view.storage || g->view.storage->refcount != 1 ||
+        g->view.dtype != WGT_F32 || !wgt_view_is_contiguous(&g->view) || !same_shape(g, in->view.ndim, in->view.shape))
+        return NULL;
+    return g;
+}
+
 /* ---- window destinations ----
  * A rule that takes destinations (wgt_backward_rule_takes_destinations: the
  * attention's, through wgt_attention_backward_into) can write its gradients
@@ -349,12 +372,22 @@ static wgt_status run_node_traced(wgt_context *ctx, wgt_grad_node *n, node_list 
     ctx->trace_where = "rule of";
     window_dest dest_of[3];
     wgt_tensor *dest[3] = {NULL, NULL, NULL};
+    wgt_tensor *acc_into = NULL; /* input 0's gradient handed to an accumulating rule */
+    bool folded = false;
     int n_dest = wgt_backward_rule_takes_destinations(n->op) && !ctx->no_window_dest ? n->n_inputs : 0;
     if (n_dest > 3) n_dest = 3; /* the inputs that may get one (dest_of's size) */
     if (s == WGT_OK) {
         for (int i = 0; i < n_dest && ctx->status == WGT_OK; i++) grads[i] = dest[i] = window_dest_for(ctx, n, i, &dest_of[i]);
+        if (wgt_backward_rule_accumulates(n->op)) grads[0] = acc_into = accumulate_dest_for(ctx, n);
         bool ran = ctx->status == WGT_OK;
         s = ran ? rule(n, n->grad, grads) : ctx->status;
+        if (acc_into) { /* the rule added into input 0's gradient: no new one to add */
+            folded = s == WGT_OK && grads[0] == acc_into;
+            if (s == WGT_OK && !folded)
+                s = wgt_error(ctx, WGT_ERR_INTERNAL, "wgt_backward: the rule of %s did not add into its input's gradient",
+                              wgt_op_name(n->op));
+            grads[0] = NULL; /* child->grad's own reference, not the rule's */
+        }
         for (int i = 0; i < n_dest; i++) {
             if (!dest[i]) continue;
             wgt_tensor *g = ran ? grads[i] : NULL; /* not run: grads[i] is still the handed view */
@@ -410,6 +443,11 @@ static wgt_status run_node_traced(wgt_context *ctx, wgt_grad_node *n, node_list 
         }
     }
     if (grads != stack_grads) free(grads);
+    if (folded && s == WGT_OK) { /* input 0's gradient is final from this edge: count it down */
+        wgt_grad_node *child = n->inputs[0]->grad_node;
+        if (--child->pending == 0 && !list_push(ready, child))
+            s = wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "wgt_backward: out of host memory");
+    }
     /* Every edge into a leaf is counted down whether or not the rule gave it a
      * gradient; the last one makes the leaf's .grad final for this pass. */
     for (int i = 0; ctx->grad_hook && i < n->n_inputs; i++) {

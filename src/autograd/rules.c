@@ -19,7 +19,7 @@
 
 typedef enum rule_class { CLASS_MISSING = 0, CLASS_RULE, CLASS_COMPOSITE, CLASS_NONE } rule_class;
 
-enum { INTO = 1, ANY_GRAD = 2 };
+enum { INTO = 1, ANY_GRAD = 2, ACCUMULATES = 4 };
 
 typedef struct rule_entry {
     rule_class cls;
@@ -65,7 +65,8 @@ static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_ARANGE] = NONE, [WGT_OP_LINSPACE] = NONE, [WGT_OP_EYE] = NONE, [WGT_OP_RAND] = NONE,
     [WGT_OP_RANDN] = NONE,
     /* neural-network ops: rules_nn.c, rules_attention.c */
-    [WGT_OP_LAYER_NORM] = RULE(wgt_backward_norm), [WGT_OP_RMS_NORM] = RULE(wgt_backward_norm),
+    [WGT_OP_LAYER_NORM] = RULE_FLAGS(wgt_backward_norm, ACCUMULATES),
+    [WGT_OP_RMS_NORM] = RULE_FLAGS(wgt_backward_norm, ACCUMULATES),
     [WGT_OP_CROSS_ENTROPY] = RULE(wgt_backward_cross_entropy), [WGT_OP_MSE_LOSS] = RULE(wgt_backward_mse_loss),
     [WGT_OP_DROPOUT] = RULE(wgt_backward_dropout),
     [WGT_OP_LINEAR] = RULE(wgt_backward_linear), [WGT_OP_ATTENTION] = RULE_FLAGS(wgt_backward_attention, INTO | ANY_GRAD),
@@ -91,6 +92,8 @@ wgt_backward_rule wgt_backward_rule_for(wgt_op op)
 bool wgt_backward_rule_takes_destinations(wgt_op op) { return (unsigned)op < WGT_OP_COUNT && (rules[op].flags & INTO); }
 
 bool wgt_backward_rule_reads_any_grad(wgt_op op) { return (unsigned)op < WGT_OP_COUNT && (rules[op].flags & ANY_GRAD); }
+
+bool wgt_backward_rule_accumulates(wgt_op op) { return (unsigned)op < WGT_OP_COUNT && (rules[op].flags & ACCUMULATES); }
 
 bool wgt_op_is_differentiable(wgt_op op) { return (unsigned)op < WGT_OP_COUNT && rules[op].cls == CLASS_RULE; }
 

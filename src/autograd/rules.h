@@ -39,6 +39,11 @@ bool wgt_backward_rule_takes_destinations(wgt_op op);
 /* Whether op's rule reads grad_out through its strides, so the engine need
  * not make a first gradient contiguous for it. */
 bool wgt_backward_rule_reads_any_grad(wgt_op op);
+/* Whether op's rule may get grad_inputs[0] set on entry to input 0's gradient
+ * so far (f32, contiguous, its own storage, nothing else holding it): the rule
+ * then adds its gradient into that tensor in place and leaves it in
+ * grad_inputs[0], saving the engine's separate add (backward.c). */
+bool wgt_backward_rule_accumulates(wgt_op op);
 /* Ops that have no gradient by nature (comparisons, argmax, integer results,
  * creation ops). Asking for a gradient through one is an error. */
 bool wgt_op_is_differentiable(wgt_op op);

@@ -229,7 +229,8 @@ wgt_status wgt_backward_elementwise(const wgt_grad_node *node, wgt_tensor *grad_
             /* x + h passes g on unchanged: hand on grad_out itself (summed
              * where broadcast) instead of a kernel that copies it, one full
              * read and write per residual add. Only to an intermediate: the
-             * engine never writes a node's gradient in place, while a leaf's
+             * engine writes a node's gradient in place only while it holds the
+             * only reference (backward.c, accumulate_dest_for), while a leaf's
              * .grad is the user's and must not alias another's. */
             free_expr(d);
             grad_inputs[k] = wgt_grad_sum_to_shape(grad_out, in->view.ndim, in->view.shape);

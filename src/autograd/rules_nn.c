@@ -15,16 +15,18 @@ static wgt_tensor *as_dtype(wgt_tensor *g, wgt_dtype dtype)
     return c;
 }
 
-/* inputs {x, weight|NULL, bias|NULL (layer_norm only)}, saved[0] stats */
+/* inputs {x, weight|NULL, bias|NULL (layer_norm only)}, saved[0] stats.
+ * grad_inputs[0] may come set (wgt_backward_rule_accumulates): x's gradient
+ * so far, which dx is added to in place and which stays in grad_inputs[0]. */
 wgt_status wgt_backward_norm(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs)
 {
     bool rms = node->op == WGT_OP_RMS_NORM;
     wgt_tensor *x = node->inputs[0], *w = node->inputs[1];
     bool need_w = wgt_autograd_input_needs_grad(node, 1);
     bool need_b = !rms && wgt_autograd_input_needs_grad(node, 2);
-    wgt_tensor *dw = NULL, *db = NULL;
+    wgt_tensor *dw = NULL, *db = NULL, *into = grad_inputs[0];
     wgt_status s = wgt_norm_backward(x, w, node->saved[0], grad_out, rms,
-                                     wgt_autograd_input_needs_grad(node, 0) ? &grad_inputs[0] : NULL,
+                                     into || wgt_autograd_input_needs_grad(node, 0) ? &grad_inputs[0] : NULL, into,
                                      need_w ? &dw : NULL, need_b ? &db : NULL);
     if (s != WGT_OK) return s;
     /* dweight, dbias are f32 sums; a parameter's gradient has its dtype */

@@ -167,6 +167,9 @@ typedef enum wgt_reduce_kind {
  *   NORM_BACKWARD x [R, D], w [D], stats [R, 2], dy [R, D] -> dx [R, D]:
  *               xhat = (x - mean) rstd, g = dy w;
  *               dx = rstd (g - xhat mean(g xhat) - mean(g)) (rms: no - mean(g)).
+ *               nn.accumulate: dx is f32 and holds a gradient on entry, which
+ *               the result is added to (one f32 add: the residual stream's
+ *               gradient sum, without a separate add kernel).
  *               With nn.chunk_rows > 0 also the NORM_PARAM_GRADS partials:
  *               outputs[1] dw [P, D], outputs[2] db [P, D] (has_bias), so a
  *               backend can read x and dy once for all three.
@@ -281,6 +284,7 @@ typedef struct wgt_kernel_call {
         bool has_weight, has_bias, rms;
         double eps;
         int64_t chunk_rows;      /* NORM_PARAM_GRADS, NORM_BACKWARD with partials */
+        bool accumulate;         /* NORM_BACKWARD: dx (f32) += the gradient, in place */
         int64_t ignore_index;    /* CROSS_ENTROPY(_BACKWARD) */
     } nn;
     struct {                     /* CONV */

@@ -59,6 +59,8 @@ struct wgt_context {
                                      * the convolution weight gradient itself (the former path); default false */
     bool no_window_dest;            /* WGT_AUTOGRAD_WINDOW_DEST=0: rules get no window destinations (backward.c),
                                      * their gradients are copied into the windows; for comparisons */
+    bool no_grad_fold;              /* WGT_AUTOGRAD_FOLD=0: norms' rules get no gradient to add into
+                                     * (backward.c), the engine adds; for comparisons */
 };
 
 struct wgt_tensor {

@@ -52,6 +52,8 @@ static inline int64_t wgt_nn_numel(const wgt_tensor_view *v)
 static inline bool wgt_nn_call_shapes_valid(const wgt_kernel_call *call)
 {
     if (wgt_nn_call_inputs(call) != call->n_inputs || call->n_outputs < wgt_nn_call_outputs(call)) return false;
+    if (call->nn.accumulate && (call->nn.kernel != WGT_NN_NORM_BACKWARD || call->outputs[0].dtype != WGT_F32))
+        return false; /* dx += needs an f32 dx that holds the gradient (no f16 temporary) */
     if (call->nn.kernel == WGT_NN_SUM_SQUARES) { /* 1-D inputs, none empty; P partials */
         int64_t chunk = call->nn.chunk_rows, parts = 0;
         if (chunk <= 0) return false;

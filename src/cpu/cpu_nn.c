@@ -161,7 +161,8 @@ static wgt_status run_norm_backward(cpu_backend *b, const wgt_kernel_call *call)
     nn_row_view stats = row_view(&call->inputs[k++]);
     nn_row_view dy = row_view(&call->inputs[k++]);
     const wgt_tensor_view *dx = &call->outputs[0];
-    bool rms = call->nn.rms, has_w = call->nn.has_weight;
+    nn_row_view dx_in = row_view(dx); /* accumulate: the gradient dx is added to (f32, in place) */
+    bool rms = call->nn.rms, has_w = call->nn.has_weight, acc = call->nn.accumulate;
     bool parallel = rows * d >= CPU_PARALLEL_THRESHOLD && rows > 1;
 #pragma omp parallel for num_threads(b->threads) schedule(static) if (parallel)
     for (int64_t r = 0; r < rows; r++) {
@@ -177,7 +178,10 @@ static wgt_status run_norm_backward(cpu_backend *b, const wgt_kernel_call *call)
         for (int64_t i = 0; i < d; i++) {
             double g = at(&dy, base + i) * (has_w ? at(&w, i) : 1.0);
             double xhat = (at(&x, base + i) - mean) * rstd;
-            put(dx, base + i, rstd * (g - xhat * mean_gx - mean_g));
+            double v = rstd * (g - xhat * mean_gx - mean_g);
+            /* accumulate: one f32 sum of the f32 value, as a separate add of dx would give */
+            if (acc) v = (float)at(&dx_in, base + i) + (float)v;
+            put(dx, base + i, v);
         }
     }
     if (call->nn.chunk_rows > 0)

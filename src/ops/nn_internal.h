@@ -23,9 +23,13 @@
 /* x [..., D], weight [D] or NULL, stats f32 [R, 2] (R = numel / D) as the
  * forward saved them, dy [..., D] -> *dx [..., D] (x's dtype), *dweight and
  * *dbias [D] (f32) when the pointer is not NULL (dweight needs nothing of
- * weight; dbias is just the column sums of dy). rms: rms norm. */
+ * weight; dbias is just the column sums of dy). rms: rms norm.
+ * dx_into (or NULL): an f32 gradient of x's shape, contiguous, x f32 too, that
+ * dx is added to in place (one f32 add per element, as wgt_add would give);
+ * *dx is then dx_into itself, no new reference. The autograd engine folds the
+ * residual stream's gradient sum into the norm this way (backward.c). */
 wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stats, wgt_tensor *dy, bool rms,
-                             wgt_tensor **dx, wgt_tensor **dweight, wgt_tensor **dbias);
+                             wgt_tensor **dx, wgt_tensor *dx_into, wgt_tensor **dweight, wgt_tensor **dbias);
 
 /* logits [..., C], targets i32 [...], lse f32 [R] from the forward, g f32 with
  * targets' shape or [] (one scale for every row, e.g. grad / count for MEAN)

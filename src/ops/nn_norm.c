@@ -198,7 +198,7 @@ static wgt_status sum_partials(wgt_context *ctx, const char *op, wgt_tensor *pw,
 }
 
 wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stats, wgt_tensor *dy, bool rms,
-                             wgt_tensor **dx, wgt_tensor **dweight, wgt_tensor **dbias)
+                             wgt_tensor **dx, wgt_tensor *dx_into, wgt_tensor **dweight, wgt_tensor **dbias)
 {
     const char *op = rms ? "wgt_rms_norm backward" : "wgt_layer_norm backward";
     wgt_tensor *args[3] = {x, stats, dy};
@@ -218,6 +218,15 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
                          op, wgt_shape_string(dy->view.ndim, dy->view.shape, b1, sizeof(b1)),
                          wgt_dtype_name(dy->view.dtype), wgt_shape_string(x->view.ndim, x->view.shape, b2, sizeof(b2)),
                          (long long)rows);
+    }
+    if (dx_into && (!dx || x->view.dtype != WGT_F32 || dx_into->view.dtype != WGT_F32 ||
+                    !wgt_view_is_contiguous(&dx_into->view) || dx_into->view.ndim != x->view.ndim ||
+                    memcmp(dx_into->view.shape, x->view.shape, sizeof(int64_t) * (size_t)x->view.ndim) != 0)) {
+        return wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT,
+                         "%s: the gradient to add dx to, %s %s, must be f32, contiguous and of the shape of x %s %s",
+                         op, wgt_shape_string(dx_into->view.ndim, dx_into->view.shape, b1, sizeof(b1)),
+                         wgt_dtype_name(dx_into->view.dtype), wgt_shape_string(x->view.ndim, x->view.shape, b2, sizeof(b2)),
+                         wgt_dtype_name(x->view.dtype));
     }
     wgt_tensor *xc = wgt_contiguous(x), *dyc = wgt_contiguous(dy), *sc = wgt_contiguous(stats);
     wgt_tensor *wc = weight ? wgt_contiguous(weight) : NULL;
@@ -253,7 +262,7 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
     }
     wgt_kernel_call call;
     if (s == WGT_OK && dx) {
-        *dx = wgt_tensor_alloc(ctx, x->view.dtype, x->view.ndim, x->view.shape, op);
+        *dx = dx_into ? dx_into : wgt_tensor_alloc(ctx, x->view.dtype, x->view.ndim, x->view.shape, op);
         if (!*dx) s = wgt_context_status(ctx);
         if (s == WGT_OK && numel > 0) {
             memset(&call, 0, sizeof(call));
@@ -262,6 +271,7 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
             call.nn.kernel = WGT_NN_NORM_BACKWARD;
             call.nn.rms = rms;
             call.nn.has_weight = wc != NULL;
+            call.nn.accumulate = dx_into != NULL;
             call.inputs[call.n_inputs++] = rows_view(xc, rows, d);
             if (wc) call.inputs[call.n_inputs++] = wc->view;
             call.inputs[call.n_inputs++] = rows_view(sc, rows, 2);
@@ -302,7 +312,8 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
     wgt_tensor_release(sc);
     wgt_tensor_release(wc);
     if (s != WGT_OK) {
-        if (dx) wgt_tensor_release(*dx), *dx = NULL;
+        if (dx && *dx != dx_into) wgt_tensor_release(*dx);
+        if (dx) *dx = NULL;
         if (dweight) wgt_tensor_release(*dweight), *dweight = NULL;
         if (dbias) wgt_tensor_release(*dbias), *dbias = NULL;
     }

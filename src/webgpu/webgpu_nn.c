@@ -44,11 +44,11 @@ typedef struct nn_params {
     uint32_t chunk_rows, n_groups;
     int32_t ignore_index;
     uint32_t ignore_valid, lse_offset, nan_bits;
-    uint32_t pw_offset, pb_offset, pad0, pad1;
+    uint32_t pw_offset, pb_offset, zero, pad1; /* zero: 0 (nn_common.wgsl's rounded()) */
 } nn_params;
 _Static_assert(sizeof(nn_params) % 16 == 0 && sizeof(nn_params) <= WEBGPU_PARAMS_MAX, "nn params");
 
-enum { NN_HAS_WEIGHT = 1, NN_HAS_BIAS = 2, NN_RMS = 4 };
+enum { NN_HAS_WEIGHT = 1, NN_HAS_BIAS = 2, NN_RMS = 4, NN_ACCUMULATE = 8 };
 
 static int nn_input_count(const wgt_kernel_call *call) { return wgt_nn_call_inputs(call); }
 static int nn_output_count(const wgt_kernel_call *call) { return wgt_nn_call_outputs(call); }
@@ -144,6 +144,7 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const nn_sh
               "fn splat(f: f32) -> V { return V(f); }\n"
               "fn vmax(v: V) -> f32 { return max(max(v.x, v.y), max(v.z, v.w)); }\n"
               "fn vnan(v: V) -> bool { return any(v != v); }\n"
+              "fn rounded(v: V) -> V { return bitcast<V>(bitcast<vec4<u32>>(v) | vec4<u32>(params.zero)); }\n"
               "fn onehot(i: u32, t: i32) -> V {\n"
               "    let p = vec4<i32>(i32(i * 4u)) + vec4<i32>(0, 1, 2, 3);\n"
               "    return select(V(0.0), V(1.0), p == vec4<i32>(t));\n}\n"
@@ -152,6 +153,7 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const nn_sh
               "fn splat(f: f32) -> V { return f; }\n"
               "fn vmax(v: V) -> f32 { return v; }\n"
               "fn vnan(v: V) -> bool { return v != v; }\n"
+              "fn rounded(v: V) -> V { return bitcast<V>(bitcast<u32>(v) | params.zero); }\n"
               "fn onehot(i: u32, t: i32) -> V { return select(0.0, 1.0, i32(i) == t); }\n";
     char prelude[160];
     snprintf(prelude, sizeof(prelude), "const WG = %uu;\nconst CACHE = %uu;\nconst CACHED = %s;\n", sh->threads,
@@ -453,7 +455,7 @@ wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call)
         pr.d = (uint32_t)d;
         pr.eps = (float)call->nn.eps;
         pr.flags = (call->nn.has_weight ? NN_HAS_WEIGHT : 0) | (call->nn.has_bias ? NN_HAS_BIAS : 0) |
-                   (call->nn.rms ? NN_RMS : 0);
+                   (call->nn.rms ? NN_RMS : 0) | (call->nn.accumulate ? NN_ACCUMULATE : 0);
         pr.nan_bits = 0x7fc00000u;
         switch (call->nn.kernel) {
         case WGT_NN_NORM: s = run_norm(wg, call, &v, &pr); break;

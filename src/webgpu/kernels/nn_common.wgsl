@@ -8,7 +8,8 @@
 // Prelude from the host (webgpu_nn.c): WG (threads per workgroup), W, alias V,
 // CACHE (V slots a thread keeps in registers) and CACHED (the row fits in
 // WG * CACHE slots; else it is read from memory again), hsum(V) -> f32,
-// splat(f32) -> V.
+// splat(f32) -> V, rounded(V) -> V (v itself, which the compiler cannot see:
+// a value rounded to f32 before it is added, not contracted into an fma).
 
 struct Params {
     rows: u32,          // R
@@ -23,7 +24,7 @@ struct Params {
     t_stride: u32,      // targets' stride between rows
     g_offset: u32,      // g (cross-entropy backward), in f32; loss (forward)
     g_stride: u32,      // g's stride between rows (0: one scale); lse (forward) offset
-    flags: u32,         // bit 0 has weight, bit 1 has bias, bit 2 rms
+    flags: u32,         // bit 0 has weight, bit 1 has bias, bit 2 rms, bit 3 accumulate
     eps: f32,
     chunk_rows: u32,    // NORM_PARAM_GRADS
     n_groups: u32,      // workgroups doing work (the folded grid may overshoot)
@@ -33,7 +34,7 @@ struct Params {
     nan_bits: u32,      // 0x7fc00000: a NaN made at run time
     pw_offset: u32,     // dw partials (NORM_BACKWARD with partials), in V
     pb_offset: u32,     // db partials, in V
-    pad0: u32,
+    zero: u32,          // 0: rounded(v) (the host's helpers) ORs it into v's bits
     pad1: u32,
 }
 
@@ -42,6 +43,7 @@ struct Params {
 const HAS_WEIGHT = 1u;
 const HAS_BIAS = 2u;
 const RMS = 4u;
+const ACCUMULATE = 8u;   // NORM_BACKWARD: dx += the gradient (dx holds one on entry)
 
 fn group_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wid.x + wid.y * nwg.x;

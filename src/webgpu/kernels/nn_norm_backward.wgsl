@@ -29,7 +29,12 @@ fn xhat_slot(i: u32, n: u32, xb: u32, m: V, r: V) -> V {
 
 fn store_dx(ob: u32, i: u32, n: u32, g: V, h: V, r: V, mean_gh: V, mean_g: V) {
     if (i < n) {
-        dx[ob + i] = r * (g - h * mean_gh - mean_g);
+        let v = r * (g - h * mean_gh - mean_g);
+        if ((params.flags & ACCUMULATE) != 0u) {
+            dx[ob + i] = dx[ob + i] + rounded(v);   // the gradient dx held plus this one: one f32 add, no fma
+        } else {
+            dx[ob + i] = v;
+        }
     }
 }
 
