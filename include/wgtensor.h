@@ -117,6 +117,7 @@ typedef struct wgt_adapter_info {
     bool shader_f16;         /* WGSL `enable f16` available */
     bool subgroups;          /* WGSL subgroup built-ins available */
     bool timestamp_query;    /* GPU timestamps for profiling */
+    bool shader_int64;       /* 64-bit integers in shaders (wgpu-native): Philox draws use them */
     wgt_adapter_limits limits;
 } wgt_adapter_info;
 

@@ -927,6 +927,33 @@ static void test_pipeline_reuse(void)
     release(b);
 }
 
+/* Philox's 32 x 32 -> 64-bit products both ways: with 64-bit integers
+ * (philox_mul64.wgsl, the default where the adapter has them) and from 16-bit
+ * halves (philox_mul16.wgsl, WGT_PHILOX_INT64=0, what browsers run): rand and
+ * dropout bit for bit the CPU's on each. */
+static void test_philox_paths(void)
+{
+    wgt_adapter_info info;
+    bool int64 = wgt_context_adapter_info(G, &info) == WGT_OK && info.shader_int64;
+    printf("philox: the default context's adapter %s 64-bit integers\n", int64 ? "has" : "has no");
+    wgt_context *g16 = test_context_env(NULL, (const char *[]){"WGT_PHILOX_INT64", "0", NULL});
+    if (!g16) return;
+    int64_t shape[2] = {37, 129}; /* 4773 draws: a partial last Philox block */
+    wgt_context *gs[2] = {G, g16};
+    for (int k = 0; k < 2; k++) {
+        char what[96];
+        snprintf(what, sizeof what, "rand, products %s", k ? "from 16-bit halves" : "by the default path");
+        compare((pair){wgt_rand(gs[k], WGT_F32, 2, shape, 0xfeedbeefcafeull), wgt_rand(C, WGT_F32, 2, shape, 0xfeedbeefcafeull)},
+                what);
+        wgt_tensor *ones_g = wgt_full(gs[k], WGT_F32, 2, shape, 1.0), *ones_c = wgt_full(C, WGT_F32, 2, shape, 1.0);
+        snprintf(what, sizeof what, "dropout 0.3, products %s", k ? "from 16-bit halves" : "by the default path");
+        compare((pair){wgt_dropout(ones_g, 0.3, 77), wgt_dropout(ones_c, 0.3, 77)}, what);
+        wgt_tensor_release(ones_g);
+        wgt_tensor_release(ones_c);
+    }
+    wgt_context_destroy(g16);
+}
+
 int main(void)
 {
     verbose = getenv("WGT_TEST_VERBOSE") != NULL;
@@ -943,6 +970,7 @@ int main(void)
     test_casts();
     test_assign();
     test_creation();
+    test_philox_paths();
     test_f16_paths();
     test_in_place();
     test_inner_contiguous();

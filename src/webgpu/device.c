@@ -73,6 +73,7 @@ wgt_status webgpu_fill_adapter_info(WGPUAdapter adapter, int index, wgt_adapter_
     info->shader_f16 = wgpuAdapterHasFeature(adapter, WGPUFeatureName_ShaderF16);
     info->timestamp_query = wgpuAdapterHasFeature(adapter, WGPUFeatureName_TimestampQuery);
     info->subgroups = webgpu_native_subgroups_feature(adapter) != 0;
+    info->shader_int64 = webgpu_native_int64_feature(adapter) != 0;
     return WGT_OK;
 }
 
@@ -236,12 +237,15 @@ static bool request_device(webgpu_backend *wg)
     WGPULimits limits = WGPU_LIMITS_INIT;
     wgpuAdapterGetLimits(wg->adapter, &limits);
 
-    WGPUFeatureName features[4];
+    WGPUFeatureName features[5];
     size_t n_features = 0;
     if (wg->info.shader_f16) features[n_features++] = WGPUFeatureName_ShaderF16;
     if (wg->info.timestamp_query) features[n_features++] = WGPUFeatureName_TimestampQuery;
     WGPUFeatureName subgroups = webgpu_native_subgroups_feature(wg->adapter);
     if (subgroups) features[n_features++] = subgroups;
+    /* 64-bit integers: Philox's 32 x 32 -> 64-bit products in one multiply */
+    WGPUFeatureName int64 = wg->knobs.philox_mul16 ? (WGPUFeatureName)0 : webgpu_native_int64_feature(wg->adapter);
+    if (int64) features[n_features++] = int64;
 
     WGPUDeviceDescriptor desc = WGPU_DEVICE_DESCRIPTOR_INIT;
     desc.label = webgpu_string("wgtensor");
@@ -298,6 +302,7 @@ static bool request_device(webgpu_backend *wg)
     wg->has_f16 = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_ShaderF16);
     wg->has_timestamps = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_TimestampQuery);
     wg->has_subgroups = subgroups && wgpuDeviceHasFeature(wg->device, subgroups);
+    wg->has_int64 = int64 && wgpuDeviceHasFeature(wg->device, int64);
     return true;
 }
 
@@ -487,3 +492,5 @@ wgt_backend *wgt_webgpu_backend_create(wgt_context *ctx, const wgt_context_optio
     wg->allocator.stats.budget_bytes = options->memory_budget_bytes;
     return &wg->base;
 }
+
+const char *webgpu_philox_mul_file(const webgpu_backend *wg) { return wg->has_int64 ? "philox_mul64" : "philox_mul16"; }

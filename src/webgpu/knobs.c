@@ -53,6 +53,8 @@ static void read_general(webgpu_knobs *k)
 {
     const char *f16 = env("WGT_WEBGPU_DISABLE_F16");
     k->disable_f16 = f16 && f16[0] && strcmp(f16, "0") != 0;
+    const char *int64 = env("WGT_PHILOX_INT64");
+    k->philox_mul16 = int64 && strcmp(int64, "0") == 0;
     const char *fold = env("WGT_WEBGPU_GRID_LIMIT");
     k->grid_limit = fold ? strtoull(fold, NULL, 10) : 0;
     const char *batch = env("WGT_BATCH_DISPATCHES");

@@ -50,6 +50,9 @@ typedef struct webgpu_knobs {
     /* ---- general (webgpu_elementwise.c, webgpu_transpose.c, execution.c) */
     bool disable_f16;          /* WGT_WEBGPU_DISABLE_F16 set, not "" or "0": packed f16 (no f16 stores, no
                                 * hardware f16 conversions) even where shader-f16 exists; default false */
+    bool philox_mul16;         /* WGT_PHILOX_INT64=0: Philox's 32 x 32 -> 64-bit products from 16-bit halves
+                                * (philox_mul16.wgsl) even where the adapter has 64-bit integers
+                                * (philox_mul64.wgsl); default false */
     uint64_t grid_limit;       /* WGT_WEBGPU_GRID_LIMIT=<n>: elementwise and transpose grids fold into 2-D rows
                                 * of n workgroups sooner (a testing aid); default 0: only past the device limit */
     uint32_t bind_group_slots; /* WGT_BIND_GROUP_CACHE=n in [16, WEBGPU_BIND_GROUP_CACHE]: slots of the bind

@@ -125,6 +125,13 @@ WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter)
     return (WGPUFeatureName)0;
 }
 
+WGPUFeatureName webgpu_native_int64_feature(WGPUAdapter adapter)
+{
+    return wgpuAdapterHasFeature(adapter, (WGPUFeatureName)WGPUNativeFeature_ShaderInt64)
+               ? (WGPUFeatureName)WGPUNativeFeature_ShaderInt64
+               : (WGPUFeatureName)0;
+}
+
 /* The wgpu objects of instance that its user has not released (wgpu-native's
  * registry report), as "devices 1 buffers 3 ..." into buf; empty when none.
  * Called just before a context releases its instance: anything listed then

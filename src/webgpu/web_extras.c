@@ -63,6 +63,13 @@ WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter)
     return wgpuAdapterHasFeature(adapter, WGPUFeatureName_Subgroups) ? WGPUFeatureName_Subgroups : (WGPUFeatureName)0;
 }
 
+/* WGSL in browsers has no 64-bit integers. */
+WGPUFeatureName webgpu_native_int64_feature(WGPUAdapter adapter)
+{
+    (void)adapter;
+    return (WGPUFeatureName)0;
+}
+
 void webgpu_native_live_objects(WGPUInstance instance, char *buf, size_t size)
 {
     (void)instance;

@@ -392,6 +392,7 @@ static wgt_status plan_call(webgpu_backend *wg, const wgt_kernel_call *call, ew_
     bool any_f16 = false;
     for (int v = 0; v < n_views; v++) any_f16 |= views[v]->dtype == WGT_F16;
     if (any_f16 && !wg->knobs.disable_f16) f16_hardware_conversions(wg, &plan->f16_hw_widen, &plan->f16_hw_narrow);
+    plan->philox_mul64 = strcmp(webgpu_philox_mul_file(wg), "philox_mul64") == 0;
     for (int k = 0; k < call->n_inputs; k++) {
         int v = k + 1;
         bool aligned = (((views[v]->offset - (int64_t)shift) % chunk) + chunk) % chunk == 0;
@@ -467,8 +468,9 @@ static size_t binary_plan_key(const ew_plan *plan, unsigned char *buf, size_t si
         memcpy(buf + used, &(value), sizeof(value));                 \
         used += sizeof(value);                                       \
     } while (0)
-    int header[10] = {plan->ndim, plan->chunk, (int)plan->store, plan->f16_hw_widen, plan->f16_hw_narrow,
-                      plan->inner_contiguous, plan->chunk_in_row, plan->n_views, plan->n_bindings, plan->expr->n_nodes};
+    int header[11] = {plan->ndim, plan->chunk, (int)plan->store, plan->f16_hw_widen, plan->f16_hw_narrow,
+                      plan->inner_contiguous, plan->chunk_in_row, plan->n_views, plan->n_bindings, plan->expr->n_nodes,
+                      plan->philox_mul64};
     PUT(header);
     for (int v = 0; v < plan->n_views; v++) {
         int view[4] = {(int)plan->dtype[v], (int)plan->mode[v], plan->binding[v], plan->vec4_binding[v]};

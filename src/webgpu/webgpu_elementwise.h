@@ -86,6 +86,7 @@ typedef struct ew_plan {
     int chunk;                          /* C: elements per invocation */
     int ndim;                           /* collapsed dims (strided views use them) */
     bool f16_hw_widen, f16_hw_narrow;   /* unpack2x16float / pack2x16float are exact here */
+    bool philox_mul64;                  /* rand draws take philox_mul64.wgsl (webgpu_philox_mul_file) */
 } ew_plan;
 
 /* Writes the key of plan into buf (size bytes); false if it does not fit. */

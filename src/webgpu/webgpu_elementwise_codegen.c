@@ -607,9 +607,10 @@ char *ew_generate_wgsl(const ew_plan *plan)
     emit_bindings(&t, plan);
     emit(&t, "fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | %s); }\n", P(EW_P_ZERO));
     emit(&t, "fn ew_opaque2(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | %s); }\n\n", P(EW_P_ZERO2));
-    const char *snippets[4] = {"elementwise_common", math ? "elementwise_math" : NULL, random ? "philox" : NULL,
+    const char *snippets[5] = {"elementwise_common", math ? "elementwise_math" : NULL, random ? "philox" : NULL,
+                               !random ? NULL : plan->philox_mul64 ? "philox_mul64" : "philox_mul16",
                                random ? "elementwise_philox" : NULL};
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < 5; s++) {
         if (!snippets[s]) continue;
         const char *src = webgpu_kernel_source(snippets[s]);
         if (!src) {
@@ -630,9 +631,10 @@ char *ew_generate_wgsl(const ew_plan *plan)
 
 bool ew_plan_key(const ew_plan *plan, char *buf, size_t size)
 {
-    int used = snprintf(buf, size, "elementwise;nd%d;c%d;%c%s%s%s%s;", plan->ndim, plan->chunk, (char)plan->store,
+    int used = snprintf(buf, size, "elementwise;nd%d;c%d;%c%s%s%s%s%s;", plan->ndim, plan->chunk, (char)plan->store,
                         plan->f16_hw_widen ? "W" : "", plan->f16_hw_narrow ? "N" : "",
-                        plan->inner_contiguous ? "I" : "", plan->chunk_in_row ? "R" : "");
+                        plan->inner_contiguous ? "I" : "", plan->chunk_in_row ? "R" : "",
+                        plan->philox_mul64 ? "L" : "");
     for (int v = 0; v < plan->n_views && used > 0 && (size_t)used < size; v++)
         used += snprintf(buf + used, size - (size_t)used, "%d%c%d,", (int)plan->dtype[v], (char)plan->mode[v],
                          plan->binding[v]);

@@ -149,6 +149,7 @@ typedef struct webgpu_backend {
     wgt_adapter_info info;
     WGPULimits limits;                  /* as granted to the device */
     bool has_f16, has_subgroups, has_timestamps;
+    bool has_int64;                     /* u64 in shaders (wgpu-native's ShaderInt64): philox_mul64.wgsl */
     uint32_t timeout_ms;
     webgpu_knobs knobs;                 /* kernel-choice knobs, read from the environment at creation (knobs.h) */
 
@@ -227,6 +228,12 @@ int64_t webgpu_wgsl_workgroup_bytes(const char *source, char *unknown, size_t un
 /* The feature that turns subgroups on (the standard name or the
  * implementation's own), 0 when the adapter has none. */
 WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter);
+/* The feature that allows u64 and i64 in shaders, 0 when the adapter has none
+ * (browsers: none). */
+WGPUFeatureName webgpu_native_int64_feature(WGPUAdapter adapter);
+/* The WGSL file that defines philox_mul_wide() for philox.wgsl: one 64-bit
+ * product where the device has 64-bit integers, else 16-bit halves. */
+const char *webgpu_philox_mul_file(const webgpu_backend *wg);
 /* What a WGSL module using subgroup built-ins starts with here: "enable
  * subgroups;\n" in browsers, nothing for wgpu-native (whose Naga refuses it). */
 const char *webgpu_native_subgroups_directive(void);

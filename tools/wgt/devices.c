@@ -34,9 +34,9 @@ static void print_json(const wgt_adapter_info *a, size_t n)
         json_string(a[i].backend);
         printf(", \"type\": \"%s\", \"vendor_id\": %u, \"device_id\": %u,\n", wgt_adapter_type_name(a[i].type),
                a[i].vendor_id, a[i].device_id);
-        printf("   \"features\": {\"shader_f16\": %s, \"subgroups\": %s, \"timestamp_query\": %s},\n",
+        printf("   \"features\": {\"shader_f16\": %s, \"subgroups\": %s, \"timestamp_query\": %s, \"shader_int64\": %s},\n",
                a[i].shader_f16 ? "true" : "false", a[i].subgroups ? "true" : "false",
-               a[i].timestamp_query ? "true" : "false");
+               a[i].timestamp_query ? "true" : "false", a[i].shader_int64 ? "true" : "false");
         printf("   \"limits\": {\"max_buffer_size\": %llu, \"max_storage_buffer_binding_size\": %llu, "
                "\"max_storage_buffers_per_shader_stage\": %u, \"max_compute_workgroup_storage_size\": %u, "
                "\"max_compute_invocations_per_workgroup\": %u, \"max_compute_workgroup_size\": [%u, %u, %u], "
@@ -59,7 +59,8 @@ static void print_table(const wgt_adapter_info *a, size_t n)
         char features[64] = "";
         if (a[i].shader_f16) strcat(features, "f16 ");
         if (a[i].subgroups) strcat(features, "subgroups ");
-        if (a[i].timestamp_query) strcat(features, "timestamps");
+        if (a[i].timestamp_query) strcat(features, "timestamps ");
+        if (a[i].shader_int64) strcat(features, "int64");
         printf("%-3d %-36.36s %-9s %-10s %-26.26s %5llu MiB %5llu MiB %s\n", a[i].index, a[i].name, a[i].backend,
                wgt_adapter_type_name(a[i].type), a[i].driver[0] ? a[i].driver : a[i].vendor,
                (unsigned long long)(a[i].limits.max_buffer_size >> 20),
