@@ -606,7 +606,8 @@ class Runner:
         exprs = [("a * b + c", lambda a, b, c: a * b + c), ("maximum(a, b) - c", lambda a, b, c: np.maximum(a, b) - c),
                  ("where(a > b, a - b, c * 2)", lambda a, b, c: np.where(a > b, a - b, c * np.float32(2))),
                  ("a / (abs(b) + 1) + c * 0", lambda a, b, c: a / (np.abs(b) + np.float32(1)) + c * np.float32(0)),
-                 ("(a - a) + b", lambda a, b, c: (a - a) + b)]
+                 ("(a - a) + b", lambda a, b, c: (a - a) + b),
+                 ("erf(a) * b + c", lambda a, b, c: (_erf(a.astype(np.float64)).astype(np.float32) * b + c))]
         text, fn = r.choice(exprs)
         out_shape = self.random_shape()
         ops = [self.broadcast_operand(F32, out_shape) for _ in range(3)]

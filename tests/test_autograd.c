@@ -179,6 +179,7 @@ F(f_softplus, wgt_softplus(in[0]))
 F(f_clamp, wgt_clamp(in[0], -0.85, 0.75))
 F(f_floor, wgt_add(wgt_floor(in[0]), wgt_mul(in[0], in[0])))
 F(f_fused, wgt_fused(ctx, "a * b + sin(c) / (1 + exp(-a))", in, 3))
+F(f_erf, wgt_fused(ctx, "erf(a * 1.5)", in, 1))
 F(f_broadcast, wgt_mul(in[0], in[1]))
 F(f_sum, wgt_sum(in[0], (int[]){1}, 1, false))
 F(f_sum_all, wgt_sum(in[0], NULL, 0, true))
@@ -343,6 +344,7 @@ static const grad_case cases[] = {
     {"clamp", 1, {2}, {{3, 5}}, SPREAD, f_clamp},
     {"floor", 1, {2}, {{3, 5}}, SPREAD, f_floor},
     {"fused", 3, {2, 1, 2}, {{3, 4}, {4}, {3, 1}}, ANY, f_fused},
+    {"erf", 1, {2}, {{3, 5}}, ANY, f_erf},
     {"broadcast", 2, {3, 2}, {{2, 1, 4}, {3, 1}}, ANY, f_broadcast},
     {"sum", 1, {3}, {{2, 3, 4}}, ANY, f_sum},
     {"sum_all", 1, {2}, {{3, 4}}, ANY, f_sum_all},

@@ -338,7 +338,7 @@ static void test_float_unary(void)
         {WGT_EXPR_COS, cos, 2e-6, 1e-7, -20, 20}, {WGT_EXPR_TANH, tanh, 2e-6, 1e-7, -10, 10},
         {WGT_EXPR_SIGMOID, r_sigmoid, 2e-6, 1e-7, -20, 20}, {WGT_EXPR_GELU, r_gelu, 1e-5, 1e-6, -10, 10},
         {WGT_EXPR_GELU_TANH, r_gelu_tanh, 1e-5, 1e-5, -10, 10}, {WGT_EXPR_SILU, r_silu, 1e-5, 1e-6, -20, 20},
-        {WGT_EXPR_SOFTPLUS, r_softplus, 1e-5, 1e-6, -20, 40},
+        {WGT_EXPR_SOFTPLUS, r_softplus, 1e-5, 1e-6, -20, 40}, {WGT_EXPR_ERF, erf, 2e-6, 1e-7, -6, 6},
     };
     int64_t n = 1000 + N_SPECIAL;
     test_tensor *x = tensor_new(WGT_F32, 1, &n), *out = tensor_new(WGT_F32, 1, &n);

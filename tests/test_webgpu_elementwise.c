@@ -474,6 +474,8 @@ static void test_where_and_fused(void)
     compare(fused("!(a < b) || (c == 0) && (a != a)", in, 3), "fused logic");
     compare_tol(fused("sqrt(abs(a*b) + c*c)", in, 3), 3e-7, 0, "fused sqrt");
     compare_tol(fused("exp(-a*a) / (1 + b*b)", in, 3), 8e-7, 0, "fused exp/div");
+    /* erf (GELU's backward): ew_erf (~1.3 ulp) against the C library's erff */
+    compare_tol(fused("erf(a * 3) + erf(b) * c", in, 3), 8e-7, 1e-7, "fused erf");
     pair ii[2] = {i, c};
     compare(fused("a * 3 - b + (a > 5)", ii, 2), "fused i32/bool");
     compare_tol(fused("a / 7 + pow(a, 2)", ii, 2), 4e-7, 0, "fused i32 -> f32 div/pow");

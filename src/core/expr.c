@@ -39,6 +39,7 @@ static const opcode_info opcode_table[WGT_EXPR_OPCODE_COUNT] = {
     [WGT_EXPR_GELU_TANH] = {"gelu_tanh", 1, 1},
     [WGT_EXPR_SILU] = {"silu", 1, 1},
     [WGT_EXPR_SOFTPLUS] = {"softplus", 1, 1},
+    [WGT_EXPR_ERF] = {"erf", 1, 1},
     [WGT_EXPR_FLOOR] = {"floor", 1, 1},
     [WGT_EXPR_CEIL] = {"ceil", 1, 1},
     [WGT_EXPR_ROUND] = {"round", 1, 1},
@@ -76,7 +77,7 @@ wgt_expr_type wgt_expr_compute_type(const wgt_expr_node *node)
     switch ((wgt_expr_opcode)node->opcode) {
     case WGT_EXPR_EXP: case WGT_EXPR_LOG: case WGT_EXPR_LOG1P: case WGT_EXPR_SQRT: case WGT_EXPR_RSQRT:
     case WGT_EXPR_RECIPROCAL: case WGT_EXPR_SIN: case WGT_EXPR_COS: case WGT_EXPR_TANH: case WGT_EXPR_SIGMOID:
-    case WGT_EXPR_GELU: case WGT_EXPR_GELU_TANH: case WGT_EXPR_SILU: case WGT_EXPR_SOFTPLUS:
+    case WGT_EXPR_GELU: case WGT_EXPR_GELU_TANH: case WGT_EXPR_SILU: case WGT_EXPR_SOFTPLUS: case WGT_EXPR_ERF:
     case WGT_EXPR_DIV: case WGT_EXPR_POW: case WGT_EXPR_RAND_UNIFORM: case WGT_EXPR_RAND_NORMAL:
         return WGT_EXPR_F32;
     case WGT_EXPR_INDEX: case WGT_EXPR_NOT: case WGT_EXPR_EQ: case WGT_EXPR_NE: case WGT_EXPR_LT: case WGT_EXPR_LE:
@@ -285,7 +286,7 @@ static const struct {
     {"log", WGT_EXPR_LOG}, {"log1p", WGT_EXPR_LOG1P}, {"sqrt", WGT_EXPR_SQRT}, {"rsqrt", WGT_EXPR_RSQRT},
     {"reciprocal", WGT_EXPR_RECIPROCAL}, {"sin", WGT_EXPR_SIN}, {"cos", WGT_EXPR_COS}, {"tanh", WGT_EXPR_TANH},
     {"sigmoid", WGT_EXPR_SIGMOID}, {"relu", WGT_EXPR_RELU}, {"gelu", WGT_EXPR_GELU},
-    {"gelu_tanh", WGT_EXPR_GELU_TANH}, {"silu", WGT_EXPR_SILU}, {"softplus", WGT_EXPR_SOFTPLUS},
+    {"gelu_tanh", WGT_EXPR_GELU_TANH}, {"silu", WGT_EXPR_SILU}, {"softplus", WGT_EXPR_SOFTPLUS}, {"erf", WGT_EXPR_ERF},
     {"floor", WGT_EXPR_FLOOR}, {"ceil", WGT_EXPR_CEIL}, {"round", WGT_EXPR_ROUND},
     {"logical_not", WGT_EXPR_NOT}, {"pow", WGT_EXPR_POW}, {"maximum", WGT_EXPR_MAX}, {"max", WGT_EXPR_MAX},
     {"minimum", WGT_EXPR_MIN}, {"min", WGT_EXPR_MIN}, {"where", WGT_EXPR_WHERE},

@@ -29,6 +29,7 @@
  *  RELU: x > 0 ? x : 0, with NaN -> NaN. SIGMOID: 1 / (1 + exp(-x)).
  *  GELU: 0.5 x (1 + erf(x / sqrt 2)); GELU_TANH: 0.5 x (1 + tanh(sqrt(2/pi)
  *    (x + 0.044715 x^3))). SILU: x * sigmoid(x). SOFTPLUS: log1p(exp(-|x|)) + max(x, 0).
+ *  ERF: the error function (GELU's backward: Phi(x) = 0.5 (1 + erf(x / sqrt 2))).
  *  WHERE(c, a, b): c != 0 ? a : b (NaN condition counts as true).
  *  INDEX(axis): the output coordinate along axis, I32.
  *  RAND_UNIFORM / RAND_NORMAL: Philox-4x32-10 keyed by (seed lo, seed hi), counter
@@ -62,7 +63,7 @@ typedef enum wgt_expr_opcode {
     WGT_EXPR_NEG, WGT_EXPR_ABS, WGT_EXPR_SIGN,
     WGT_EXPR_EXP, WGT_EXPR_LOG, WGT_EXPR_LOG1P, WGT_EXPR_SQRT, WGT_EXPR_RSQRT,
     WGT_EXPR_RECIPROCAL, WGT_EXPR_SIN, WGT_EXPR_COS, WGT_EXPR_TANH, WGT_EXPR_SIGMOID,
-    WGT_EXPR_RELU, WGT_EXPR_GELU, WGT_EXPR_GELU_TANH, WGT_EXPR_SILU, WGT_EXPR_SOFTPLUS,
+    WGT_EXPR_RELU, WGT_EXPR_GELU, WGT_EXPR_GELU_TANH, WGT_EXPR_SILU, WGT_EXPR_SOFTPLUS, WGT_EXPR_ERF,
     WGT_EXPR_FLOOR, WGT_EXPR_CEIL, WGT_EXPR_ROUND, WGT_EXPR_NOT,
     /* binary (args[0], args[1]); both args have the node's type except for
      * comparisons, whose args share a type and whose result is I32 */

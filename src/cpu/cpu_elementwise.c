@@ -222,6 +222,7 @@ static void eval_float_unary(int op, const float *restrict a, float *restrict r,
     case WGT_EXPR_SOFTPLUS: /* stable for large |x|: log1p(exp(-|x|)) + max(x, 0) */
         CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = log1pf(cpu_expf(-fabsf(a[i]))) + (a[i] > 0 ? a[i] : 0.0f);
         break;
+    case WGT_EXPR_ERF: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = erff(a[i]); break;
     case WGT_EXPR_FLOOR: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = floorf(a[i]); break;
     case WGT_EXPR_CEIL: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = ceilf(a[i]); break;
     case WGT_EXPR_ROUND: CPU_SIMD for (int64_t i = 0; i < n; i++) r[i] = nearbyintf(a[i]); break; /* half to even */

@@ -76,7 +76,7 @@ static bool needs_math(int op)
     switch (op) {
     case WGT_EXPR_EXP: case WGT_EXPR_LOG: case WGT_EXPR_LOG1P: case WGT_EXPR_SIN: case WGT_EXPR_COS:
     case WGT_EXPR_TANH: case WGT_EXPR_SIGMOID: case WGT_EXPR_GELU: case WGT_EXPR_GELU_TANH: case WGT_EXPR_SILU:
-    case WGT_EXPR_SOFTPLUS: case WGT_EXPR_POW: case WGT_EXPR_RAND_NORMAL:
+    case WGT_EXPR_SOFTPLUS: case WGT_EXPR_ERF: case WGT_EXPR_POW: case WGT_EXPR_RAND_NORMAL:
         return true;
     default:
         return false;
@@ -124,6 +124,7 @@ static const char *float_unary_name(int op)
     case WGT_EXPR_GELU_TANH: return "ew_gelu_tanh";
     case WGT_EXPR_SILU: return "ew_silu";
     case WGT_EXPR_SOFTPLUS: return "ew_softplus";
+    case WGT_EXPR_ERF: return "ew_erf";
     case WGT_EXPR_FLOOR: return "ew_floor";
     case WGT_EXPR_CEIL: return "ew_ceil";
     case WGT_EXPR_ROUND: return "ew_round";
