@@ -9,6 +9,10 @@
 // the row's dy and xhat, the weight and its running dw/db sums in registers
 // (named, not arrays, so nothing goes to local memory). The host sums the P
 // partials with a REDUCE: no atomics. Dispatch: P workgroups.
+// The loads of row i + 1 (x, dy, the gradient added into, stats) are issued
+// before row i's sums: a workgroup walks its rows one after another, with a
+// workgroup sum (barriers) each, and few workgroups share an SM (the GPT's
+// 1024 chunks of 64 threads), so without it every row waited for its loads.
 
 @group(0) @binding(1) var<storage, read> x: array<V>;
 @group(0) @binding(2) var<storage, read> weight: array<V>;
@@ -24,8 +28,13 @@ fn dy_slot(base: u32, i: u32, n: u32) -> V {
     return select(splat(0.0), dy[base + min(i, n - 1u)], i < n);
 }
 
-fn xhat_slot(base: u32, i: u32, n: u32, m: V, r: V) -> V {
-    return select(splat(0.0), (x[base + min(i, n - 1u)] - m) * r, i < n);
+fn x_slot(base: u32, i: u32, n: u32) -> V {
+    return x[base + min(i, n - 1u)];
+}
+
+// xhat of slot i from its raw x (zeros past the row).
+fn xhat_of(xr: V, i: u32, n: u32, m: V, r: V) -> V {
+    return select(splat(0.0), (xr - m) * r, i < n);
 }
 
 fn weight_slot(i: u32, n: u32, has_w: bool) -> V {
@@ -44,6 +53,31 @@ fn acc_slot(base: u32, i: u32, n: u32) -> V {
         return splat(0.0);
     }
     return select(splat(0.0), dx[base + min(i, n - 1u)], i < n);
+}
+
+// One row's loads: the raw x, dy and (ACCUMULATE) dx of slots s0 .. s3 (the
+// ones past CACHE zeros) and its (mean, rstd).
+struct RowLoads {
+    x0: V, x1: V, x2: V, x3: V,
+    d0: V, d1: V, d2: V, d3: V,
+    a0: V, a1: V, a2: V, a3: V,
+    st: vec2<f32>,
+}
+
+fn load_row(row: u32, n: u32, s0: u32, s1: u32, s2: u32, s3: u32) -> RowLoads {
+    var l: RowLoads;
+    let xb = params.x_offset + row * n;
+    let yb = params.dy_offset + row * n;
+    let ob = params.y_offset + row * n;
+    l.x0 = x_slot(xb, s0, n); l.d0 = dy_slot(yb, s0, n); l.a0 = acc_slot(ob, s0, n);
+    l.x1 = splat(0.0); l.d1 = splat(0.0); l.a1 = splat(0.0);
+    l.x2 = splat(0.0); l.d2 = splat(0.0); l.a2 = splat(0.0);
+    l.x3 = splat(0.0); l.d3 = splat(0.0); l.a3 = splat(0.0);
+    if (CACHE > 1u) { l.x1 = x_slot(xb, s1, n); l.d1 = dy_slot(yb, s1, n); l.a1 = acc_slot(ob, s1, n); }
+    if (CACHE > 2u) { l.x2 = x_slot(xb, s2, n); l.d2 = dy_slot(yb, s2, n); l.a2 = acc_slot(ob, s2, n); }
+    if (CACHE > 3u) { l.x3 = x_slot(xb, s3, n); l.d3 = dy_slot(yb, s3, n); l.a3 = acc_slot(ob, s3, n); }
+    l.st = vec2<f32>(stats[params.stats_offset + 2u * row], stats[params.stats_offset + 2u * row + 1u]);
+    return l;
 }
 
 fn store_dx(ob: u32, i: u32, n: u32, g: V, h: V, r: V, mean_gh: V, mean_g: V, a: V) {
@@ -95,25 +129,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var sw1 = splat(0.0); var sb1 = splat(0.0);
     var sw2 = splat(0.0); var sb2 = splat(0.0);
     var sw3 = splat(0.0); var sb3 = splat(0.0);
+    var next = load_row(first, n, s0, s1, s2, s3);
     for (var row = first; row < last; row++) {
-        let xb = params.x_offset + row * n;
-        let yb = params.dy_offset + row * n;
-        let m = splat(stats[params.stats_offset + 2u * row]);
-        let r = splat(stats[params.stats_offset + 2u * row + 1u]);
+        let cur = next;
+        if (row + 1u < last) { next = load_row(row + 1u, n, s0, s1, s2, s3); }   // in flight during this row
         let ob = params.y_offset + row * n;
-        let d0 = dy_slot(yb, s0, n);
-        let h0 = xhat_slot(xb, s0, n, m, r);
-        let a0 = acc_slot(ob, s0, n);
-        var a1 = splat(0.0); var a2 = splat(0.0); var a3 = splat(0.0);
-        if (CACHE > 1u) { a1 = acc_slot(ob, s1, n); }
-        if (CACHE > 2u) { a2 = acc_slot(ob, s2, n); }
-        if (CACHE > 3u) { a3 = acc_slot(ob, s3, n); }
-        var d1 = splat(0.0); var h1 = splat(0.0);
-        var d2 = splat(0.0); var h2 = splat(0.0);
-        var d3 = splat(0.0); var h3 = splat(0.0);
-        if (CACHE > 1u) { d1 = dy_slot(yb, s1, n); h1 = xhat_slot(xb, s1, n, m, r); }
-        if (CACHE > 2u) { d2 = dy_slot(yb, s2, n); h2 = xhat_slot(xb, s2, n, m, r); }
-        if (CACHE > 3u) { d3 = dy_slot(yb, s3, n); h3 = xhat_slot(xb, s3, n, m, r); }
+        let m = splat(cur.st.x);
+        let r = splat(cur.st.y);
+        let d0 = cur.d0; let d1 = cur.d1; let d2 = cur.d2; let d3 = cur.d3;
+        let a0 = cur.a0; let a1 = cur.a1; let a2 = cur.a2; let a3 = cur.a3;
+        let h0 = xhat_of(cur.x0, s0, n, m, r);
+        var h1 = splat(0.0); var h2 = splat(0.0); var h3 = splat(0.0);
+        if (CACHE > 1u) { h1 = xhat_of(cur.x1, s1, n, m, r); }
+        if (CACHE > 2u) { h2 = xhat_of(cur.x2, s2, n, m, r); }
+        if (CACHE > 3u) { h3 = xhat_of(cur.x3, s3, n, m, r); }
         let g0 = d0 * w0;
         let g1 = d1 * w1;
         let g2 = d2 * w2;
