@@ -59,6 +59,8 @@ struct wgt_context {
                                      * the convolution weight gradient itself (the former path); default false */
     bool no_window_dest;            /* WGT_AUTOGRAD_WINDOW_DEST=0: rules get no window destinations (backward.c),
                                      * their gradients are copied into the windows; for comparisons */
+    int norm_fused_chunks;          /* WGT_NORM_FUSED_CHUNKS=n in [16, 65536]: the norm backward with partials
+                                     * in at most n chunks of rows (nn_norm.c); default 0: 1024 */
     bool no_grad_fold;              /* WGT_AUTOGRAD_FOLD=0: norms' rules get no gradient to add into
                                      * (backward.c), the engine adds; for comparisons */
 };

@@ -246,7 +246,8 @@ wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stat
         if (chunk < NORM_GRAD_MIN_CHUNK_ROWS) chunk = NORM_GRAD_MIN_CHUNK_ROWS;
         if (fused) {
             chunk = d / 128 * NORM_FUSED_ROWS_PER_128;
-            int64_t few = (rows + NORM_FUSED_MAX_CHUNKS - 1) / NORM_FUSED_MAX_CHUNKS;
+            int64_t max_chunks = ctx->norm_fused_chunks ? ctx->norm_fused_chunks : NORM_FUSED_MAX_CHUNKS;
+            int64_t few = (rows + max_chunks - 1) / max_chunks;
             if (chunk < few) chunk = few;
             if (chunk > NORM_FUSED_MAX_CHUNK_ROWS) chunk = NORM_FUSED_MAX_CHUNK_ROWS;
             int64_t spread = (rows + NORM_FUSED_MIN_CHUNKS - 1) / NORM_FUSED_MIN_CHUNKS;

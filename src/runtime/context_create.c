@@ -48,6 +48,9 @@ static void read_op_knobs(wgt_context *ctx)
     ctx->conv_frontend_splits = conv_splitk && strcmp(conv_splitk, "0") == 0;
     const char *window_dest = getenv("WGT_AUTOGRAD_WINDOW_DEST");
     ctx->no_window_dest = window_dest && strcmp(window_dest, "0") == 0;
+    const char *chunks = getenv("WGT_NORM_FUSED_CHUNKS");
+    long n = chunks ? strtol(chunks, NULL, 10) : 0;
+    ctx->norm_fused_chunks = n >= 16 && n <= 65536 ? (int)n : 0;
     const char *fold = getenv("WGT_AUTOGRAD_FOLD");
     ctx->no_grad_fold = fold && strcmp(fold, "0") == 0;
 }
