@@ -555,6 +555,15 @@ static void check_attention_windows_twice(wgt_context *ctx, const char *backend)
  * on the WebGPU default kernels (which write strided gradients through
  * temporaries) and on attention_backward_fused (which writes them in place:
  * three copies, dispatches, fewer a backward). */
+/* A context of the CPU or the WebGPU backend with env's knobs (test_context_env). */
+static wgt_context *knob_context(bool cpu, const char *const *env)
+{
+    wgt_context_options o;
+    wgt_context_options_init(&o);
+    o.backend = cpu ? WGT_BACKEND_CPU : WGT_BACKEND_WEBGPU;
+    return test_context_env(&o, env);
+}
+
 static void check_attention_windows(void)
 {
     static const char *const kernels[3] = {"cpu", "webgpu", "webgpu fused"};
@@ -563,12 +572,9 @@ static void check_attention_windows(void)
         uint64_t dispatches[2] = {0, 0};
         bool ok = true;
         for (int off = 0; off < 2 && ok; off++) {
-            wgt_context_options o;
-            wgt_context_options_init(&o);
-            o.backend = kind == 0 ? WGT_BACKEND_CPU : WGT_BACKEND_WEBGPU;
             const char *env[] = {"WGT_AUTOGRAD_WINDOW_DEST", off ? "0" : "1", "WGT_ATTENTION_BACKWARD",
                                  kind == 2 ? "fused" : NULL, NULL};
-            wgt_context *ctx = test_context_env(&o, env);
+            wgt_context *ctx = knob_context(kind == 0, env);
             if (!ctx) return;
             wgt_scope_push(ctx);
             float host[120];
@@ -604,9 +610,9 @@ static void check_attention_windows(void)
  * residual stream like a transformer's: h1 = a + tanh(layer_norm(a)), h2 =
  * h1 + rms_norm(h1) * 0.5, with a = 1.5 x so the stream is an intermediate.
  * The same gradients bit for bit on both backends, and on WebGPU two add
- * dispatches fewer (one per norm). A third run keeps an extra reference to
- * a's gradient path (x * 1.5 also read by the loss), which must not change
- * the result either. */
+ * dispatches fewer (one per norm). A second backward in each context gives a
+ * a third consumer (the loss reads a too), which must not change the result
+ * either. */
 static void check_norm_fold(void)
 {
     static const char *const kinds[2] = {"cpu", "webgpu"};
@@ -616,10 +622,7 @@ static void check_norm_fold(void)
         uint64_t dispatches[2] = {0, 0};
         bool ok = true;
         for (int off = 0; off < 2 && ok; off++) {
-            wgt_context_options o;
-            wgt_context_options_init(&o);
-            o.backend = kind == 0 ? WGT_BACKEND_CPU : WGT_BACKEND_WEBGPU;
-            wgt_context *ctx = test_context_env(&o, (const char *[]){"WGT_AUTOGRAD_FOLD", off ? "0" : "1", NULL});
+            wgt_context *ctx = knob_context(kind == 0, (const char *[]){"WGT_AUTOGRAD_FOLD", off ? "0" : "1", NULL});
             if (!ctx) return;
             for (int extra = 0; extra < 2 && ok; extra++) {
                 wgt_scope_push(ctx);
