@@ -492,5 +492,3 @@ wgt_backend *wgt_webgpu_backend_create(wgt_context *ctx, const wgt_context_optio
     wg->allocator.stats.budget_bytes = options->memory_budget_bytes;
     return &wg->base;
 }
-
-const char *webgpu_philox_mul_file(const webgpu_backend *wg) { return wg->has_int64 ? "philox_mul64" : "philox_mul16"; }

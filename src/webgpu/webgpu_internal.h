@@ -194,6 +194,13 @@ typedef struct webgpu_backend {
     uint64_t stuck_until;               /* ...this many submissions have completed */
 } webgpu_backend;
 
+/* The WGSL file that defines philox_mul_wide() for philox.wgsl: one 64-bit
+ * product where the device has 64-bit integers, else 16-bit halves. */
+static inline const char *webgpu_philox_mul_file(const webgpu_backend *wg)
+{
+    return wg->has_int64 ? "philox_mul64" : "philox_mul16";
+}
+
 static inline webgpu_backend *webgpu_of(wgt_backend *b) { return (webgpu_backend *)b; }
 
 /* webgpu_indexing.c: turns an out-of-range index recorded by a gather or
@@ -231,9 +238,7 @@ WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter);
 /* The feature that allows u64 and i64 in shaders, 0 when the adapter has none
  * (browsers: none). */
 WGPUFeatureName webgpu_native_int64_feature(WGPUAdapter adapter);
-/* The WGSL file that defines philox_mul_wide() for philox.wgsl: one 64-bit
- * product where the device has 64-bit integers, else 16-bit halves. */
-const char *webgpu_philox_mul_file(const webgpu_backend *wg);
+
 /* What a WGSL module using subgroup built-ins starts with here: "enable
  * subgroups;\n" in browsers, nothing for wgpu-native (whose Naga refuses it). */
 const char *webgpu_native_subgroups_directive(void);
