@@ -32,11 +32,13 @@
  *  ERF: the error function (GELU's backward: Phi(x) = 0.5 (1 + erf(x / sqrt 2))).
  *  WHERE(c, a, b): c != 0 ? a : b (NaN condition counts as true).
  *  INDEX(axis): the output coordinate along axis, I32.
- *  RAND_UNIFORM / RAND_NORMAL: Philox-4x32-10 keyed by (seed lo, seed hi), counter
- *    (linear output index, 0, 0, 0) — see src/core/philox.h. Uniform: the first
- *    32-bit word >> 8, times 2^-24, in [0, 1). Normal: Box–Muller on the first two
- *    words: u1 = (w0 >> 8 + 1) * 2^-24 in (0, 1], u2 = (w1 >> 8) * 2^-24,
- *    sqrt(-2 log u1) * cos(2 pi u2).
+ *  RAND_UNIFORM / RAND_NORMAL: Philox-4x32-10 keyed by (seed lo, seed hi) — see
+ *    src/core/philox.h. Uniform element i: word i % 4 of counter (i / 4, 0, 0, 0)
+ *    (lo, hi of i / 4 in the first two words), >> 8, times 2^-24, in [0, 1).
+ *    Normal element i: Box–Muller on words 2 (i % 2), 2 (i % 2) + 1 = (w0, w1) of
+ *    counter (i / 2, 0, 0, 0): u1 = (w0 >> 8 + 1) * 2^-24 in (0, 1], u2 = (w1 >> 8)
+ *    * 2^-24, sqrt(-2 log u1) * cos(2 pi u2). One call serves four uniforms or two
+ *    normals (cpu_elementwise.c's fill_random, kernels/elementwise_philox.wgsl).
  */
 #ifndef WGT_EXPR_H
 #define WGT_EXPR_H
