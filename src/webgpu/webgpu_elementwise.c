@@ -392,7 +392,7 @@ static wgt_status plan_call(webgpu_backend *wg, const wgt_kernel_call *call, ew_
     bool any_f16 = false;
     for (int v = 0; v < n_views; v++) any_f16 |= views[v]->dtype == WGT_F16;
     if (any_f16 && !wg->knobs.disable_f16) f16_hardware_conversions(wg, &plan->f16_hw_widen, &plan->f16_hw_narrow);
-    plan->philox_mul64 = strcmp(webgpu_philox_mul_file(wg), "philox_mul64") == 0;
+    plan->philox_mul64 = wg->has_int64;
     for (int k = 0; k < call->n_inputs; k++) {
         int v = k + 1;
         bool aligned = (((views[v]->offset - (int64_t)shift) % chunk) + chunk) % chunk == 0;

@@ -86,7 +86,8 @@ typedef struct ew_plan {
     int chunk;                          /* C: elements per invocation */
     int ndim;                           /* collapsed dims (strided views use them) */
     bool f16_hw_widen, f16_hw_narrow;   /* unpack2x16float / pack2x16float are exact here */
-    bool philox_mul64;                  /* rand draws take philox_mul64.wgsl (webgpu_philox_mul_file) */
+    bool philox_mul64;                  /* the device has 64-bit integers: rand draws take philox_mul64.wgsl
+                                         * (as webgpu_philox_mul_file), else philox_mul16.wgsl */
 } ew_plan;
 
 /* Writes the key of plan into buf (size bytes); false if it does not fit. */

@@ -238,7 +238,6 @@ WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter);
 /* The feature that allows u64 and i64 in shaders, 0 when the adapter has none
  * (browsers: none). */
 WGPUFeatureName webgpu_native_int64_feature(WGPUAdapter adapter);
-
 /* What a WGSL module using subgroup built-ins starts with here: "enable
  * subgroups;\n" in browsers, nothing for wgpu-native (whose Naga refuses it). */
 const char *webgpu_native_subgroups_directive(void);
