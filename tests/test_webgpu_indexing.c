@@ -257,6 +257,66 @@ static void test_index_select_and_embedding(void)
     }
 }
 
+/* Whole-row gathers (indexing_gather_rows.wgsl): embedding and index_select
+ * along dim 0 of tables with rows of C % 4 == 0 4-byte elements, on a context
+ * without debug guards (the kernel binds vec4s, so buffers must be whole
+ * 16-byte words). Exact against the CPU; the first such gather must create a
+ * pipeline (the generic one exists by then), or the path was not taken;
+ * negative ids wrap; an out-of-range id gives zeros and is reported at the
+ * read, naming the op and the axis. */
+static void test_gather_rows(void)
+{
+    wgt_context *plain = test_webgpu_context(), *keep = gpu;
+    CHECK(plain != NULL, "gather rows: context");
+    if (!plain) return;
+    gpu = plain;
+    const int64_t V = 65, C = 24, ws[2] = {V, C}, ids_shape[2] = {4, 50}, xs[3] = {6, 5, 3};
+    int32_t ids[200];
+    for (int i = 0; i < 200; i++) ids[i] = rnd_range(-(int32_t)V, (int32_t)V);
+    both x3 = upload_random(WGT_F32, 3, xs);
+    const int64_t n = 4;
+    both idx3 = upload_index(1, &n, 0, 6);
+    both generic = {wgt_index_select(x3.g, 0, idx3.g), wgt_index_select(x3.c, 0, idx3.c)};
+    check_exact("index_select of a 3-D table (the generic kernel)", generic);
+    for (size_t t = 0; t < 2; t++) {
+        wgt_dtype dtype = t ? WGT_I32 : WGT_F32;
+        both weight = upload_random(dtype, 2, ws);
+        both id = upload(WGT_I32, 2, ids_shape, ids);
+        wgt_pipeline_stats before, after;
+        wgt_pipeline_stats_get(gpu, &before);
+        both out = {wgt_embedding(weight.g, id.g), wgt_embedding(weight.c, id.c)};
+        char what[96];
+        snprintf(what, sizeof(what), "embedding %s [65, 24] by ids [4, 50] (rows kernel)", wgt_dtype_name(dtype));
+        check_exact(what, out);
+        wgt_pipeline_stats_get(gpu, &after);
+        if (t == 0)
+            CHECK(after.misses == before.misses + 1, "%s: %llu new pipelines, expected the rows kernel's one", what,
+                  (unsigned long long)(after.misses - before.misses));
+        /* rows 3 .. 9 of a table viewed from its 4th row (an offset of 3 rows) */
+        both tail = sliced(weight, 0, 3, 65, 1);
+        both idx = upload_index(1, &n, -10, 10);
+        both sel = {wgt_index_select(tail.g, 0, idx.g), wgt_index_select(tail.c, 0, idx.c)};
+        snprintf(what, sizeof(what), "index_select %s rows of a sliced table", wgt_dtype_name(dtype));
+        check_exact(what, sel);
+        drop(sel), drop(idx), drop(tail), drop(out), drop(id), drop(weight);
+    }
+    both weight = upload_random(WGT_F32, 2, ws);
+    int32_t bad_ids[8] = {1, 2, 65, 3, 4, 5, 6, 7};
+    wgt_tensor *bad_id = wgt_tensor_from_host(gpu, WGT_I32, 1, (int64_t[]){8}, bad_ids);
+    wgt_tensor *bad = wgt_embedding(weight.g, bad_id);
+    float v[8 * 24];
+    wgt_status s = bad ? wgt_tensor_read(bad, v, sizeof(v)) : wgt_context_status(gpu);
+    const char *m = wgt_context_error_message(gpu);
+    CHECK(s == WGT_ERR_INVALID_ARGUMENT && strstr(m, "out of range") && strstr(m, "index 65") &&
+              strstr(m, "axis 0 of size 65"),
+          "embedding with id 65 of 65 rows: status %s, message \"%s\"", wgt_status_string(s), m);
+    wgt_context_clear_error(gpu);
+    wgt_tensor_release(bad), wgt_tensor_release(bad_id), drop(weight);
+    drop(generic), drop(idx3), drop(x3);
+    gpu = keep;
+    wgt_context_destroy(plain);
+}
+
 /* More than 65535 workgroups of 256: the grid folds into 2-D. x is a stride-0
  * broadcast row, so only the output is large. */
 static void test_gather_folded_grid(void)
@@ -934,6 +994,7 @@ int main(void)
         test_gather_axes();
         test_index_select_and_embedding();
         test_gather_folded_grid();
+        test_gather_rows();
         test_scatter_add();
         test_scatter_rows();
         test_topk();

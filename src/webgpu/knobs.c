@@ -202,4 +202,5 @@ void webgpu_knobs_read(webgpu_knobs *k)
     k->quant_tiled = on_unless_zero("WGT_QUANT_TILED");
     const char *sorted = env("WGT_SCATTER_SORTED");
     k->scatter_sorted = !(sorted && sorted[0] == '0');
+    k->gather_rows = on_unless_zero("WGT_GATHER_ROWS");
 }

@@ -239,6 +239,59 @@ void webgpu_indexing_destroy(webgpu_backend *wg)
 }
 
 /* ================================================================ GATHER */
+/* Mirrors struct Params of indexing_gather_rows.wgsl. */
+typedef struct gather_rows_params {
+    uint32_t quads, row_quads, x_offset, x_row;
+    uint32_t out_offset;
+    int32_t index_offset, index_stride, rows;
+    uint32_t check_id, pad0, pad1, pad2;
+} gather_rows_params;
+
+static bool vec4_bindable(const wgt_tensor_view *v)
+{
+    return v->offset % 4 == 0 && wgpuBufferGetSize(webgpu_view_buffer(v)) % 16 == 0;
+}
+
+/* Whole rows (kernels/indexing_gather_rows.wgsl): index_select / embedding
+ * along dim 0 of a 2-D table of 4-byte elements with contiguous rows of C % 4
+ * == 0, the index broadcast along C, out contiguous, everything 16-byte
+ * aligned. The GPT's embedding took 46 us a step in the generic kernel (H200
+ * profile, 16384 rows of 384), for 25 MB written. false (*s untouched) where
+ * that does not apply. */
+static bool run_gather_rows(webgpu_backend *wg, const wgt_tensor_view *x, const wgt_tensor_view *index,
+                            const wgt_tensor_view *out, int axis, bool report, const char *op, wgt_status *s)
+{
+    if (axis != 0 || x->ndim != 2 || out->ndim != 2 || index->ndim != 2 || wgt_dtype_size(x->dtype) != 4 ||
+        x->strides[1] != 1 || x->strides[0] % 4 != 0 || x->strides[0] < 0 || out->shape[1] % 4 != 0 ||
+        index->strides[1] != 0 || !wgt_view_is_contiguous(out) || !vec4_bindable(x) || !vec4_bindable(out))
+        return false;
+    int64_t quads = wgt_shape_numel(2, out->shape) / 4;
+    if (quads > UINT32_MAX || x->shape[0] > INT32_MAX || index->strides[0] > INT32_MAX) return false;
+    gather_rows_params params;
+    memset(&params, 0, sizeof(params));
+    params.quads = (uint32_t)quads;
+    params.row_quads = (uint32_t)(out->shape[1] / 4);
+    params.x_offset = (uint32_t)(x->offset / 4);
+    params.x_row = (uint32_t)(x->strides[0] / 4);
+    params.out_offset = (uint32_t)(out->offset / 4);
+    params.index_offset = (int32_t)index->offset;
+    params.index_stride = (int32_t)index->strides[0];
+    params.rows = (int32_t)x->shape[0];
+    webgpu_pipeline *p;
+    if ((*s = get_pipeline(wg, "indexing_gather_rows", NULL, "indexing_gather_rows", "main", 2, 2, op, &p)) != WGT_OK)
+        return true;
+    WGPUBuffer flag = index_flag(wg, op);
+    if (!flag) {
+        *s = wgt_context_status(wg->base.ctx);
+        return true;
+    }
+    params.check_id = report ? index_check_register(wg, op, axis, x->shape[axis]) : NO_CHECK;
+    WGPUBuffer buffers[4] = {webgpu_view_buffer(x), webgpu_view_buffer(index), webgpu_view_buffer(out), flag};
+    *s = dispatch_linear(wg, p, buffers, 4, &params, sizeof(params), (quads + INDEXING_THREADS - 1) / INDEXING_THREADS,
+                         op);
+    return true;
+}
+
 /* x [.., D, ..], index i32 [out's shape] -> out contiguous (kernels/indexing_gather.wgsl) */
 
 static wgt_status run_gather(webgpu_backend *wg, const wgt_tensor_view *x_in, const wgt_tensor_view *index_in,
@@ -247,6 +300,8 @@ static wgt_status run_gather(webgpu_backend *wg, const wgt_tensor_view *x_in, co
     wgt_tensor_view x = as_rank_one(x_in), index = as_rank_one(index_in), out = as_rank_one(out_in);
     int64_t numel = wgt_shape_numel(out.ndim, out.shape);
     if (numel == 0) return WGT_OK;
+    wgt_status s_rows;
+    if (wg->knobs.gather_rows && run_gather_rows(wg, &x, &index, &out, axis, report, op, &s_rows)) return s_rows;
     gather_params params;
     memset(&params, 0, sizeof(params));
     fill_dims(&out, 0, out.ndim, params.shape, NULL);
