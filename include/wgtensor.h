@@ -731,14 +731,6 @@ typedef enum wgt_reduction { WGT_REDUCTION_MEAN, WGT_REDUCTION_SUM, WGT_REDUCTIO
  * (x - mean) / sqrt(var + eps) * weight + bias over the last dim, with the
  * biased variance, as PyTorch. eps >= 0. */
 wgt_tensor *wgt_layer_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, double eps);
-/* wgt_linear(wgt_layer_norm(x, norm_weight, norm_bias, eps), weight, bias), the
- * same values and gradients (the tape records both ops). Where the backend
- * would copy the norm's output transposed before the product (the WebGPU
- * GEMM reads a [rows, in] operand faster with its rows' dim contiguous), the
- * norm writes that layout too and the product reads it: a dispatch and a
- * read of the output fewer. */
-wgt_tensor *wgt_layer_norm_linear(wgt_tensor *x, wgt_tensor *norm_weight, wgt_tensor *norm_bias, double eps,
-                                  wgt_tensor *weight, wgt_tensor *bias);
 /* x [..., D]; weight [D] or NULL -> [..., D]: x / sqrt(mean(x^2) + eps) * weight. */
 wgt_tensor *wgt_rms_norm(wgt_tensor *x, wgt_tensor *weight, double eps);
 /* logits [..., C] (f32/f16); targets i32 [...] (logits' shape without C) ->

@@ -164,10 +164,6 @@ typedef enum wgt_reduce_kind {
  *               layer: mean = sum x / D, rstd = 1/sqrt(sum (x-mean)^2 / D + eps),
  *               rms: mean = 0, rstd = 1/sqrt(sum x^2 / D + eps);
  *               y = (x - mean) rstd w + b.
- *               nn.transposed: also outputs[2] yt [D, R] contiguous, yt[c][r] =
- *               y[r][c] (the same rounded values): a GEMM that would copy y
- *               into that layout first (matmul_copies_a) reads it instead
- *               (wgt_layer_norm_linear).
  *   NORM_BACKWARD x [R, D], w [D], stats [R, 2], dy [R, D] -> dx [R, D]:
  *               xhat = (x - mean) rstd, g = dy w;
  *               dx = rstd (g - xhat mean(g xhat) - mean(g)) (rms: no - mean(g)).
@@ -289,7 +285,6 @@ typedef struct wgt_kernel_call {
         double eps;
         int64_t chunk_rows;      /* NORM_PARAM_GRADS, NORM_BACKWARD with partials */
         bool accumulate;         /* NORM_BACKWARD: dx (f32) += the gradient, in place */
-        bool transposed;         /* NORM: also y^T into outputs[2] */
         int64_t ignore_index;    /* CROSS_ENTROPY(_BACKWARD) */
     } nn;
     struct {                     /* CONV */
@@ -542,11 +537,6 @@ typedef struct wgt_backend_vtable {
     wgt_status (*profiler_write_trace)(wgt_backend *b, const char *path);
     /* autotuning of kernel configs, cached on disk per adapter+driver */
     wgt_status (*tune)(wgt_backend *b, bool quick, const char *cache_path, FILE *log);
-    /* Whether run() of this MATMUL call would first copy inputs[0] (a [.., M, K])
-     * into a temporary with its m dim contiguous: an op that can write its
-     * operand in that layout itself then passes that instead (nn.transposed).
-     * Must not fail; the call's output views need no storage. */
-    bool (*matmul_copies_a)(wgt_backend *b, const wgt_kernel_call *call);
 } wgt_backend_vtable;
 
 struct wgt_backend {

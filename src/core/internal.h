@@ -63,8 +63,6 @@ struct wgt_context {
                                      * in at most n chunks of rows (nn_norm.c); default 0: 1024 */
     bool no_grad_fold;              /* WGT_AUTOGRAD_FOLD=0: norms' rules get no gradient to add into
                                      * (backward.c), the engine adds; for comparisons */
-    bool no_norm_transposed;        /* WGT_NORM_TRANSPOSED=0: wgt_layer_norm_linear runs its two calls even where
-                                     * the backend would copy the norm's output transposed (matmul.c) */
 };
 
 struct wgt_tensor {

@@ -29,7 +29,7 @@ static inline int wgt_nn_call_inputs(const wgt_kernel_call *call)
 static inline int wgt_nn_call_outputs(const wgt_kernel_call *call)
 {
     switch (call->nn.kernel) {
-    case WGT_NN_NORM: return 2 + call->nn.transposed;                      /* y, stats, yt */
+    case WGT_NN_NORM: return 2;                                            /* y, stats */
     case WGT_NN_NORM_BACKWARD: return call->nn.chunk_rows > 0 ? 2 + call->nn.has_bias : 1; /* dx, dw, db */
     case WGT_NN_NORM_PARAM_GRADS: return 1 + call->nn.has_bias;            /* dw, db */
     case WGT_NN_CROSS_ENTROPY: return 2;                                   /* loss, lse */
@@ -53,8 +53,7 @@ static inline bool wgt_nn_call_shapes_valid(const wgt_kernel_call *call)
 {
     if (wgt_nn_call_inputs(call) != call->n_inputs || call->n_outputs < wgt_nn_call_outputs(call)) return false;
     if (call->nn.accumulate && (call->nn.kernel != WGT_NN_NORM_BACKWARD || call->outputs[0].dtype != WGT_F32))
-        return false;
-    if (call->nn.transposed && call->nn.kernel != WGT_NN_NORM) return false; /* dx += needs an f32 dx that holds the gradient (no f16 temporary) */
+        return false; /* dx += needs an f32 dx that holds the gradient (no f16 temporary) */
     if (call->nn.kernel == WGT_NN_SUM_SQUARES) { /* 1-D inputs, none empty; P partials */
         int64_t chunk = call->nn.chunk_rows, parts = 0;
         if (chunk <= 0) return false;
@@ -75,8 +74,6 @@ static inline bool wgt_nn_call_shapes_valid(const wgt_kernel_call *call)
     case WGT_NN_NORM:
         if (w) ok = ok && wgt_nn_numel(&call->inputs[k++]) == d;
         if (b) ok = ok && wgt_nn_numel(&call->inputs[k++]) == d;
-        if (call->nn.transposed) /* yt [D, R] */
-            ok = ok && out[2].ndim == 2 && out[2].shape[0] == d && out[2].shape[1] == rows;
         return ok && wgt_nn_numel(&out[0]) == rows * d && wgt_nn_numel(&out[1]) == 2 * rows;
     case WGT_NN_NORM_BACKWARD:
     case WGT_NN_NORM_PARAM_GRADS: {

@@ -84,7 +84,6 @@ static wgt_status run_norm(cpu_backend *b, const wgt_kernel_call *call)
     nn_row_view w = call->nn.has_weight ? row_view(&call->inputs[k++]) : (nn_row_view){0};
     nn_row_view bias = call->nn.has_bias ? row_view(&call->inputs[k++]) : (nn_row_view){0};
     const wgt_tensor_view *y = &call->outputs[0], *stats = &call->outputs[1];
-    const wgt_tensor_view *yt = call->nn.transposed ? &call->outputs[2] : NULL; /* [D, R] */
     bool rms = call->nn.rms, has_w = call->nn.has_weight, has_b = call->nn.has_bias;
     double eps = call->nn.eps;
     bool parallel = rows * d >= CPU_PARALLEL_THRESHOLD && rows > 1;
@@ -106,7 +105,6 @@ static wgt_status run_norm(cpu_backend *b, const wgt_kernel_call *call)
             if (has_w) v *= at(&w, i);
             if (has_b) v += at(&bias, i);
             put(y, base + i, v);
-            if (yt) put(yt, i * rows + r, v);
         }
         put(stats, 2 * r, mean);
         put(stats, 2 * r + 1, rstd);

@@ -179,7 +179,7 @@ static void project_qkv(const gpt_model *m, const gpt_block *b, wgt_tensor *x, w
 {
     const int64_t B = wgt_tensor_dim(x, 0), T = wgt_tensor_dim(x, 1), C = m->config.n_embd, H = m->config.n_head;
     const int64_t D = C / H;
-    wgt_tensor *qkv = wgt_layer_norm_linear(x, b->ln1_w, b->ln1_b, 1e-5, b->attn_w, b->attn_b); /* [B,T,3C] */
+    wgt_tensor *qkv = wgt_linear(wgt_layer_norm(x, b->ln1_w, b->ln1_b, 1e-5), b->attn_w, b->attn_b); /* [B,T,3C] */
     wgt_tensor *heads = wgt_permute(wgt_reshape(qkv, 5, (int64_t[]){B, T, 3, H, D}), (int[]){2, 0, 3, 1, 4});
     for (int i = 0; i < 3; i++)
         qkv_out[i] = wgt_reshape(wgt_slice(heads, 0, i, i + 1, 1), 4, (int64_t[]){B, H, T, D});
@@ -193,8 +193,8 @@ static wgt_tensor *finish_block(const gpt_model *m, const gpt_block *b, wgt_tens
     const double p = m->config.dropout;
     y = wgt_reshape(wgt_transpose(y, 1, 2), 3, (int64_t[]){B, T, C});
     x = residual(x, wgt_linear(y, b->attn_proj_w, b->attn_proj_b), p, training, seed, site + 1);
-    wgt_tensor *h = wgt_layer_norm_linear(x, b->ln2_w, b->ln2_b, 1e-5, b->fc_w, b->fc_b);
-    h = wgt_linear(wgt_gelu(h), b->mlp_proj_w, b->mlp_proj_b);
+    wgt_tensor *h = wgt_layer_norm(x, b->ln2_w, b->ln2_b, 1e-5);
+    h = wgt_linear(wgt_gelu(wgt_linear(h, b->fc_w, b->fc_b)), b->mlp_proj_w, b->mlp_proj_b);
     return residual(x, h, p, training, seed, site + 2);
 }
 

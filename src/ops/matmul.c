@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "core/tape.h"
-#include "ops/nn_internal.h"
 #include "ops/op_common.h"
 
 static wgt_tensor *matmul(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype, const char *op)
@@ -215,46 +214,18 @@ static bool check_linear_args(wgt_context *ctx, const char *op, wgt_tensor *x, w
 /* wgt_linear (ex false: one dtype, out_dtype is x's), wgt_linear_ex and
  * (swiglu) wgt_linear_swiglu_ex */
 static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
-                               bool swiglu, wgt_tensor *norm_weight, double eps, const wgt_tensor_view *a_given,
-                               const char *op);
+                               bool swiglu, wgt_tensor *norm_weight, double eps, const char *op);
 
 static wgt_tensor *linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
                           bool swiglu, const char *op)
 {
-    return linear_norm(x, weight, bias, out_dtype, ex, swiglu, NULL, 0.0, NULL, op);
-}
-
-/* The product's a [rows, in] and b = weight^T [in, out] for x [..., in] whose
- * leading dims fold into rows (wgt_layer_norm_linear asks the backend about it
- * before anything is allocated). */
-static void linear_operands_2d(const wgt_tensor_view *vx, const wgt_tensor_view *vw, wgt_tensor_view *a,
-                               wgt_tensor_view *b)
-{
-    int nd = vx->ndim;
-    int64_t row_stride = 0;
-    for (int d = 0; d <= nd - 2; d++)
-        if (vx->shape[d] != 1) row_stride = vx->strides[d]; /* the innermost non-1 dim's stride */
-    *a = *vx;
-    a->ndim = 2;
-    a->shape[0] = wgt_shape_numel(nd - 1, vx->shape);
-    a->strides[0] = row_stride;
-    a->shape[1] = vx->shape[nd - 1];
-    a->strides[1] = vx->strides[nd - 1];
-    *b = *vw;
-    b->shape[0] = vw->shape[1];
-    b->strides[0] = vw->strides[1];
-    b->shape[1] = vw->shape[0];
-    b->strides[1] = vw->strides[0];
+    return linear_norm(x, weight, bias, out_dtype, ex, swiglu, NULL, 0.0, op);
 }
 
 /* linear with (norm_weight) an RMSNorm of x's rows in the product's prologue
- * (MATMUL's norm: norm_weight in the bias slot; wgt_rms_norm_linear_ex), or
- * (a_given) with the product reading a_given [rows, in] for x's rows, the
- * same values in another layout (wgt_layer_norm_linear; x contiguous): the
- * tape records x. */
+ * (MATMUL's norm: norm_weight in the bias slot; wgt_rms_norm_linear_ex) */
 static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype, bool ex,
-                               bool swiglu, wgt_tensor *norm_weight, double eps, const wgt_tensor_view *a_given,
-                               const char *op)
+                               bool swiglu, wgt_tensor *norm_weight, double eps, const char *op)
 {
     wgt_tensor *args[3] = {x, weight, bias};
     wgt_context *ctx = wgt_op_begin(op, 2, args); /* bias is optional */
@@ -301,9 +272,14 @@ static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bi
         call.n_outputs = 1;
         wgt_tensor_view a = *vx, b = *vw, o = out->view;
         if (nd == 1 || leading_dims_fold(vx, nd - 1)) {
-            wgt_tensor_view unused;
-            linear_operands_2d(vx, vw, &a, &unused);
-            if (a_given) a = *a_given;
+            int64_t row_stride = 0;
+            for (int d = 0; d <= nd - 2; d++)
+                if (vx->shape[d] != 1) row_stride = vx->strides[d]; /* the innermost non-1 dim's stride */
+            a.ndim = 2;
+            a.shape[0] = rows;
+            a.strides[0] = row_stride;
+            a.shape[1] = in;
+            a.strides[1] = vx->strides[nd - 1];
             o.ndim = 2;
             o.shape[0] = rows;
             o.shape[1] = shape[nd - 1];
@@ -393,65 +369,7 @@ wgt_tensor *wgt_rms_norm_linear_ex(wgt_tensor *x, wgt_tensor *norm_weight, doubl
         wgt_error(ctx, WGT_ERR_DTYPE, "%s: invalid out_dtype %d", op, (int)out_dtype);
         return NULL;
     }
-    return linear_norm(x, weight, NULL, out_dtype, true, swiglu, norm_weight, eps, NULL, op);
-}
-
-/* Whether the backend would copy the rows of x [..., in] transposed before the
- * product of wgt_linear(x, weight, bias) (backend.h's matmul_copies_a): for
- * f32 operands whose shapes fit, x contiguous. */
-static bool linear_copies_x(wgt_context *ctx, wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
-{
-    const wgt_tensor_view *vx = &x->view, *vw = &weight->view;
-    const int nd = vx->ndim;
-    if (ctx->no_norm_transposed || !ctx->backend->vt->matmul_copies_a || nd < 2 || vw->ndim != 2 ||
-        vx->dtype != WGT_F32 || vw->dtype != WGT_F32 || vw->shape[1] != vx->shape[nd - 1] || !wgt_view_is_contiguous(vx) ||
-        (bias && (bias->view.dtype != WGT_F32 || bias->view.ndim != 1 || bias->view.shape[0] != vw->shape[0])))
-        return false;
-    wgt_kernel_call call;
-    memset(&call, 0, sizeof(call));
-    call.kind = WGT_KERNEL_MATMUL;
-    call.op_name = "wgt_layer_norm_linear";
-    call.matmul.f16_reduced = ctx->matmul_precision >= WGT_MATMUL_PRECISION_MEDIUM;
-    call.n_inputs = bias ? 3 : 2;
-    call.n_outputs = 1;
-    linear_operands_2d(vx, vw, &call.inputs[0], &call.inputs[1]);
-    if (bias) call.inputs[2] = bias->view;
-    wgt_tensor_view *o = &call.outputs[0]; /* no storage: the backend only plans */
-    o->dtype = WGT_F32;
-    o->ndim = 2;
-    o->shape[0] = call.inputs[0].shape[0], o->shape[1] = vw->shape[0];
-    o->strides[0] = vw->shape[0], o->strides[1] = 1;
-    return ctx->backend->vt->matmul_copies_a(ctx->backend, &call);
-}
-
-wgt_tensor *wgt_layer_norm_linear(wgt_tensor *x, wgt_tensor *norm_weight, wgt_tensor *norm_bias, double eps,
-                                  wgt_tensor *weight, wgt_tensor *bias)
-{
-    const char *op = "wgt_layer_norm_linear";
-    wgt_tensor *args[2] = {x, weight};
-    wgt_context *ctx = wgt_op_begin(op, 2, args);
-    if (!ctx) return NULL;
-    /* where the backend would copy the norm's output transposed for the
-     * product, the norm writes that layout too and the product reads it;
-     * anything else is the two calls it stands for (which also report what
-     * is wrong with the arguments) */
-    wgt_tensor *yt = NULL;
-    bool direct = (!bias || bias->ctx == ctx) && linear_copies_x(ctx, x, weight, bias);
-    wgt_tensor *y = wgt_norm_forward(x, norm_weight, norm_bias, eps, false, direct ? &yt : NULL, op);
-    if (!y) return NULL;
-    wgt_scope_remove(y);
-    wgt_tensor *out = NULL;
-    if (yt) {
-        wgt_tensor_view a = yt->view; /* yt [in, rows] as a [rows, in] */
-        a.shape[0] = yt->view.shape[1], a.shape[1] = yt->view.shape[0];
-        a.strides[0] = 1, a.strides[1] = yt->view.shape[1];
-        out = linear_norm(y, weight, bias, WGT_F32, false, false, NULL, 0.0, &a, op);
-        wgt_tensor_release(yt);
-    } else {
-        out = linear_norm(y, weight, bias, WGT_F32, false, false, NULL, 0.0, NULL, op);
-    }
-    wgt_tensor_release(y);
-    return out;
+    return linear_norm(x, weight, NULL, out_dtype, true, swiglu, norm_weight, eps, op);
 }
 
 /* The decode q/k/v projection with its rotation (llama_forward.c): the MATMUL

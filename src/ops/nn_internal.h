@@ -20,13 +20,6 @@
 
 #include "core/internal.h"
 
-/* wgt_layer_norm (rms false) or wgt_rms_norm of x, op naming the call; with
- * transposed, also *transposed = y^T as a new tensor [D, R] (R = numel / D;
- * the NORM kernel's nn.transposed output: the same values), which the tape
- * does not know about (wgt_layer_norm_linear's product reads it). */
-wgt_tensor *wgt_norm_forward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, double eps, bool rms,
-                             wgt_tensor **transposed, const char *op);
-
 /* x [..., D], weight [D] or NULL, stats f32 [R, 2] (R = numel / D) as the
  * forward saved them, dy [..., D] -> *dx [..., D] (x's dtype), *dweight and
  * *dbias [D] (f32) when the pointer is not NULL (dweight needs nothing of

@@ -74,10 +74,9 @@ static bool check_param(wgt_context *ctx, wgt_tensor *p, const char *what, int64
     return true;
 }
 
-wgt_tensor *wgt_norm_forward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, double eps, bool rms,
-                             wgt_tensor **transposed, const char *op)
+static wgt_tensor *norm_forward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, double eps, bool rms,
+                                const char *op)
 {
-    if (transposed) *transposed = NULL;
     wgt_tensor *args[3] = {x, weight, bias};
     wgt_context *ctx = wgt_op_begin(op, 1, &x);
     if (!ctx) return NULL;
@@ -104,15 +103,14 @@ wgt_tensor *wgt_norm_forward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias
     int64_t numel = wgt_shape_numel(x->view.ndim, x->view.shape), rows = d ? numel / d : 0;
 
     wgt_tensor *y = wgt_tensor_alloc(ctx, x->view.dtype, x->view.ndim, x->view.shape, op);
-    int64_t stats_shape[2] = {rows, 2}, yt_shape[2] = {d, rows};
+    int64_t stats_shape[2] = {rows, 2};
     wgt_tensor *stats = wgt_tensor_alloc(ctx, WGT_F32, 2, stats_shape, op);
-    wgt_tensor *yt = transposed && y && stats ? wgt_tensor_alloc(ctx, x->view.dtype, 2, yt_shape, op) : NULL;
     grad_off(ctx);
     wgt_tensor *xc = y && stats ? wgt_contiguous(x) : NULL;
     wgt_tensor *wc = weight && xc ? wgt_contiguous(weight) : NULL;
     wgt_tensor *bc = bias && xc ? wgt_contiguous(bias) : NULL;
     grad_on(ctx);
-    bool ok = xc && (!weight || wc) && (!bias || bc) && (!transposed || yt);
+    bool ok = xc && (!weight || wc) && (!bias || bc);
     if (ok && numel > 0) {
         wgt_kernel_call call;
         memset(&call, 0, sizeof(call));
@@ -129,10 +127,6 @@ wgt_tensor *wgt_norm_forward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias
         call.n_outputs = 2;
         call.outputs[0] = rows_view(y, rows, d);
         call.outputs[1] = stats->view;
-        if (yt) {
-            call.nn.transposed = true;
-            call.outputs[call.n_outputs++] = yt->view;
-        }
         ok = wgt_run_kernel(ctx, &call) == WGT_OK;
     }
     wgt_tensor_release(xc);
@@ -148,21 +142,19 @@ wgt_tensor *wgt_norm_forward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias
     wgt_tensor_release(stats);
     if (!ok) {
         wgt_tensor_release(y);
-        wgt_tensor_release(yt);
         return NULL;
     }
-    if (transposed) *transposed = yt;
     return y;
 }
 
 wgt_tensor *wgt_layer_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, double eps)
 {
-    return wgt_norm_forward(x, weight, bias, eps, false, NULL, "wgt_layer_norm");
+    return norm_forward(x, weight, bias, eps, false, "wgt_layer_norm");
 }
 
 wgt_tensor *wgt_rms_norm(wgt_tensor *x, wgt_tensor *weight, double eps)
 {
-    return wgt_norm_forward(x, weight, NULL, eps, true, NULL, "wgt_rms_norm");
+    return norm_forward(x, weight, NULL, eps, true, "wgt_rms_norm");
 }
 
 /* ------------------------------------------------------------ backward */

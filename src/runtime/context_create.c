@@ -53,8 +53,6 @@ static void read_op_knobs(wgt_context *ctx)
     ctx->norm_fused_chunks = n >= 16 && n <= 65536 ? (int)n : 0;
     const char *fold = getenv("WGT_AUTOGRAD_FOLD");
     ctx->no_grad_fold = fold && strcmp(fold, "0") == 0;
-    const char *transposed = getenv("WGT_NORM_TRANSPOSED");
-    ctx->no_norm_transposed = transposed && strcmp(transposed, "0") == 0;
 }
 
 wgt_context *wgt_context_create(const wgt_context_options *options)

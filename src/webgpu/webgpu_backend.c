@@ -26,11 +26,6 @@ static bool webgpu_supports(wgt_backend *b, const wgt_kernel_call *call)
     return false;
 }
 
-static bool matmul_copies_a(wgt_backend *b, const wgt_kernel_call *call)
-{
-    return webgpu_matmul_copies_a(webgpu_of(b), call);
-}
-
 static double view_bytes(const wgt_tensor_view *v)
 {
     return (double)wgt_shape_numel(v->ndim, v->shape) * (double)wgt_dtype_size(v->dtype);
@@ -127,5 +122,4 @@ const wgt_backend_vtable webgpu_vtable = {
     .profiler_report = webgpu_profiler_report,
     .profiler_write_trace = webgpu_profiler_write_trace,
     .tune = webgpu_tune,
-    .matmul_copies_a = matmul_copies_a,
 };

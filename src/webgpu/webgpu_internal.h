@@ -429,8 +429,6 @@ bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call);
 wgt_status webgpu_matmul_views(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
                                const wgt_tensor_view *out, const char *op);
 wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call);
-/* The vtable's matmul_copies_a (backend.h) */
-bool webgpu_matmul_copies_a(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_indexing_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* GATHER, SCATTER_ADD, TOPK */
 wgt_status webgpu_indexing_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* ATTENTION(_BACKWARD), ROPE */

@@ -362,33 +362,6 @@ static wgt_status run_splitk_reduce(webgpu_backend *wg, const matmul_problem *p,
     return webgpu_dispatch(wg, pipe, buffers, p->bias ? 3 : 2, &q, sizeof(q), x, y, 1, op);
 }
 
-/* What run_tiled does with p: the config, how each operand is fetched, and
- * which copies come first (run_transposed's ta, tb, tbk). c NULL: none fits. */
-typedef struct tiled_plan {
-    const matmul_config *c;
-    bool a_quad_k, a_vec, b_quad_k, b_vec;
-    bool ta, tb, tbk;
-} tiled_plan;
-
-static tiled_plan plan_tiled(const webgpu_backend *wg, const matmul_problem *p)
-{
-    const wgt_tensor_view *a = p->a, *b = p->b;
-    int nd = a->ndim;
-    tiled_plan t;
-    memset(&t, 0, sizeof(t));
-    matmul_operand oa = {a->offset, p->M, a->strides[nd - 2], p->K, a->strides[nd - 1], p->a_batch};
-    matmul_operand ob = {b->offset, p->N, b->strides[nd - 1], p->K, b->strides[nd - 2], p->b_batch};
-    choose_layout(p, &oa, &t.a_quad_k, &t.a_vec);
-    choose_layout(p, &ob, &t.b_quad_k, &t.b_vec);
-    t.c = choose_tiled(wg, p, narrow_tiles_pay(wg, p, t.a_quad_k, t.a_vec, t.b_quad_k, t.b_vec));
-    if (t.c && t.c->transpose) {
-        t.ta = transpose_pays(p, t.a_quad_k, t.a_vec, p->M, p->N);
-        t.tb = transpose_pays(p, t.b_quad_k, t.b_vec, p->N, p->M);
-        if (k_layout_pays(wg, p, t.a_quad_k, t.a_vec)) t.tb = false, t.tbk = k_copy_pays(p, t.b_quad_k, t.b_vec);
-    }
-    return t;
-}
-
 static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const char *op)
 {
     const wgt_tensor_view *a = p->a, *b = p->b;
@@ -398,11 +371,19 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
                          "%s: WGT_SPLITK=\"%s\", WGT_SPLITK_TARGET=\"%s\": each must be a count "
                          "(WGT_SPLITK=0: no split-K)",
                          op, wg->knobs.splitk_text, wg->knobs.splitk_target_text);
-    const tiled_plan t = plan_tiled(wg, p);
-    const matmul_config *c = t.c;
-    const bool a_quad_k = t.a_quad_k, a_vec = t.a_vec, b_quad_k = t.b_quad_k, b_vec = t.b_vec;
+    matmul_operand oa = {a->offset, p->M, a->strides[nd - 2], p->K, a->strides[nd - 1], p->a_batch};
+    matmul_operand ob = {b->offset, p->N, b->strides[nd - 1], p->K, b->strides[nd - 2], p->b_batch};
+    bool a_quad_k, a_vec, b_quad_k, b_vec;
+    choose_layout(p, &oa, &a_quad_k, &a_vec);
+    choose_layout(p, &ob, &b_quad_k, &b_vec);
+    const matmul_config *c = choose_tiled(wg, p, narrow_tiles_pay(wg, p, a_quad_k, a_vec, b_quad_k, b_vec));
     if (!c) return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: no matmul tile config fits this device", op);
-    if (t.ta || t.tb || t.tbk) return run_transposed(wg, p, t.ta, t.tb, t.tbk, op);
+    if (c->transpose) {
+        bool ta = transpose_pays(p, a_quad_k, a_vec, p->M, p->N), tb = transpose_pays(p, b_quad_k, b_vec, p->N, p->M);
+        bool tbk = false;
+        if (k_layout_pays(wg, p, a_quad_k, a_vec)) tb = false, tbk = k_copy_pays(p, b_quad_k, b_vec);
+        if (ta || tb || tbk) return run_transposed(wg, p, ta, tb, tbk, op);
+    }
     bool check = p->M % c->bm != 0 || p->N % c->bn != 0 || p->K % c->bk != 0;
     bool a_block = c->blocks && a_quad_k && a_vec, b_block = c->blocks && b_quad_k && b_vec;
     int64_t threads = matmul_config_threads(c);
@@ -750,30 +731,6 @@ static bool half_math(const webgpu_backend *wg, const wgt_kernel_call *call)
     bool f16 = (a->dtype == WGT_F16 || b->dtype == WGT_F16) && a->dtype != WGT_I32 &&
                (out->dtype == WGT_F32 || out->dtype == WGT_F16);
     return f16 && wg->knobs.matmul_half != 0 && (call->matmul.f16_reduced || wg->knobs.matmul_half == 1);
-}
-
-/* Whether webgpu_matmul_run would copy a plain f32 product's a into an
- * m-contiguous temporary first (run_transposed's ta). Only 2-D products (the
- * shape wgt_layer_norm_linear asks about); builds the problem without
- * matmul_make_problem, which checks buffers and records errors. */
-bool webgpu_matmul_copies_a(webgpu_backend *wg, const wgt_kernel_call *call)
-{
-    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
-    if (call->kind != WGT_KERNEL_MATMUL || call->n_inputs < 2 || call->n_inputs > 3 || call->n_outputs != 1 ||
-        call->matmul.norm || call->matmul.swiglu || call->matmul.rope || wg->knobs.splitk_malformed)
-        return false;
-    if (a->dtype != WGT_F32 || b->dtype != WGT_F32 || out->dtype != WGT_F32 || a->ndim != 2 || b->ndim != 2 ||
-        out->ndim != 2 || !webgpu_matmul_supports(wg, call))
-        return false;
-    matmul_problem p;
-    memset(&p, 0, sizeof(p));
-    p.a = a, p.b = b, p.out = out;
-    p.bias = call->n_inputs == 3 ? &call->inputs[2] : NULL;
-    p.M = a->shape[0], p.K = a->shape[1], p.N = b->shape[1], p.batches = 1;
-    const int64_t limit = (int64_t)UINT32_MAX;
-    if (p.M <= 1 || p.N <= 1 || p.K < 1 || p.M >= limit || p.N >= limit || p.K >= limit || p.M * p.N >= limit)
-        return false;
-    return plan_tiled(wg, &p).ta;
 }
 
 wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)

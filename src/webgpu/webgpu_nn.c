@@ -1,9 +1,7 @@
 /*
  * WebGPU NN kernels (WGT_KERNEL_NN; contracts in src/core/backend.h):
  *
- *   NORM                    kernels/nn_norm.wgsl             one workgroup per row;
- *                           with nn.transposed (y^T too), nn_norm_transposed.wgsl:
- *                           32 rows a workgroup, yt through a workgroup tile
+ *   NORM                    kernels/nn_norm.wgsl             one workgroup per row
  *   NORM_BACKWARD           kernels/nn_norm_backward.wgsl    one workgroup per row;
  *                           with partials, kernels/nn_norm_backward_fused.wgsl: one
  *                           workgroup per chunk of rows writes dx and the dw/db
@@ -192,33 +190,6 @@ static uint32_t vec_width(int64_t d, const wgt_tensor_view *const *views, int n)
     return 4;
 }
 
-/* NORM with nn.transposed in one pass (kernels/nn_norm_transposed.wgsl):
- * 32 rows a workgroup of 8 invocations a row, each keeping ceil(D / 32) vec4s
- * in registers. For vec4 rows of at most NORM_T_MAX_SLOTS such slots (D <=
- * 512); false otherwise (run_norm then copies y into yt). */
-#define NORM_T_LANES 8u
-#define NORM_T_ROWS 32u
-#define NORM_T_MAX_SLOTS 16u
-
-static bool run_norm_transposed(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *const *views,
-                                nn_params *pr, wgt_status *s)
-{
-    const wgt_tensor_view *x = views[0], *w = views[1], *b = views[2], *y = views[3], *stats = views[4], *yt = views[5];
-    uint32_t slots = pr->d / 4, per_lane = (slots + NORM_T_LANES - 1) / NORM_T_LANES;
-    if (vec_width(pr->d, views, 4) != 4 || per_lane > NORM_T_MAX_SLOTS) return false;
-    nn_shape sh = {NORM_T_LANES * NORM_T_ROWS, 4, per_lane, true};
-    webgpu_pipeline *p;
-    if ((*s = get_pipeline(wg, "nn_norm_transposed", &sh, 3, 3, call->op_name, &p)) != WGT_OK) return true;
-    pr->x_offset = off(x, 4), pr->y_offset = off(y, 4);
-    pr->w_offset = off(w, 4), pr->b_offset = off(b, 4);
-    pr->stats_offset = (uint32_t)stats->offset;
-    pr->pw_offset = (uint32_t)yt->offset;
-    WGPUBuffer buffers[6] = {webgpu_view_buffer(x), webgpu_view_buffer(w), webgpu_view_buffer(b), webgpu_view_buffer(y),
-                             webgpu_view_buffer(stats), webgpu_view_buffer(yt)};
-    *s = dispatch(wg, p, buffers, 6, pr, (pr->rows + NORM_T_ROWS - 1) / NORM_T_ROWS, call->op_name);
-    return true;
-}
-
 static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v, nn_params *pr)
 {
     int k = 1;
@@ -226,28 +197,17 @@ static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     const wgt_tensor_view *w = call->nn.has_weight ? &v->in[k++] : x;
     const wgt_tensor_view *b = call->nn.has_bias ? &v->in[k++] : x;
     const wgt_tensor_view *y = &v->out[0], *stats = &v->out[1];
-    wgt_status s = WGT_OK;
-    if (call->nn.transposed && run_norm_transposed(wg, call, (const wgt_tensor_view *[]){x, w, b, y, stats, &v->out[2]},
-                                                   pr, &s))
-        return s;
     uint32_t width = vec_width(pr->d, (const wgt_tensor_view *[]){x, y, w, b}, 4);
     nn_shape sh = shape_for(wg, pr->d / width, width, true);
     webgpu_pipeline *p;
-    s = get_pipeline(wg, "nn_norm", &sh, 3, 2, call->op_name, &p);
+    wgt_status s = get_pipeline(wg, "nn_norm", &sh, 3, 2, call->op_name, &p);
     if (s != WGT_OK) return s;
     pr->x_offset = off(x, width), pr->y_offset = off(y, width);
     pr->w_offset = off(w, width), pr->b_offset = off(b, width);
     pr->stats_offset = (uint32_t)stats->offset;
     WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(w), webgpu_view_buffer(b), webgpu_view_buffer(y),
                              webgpu_view_buffer(stats)};
-    s = dispatch(wg, p, buffers, 5, pr, pr->rows, call->op_name);
-    if (s != WGT_OK || !call->nn.transposed) return s;
-    /* yt [D, R] = y [R, D] read transposed (the tiled transpose of ELEMENTWISE copies) */
-    wgt_tensor_view yv = *y;
-    yv.ndim = 2;
-    yv.shape[0] = pr->d, yv.shape[1] = pr->rows;
-    yv.strides[0] = 1, yv.strides[1] = pr->d;
-    return webgpu_convert(wg, &yv, &v->out[2], call->op_name);
+    return dispatch(wg, p, buffers, 5, pr, pr->rows, call->op_name);
 }
 
 /* Partial sums per chunk of rows (kernels/nn_norm_param_grads.wgsl): dw from

@@ -32,7 +32,7 @@ struct Params {
     ignore_valid: u32,  // 0: ignore_index is outside i32, so no target equals it
     lse_offset: u32,    // cross-entropy: lse, in f32
     nan_bits: u32,      // 0x7fc00000: a NaN made at run time
-    pw_offset: u32,     // dw partials (NORM_BACKWARD with partials), in V; yt (NORM transposed), in f32
+    pw_offset: u32,     // dw partials (NORM_BACKWARD with partials), in V
     pb_offset: u32,     // db partials, in V
     zero: u32,          // 0: rounded(v) (the host's helpers) ORs it into v's bits
     pad1: u32,
