@@ -383,6 +383,8 @@ typedef enum wgt_op {
     WGT_OP_SUM_SQUARES,
     /* 8-bit rows and attention over them (an LLM's 8-bit KV cache; not differentiable) */
     WGT_OP_QUANTIZE_ROWS, WGT_OP_DEQUANTIZE_ROWS, WGT_OP_ATTENTION_Q8,
+    /* x + dropout(h) with the mask kept as bits (wgt_dropout_add while recording) */
+    WGT_OP_DROPOUT_ADD,
     WGT_OP_COUNT
 } wgt_op;
 

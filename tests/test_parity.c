@@ -420,6 +420,16 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         out[1] = wgt_dropout_add(y, x, v ? 0.5 : 0.1, 1234 + (uint64_t)v);
         n = 2;
         break;
+    case WGT_OP_DROPOUT_ADD: /* recorded (h requires grad): f32 keeps the mask as bits (DROPOUT_ADD), and h's
+                                gradient reads them (DROPOUT_MASKED); f16 takes the expression */
+        x = upload(ctx, d, 2, v ? SHAPE(300, 300) : SHAPE(7, 12), DOMAIN_SIGNED, 27);
+        y = upload(ctx, d, 2, v ? SHAPE(300, 300) : SHAPE(7, 12), DOMAIN_SIGNED, 32);
+        z = upload(ctx, d, 2, v ? SHAPE(300, 300) : SHAPE(7, 12), DOMAIN_SIGNED, 33);
+        wgt_tensor_set_requires_grad(y, true);
+        out[0] = wgt_dropout_add(x, y, v ? 0.5 : 0.1, 99 + (uint64_t)v);
+        out[1] = out[0] && wgt_backward_ex(out[0], z, false) == WGT_OK ? wgt_tensor_retain(wgt_tensor_grad(y)) : NULL;
+        n = 2;
+        break;
     case WGT_OP_LINEAR: /* v0 [5, 7, 33] x [19, 33]^T + bias, v1 [64, 32] x [64, 32]^T + bias (whole tiles: no
                            edge checks), v2 transposed x without bias */
         x = upload(ctx, d, v == 1 ? 2 : 3, v == 1 ? SHAPE(64, 32) : SHAPE(5, 7, 33), DOMAIN_SIGNED, 28);
@@ -682,6 +692,7 @@ static const parity_op table[] = {
     {WGT_OP_LINSPACE, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_EYE, KIND_OWN, ALL_DTYPES, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_RAND, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_DROPOUT_ADD, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_RANDN, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_LAYER_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_RMS_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},

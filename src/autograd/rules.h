@@ -78,6 +78,7 @@ wgt_status wgt_backward_norm(const wgt_grad_node *node, wgt_tensor *grad_out, wg
 wgt_status wgt_backward_cross_entropy(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
 wgt_status wgt_backward_mse_loss(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
 wgt_status wgt_backward_dropout(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_dropout_add(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
 /* rules_attention.c */
 wgt_status wgt_backward_linear(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
 wgt_status wgt_backward_attention(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);

@@ -75,6 +75,8 @@ typedef enum wgt_nn_kernel {
     WGT_NN_CROSS_ENTROPY_BACKWARD, /* dlogits */
     WGT_NN_PARTIALS_SUM,           /* column sums of the norm weight/bias partials */
     WGT_NN_SUM_SQUARES,            /* per-chunk sums of squares of up to 7 tensors */
+    WGT_NN_DROPOUT_ADD,            /* x + dropout(h) that also keeps its mask as bits */
+    WGT_NN_DROPOUT_MASKED,         /* the gradient through a kept mask */
     WGT_NN_KERNEL_COUNT
 } wgt_nn_kernel;
 
@@ -102,6 +104,9 @@ typedef enum wgt_reduce_kind {
 /* inputs of one SUM_SQUARES call: with its output, WebGPU's default 8 storage
  * buffers per shader stage */
 #define WGT_NN_SUM_SQUARES_MAX_INPUTS 7
+
+/* Words of a DROPOUT_ADD mask of n elements: one bit each, 32 a word. */
+static inline int64_t wgt_dropout_mask_words(int64_t n) { return ((n + 3) / 4 + 7) / 8; }
 
 /*
  * One kernel invocation. Which fields matter depends on kind:
@@ -186,6 +191,17 @@ typedef enum wgt_reduce_kind {
  *               elements): input i's chunks in order, after those of the
  *               inputs before it; partial = sum of x^2 over the chunk's
  *               elements. The front-end sums the partials (no float atomics).
+ *   DROPOUT_ADD x [n], h [n] (f32, 1-D, contiguous) -> out [n] f32, mask i32
+ *               [W], W = ceil(ceil(n / 4) / 8) (wgt_dropout_mask_words):
+ *               out = x + where(u >= p, h * s, 0) with p = (float)nn.dropout_p,
+ *               s = (float)(1 / (1 - nn.dropout_p)) and u element e's uniform
+ *               of ELEMENTWISE's rand for seed nn.seed (word e % 4 of Philox
+ *               counter e / 4, top 24 bits), each product and sum rounded to
+ *               f32 (no fma): wgt_dropout_add's expression, bit for bit. Bit
+ *               4 j + c of mask word w is element 4 (w + j W) + c's "kept"
+ *               (j < 8, c < 4; elements past n: 0), so the invocation that
+ *               writes a word reads quads W apart (coalesced).
+ *   DROPOUT_MASKED g [n] f32, mask i32 [W] -> dh [n] f32 = where(kept, g * s, 0).
  *   CROSS_ENTROPY logits [R, C], targets i32 [R] -> loss [R], lse [R] (f32):
  *               lse = log sum exp logits; loss = lse - logits[target]; 0 when
  *               target == nn.ignore_index, NaN when outside [0, C).
@@ -286,6 +302,8 @@ typedef struct wgt_kernel_call {
         int64_t chunk_rows;      /* NORM_PARAM_GRADS, NORM_BACKWARD with partials */
         bool accumulate;         /* NORM_BACKWARD: dx (f32) += the gradient, in place */
         int64_t ignore_index;    /* CROSS_ENTROPY(_BACKWARD) */
+        double dropout_p;        /* DROPOUT_ADD, DROPOUT_MASKED: in (0, 1) */
+        uint64_t seed;           /* DROPOUT_ADD */
     } nn;
     struct {                     /* CONV */
         wgt_conv_kernel kernel;

@@ -63,6 +63,8 @@ struct wgt_context {
                                      * in at most n chunks of rows (nn_norm.c); default 0: 1024 */
     bool no_grad_fold;              /* WGT_AUTOGRAD_FOLD=0: norms' rules get no gradient to add into
                                      * (backward.c), the engine adds; for comparisons */
+    bool no_dropout_mask;           /* WGT_DROPOUT_MASK=0: a recorded wgt_dropout_add keeps no mask bits; its
+                                     * backward draws the mask again (nn_loss.c); for comparisons */
 };
 
 struct wgt_tensor {

@@ -70,6 +70,7 @@ static const char *const op_names[] = {
     "qlinear",
     "sum_squares",
     "quantize_rows", "dequantize_rows", "attention_q8",
+    "dropout_add",
 };
 static_assert(COUNT_OF(op_names) == WGT_OP_COUNT, "op name table out of date");
 

@@ -20,6 +20,8 @@ static inline int wgt_nn_call_inputs(const wgt_kernel_call *call)
     case WGT_NN_CROSS_ENTROPY: return 2;                  /* logits, targets */
     case WGT_NN_CROSS_ENTROPY_BACKWARD: return 4;         /* logits, targets, lse, g */
     case WGT_NN_PARTIALS_SUM: return 1 + b;               /* dw partials, db partials */
+    case WGT_NN_DROPOUT_ADD: return 2;                    /* x, h */
+    case WGT_NN_DROPOUT_MASKED: return 2;                 /* g, mask */
     case WGT_NN_SUM_SQUARES:                              /* x_0 .. x_{n-1} */
         return call->n_inputs >= 1 && call->n_inputs <= WGT_NN_SUM_SQUARES_MAX_INPUTS ? call->n_inputs : -1;
     default: return -1;
@@ -35,6 +37,8 @@ static inline int wgt_nn_call_outputs(const wgt_kernel_call *call)
     case WGT_NN_CROSS_ENTROPY: return 2;                                   /* loss, lse */
     case WGT_NN_PARTIALS_SUM: return 1 + call->nn.has_bias;                /* dw, db */
     case WGT_NN_SUM_SQUARES: return 1;                                     /* partials */
+    case WGT_NN_DROPOUT_ADD: return 2;                                     /* out, mask */
+    case WGT_NN_DROPOUT_MASKED: return 1;                                  /* dh */
     default: return 1;                                                     /* dlogits */
     }
 }
@@ -63,6 +67,20 @@ static inline bool wgt_nn_call_shapes_valid(const wgt_kernel_call *call)
             parts += (v->shape[0] + chunk - 1) / chunk;
         }
         return call->outputs[0].ndim == 1 && call->outputs[0].shape[0] == parts;
+    }
+    if (call->nn.kernel == WGT_NN_DROPOUT_ADD || call->nn.kernel == WGT_NN_DROPOUT_MASKED) {
+        /* 1-D contiguous f32 views of n elements, the mask i32 [W]; p in (0, 1) */
+        bool add = call->nn.kernel == WGT_NN_DROPOUT_ADD;
+        const wgt_tensor_view *mask = add ? &call->outputs[1] : &call->inputs[1];
+        const wgt_tensor_view *rows[3] = {&call->inputs[0], add ? &call->inputs[1] : &call->outputs[0],
+                                          &call->outputs[0]};
+        int64_t n = rows[0]->ndim == 1 ? rows[0]->shape[0] : -1;
+        if (n < 0 || !(call->nn.dropout_p > 0 && call->nn.dropout_p < 1)) return false;
+        for (int i = 0; i < 3; i++)
+            if (rows[i]->ndim != 1 || rows[i]->shape[0] != n || rows[i]->strides[0] != 1 || rows[i]->dtype != WGT_F32)
+                return false;
+        return mask->ndim == 1 && mask->shape[0] == wgt_dropout_mask_words(n) && mask->strides[0] == 1 &&
+               mask->dtype == WGT_I32;
     }
     const wgt_tensor_view *x = &call->inputs[0];
     if (x->ndim != 2 || x->shape[0] < 0 || x->shape[1] < 0) return false;

@@ -18,7 +18,8 @@ bool wgt_tape_wants(wgt_context *ctx, int n, wgt_tensor *const *inputs)
 /* The ops whose backward rule (src/autograd/rules_*.c) reads no input's
  * values, only shapes, dtypes and the node's params: views and data movement
  * (reshape, permute, slice, expand, concat, pad), sum and mean (an expand of
- * the gradient), dropout (the same mask on the gradient) and rope (the inverse
+ * the gradient), dropout (the same mask on the gradient; dropout_add's saved
+ * as bits) and rope (the inverse
  * rotation of the gradient). Elementwise ops decide per input from their
  * program (wgt_tape_drop_unread_expr_inputs). Every other op keeps its inputs.
  * A rule added for one of these ops that starts reading input values must
@@ -28,6 +29,7 @@ static bool rule_reads_inputs(wgt_op op)
     switch (op) {
     case WGT_OP_VIEW: case WGT_OP_PERMUTE: case WGT_OP_SLICE: case WGT_OP_EXPAND: case WGT_OP_CONCAT:
     case WGT_OP_PAD: case WGT_OP_SUM: case WGT_OP_MEAN: case WGT_OP_DROPOUT: case WGT_OP_ROPE:
+    case WGT_OP_DROPOUT_ADD:
         return false;
     default: return true;
     }

@@ -315,6 +315,9 @@ wgt_status cpu_run_nn(cpu_backend *b, const wgt_kernel_call *call);
 bool cpu_nn_supports(const wgt_kernel_call *call);
 int cpu_nn_input_count(const wgt_kernel_call *call);
 int cpu_nn_output_count(const wgt_kernel_call *call);
+/* cpu_dropout.c: NN's DROPOUT_ADD and DROPOUT_MASKED (the mask kept as bits) */
+wgt_status cpu_run_dropout_add(cpu_backend *b, const wgt_kernel_call *call);
+wgt_status cpu_run_dropout_masked(cpu_backend *b, const wgt_kernel_call *call);
 /* cpu_conv.c: convolution, pooling and batch norm (WGT_KERNEL_CONV) */
 wgt_status cpu_run_conv(cpu_backend *b, const wgt_kernel_call *call);
 /* cpu_quant.c: QMATMUL (group-wise 8/4-bit weights) */

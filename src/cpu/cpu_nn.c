@@ -22,6 +22,8 @@ bool cpu_nn_supports(const wgt_kernel_call *call)
 {
     if ((unsigned)call->nn.kernel >= WGT_NN_KERNEL_COUNT) return false;
     if (call->n_inputs != cpu_nn_input_count(call) || call->n_outputs < cpu_nn_output_count(call)) return false;
+    if (call->nn.kernel == WGT_NN_DROPOUT_ADD || call->nn.kernel == WGT_NN_DROPOUT_MASKED)
+        return wgt_nn_call_shapes_valid(call); /* f32 views and an i32 mask, checked there */
     const wgt_tensor_view *x = &call->inputs[0];
     if (!is_float(x->dtype)) return false;
     for (int i = 1; i < call->n_inputs; i++) {
@@ -323,6 +325,8 @@ wgt_status cpu_run_nn(cpu_backend *b, const wgt_kernel_call *call)
     case WGT_NN_CROSS_ENTROPY_BACKWARD: return run_cross_entropy_backward(b, call);
     case WGT_NN_PARTIALS_SUM: return run_partials_sum(b, call);
     case WGT_NN_SUM_SQUARES: return run_sum_squares(b, call);
+    case WGT_NN_DROPOUT_ADD: return cpu_run_dropout_add(b, call);
+    case WGT_NN_DROPOUT_MASKED: return cpu_run_dropout_masked(b, call);
     default: return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "unknown NN kernel %d", (int)call->nn.kernel);
     }
 }

@@ -31,6 +31,11 @@
 wgt_status wgt_norm_backward(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *stats, wgt_tensor *dy, bool rms,
                              wgt_tensor **dx, wgt_tensor *dx_into, wgt_tensor **dweight, wgt_tensor **dbias);
 
+/* The gradient of h in wgt_dropout_add's recorded form: g [...] (any float
+ * dtype and strides) through mask (i32 [W], the DROPOUT_ADD kernel's bits of
+ * g's element count) -> f32, g's shape: where(kept, g / (1 - p), 0). */
+wgt_tensor *wgt_dropout_masked(wgt_tensor *g, wgt_tensor *mask, double p);
+
 /* logits [..., C], targets i32 [...], lse f32 [R] from the forward, g f32 with
  * targets' shape or [] (one scale for every row, e.g. grad / count for MEAN)
  * -> dlogits [..., C] (logits' dtype) = (softmax(logits) - onehot(target)) g,

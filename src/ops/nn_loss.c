@@ -387,6 +387,110 @@ wgt_tensor *wgt_dropout(wgt_tensor *x, double p, uint64_t seed)
     return out;
 }
 
+/* The [n] view of a contiguous tensor's elements. */
+static wgt_tensor_view elements_view(const wgt_tensor *t)
+{
+    wgt_tensor_view v = t->view;
+    v.ndim = 1;
+    v.shape[0] = wgt_shape_numel(t->view.ndim, t->view.shape);
+    v.strides[0] = 1;
+    return v;
+}
+
+/* Whether a recorded wgt_dropout_add keeps its mask as bits (DROPOUT_ADD):
+ * f32 x and h, contiguous, of a multiple of 4 elements at offsets that are
+ * multiples of 4 (the WebGPU kernels move vec4s). */
+static bool mask_kept(wgt_context *ctx, wgt_tensor *x, wgt_tensor *h, double p)
+{
+    int64_t n = wgt_shape_numel(x->view.ndim, x->view.shape);
+    return !ctx->no_dropout_mask && p > 0 && n > 0 && n % 4 == 0 && x->view.dtype == WGT_F32 &&
+           h->view.dtype == WGT_F32 && wgt_view_is_contiguous(&x->view) && wgt_view_is_contiguous(&h->view) &&
+           x->view.offset % 4 == 0 && h->view.offset % 4 == 0;
+}
+
+/* wgt_dropout_add's recorded form: one DROPOUT_ADD kernel writes out and the
+ * mask's bits, which the node saves, so the backward reads 1/32 of the
+ * gradient's bytes instead of drawing the mask again (Philox). The same out,
+ * bit for bit. */
+static wgt_tensor *dropout_add_masked(wgt_context *ctx, wgt_tensor *const *args, double p, uint64_t seed,
+                                      const char *op)
+{
+    wgt_tensor *x = args[0], *h = args[1];
+    int64_t words = wgt_dropout_mask_words(wgt_shape_numel(x->view.ndim, x->view.shape));
+    wgt_tensor *out = wgt_tensor_alloc(ctx, WGT_F32, x->view.ndim, x->view.shape, op);
+    wgt_tensor *mask = out ? wgt_tensor_alloc(ctx, WGT_I32, 1, &words, op) : NULL;
+    bool ok = out && mask;
+    if (ok) {
+        wgt_kernel_call call;
+        memset(&call, 0, sizeof(call));
+        call.kind = WGT_KERNEL_NN;
+        call.op_name = op;
+        call.nn.kernel = WGT_NN_DROPOUT_ADD;
+        call.nn.dropout_p = p;
+        call.nn.seed = seed;
+        call.n_inputs = 2;
+        call.inputs[0] = elements_view(x);
+        call.inputs[1] = elements_view(h);
+        call.n_outputs = 2;
+        call.outputs[0] = elements_view(out);
+        call.outputs[1] = mask->view;
+        ok = wgt_run_kernel(ctx, &call) == WGT_OK;
+    }
+    if (ok) {
+        wgt_scope_remove(mask); /* the node's now: a scope pop must not release it a second time */
+        wgt_grad_node *node = wgt_tape_record(out, WGT_OP_DROPOUT_ADD, 2, (wgt_tensor **)args);
+        ok = node && wgt_tape_save(node, mask);
+        if (node) {
+            node->params.reals[0] = p;
+            node->params.ints[0] = (int64_t)seed;
+            node->params.n_ints = 1;
+        }
+    }
+    wgt_tensor_release(mask);
+    if (!ok) {
+        wgt_tensor_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+wgt_tensor *wgt_dropout_masked(wgt_tensor *g, wgt_tensor *mask, double p)
+{
+    const char *op = "wgt_dropout_add backward";
+    wgt_tensor *args[2] = {g, mask};
+    wgt_context *ctx = wgt_op_begin(op, 2, args);
+    if (!ctx) return NULL;
+    int64_t n = wgt_shape_numel(g->view.ndim, g->view.shape);
+    if (mask->view.dtype != WGT_I32 || mask->view.ndim != 1 || mask->view.shape[0] != wgt_dropout_mask_words(n)) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: a mask of %lld words for %lld elements", op,
+                  (long long)(mask->view.ndim == 1 ? mask->view.shape[0] : -1), (long long)n);
+        return NULL;
+    }
+    /* the kernel's form: f32, contiguous, 16-byte aligned (a fresh tensor is) */
+    bool direct = g->view.dtype == WGT_F32 && wgt_view_is_contiguous(&g->view) && g->view.offset % 4 == 0;
+    wgt_tensor *gc = direct ? g : wgt_cast(g, WGT_F32); /* wgt_cast: a contiguous copy at offset 0 */
+    wgt_tensor *dh = gc ? wgt_tensor_alloc(ctx, WGT_F32, g->view.ndim, g->view.shape, op) : NULL;
+    if (dh) {
+        wgt_kernel_call call;
+        memset(&call, 0, sizeof(call));
+        call.kind = WGT_KERNEL_NN;
+        call.op_name = op;
+        call.nn.kernel = WGT_NN_DROPOUT_MASKED;
+        call.nn.dropout_p = p;
+        call.n_inputs = 2;
+        call.inputs[0] = elements_view(gc);
+        call.inputs[1] = mask->view;
+        call.n_outputs = 1;
+        call.outputs[0] = elements_view(dh);
+        if (wgt_run_kernel(ctx, &call) != WGT_OK) {
+            wgt_tensor_release(dh);
+            dh = NULL;
+        }
+    }
+    if (gc != g) wgt_tensor_release(gc);
+    return dh;
+}
+
 /* x + dropout(h, p, seed), the residual add of a transformer block, as ONE
  * expression kernel: a + where(u >= p, b * 1/(1-p), 0) with u the Philox
  * uniform of output element i, the same mask and products as wgt_dropout(h)
@@ -419,6 +523,7 @@ wgt_tensor *wgt_dropout_add(wgt_tensor *x, wgt_tensor *h, double p, uint64_t see
         wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: p = %g is outside [0, 1)", op, p);
         return NULL;
     }
+    if (wgt_tape_wants(ctx, 2, args) && mask_kept(ctx, x, h, p)) return dropout_add_masked(ctx, args, p, seed, op);
     wgt_expr e;
     wgt_expr_init(&e);
     e.seed = seed;

@@ -53,6 +53,8 @@ static void read_op_knobs(wgt_context *ctx)
     ctx->norm_fused_chunks = n >= 16 && n <= 65536 ? (int)n : 0;
     const char *fold = getenv("WGT_AUTOGRAD_FOLD");
     ctx->no_grad_fold = fold && strcmp(fold, "0") == 0;
+    const char *mask = getenv("WGT_DROPOUT_MASK");
+    ctx->no_dropout_mask = mask && strcmp(mask, "0") == 0;
 }
 
 wgt_context *wgt_context_create(const wgt_context_options *options)

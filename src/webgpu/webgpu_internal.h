@@ -423,6 +423,9 @@ wgt_status webgpu_elementwise_run(webgpu_backend *wg, const wgt_kernel_call *cal
 bool webgpu_reduce_supports(webgpu_backend *wg, const wgt_kernel_call *call);   /* REDUCE, CUMSUM, SOFTMAX */
 wgt_status webgpu_reduce_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call);
+/* webgpu_dropout.c: NN's DROPOUT_ADD and DROPOUT_MASKED (webgpu_nn.c routes them there) */
+bool webgpu_dropout_supports(webgpu_backend *wg, const wgt_kernel_call *call);
+wgt_status webgpu_dropout_run(webgpu_backend *wg, const wgt_kernel_call *call);
 /* out [B.., M, N] = a [B.., M, K] b [B.., K, N] for f32 views of this
  * backend's buffers (any strides; out contiguous), as MATMUL runs it: for the
  * backend's own compositions (webgpu_conv_winograd.c). */

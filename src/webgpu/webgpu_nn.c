@@ -13,6 +13,7 @@
  *   CROSS_ENTROPY_BACKWARD  kernels/nn_cross_entropy_backward.wgsl
  *   SUM_SQUARES             kernels/nn_sum_squares.wgsl      one workgroup per chunk
  *                           (its own parameter block: up to 7 inputs)
+ *   DROPOUT_ADD, DROPOUT_MASKED  webgpu_dropout.c
  *
  * All share kernels/nn_common.wgsl (parameter block, workgroup sums). The
  * kernels read and write f32: f16 inputs are converted to f32 temporaries and
@@ -74,8 +75,9 @@ static bool fits_u32(const wgt_tensor_view *v)
 
 bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 {
-    (void)wg;
     if ((unsigned)call->nn.kernel >= WGT_NN_KERNEL_COUNT) return false;
+    if (call->nn.kernel == WGT_NN_DROPOUT_ADD || call->nn.kernel == WGT_NN_DROPOUT_MASKED)
+        return webgpu_dropout_supports(wg, call);
     if (call->n_inputs != nn_input_count(call) || call->n_outputs < nn_output_count(call)) return false;
     if (!wgt_nn_call_shapes_valid(call)) return false; /* the kernels index without bounds checks */
     for (int i = 0; i < call->n_inputs; i++) {
@@ -439,6 +441,8 @@ static wgt_status run_cross_entropy_backward(webgpu_backend *wg, const wgt_kerne
 
 wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
+    if (call->nn.kernel == WGT_NN_DROPOUT_ADD || call->nn.kernel == WGT_NN_DROPOUT_MASKED)
+        return webgpu_dropout_run(wg, call); /* f32 quads, an i32 mask: no f32 temporaries, no rows */
     const wgt_tensor_view *x = &call->inputs[0];
     int64_t d = x->ndim ? x->shape[x->ndim - 1] : 1;
     int64_t rows = d ? wgt_shape_numel(x->ndim, x->shape) / d : 0;
