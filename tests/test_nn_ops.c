@@ -21,7 +21,9 @@
  * (too long for registers: read again); row counts that are not a multiple of
  * anything (37), 601 rows of 384 (chunks of 3 rows in the one-pass backward)
  * and 2101 (every lane of the partial-sums kernel); views at aligned and odd
- * offsets, transposed, strided weights. Dropout's mask is checked against a
+ * offsets, transposed, strided weights; the norms again on a context with
+ * WGT_NORM_SUBGROUP=0 (a row per workgroup: lavapipe has subgroups, so by
+ * default vec4 rows take a row per subgroup). Dropout's mask is checked against a
  * Philox written here from the paper's constants, and bit for bit across the
  * backends. A malformed kernel call is refused before any read.
  */
@@ -956,6 +958,16 @@ int main(void)
               (long long)(wgt_context_live_tensors(ctx) - live));
         printf("%s: %s\n", backend_name(ctx), test_failed == before ? "ok" : "FAILED");
         fflush(stdout);
+    }
+    /* the norms' workgroup-per-row kernel, which adapters with subgroups (lavapipe too) leave for
+     * nn_norm_subgroup.wgsl on vec4 rows, and browsers without them still run */
+    wgt_context *rows = test_context_env(NULL, (const char *const[]){"WGT_NORM_SUBGROUP", "0", NULL});
+    CHECK(rows != NULL, "webgpu context with WGT_NORM_SUBGROUP=0");
+    if (rows) {
+        int before = test_failed;
+        test_norms(rows);
+        printf("webgpu, WGT_NORM_SUBGROUP=0: %s\n", test_failed == before ? "ok" : "FAILED");
+        wgt_context_destroy(rows);
     }
     if (gpu) wgt_context_destroy(gpu);
     if (cpu) wgt_context_destroy(cpu);

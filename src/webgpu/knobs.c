@@ -203,4 +203,5 @@ void webgpu_knobs_read(webgpu_knobs *k)
     const char *sorted = env("WGT_SCATTER_SORTED");
     k->scatter_sorted = !(sorted && sorted[0] == '0');
     k->gather_rows = on_unless_zero("WGT_GATHER_ROWS");
+    k->norm_subgroup = on_unless_zero("WGT_NORM_SUBGROUP");
 }

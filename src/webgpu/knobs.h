@@ -181,6 +181,8 @@ typedef struct webgpu_knobs {
     /* ---- indexing (webgpu_indexing.c) */
     bool scatter_sorted;       /* WGT_SCATTER_SORTED starting with '0': the atomic scatter_add instead of the
                                 * sorted path; default true */
+    bool norm_subgroup;        /* WGT_NORM_SUBGROUP=0: the norm forward a row per workgroup even with subgroups;
+                                * default true */
     bool gather_rows;          /* WGT_GATHER_ROWS=0: whole-row gathers (embeddings) through the generic kernel;
                                 * default true */
 } webgpu_knobs;

@@ -1,7 +1,9 @@
 /*
  * WebGPU NN kernels (WGT_KERNEL_NN; contracts in src/core/backend.h):
  *
- *   NORM                    kernels/nn_norm.wgsl             one workgroup per row
+ *   NORM                    kernels/nn_norm.wgsl             one workgroup per row;
+ *                           vec4 rows with subgroups: nn_norm_subgroup.wgsl, a row
+ *                           per subgroup
  *   NORM_BACKWARD           kernels/nn_norm_backward.wgsl    one workgroup per row;
  *                           with partials, kernels/nn_norm_backward_fused.wgsl: one
  *                           workgroup per chunk of rows writes dx and the dw/db
@@ -105,6 +107,7 @@ typedef struct nn_shape {
     uint32_t width;   /* W: 4 (vec4) or 1 */
     uint32_t cache;   /* CACHE (>= 1) */
     bool cached;      /* the row fits in threads * cache slots */
+    bool subgroups;   /* the kernel uses subgroup built-ins (the module starts with their directive) */
 } nn_shape;
 
 /* Threads per row: at least 2 slots each where the row allows (more loads in
@@ -113,7 +116,7 @@ typedef struct nn_shape {
  * (for tuning on a new GPU). */
 static nn_shape shape_for(const webgpu_backend *wg, uint64_t slots, uint32_t width, bool caches)
 {
-    nn_shape sh = {64, width, 1, false};
+    nn_shape sh = {64, width, 1, false, false};
     while (sh.threads < NN_MAX_THREADS && (uint64_t)sh.threads * 4 <= slots) sh.threads *= 2;
     if (caches && wg->knobs.norm_threads) sh.threads = wg->knobs.norm_threads;
     if (caches) {
@@ -157,9 +160,10 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const nn_sh
               "fn vnan(v: V) -> bool { return v != v; }\n"
               "fn rounded(v: V) -> V { return bitcast<V>(bitcast<u32>(v) | params.zero); }\n"
               "fn onehot(i: u32, t: i32) -> V { return select(0.0, 1.0, i32(i) == t); }\n";
-    char prelude[160];
-    snprintf(prelude, sizeof(prelude), "const WG = %uu;\nconst CACHE = %uu;\nconst CACHED = %s;\n", sh->threads,
-             sh->cache, sh->cached ? "true" : "false");
+    char prelude[200];
+    snprintf(prelude, sizeof(prelude), "%sconst WG = %uu;\nconst CACHE = %uu;\nconst CACHED = %s;\n",
+             sh->subgroups ? webgpu_native_subgroups_directive() : "", sh->threads, sh->cache,
+             sh->cached ? "true" : "false");
     size_t n = strlen(prelude) + strlen(helpers) + strlen(common) + strlen(body) + 4;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
@@ -192,6 +196,9 @@ static uint32_t vec_width(int64_t d, const wgt_tensor_view *const *views, int n)
     return 4;
 }
 
+/* NORM_SUBGROUP_ROWS must equal ROWS of kernels/nn_norm_subgroup.wgsl. */
+#define NORM_SUBGROUP_ROWS 8u
+
 static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v, nn_params *pr)
 {
     int k = 1;
@@ -201,15 +208,19 @@ static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     const wgt_tensor_view *y = &v->out[0], *stats = &v->out[1];
     uint32_t width = vec_width(pr->d, (const wgt_tensor_view *[]){x, y, w, b}, 4);
     nn_shape sh = shape_for(wg, pr->d / width, width, true);
+    /* vec4 rows with subgroups: a row per subgroup (nn_norm_subgroup.wgsl; WGT_NORM_SUBGROUP=0: a row per workgroup) */
+    const bool by_subgroup = wg->has_subgroups && wg->knobs.norm_subgroup && width == 4;
+    if (by_subgroup) sh = (nn_shape){NN_MAX_THREADS, 4, 1, false, true};
     webgpu_pipeline *p;
-    wgt_status s = get_pipeline(wg, "nn_norm", &sh, 3, 2, call->op_name, &p);
+    wgt_status s = get_pipeline(wg, by_subgroup ? "nn_norm_subgroup" : "nn_norm", &sh, 3, 2, call->op_name, &p);
     if (s != WGT_OK) return s;
     pr->x_offset = off(x, width), pr->y_offset = off(y, width);
     pr->w_offset = off(w, width), pr->b_offset = off(b, width);
     pr->stats_offset = (uint32_t)stats->offset;
     WGPUBuffer buffers[5] = {webgpu_view_buffer(x), webgpu_view_buffer(w), webgpu_view_buffer(b), webgpu_view_buffer(y),
                              webgpu_view_buffer(stats)};
-    return dispatch(wg, p, buffers, 5, pr, pr->rows, call->op_name);
+    uint64_t groups = by_subgroup ? ((uint64_t)pr->rows + NORM_SUBGROUP_ROWS - 1) / NORM_SUBGROUP_ROWS : pr->rows;
+    return dispatch(wg, p, buffers, 5, pr, groups, call->op_name);
 }
 
 /* Partial sums per chunk of rows (kernels/nn_norm_param_grads.wgsl): dw from
@@ -332,7 +343,7 @@ static wgt_status run_partials_sum(webgpu_backend *wg, const wgt_kernel_call *ca
     wgt_status s = bias_stand_in(wg, &db, &scratch);
     if (s != WGT_OK) return s;
     uint32_t width = vec_width(pr->d, (const wgt_tensor_view *[]){pw, pb, dw, db}, 4);
-    nn_shape sh = {NN_MAX_THREADS, width, 1, false}; /* 4 columns x 64 row lanes */
+    nn_shape sh = {NN_MAX_THREADS, width, 1, false, false}; /* 4 columns x 64 row lanes */
     webgpu_pipeline *p;
     s = get_pipeline(wg, "nn_partials_sum", &sh, 2, 2, call->op_name, &p);
     if (s == WGT_OK) {
