@@ -397,6 +397,17 @@ static wgt_tensor_view elements_view(const wgt_tensor *t)
     return v;
 }
 
+/* The NN call of DROPOUT_ADD / DROPOUT_MASKED with two inputs (the caller adds views and outputs). */
+static void dropout_call(wgt_kernel_call *call, wgt_nn_kernel kernel, double p, const char *op)
+{
+    memset(call, 0, sizeof(*call));
+    call->kind = WGT_KERNEL_NN;
+    call->op_name = op;
+    call->nn.kernel = kernel;
+    call->nn.dropout_p = p;
+    call->n_inputs = 2;
+}
+
 /* Whether a recorded wgt_dropout_add keeps its mask as bits (DROPOUT_ADD):
  * f32 x and h, contiguous, of a multiple of 4 elements at offsets that are
  * multiples of 4 (the WebGPU kernels move vec4s). */
@@ -422,13 +433,8 @@ static wgt_tensor *dropout_add_masked(wgt_context *ctx, wgt_tensor *const *args,
     bool ok = out && mask;
     if (ok) {
         wgt_kernel_call call;
-        memset(&call, 0, sizeof(call));
-        call.kind = WGT_KERNEL_NN;
-        call.op_name = op;
-        call.nn.kernel = WGT_NN_DROPOUT_ADD;
-        call.nn.dropout_p = p;
+        dropout_call(&call, WGT_NN_DROPOUT_ADD, p, op);
         call.nn.seed = seed;
-        call.n_inputs = 2;
         call.inputs[0] = elements_view(x);
         call.inputs[1] = elements_view(h);
         call.n_outputs = 2;
@@ -472,12 +478,7 @@ wgt_tensor *wgt_dropout_masked(wgt_tensor *g, wgt_tensor *mask, double p)
     wgt_tensor *dh = gc ? wgt_tensor_alloc(ctx, WGT_F32, g->view.ndim, g->view.shape, op) : NULL;
     if (dh) {
         wgt_kernel_call call;
-        memset(&call, 0, sizeof(call));
-        call.kind = WGT_KERNEL_NN;
-        call.op_name = op;
-        call.nn.kernel = WGT_NN_DROPOUT_MASKED;
-        call.nn.dropout_p = p;
-        call.n_inputs = 2;
+        dropout_call(&call, WGT_NN_DROPOUT_MASKED, p, op);
         call.inputs[0] = elements_view(gc);
         call.inputs[1] = mask->view;
         call.n_outputs = 1;
