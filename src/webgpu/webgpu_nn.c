@@ -136,17 +136,12 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const nn_sh
                                int n_read_write, const char *op, webgpu_pipeline **out)
 {
     char key[96];
-    snprintf(key, sizeof(key), "%s/%u/%u/%u/%d/%d", file, sh->threads, sh->width, sh->cache, (int)sh->cached,
-             (int)sh->subgroups);
+    snprintf(key, sizeof(key), "%s/%u/%u/%u/%d", file, sh->threads, sh->width, sh->cache, (int)sh->cached);
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
-    /* row_sums (the norm backward's row sums): by subgroups where the module may use them */
-    const char *sums_file = sh->subgroups ? "nn_row_sums_subgroup" : "nn_row_sums_tree";
     const char *common = webgpu_kernel_source("nn_common"), *body = webgpu_kernel_source(file);
-    const char *sums = webgpu_kernel_source(sums_file);
-    if (!common || !body || !sums)
-        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel source %s is not embedded", op,
-                         !common ? "nn_common" : !body ? file : sums_file);
+    if (!common || !body)
+        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel source %s is not embedded", op, body ? "nn_common" : file);
     const char *helpers =
         sh->width == 4
             ? "alias V = vec4<f32>;\nconst W = 4u;\n"
@@ -169,10 +164,10 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, const nn_sh
     snprintf(prelude, sizeof(prelude), "%sconst WG = %uu;\nconst CACHE = %uu;\nconst CACHED = %s;\n",
              sh->subgroups ? webgpu_native_subgroups_directive() : "", sh->threads, sh->cache,
              sh->cached ? "true" : "false");
-    size_t n = strlen(prelude) + strlen(helpers) + strlen(common) + strlen(sums) + strlen(body) + 4;
+    size_t n = strlen(prelude) + strlen(helpers) + strlen(common) + strlen(body) + 4;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-    snprintf(source, n, "%s%s%s\n%s\n%s", prelude, helpers, common, sums, body);
+    snprintf(source, n, "%s%s%s\n%s", prelude, helpers, common, body);
     wgt_status s = webgpu_pipeline_create(wg, key, source, NULL, n_read_only, n_read_write, true, nn_checked, op, out);
     free(source);
     return s;
@@ -297,9 +292,7 @@ static wgt_status run_norm_backward_fused(webgpu_backend *wg, const wgt_kernel_c
         db = &scratch;
     }
     webgpu_pipeline *p;
-    nn_shape shs = *sh; /* row sums by subgroups where the device has them (WGT_NORM_SUBGROUP=0: the tree) */
-    shs.subgroups = wg->has_subgroups && wg->knobs.norm_subgroup;
-    wgt_status s = get_pipeline(wg, "nn_norm_backward_fused", &shs, 4, 3, call->op_name, &p);
+    wgt_status s = get_pipeline(wg, "nn_norm_backward_fused", sh, 4, 3, call->op_name, &p);
     if (s == WGT_OK) {
         pr->x_offset = off(x, width), pr->w_offset = off(w, width), pr->dy_offset = off(dy, width);
         pr->y_offset = off(dx, width), pr->stats_offset = (uint32_t)stats->offset;

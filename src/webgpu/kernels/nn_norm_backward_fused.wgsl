@@ -13,8 +13,6 @@
 // before row i's sums: a workgroup walks its rows one after another, with a
 // workgroup sum (barriers) each, and few workgroups share an SM (the GPT's
 // 1024 chunks of 64 threads), so without it every row waited for its loads.
-// The row's two sums go through row_sums (nn_row_sums_subgroup.wgsl or
-// nn_row_sums_tree.wgsl, appended by the host): by subgroups where it can.
 
 @group(0) @binding(1) var<storage, read> x: array<V>;
 @group(0) @binding(2) var<storage, read> weight: array<V>;
@@ -117,7 +115,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let has_w = (params.flags & HAS_WEIGHT) != 0u;
     let has_b = (params.flags & HAS_BIAS) != 0u;
     let rms = (params.flags & RMS) != 0u;
-    let by_subgroups = row_sums_begin(t);
     let s0 = t;
     let s1 = t + WG;
     let s2 = t + 2u * WG;
@@ -153,7 +150,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let g3 = d3 * w3;
         let sums = vec2<f32>((hsum(g0) + hsum(g1)) + (hsum(g2) + hsum(g3)),
                              (hsum(g0 * h0) + hsum(g1 * h1)) + (hsum(g2 * h2) + hsum(g3 * h3)));
-        let total = row_sums(sums, t, by_subgroups) / f32(params.d);
+        let total = workgroup_sum2(sums, t) / f32(params.d);
         var mean_g = splat(total.x);
         if (rms) {
             mean_g = splat(0.0);
