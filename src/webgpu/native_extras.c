@@ -115,6 +115,8 @@ void webgpu_native_version(char *buf, size_t size)
  * refuses the directive: "not yet implemented in Naga"). */
 const char *webgpu_native_subgroups_directive(void) { return ""; }
 
+bool webgpu_native_subgroup_uniformity_checked(void) { return false; }
+
 /* wgpu-native offers subgroups as its own feature (WGPUNativeFeature_Subgroup),
  * not as the standard name: requesting only the standard one left them off. */
 WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter)

@@ -58,6 +58,10 @@ void webgpu_native_version(char *buf, size_t size) { snprintf(buf, size, "browse
 /* Browsers (Tint) require the directive before any subgroup built-in. */
 const char *webgpu_native_subgroups_directive(void) { return "enable subgroups;\n"; }
 
+/* Tint checks subgroup uniformity ("'subgroupAdd' must only be called from
+ * subgroup uniform control flow"). */
+bool webgpu_native_subgroup_uniformity_checked(void) { return true; }
+
 WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter)
 {
     return wgpuAdapterHasFeature(adapter, WGPUFeatureName_Subgroups) ? WGPUFeatureName_Subgroups : (WGPUFeatureName)0;

@@ -241,6 +241,10 @@ WGPUFeatureName webgpu_native_int64_feature(WGPUAdapter adapter);
 /* What a WGSL module using subgroup built-ins starts with here: "enable
  * subgroups;\n" in browsers, nothing for wgpu-native (whose Naga refuses it). */
 const char *webgpu_native_subgroups_directive(void);
+/* Whether the shader compiler enforces WGSL's subgroup uniformity analysis:
+ * browsers (Tint) do, and refuse a subgroupAdd after a branch on a value one
+ * lane drew and broadcast (nn_norm_subgroup.wgsl's rows), which Naga takes. */
+bool webgpu_native_subgroup_uniformity_checked(void);
 void webgpu_native_live_objects(WGPUInstance instance, char *buf, size_t size);
 
 /* -------------------------------------------------------------- device.c, waits.c */

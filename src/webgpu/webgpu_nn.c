@@ -208,8 +208,10 @@ static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     const wgt_tensor_view *y = &v->out[0], *stats = &v->out[1];
     uint32_t width = vec_width(pr->d, (const wgt_tensor_view *[]){x, y, w, b}, 4);
     nn_shape sh = shape_for(wg, pr->d / width, width, true);
-    /* vec4 rows with subgroups: a row per subgroup (nn_norm_subgroup.wgsl; WGT_NORM_SUBGROUP=0: a row per workgroup) */
-    const bool by_subgroup = wg->has_subgroups && wg->knobs.norm_subgroup && width == 4;
+    /* vec4 rows with subgroups: a row per subgroup (nn_norm_subgroup.wgsl; WGT_NORM_SUBGROUP=0: a row per
+     * workgroup); not where the compiler checks subgroup uniformity (browsers), which its row loop fails */
+    const bool by_subgroup = wg->has_subgroups && wg->knobs.norm_subgroup && width == 4 &&
+                             !webgpu_native_subgroup_uniformity_checked();
     if (by_subgroup) sh = (nn_shape){NN_MAX_THREADS, 4, 1, false, true};
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, by_subgroup ? "nn_norm_subgroup" : "nn_norm", &sh, 3, 2, call->op_name, &p);

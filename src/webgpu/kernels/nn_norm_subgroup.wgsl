@@ -9,7 +9,9 @@
 // cache the first filled (1.5 KB a row).
 // Subgroups take rows with an atomic counter (lane 0 draws, subgroupBroadcast
 // hands the row on), so nothing depends on how invocations form subgroups or
-// on their size. The sums' order depends on the subgroup size (one adapter,
+// on their size. (The loop's exit depends on that broadcast value, which WGSL's
+// uniformity analysis cannot see is the same across the subgroup: browsers
+// (Tint) refuse the module, so they run nn_norm.wgsl; Naga takes it.) The sums' order depends on the subgroup size (one adapter,
 // one order: the same bits every run).
 // Prelude (webgpu_nn.c): the subgroups directive, WG, the V/W helpers (vec4
 // rows only). ROWS: rows a workgroup (= NORM_SUBGROUP_ROWS of webgpu_nn.c).
