@@ -38,18 +38,18 @@ wgt_status wgt_backward_norm(const wgt_grad_node *node, wgt_tensor *grad_out, wg
 /* inputs {x, h}; saved[0] the mask (i32 words, DROPOUT_ADD's layout);
  * reals[0] p. x's gradient is the output's (handed on as it is to an
  * intermediate, as the fused add's rule does; a leaf gets a copy, its .grad
- * must not alias), h's the output's through the mask. */
+ * must not alias), h's the output's through the mask (f32). */
 wgt_status wgt_backward_dropout_add(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs)
 {
-    wgt_tensor *x = node->inputs[0], *h = node->inputs[1];
+    wgt_tensor *x = node->inputs[0]; /* x, h and the output are f32 (nn_loss.c records this op only then) */
     if (wgt_autograd_input_needs_grad(node, 0)) {
+        /* wgt_cast: a fresh f32 copy (a leaf's, or of an f16 grad_output of wgt_backward_ex) */
         bool pass = x->grad_node && grad_out->view.dtype == WGT_F32;
-        grad_inputs[0] = pass ? wgt_grad_sum_to_shape(grad_out, x->view.ndim, x->view.shape) : wgt_copy(grad_out);
-        grad_inputs[0] = as_dtype(grad_inputs[0], wgt_tensor_dtype(x));
+        grad_inputs[0] = pass ? wgt_grad_sum_to_shape(grad_out, x->view.ndim, x->view.shape) : wgt_cast(grad_out, WGT_F32);
         if (!grad_inputs[0]) return wgt_context_status(grad_out->ctx);
     }
     if (wgt_autograd_input_needs_grad(node, 1)) {
-        grad_inputs[1] = as_dtype(wgt_dropout_masked(grad_out, node->saved[0], node->params.reals[0]), wgt_tensor_dtype(h));
+        grad_inputs[1] = wgt_dropout_masked(grad_out, node->saved[0], node->params.reals[0]);
         if (!grad_inputs[1]) return wgt_context_status(grad_out->ctx);
     }
     return WGT_OK;

@@ -6,8 +6,9 @@
  *   DROPOUT_MASKED  kernels/nn_dropout_masked.wgsl  one invocation per quad
  *
  * Why: the residual dropout's backward drew its mask again (Philox, integer
- * bound: 24.8 us a call for the GPT's [16384, 384] on an H200, where PyTorch's
- * masked scale of a byte mask took 12.4); reading 32 elements' bits from one
+ * bound: 24.8 us a call for the GPT's [16384, 384] in an H200 profile; 16.1
+ * reading the bits; the step 32.6 against 32.7-32.8 ms in one call,
+ * bench/results/h200-2026-11-28i p4); reading 32 elements' bits from one
  * word costs 1/32 of the gradient's traffic. Both kernels move vec4s, so they
  * take f32 views of n % 4 == 0 elements at offsets that are multiples of 4 in
  * buffers of whole 16-byte words (webgpu_dropout_supports; the front-end asks
@@ -30,9 +31,8 @@ _Static_assert(sizeof(dropout_params) % 16 == 0 && sizeof(dropout_params) <= WEB
 
 static bool quad_view(const wgt_tensor_view *v)
 {
-    return v->storage && v->offset % 4 == 0 && v->offset / 4 <= UINT32_MAX &&
-           (uint64_t)v->offset + (uint64_t)v->shape[0] <= v->storage->bytes / 4 &&
-           wgpuBufferGetSize(webgpu_view_buffer(v)) % 16 == 0; /* bound whole, as vec4s */
+    return v->storage && v->offset / 4 <= UINT32_MAX &&
+           (uint64_t)v->offset + (uint64_t)v->shape[0] <= v->storage->bytes / 4 && webgpu_view_vec4_aligned(v);
 }
 
 bool webgpu_dropout_supports(webgpu_backend *wg, const wgt_kernel_call *call)
@@ -51,10 +51,7 @@ bool webgpu_dropout_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 
 wgt_status webgpu_dropout_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
-    const char *op = call->op_name;
-    if (!webgpu_dropout_supports(wg, call))
-        return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: dropout kernels need f32 views of n %% 4 == 0 elements "
-                         "at offsets that are multiples of 4", op);
+    const char *op = call->op_name; /* webgpu_run asked webgpu_dropout_supports first */
     const bool add = call->nn.kernel == WGT_NN_DROPOUT_ADD;
     const int64_t n = call->inputs[0].shape[0];
     if (n == 0) return WGT_OK;

@@ -247,11 +247,6 @@ typedef struct gather_rows_params {
     uint32_t check_id, pad0, pad1, pad2;
 } gather_rows_params;
 
-static bool vec4_bindable(const wgt_tensor_view *v)
-{
-    return v->offset % 4 == 0 && wgpuBufferGetSize(webgpu_view_buffer(v)) % 16 == 0;
-}
-
 /* Whole rows (kernels/indexing_gather_rows.wgsl): index_select / embedding
  * along dim 0 of a 2-D table of 4-byte elements with contiguous rows of C % 4
  * == 0, the index broadcast along C, out contiguous, everything 16-byte
@@ -263,7 +258,8 @@ static bool run_gather_rows(webgpu_backend *wg, const wgt_tensor_view *x, const 
 {
     if (axis != 0 || x->ndim != 2 || out->ndim != 2 || index->ndim != 2 || wgt_dtype_size(x->dtype) != 4 ||
         x->strides[1] != 1 || x->strides[0] % 4 != 0 || x->strides[0] < 0 || out->shape[1] % 4 != 0 ||
-        index->strides[1] != 0 || !wgt_view_is_contiguous(out) || !vec4_bindable(x) || !vec4_bindable(out))
+        index->strides[1] != 0 || !wgt_view_is_contiguous(out) || !webgpu_view_vec4_aligned(x) ||
+        !webgpu_view_vec4_aligned(out))
         return false;
     int64_t quads = wgt_shape_numel(2, out->shape) / 4;
     if (quads > UINT32_MAX || x->shape[0] > INT32_MAX || index->strides[0] > INT32_MAX) return false;

@@ -469,6 +469,12 @@ wgt_status webgpu_quant_run_int8_x(webgpu_backend *wg, const wgt_kernel_call *ca
 
 /* The buffer behind a view. */
 static inline WGPUBuffer webgpu_view_buffer(const wgt_tensor_view *v) { return ((webgpu_block *)v->storage->handle)->buffer; }
+/* Whether a view of 4-byte elements can be bound as vec4s (buffers are bound
+ * whole): its first element on a 16-byte boundary, its buffer whole 16-byte words. */
+static inline bool webgpu_view_vec4_aligned(const wgt_tensor_view *v)
+{
+    return v->offset % 4 == 0 && wgpuBufferGetSize(webgpu_view_buffer(v)) % 16 == 0;
+}
 /* Whether every element of v has an index below 2^32 (kernels that index in
  * u32 elements; negative strides refused, an empty view fits) */
 static inline bool webgpu_view_fits_u32(const wgt_tensor_view *v)
