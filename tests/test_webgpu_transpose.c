@@ -9,8 +9,12 @@
  * keep their guards. Every case also says whether the tiled path must take it,
  * checked with webgpu_transpose_count(), so the test fails if the hook in
  * webgpu_elementwise_run stops applying (or starts applying where it must not).
- * Edge tiles (sides not multiples of 32), batch dims, an output with an offset,
- * the 2-D grid fold and the other tile configs are covered too.
+ * Cases whose sides, strides and offsets are whole quads must take the
+ * 16-byte kernel (transpose_tiled_vec4.wgsl; webgpu_transpose_vec4_count()),
+ * the others the one-word kernel, and WGT_TRANSPOSE_VEC4=0 sends the aligned
+ * ones back to it. Edge tiles (sides not multiples of 32), batch dims, an
+ * output with an offset, the 2-D grid fold and the other tile configs are
+ * covered too.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
@@ -71,6 +75,24 @@ static wgt_tensor *cols_step_t(wgt_tensor *b) /* columns with step 2, transposed
     wgt_tensor_release(s);
     return t;
 }
+/* Columns lo .. lo + width - 1 of [40, 68], transposed: x's offset lo, R = width, column stride 68. */
+static wgt_tensor *cols_from_t(wgt_tensor *b, int64_t lo, int64_t width)
+{
+    wgt_tensor *s = wgt_slice(b, 1, lo, lo + width, 1);
+    wgt_tensor *t = s ? wgt_transpose(s, 0, 1) : NULL;
+    wgt_tensor_release(s);
+    return t;
+}
+static wgt_tensor *cols_from4_t(wgt_tensor *b) { return cols_from_t(b, 4, 60); } /* whole quads */
+static wgt_tensor *cols_from2_t(wgt_tensor *b) { return cols_from_t(b, 2, 60); } /* offset 2: not a quad */
+static wgt_tensor *cols_30_t(wgt_tensor *b) { return cols_from_t(b, 0, 30); }     /* R = 30 */
+static wgt_tensor *cols40_t(wgt_tensor *b) /* columns 0 .. 39 of [36, 42], transposed: column stride 42 */
+{
+    wgt_tensor *s = wgt_slice(b, 1, 0, 40, 1);
+    wgt_tensor *t = s ? wgt_transpose(s, 0, 1) : NULL;
+    wgt_tensor_release(s);
+    return t;
+}
 static wgt_tensor *unsq_t(wgt_tensor *b) /* [40, 1, 50] view of a transpose: size-1 dim dropped */
 {
     wgt_tensor *t = wgt_transpose(b, 0, 1);
@@ -112,9 +134,13 @@ static bool same(const uint32_t *a, const uint32_t *b, int64_t n, const char *na
     return true;
 }
 
-/* One case: base [shape] of dtype, view(base) copied on every context.
- * tiled: whether the tiled path must run (both copies, both WebGPU contexts). */
-static void run_case(const char *label, wgt_dtype dtype, int ndim, const int64_t *shape, view_fn view, bool tiled)
+/* Which kernel a case must take: none (the generic elementwise kernel), the
+ * tiled transpose one word a lane, or its 16-byte variant. */
+typedef enum { NONE, TILED, QUADS } tp_path;
+
+/* One case: base [shape] of dtype, view(base) copied on every context, which
+ * must take `path` (both copies, both WebGPU contexts). */
+static void run_case(const char *label, wgt_dtype dtype, int ndim, const int64_t *shape, view_fn view, tp_path path)
 {
     char name[128];
     snprintf(name, sizeof name, "%s %s", label, wgt_dtype_name(dtype));
@@ -133,11 +159,12 @@ static void run_case(const char *label, wgt_dtype dtype, int ndim, const int64_t
              *gg_copy = buf + 4 * n, *gg_contig = buf + 5 * n;
     /* Views may use fewer elements than the base (slices): compare what the view holds. */
     memset(buf, 0, 6 * bytes);
-    uint64_t before = webgpu_transpose_count();
+    uint64_t before = webgpu_transpose_count(), before_quads = webgpu_transpose_vec4_count();
     bool ok = run_on(C, dtype, ndim, shape, data, view, ref_copy, ref_contig, bytes, false, name) &&
               run_on(G, dtype, ndim, shape, data, view, g_copy, g_contig, bytes, false, name) &&
               run_on(GG, dtype, ndim, shape, data, view, gg_copy, gg_contig, bytes, true, name);
-    uint64_t ran = webgpu_transpose_count() - before;
+    uint64_t ran = webgpu_transpose_count() - before, quads = webgpu_transpose_vec4_count() - before_quads;
+    bool tiled = path != NONE;
     if (ok) {
         same(ref_copy, ref_contig, n, name, "cpu contiguous vs copy");
         same(g_copy, ref_copy, n, name, "copy");
@@ -146,27 +173,46 @@ static void run_case(const char *label, wgt_dtype dtype, int ndim, const int64_t
         same(gg_contig, ref_copy, n, name, "guarded contiguous");
         CHECK(ran == (tiled ? 4u : 0u), "%s: tiled path ran %llu times, expected %d", name, (unsigned long long)ran,
               tiled ? 4 : 0);
+        CHECK(quads == (path == QUADS ? 4u : 0u), "%s: the 16-byte kernel ran %llu times, expected %d", name,
+              (unsigned long long)quads, path == QUADS ? 4 : 0);
     }
     free(data);
     free(buf);
 }
 
+/* Sides, strides and offsets in whole quads: the 16-byte kernel's cases
+ * (path QUADS), or the one-word kernel's when that is turned off. */
+static void aligned_cases(wgt_dtype dtype, tp_path path)
+{
+    run_case("64x96 t", dtype, 2, (const int64_t[]){64, 96}, t01, path);
+    run_case("36x100 t", dtype, 2, (const int64_t[]){36, 100}, t01, path); /* edge tiles of whole quads */
+    run_case("[8,36,44] p021", dtype, 3, (const int64_t[]){8, 36, 44}, p021, path);
+    run_case("[4,8,20,16] p1032", dtype, 4, (const int64_t[]){4, 8, 20, 16}, p1032, path);
+    run_case("[40,68] cols 4.. t", dtype, 2, (const int64_t[]){40, 68}, cols_from4_t, path);
+}
+
 static void run_cases(wgt_dtype dtype)
 {
-    run_case("1x1 t", dtype, 2, (const int64_t[]){1, 1}, t01, false);
-    run_case("7x13 t", dtype, 2, (const int64_t[]){7, 13}, t01, false); /* sides below half a tile */
-    run_case("32x32 t", dtype, 2, (const int64_t[]){32, 32}, t01, true);
-    run_case("33x65 t", dtype, 2, (const int64_t[]){33, 65}, t01, true);
-    run_case("1000x3 t", dtype, 2, (const int64_t[]){1000, 3}, t01, false);
-    run_case("3x1000 t", dtype, 2, (const int64_t[]){3, 1000}, t01, false);
-    run_case("513x257 t", dtype, 2, (const int64_t[]){513, 257}, t01, true);
-    run_case("[3,40,50] p021", dtype, 3, (const int64_t[]){3, 40, 50}, p021, true);
-    run_case("[20,24,36] p210", dtype, 3, (const int64_t[]){20, 24, 36}, p210, true);
-    run_case("[2,3,17,19] p1032", dtype, 4, (const int64_t[]){2, 3, 17, 19}, p1032, true);
-    run_case("[4,30,20,5] p0213", dtype, 4, (const int64_t[]){4, 30, 20, 5}, p0213, false); /* no stride-1 dim */
-    run_case("[70,40] rows step 2 t", dtype, 2, (const int64_t[]){70, 40}, rows_step_t, true);
-    run_case("[40,64] cols step 2 t", dtype, 2, (const int64_t[]){40, 64}, cols_step_t, false);
-    run_case("[50,40] t unsqueeze", dtype, 2, (const int64_t[]){50, 40}, unsq_t, true);
+    run_case("1x1 t", dtype, 2, (const int64_t[]){1, 1}, t01, NONE);
+    run_case("7x13 t", dtype, 2, (const int64_t[]){7, 13}, t01, NONE); /* sides below half a tile */
+    run_case("32x32 t", dtype, 2, (const int64_t[]){32, 32}, t01, QUADS);
+    run_case("33x65 t", dtype, 2, (const int64_t[]){33, 65}, t01, TILED);
+    run_case("1000x3 t", dtype, 2, (const int64_t[]){1000, 3}, t01, NONE);
+    run_case("3x1000 t", dtype, 2, (const int64_t[]){3, 1000}, t01, NONE);
+    run_case("513x257 t", dtype, 2, (const int64_t[]){513, 257}, t01, TILED);
+    run_case("[3,40,50] p021", dtype, 3, (const int64_t[]){3, 40, 50}, p021, TILED);
+    run_case("[20,24,36] p210", dtype, 3, (const int64_t[]){20, 24, 36}, p210, QUADS);
+    run_case("[2,3,17,19] p1032", dtype, 4, (const int64_t[]){2, 3, 17, 19}, p1032, TILED);
+    run_case("[4,30,20,5] p0213", dtype, 4, (const int64_t[]){4, 30, 20, 5}, p0213, NONE); /* no stride-1 dim */
+    run_case("[70,40] rows step 2 t", dtype, 2, (const int64_t[]){70, 40}, rows_step_t, TILED);
+    run_case("[40,64] cols step 2 t", dtype, 2, (const int64_t[]){40, 64}, cols_step_t, NONE);
+    run_case("[50,40] t unsqueeze", dtype, 2, (const int64_t[]){50, 40}, unsq_t, TILED);
+    aligned_cases(dtype, QUADS);
+    /* one thing short of whole quads each */
+    run_case("[40,68] cols 2.. t", dtype, 2, (const int64_t[]){40, 68}, cols_from2_t, TILED);
+    run_case("[36,42] cols ..40 t", dtype, 2, (const int64_t[]){36, 42}, cols40_t, TILED);
+    run_case("[40,68] cols ..30 t", dtype, 2, (const int64_t[]){40, 68}, cols_30_t, TILED);
+    run_case("30x36 t", dtype, 2, (const int64_t[]){30, 36}, t01, TILED); /* C = 30 */
 }
 
 /* wgt_assign of a transposed view into rows 5..37 of a [40, 50] tensor: a
@@ -247,8 +293,14 @@ int main(void)
 
     /* The 2-D grid fold without a huge tensor: 17 x 9 tiles in rows of 4. */
     if (recreate((const char *[]){"WGT_WEBGPU_GRID_LIMIT", "4", NULL})) {
-        run_case("513x257 t grid fold", WGT_F32, 2, (const int64_t[]){513, 257}, t01, true);
-        run_case("[3,40,50] p021 grid fold", WGT_I32, 3, (const int64_t[]){3, 40, 50}, p021, true);
+        run_case("513x257 t grid fold", WGT_F32, 2, (const int64_t[]){513, 257}, t01, TILED);
+        run_case("[3,40,50] p021 grid fold", WGT_I32, 3, (const int64_t[]){3, 40, 50}, p021, TILED);
+    }
+
+    /* WGT_TRANSPOSE_VEC4=0: whole quads one word a lane. */
+    if (recreate((const char *[]){"WGT_TRANSPOSE_VEC4", "0", NULL})) {
+        aligned_cases(WGT_F32, TILED);
+        aligned_cases(WGT_I32, TILED);
     }
 
     /* Other tile configs (each falls back to 32x8 where the device lacks the limits). */
@@ -257,11 +309,16 @@ int main(void)
         if (!recreate((const char *[]){"WGT_WEBGPU_TRANSPOSE", configs[i], NULL})) break;
         char label[64];
         snprintf(label, sizeof label, "513x257 t tile %s", configs[i]);
-        run_case(label, WGT_F32, 2, (const int64_t[]){513, 257}, t01, true);
+        run_case(label, WGT_F32, 2, (const int64_t[]){513, 257}, t01, TILED);
         snprintf(label, sizeof label, "[2,3,17,19] p1032 tile %s", configs[i]);
-        run_case(label, WGT_I32, 4, (const int64_t[]){2, 3, 17, 19}, p1032, true);
+        run_case(label, WGT_I32, 4, (const int64_t[]){2, 3, 17, 19}, p1032, TILED);
+        /* whole quads: the 16-byte kernel takes 32-wide tiles, a 64-wide
+         * tile (where the device allows it) stays one word a lane */
+        wgt_adapter_info info;
+        bool tile64 = configs[i][0] == '6' && wgt_context_adapter_info(G, &info) == WGT_OK &&
+                      info.limits.max_compute_workgroup_storage_size >= 64 * 65 * 4;
         snprintf(label, sizeof label, "[20,24,36] p210 tile %s", configs[i]);
-        run_case(label, WGT_F32, 3, (const int64_t[]){20, 24, 36}, p210, true);
+        run_case(label, WGT_F32, 3, (const int64_t[]){20, 24, 36}, p210, tile64 ? TILED : QUADS);
     }
 
     CHECK(!G || wgt_context_live_tensors(G) == 0, "WebGPU context leaks %lld tensors",

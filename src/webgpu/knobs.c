@@ -204,4 +204,5 @@ void webgpu_knobs_read(webgpu_knobs *k)
     k->scatter_sorted = !(sorted && sorted[0] == '0');
     k->gather_rows = on_unless_zero("WGT_GATHER_ROWS");
     k->norm_subgroup = on_unless_zero("WGT_NORM_SUBGROUP");
+    k->transpose_vec4 = on_unless_zero("WGT_TRANSPOSE_VEC4");
 }

@@ -60,7 +60,10 @@ typedef struct webgpu_knobs {
     uint32_t batch_dispatches; /* WGT_BATCH_DISPATCHES=n in [1, WEBGPU_BATCH_DISPATCHES_MAX]: submit every n
                                 * dispatches; default (unset or out of range) WEBGPU_BATCH_DISPATCHES (64) */
     int transpose_tile, transpose_rows; /* WGT_WEBGPU_TRANSPOSE=TxY: the transpose's tile and workgroup rows
-                                * where the device allows them; default 0, 0: 32 x 8 */
+                                * where the device allows them; default 0, 0: 32 x 8 (with vec4 loads and
+                                * stores: 32 x 32 tiles, 32 Y invocations) */
+    bool transpose_vec4;       /* WGT_TRANSPOSE_VEC4=0: aligned transposes one u32 a lane as well
+                                * (transpose_tiled.wgsl, not transpose_tiled_vec4.wgsl); default true */
     uint32_t norm_threads;     /* WGT_WEBGPU_NORM_THREADS=64|128|256: threads per row of the register-cached
                                 * norm kernels; default 0 (another value too): chosen from the row */
     int softmax_cache;         /* WGT_WEBGPU_SOFTMAX_CACHE=<n>: the most vec4 per thread of the register-cached

@@ -27,5 +27,7 @@ wgt_status webgpu_transpose_run(webgpu_backend *wg, const wgt_kernel_call *call)
 /* Tiled transposes recorded by this process (all contexts): tests check that
  * the path is taken. */
 uint64_t webgpu_transpose_count(void);
+/* Of those, the ones that took the 16-byte kernel (transpose_tiled_vec4.wgsl). */
+uint64_t webgpu_transpose_vec4_count(void);
 
 #endif /* WGT_WEBGPU_TRANSPOSE_H */
