@@ -385,6 +385,8 @@ typedef enum wgt_op {
     WGT_OP_QUANTIZE_ROWS, WGT_OP_DEQUANTIZE_ROWS, WGT_OP_ATTENTION_Q8,
     /* x + dropout(h) with the mask kept as bits (wgt_dropout_add while recording) */
     WGT_OP_DROPOUT_ADD,
+    /* linear(gelu(h)): an MLP's second projection with its activation (wgt_gelu_linear) */
+    WGT_OP_GELU_LINEAR,
     WGT_OP_COUNT
 } wgt_op;
 
@@ -548,6 +550,15 @@ wgt_matmul_precision wgt_set_matmul_precision(wgt_context *ctx, wgt_matmul_preci
  * = x @ weight^T + bias. One GEMM: weight is read transposed in place and the
  * bias is added in the GEMM's epilogue. f32 or f16 (all three one dtype). */
 wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias);
+/* wgt_linear(wgt_gelu(h), weight, bias): a GPT MLP's activation and second
+ * projection as one op (same arguments and values as the two calls). Its
+ * gradient with respect to h comes out of one GEMM, dh = (dy weight) *
+ * gelu'(h), with the slope applied in the product's epilogue on WebGPU: the
+ * [..., in] gradient of gelu(h) is never stored or read back (the two calls'
+ * backward writes it and reads it again). Keeps gelu(h) for the weight's
+ * gradient, as wgt_linear of it would. f32 with a gradient; any float dtype
+ * without. */
+wgt_tensor *wgt_gelu_linear(wgt_tensor *h, wgt_tensor *weight, wgt_tensor *bias);
 /* wgt_linear with wgt_matmul_ex's dtypes: x and weight f32 or f16 (mixed or
  * not), the result in out_dtype (as wgt_matmul_ex(x, weight^T, out_dtype)
  * allows); bias [out] or NULL, f32 (any operands) or f16 (when x or weight is

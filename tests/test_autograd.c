@@ -174,6 +174,7 @@ F(f_leaky_relu, wgt_leaky_relu(in[0], 0.1))
 F(f_elu, wgt_elu(in[0], 0.7))
 F(f_gelu, wgt_gelu(in[0]))
 F(f_gelu_tanh, wgt_gelu_tanh(in[0]))
+F(f_gelu_linear, wgt_gelu_linear(in[0], in[1], in[2]))
 F(f_silu, wgt_silu(in[0]))
 F(f_softplus, wgt_softplus(in[0]))
 F(f_clamp, wgt_clamp(in[0], -0.85, 0.75))
@@ -339,6 +340,7 @@ static const grad_case cases[] = {
     {"elu", 1, {2}, {{3, 5}}, ANY, f_elu},
     {"gelu", 1, {2}, {{3, 5}}, ANY, f_gelu},
     {"gelu_tanh", 1, {2}, {{3, 5}}, ANY, f_gelu_tanh},
+    {"gelu_linear", 3, {3, 2, 1}, {{2, 3, 8}, {5, 8}, {5}}, ANY, f_gelu_linear},
     {"silu", 1, {2}, {{3, 5}}, ANY, f_silu},
     {"softplus", 1, {2}, {{3, 5}}, ANY, f_softplus},
     {"clamp", 1, {2}, {{3, 5}}, SPREAD, f_clamp},

@@ -442,6 +442,21 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         out[0] = wgt_linear(x, y, z);
         if (v == 2) wgt_tensor_release(idx), idx = NULL;
         break;
+    case WGT_OP_GELU_LINEAR: /* v0 [5, 7, 33] h, [19, 33] weight + bias; v1 [64, 32] h, [64, 32] weight (whole
+                                tiles); out and dh (the GELU-gradient epilogue's product) */
+        x = upload(ctx, d, v == 1 ? 2 : 3, v == 1 ? SHAPE(64, 32) : SHAPE(5, 7, 33), DOMAIN_SIGNED, 36);
+        y = upload(ctx, d, 2, v == 1 ? SHAPE(64, 32) : SHAPE(19, 33), DOMAIN_SIGNED, 37);
+        if (v != 1) z = upload(ctx, d, 1, SHAPE(19), DOMAIN_SIGNED, 38);
+        if (d == WGT_F32) wgt_tensor_set_requires_grad(x, true);
+        out[0] = wgt_gelu_linear(x, y, z);
+        n = 1;
+        if (d == WGT_F32) { /* idx: the output's gradient (released below like the others) */
+            idx = upload(ctx, d, v == 1 ? 2 : 3, v == 1 ? SHAPE(64, 64) : SHAPE(5, 7, 19), DOMAIN_SIGNED, 39);
+            out[1] = out[0] && wgt_backward_ex(out[0], idx, false) == WGT_OK ? wgt_tensor_retain(wgt_tensor_grad(x))
+                                                                              : NULL;
+            n = 2;
+        }
+        break;
     case WGT_OP_ATTENTION: /* v0 plain, v1 causal GQA Tq < Tk, v2 causal with dropout, D = 80 */
         x = upload(ctx, d, 4, v == 2 ? SHAPE(1, 2, 21, 80) : v ? SHAPE(2, 4, 17, 64) : SHAPE(1, 2, 33, 32), DOMAIN_SIGNED, 32);
         y = upload(ctx, d, 4, v == 2 ? SHAPE(1, 1, 21, 80) : v ? SHAPE(2, 2, 40, 64) : SHAPE(1, 2, 33, 32), DOMAIN_SIGNED, 33);
@@ -700,6 +715,7 @@ static const parity_op table[] = {
     {WGT_OP_MSE_LOSS, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_DROPOUT, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_GELU_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_ATTENTION, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_ROPE, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_CONV2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 4},

@@ -70,7 +70,7 @@ static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_CROSS_ENTROPY] = RULE(wgt_backward_cross_entropy), [WGT_OP_MSE_LOSS] = RULE(wgt_backward_mse_loss),
     [WGT_OP_DROPOUT] = RULE(wgt_backward_dropout), [WGT_OP_DROPOUT_ADD] = RULE(wgt_backward_dropout_add),
     [WGT_OP_LINEAR] = RULE(wgt_backward_linear), [WGT_OP_ATTENTION] = RULE_FLAGS(wgt_backward_attention, INTO | ANY_GRAD),
-    [WGT_OP_ROPE] = RULE(wgt_backward_rope),
+    [WGT_OP_ROPE] = RULE(wgt_backward_rope), [WGT_OP_GELU_LINEAR] = RULE(wgt_backward_gelu_linear),
     /* convolutional layers: rules_conv.c */
     [WGT_OP_CONV2D] = RULE(wgt_backward_conv2d), [WGT_OP_CONV_TRANSPOSE2D] = RULE(wgt_backward_conv_transpose2d),
     [WGT_OP_MAX_POOL2D] = RULE(wgt_backward_pool2d), [WGT_OP_AVG_POOL2D] = RULE(wgt_backward_pool2d),

@@ -81,6 +81,7 @@ wgt_status wgt_backward_dropout(const wgt_grad_node *node, wgt_tensor *grad_out,
 wgt_status wgt_backward_dropout_add(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
 /* rules_attention.c */
 wgt_status wgt_backward_linear(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
+wgt_status wgt_backward_gelu_linear(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
 wgt_status wgt_backward_attention(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
 wgt_status wgt_backward_rope(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs);
 

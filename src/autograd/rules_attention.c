@@ -3,6 +3,8 @@
  *   linear     x [..., in], weight [out, in], bias [out] | NULL; written with
  *              public ops: dx = dy @ weight, dweight = dy^T x (the transposed
  *              dy read in place), dbias = sum of dy over the rows
+ *   gelu_linear  linear's of gelu(h) (saved), with dh = (dy @ weight) *
+ *              gelu'(h) in one product (ops/linear_internal.h)
  *   attention  the fused backward kernels (src/ops/attention_internal.h) from
  *              the saved output and row logsumexp, written into the views the
  *              engine hands (windows of a fused q/k/v projection's gradient)
@@ -10,6 +12,7 @@
  */
 #include "autograd/rules.h"
 #include "ops/attention_internal.h"
+#include "ops/linear_internal.h"
 
 /* dy [..., out] as [rows, out] and x [..., in] as [rows, in] (contiguous copies
  * only when the views cannot be folded). */
@@ -23,12 +26,12 @@ static wgt_tensor *rows_of(wgt_tensor *t)
     return wgt_reshape(t, 2, two);
 }
 
-/* inputs {x, weight, bias|NULL} */
-wgt_status wgt_backward_linear(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs)
+/* dweight = dy^T x and dbias = the row sums of dy, as each is needed
+ * (grad_inputs[1], grad_inputs[2]) */
+static wgt_status weight_and_bias_grads(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor *x,
+                                        wgt_tensor **grad_inputs)
 {
-    wgt_tensor *x = node->inputs[0], *w = node->inputs[1];
     wgt_context *ctx = x->ctx;
-    if (wgt_autograd_input_needs_grad(node, 0) && !(grad_inputs[0] = wgt_matmul(grad_out, w))) return ctx->status;
     bool need_w = wgt_autograd_input_needs_grad(node, 1), need_b = wgt_autograd_input_needs_grad(node, 2);
     if (!need_w && !need_b) return WGT_OK;
     wgt_tensor *g2 = rows_of(grad_out);
@@ -45,6 +48,23 @@ wgt_status wgt_backward_linear(const wgt_grad_node *node, wgt_tensor *grad_out, 
     }
     wgt_tensor_release(g2);
     return ctx->status;
+}
+
+/* inputs {x, weight, bias|NULL} */
+wgt_status wgt_backward_linear(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs)
+{
+    wgt_tensor *x = node->inputs[0], *w = node->inputs[1];
+    if (wgt_autograd_input_needs_grad(node, 0) && !(grad_inputs[0] = wgt_matmul(grad_out, w))) return x->ctx->status;
+    return weight_and_bias_grads(node, grad_out, x, grad_inputs);
+}
+
+/* inputs {h, weight, bias|NULL}; saved[0] gelu(h) */
+wgt_status wgt_backward_gelu_linear(const wgt_grad_node *node, wgt_tensor *grad_out, wgt_tensor **grad_inputs)
+{
+    wgt_tensor *h = node->inputs[0], *w = node->inputs[1];
+    if (wgt_autograd_input_needs_grad(node, 0) && !(grad_inputs[0] = wgt_gelu_linear_input_grad(grad_out, w, h)))
+        return h->ctx->status;
+    return weight_and_bias_grads(node, grad_out, node->saved[0], grad_inputs);
 }
 
 /* inputs {q, k, v}; saved[0] out, saved[1] lse; ints[0] causal, ints[1] seed,

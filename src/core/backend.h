@@ -368,6 +368,13 @@ typedef struct wgt_kernel_call {
          * MAY round the other one to f16 and sum runs of up to 16 products in
          * f16 before the f32 sums (the CPU does not) */
         bool f16_reduced;
+        /* GELU-gradient epilogue (wgt_gelu_linear's backward, f32, no bias,
+         * no batch dims: a [M, K], b [K, N]): inputs[2] is not a bias but h
+         * [M, N] f32 (any strides) and out[m, n] = WGT_GELU_GRAD_EXPR of the
+         * sum g and h[m, n] (the values the ELEMENTWISE call of
+         * wgt_gelu_grad_elementwise_call over the stored sums writes; a
+         * backend MAY evaluate it on the unstored sum, which is the same f32) */
+        bool gelu_grad;
     } matmul;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */
         wgt_optimizer_kind kind; /* SGD, ADAM, ADAMW */
@@ -404,6 +411,44 @@ static inline int wgt_swiglu_elementwise_call(const char *op, const wgt_tensor_v
         ew->inputs[i].strides[n - 1] = 2;
         ew->inputs[i].offset = gu->offset + i;
     }
+    ew->n_outputs = 1;
+    ew->outputs[0] = *out;
+    return 0;
+}
+
+/* d/dh gelu(h) times g, GELU's exact (erf) form as the autograd rule of
+ * wgt_gelu writes it: g (Phi(h) + h phi(h)) */
+#define WGT_GELU_GRAD_EXPR "a * (0.5 * (1 + erf(b * 0.7071067811865476)) + b * (exp(b * b * -0.5) * 0.3989422804014327))"
+
+/* Whether a MATMUL call with gelu_grad is one the contract allows: f32 a
+ * [M, K], b [K, N], out [M, N] and h [M, N], no other epilogue. */
+static inline bool wgt_matmul_gelu_grad_call_valid(const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *h = &call->inputs[2], *o = &call->outputs[0];
+    return call->n_inputs == 3 && call->n_outputs == 1 && !call->matmul.norm && !call->matmul.swiglu &&
+           !call->matmul.rope && a->dtype == WGT_F32 && b->dtype == WGT_F32 && h->dtype == WGT_F32 &&
+           o->dtype == WGT_F32 && a->ndim == 2 && b->ndim == 2 && h->ndim == 2 && o->ndim == 2 &&
+           a->shape[1] == b->shape[0] && o->shape[0] == a->shape[0] && o->shape[1] == b->shape[1] &&
+           h->shape[0] == o->shape[0] && h->shape[1] == o->shape[1];
+}
+
+/* MATMUL's GELU-gradient epilogue as an ELEMENTWISE call (the CPU reference;
+ * WebGPU where its fused GEMM epilogue does not apply): out = the expression
+ * of the product g [M, N] (as stored) and h [M, N]. e holds the parsed
+ * expression the call points at. Nonzero (err filled) when it does not parse. */
+static inline int wgt_gelu_grad_elementwise_call(const char *op, const wgt_tensor_view *g, const wgt_tensor_view *h,
+                                                 const wgt_tensor_view *out, wgt_expr *e, wgt_kernel_call *ew,
+                                                 char *err, int err_size)
+{
+    const wgt_expr_type types[2] = {WGT_EXPR_F32, WGT_EXPR_F32};
+    if (wgt_expr_parse(WGT_GELU_GRAD_EXPR, 2, types, e, err, err_size)) return 1;
+    memset(ew, 0, sizeof(*ew));
+    ew->kind = WGT_KERNEL_ELEMENTWISE;
+    ew->op_name = op;
+    ew->expr = e;
+    ew->n_inputs = 2;
+    ew->inputs[0] = *g;
+    ew->inputs[1] = *h;
     ew->n_outputs = 1;
     ew->outputs[0] = *out;
     return 0;

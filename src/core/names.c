@@ -71,6 +71,7 @@ static const char *const op_names[] = {
     "sum_squares",
     "quantize_rows", "dequantize_rows", "attention_q8",
     "dropout_add",
+    "gelu_linear",
 };
 static_assert(COUNT_OF(op_names) == WGT_OP_COUNT, "op name table out of date");
 

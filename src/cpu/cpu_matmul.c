@@ -17,7 +17,8 @@
  * Batches run one after the other, each product split over the backend's
  * OpenMP threads (see blas_product). The SwiGLU epilogue (call->matmul.swiglu)
  * is the product into a temporary, then the elementwise SwiGLU (matmul_swiglu);
- * the RMSNorm prologue (norm) the NN NORM kernel into a temporary first.
+ * the RMSNorm prologue (norm) the NN NORM kernel into a temporary first; the
+ * GELU-gradient epilogue (gelu_grad) the product, then its elementwise call.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -273,6 +274,31 @@ static wgt_status matmul_swiglu(cpu_backend *b, const wgt_kernel_call *call)
     return s;
 }
 
+/* MATMUL with the GELU-gradient epilogue (wgt_gelu_linear's backward): the
+ * product into out, then the ELEMENTWISE call of WGT_GELU_GRAD_EXPR over it
+ * and h (inputs[2]) into out again (each element read before it is written:
+ * no temporary, so a training step's peak holds no extra [M, N]): the
+ * reference WebGPU's fused GEMM epilogue is held to. */
+static wgt_status matmul_gelu_grad(cpu_backend *b, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *out = &call->outputs[0], *h = &call->inputs[2];
+    if (!wgt_matmul_gelu_grad_call_valid(call))
+        return cpu_fail(b, call, WGT_ERR_INVALID_ARGUMENT, "GELU-gradient epilogue: %d inputs, %s out, %s h (3, f32 "
+                        "[M, N] both)", call->n_inputs, wgt_dtype_name(out->dtype), wgt_dtype_name(h->dtype));
+    wgt_kernel_call mm = *call;
+    mm.n_inputs = 2;
+    mm.matmul.gelu_grad = false;
+    wgt_status s = cpu_run_matmul(b, &mm);
+    wgt_expr e;
+    wgt_kernel_call ew;
+    char err[160];
+    if (s == WGT_OK && wgt_gelu_grad_elementwise_call(call->op_name, out, h, out, &e, &ew, err, (int)sizeof(err)))
+        s = cpu_fail(b, call, WGT_ERR_INTERNAL, "GELU-gradient expression: %s", err);
+    else if (s == WGT_OK)
+        s = cpu_run_elementwise(b, &ew);
+    return s;
+}
+
 /* MATMUL with the RMSNorm prologue (wgt_rms_norm_linear_ex): the NN NORM
  * kernel (rms, the weight in inputs[2]) writes a's rows into a temporary,
  * then the product (and its SwiGLU epilogue, if any) reads that: the values
@@ -332,6 +358,7 @@ wgt_status cpu_run_matmul(cpu_backend *b, const wgt_kernel_call *call)
     if (call->matmul.rope) return matmul_rope(b, call);
     if (call->matmul.norm) return matmul_norm(b, call);
     if (call->matmul.swiglu) return matmul_swiglu(b, call);
+    if (call->matmul.gelu_grad) return matmul_gelu_grad(b, call);
     const wgt_tensor_view *a = &call->inputs[0], *bv = &call->inputs[1], *out = &call->outputs[0];
     char as[96], bs[96], os[96];
     int n = a->ndim;

@@ -194,7 +194,10 @@ static wgt_tensor *finish_block(const gpt_model *m, const gpt_block *b, wgt_tens
     y = wgt_reshape(wgt_transpose(y, 1, 2), 3, (int64_t[]){B, T, C});
     x = residual(x, wgt_linear(y, b->attn_proj_w, b->attn_proj_b), p, training, seed, site + 1);
     wgt_tensor *h = wgt_layer_norm(x, b->ln2_w, b->ln2_b, 1e-5);
-    h = wgt_linear(wgt_gelu(wgt_linear(h, b->fc_w, b->fc_b)), b->mlp_proj_w, b->mlp_proj_b);
+    /* linear(gelu(fc)) as one op: its backward gets dfc from one GEMM whose
+     * epilogue applies GELU's slope (the [B, T, 4C] gradient of gelu's
+     * output is never written) */
+    h = wgt_gelu_linear(wgt_linear(h, b->fc_w, b->fc_b), b->mlp_proj_w, b->mlp_proj_b);
     return residual(x, h, p, training, seed, site + 2);
 }
 

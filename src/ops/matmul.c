@@ -18,7 +18,10 @@
 #include <string.h>
 
 #include "core/tape.h"
+#include "ops/linear_internal.h"
 #include "ops/op_common.h"
+
+void wgt_scope_remove(wgt_tensor *t); /* src/core/tensor.c */
 
 static wgt_tensor *matmul(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype, const char *op)
 {
@@ -317,6 +320,106 @@ static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bi
 wgt_tensor *wgt_linear(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias)
 {
     return linear(x, weight, bias, WGT_F32, false, false, "wgt_linear");
+}
+
+wgt_tensor *wgt_gelu_linear(wgt_tensor *h, wgt_tensor *weight, wgt_tensor *bias)
+{
+    const char *op = "wgt_gelu_linear";
+    wgt_tensor *args[3] = {h, weight, bias};
+    wgt_context *ctx = wgt_op_begin(op, 2, args); /* bias is optional */
+    if (!ctx || (bias && !wgt_op_begin(op, 3, args))) return NULL;
+    if (!check_linear_args(ctx, op, h, weight, bias, h->view.dtype, false)) return NULL;
+    const bool record = wgt_tape_wants(ctx, bias ? 3 : 2, args);
+    if (record && h->view.dtype != WGT_F32) {
+        wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: %s arguments have no gradient rule (f32 only); an argument requires "
+                  "grad", op, wgt_dtype_name(h->view.dtype));
+        return NULL;
+    }
+    /* the two calls' values, unrecorded; the node below stands for both */
+    wgt_no_grad_push(ctx);
+    wgt_tensor *a = wgt_gelu(h);
+    wgt_tensor *out = a ? wgt_linear(a, weight, bias) : NULL;
+    wgt_no_grad_pop(ctx);
+    bool ok = out != NULL;
+    if (ok && record) {
+        wgt_scope_remove(a); /* the node's now: a scope pop must not release it a second time */
+        wgt_grad_node *node = wgt_tape_record(out, WGT_OP_GELU_LINEAR, 3, args);
+        ok = node && wgt_tape_save(node, a); /* gelu(h): the weight's gradient reads it */
+    }
+    wgt_tensor_release(a);
+    if (!ok) {
+        wgt_tensor_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* dy as [rows, cols] (its leading dims folded), or false */
+static bool fold_rows(const wgt_tensor_view *v, wgt_tensor_view *rows)
+{
+    int nd = v->ndim;
+    if (nd < 1 || (nd > 1 && !leading_dims_fold(v, nd - 1))) return false;
+    int64_t row_stride = 0;
+    for (int d = 0; d <= nd - 2; d++)
+        if (v->shape[d] != 1) row_stride = v->strides[d]; /* the innermost non-1 dim's stride */
+    *rows = *v;
+    rows->ndim = 2;
+    rows->shape[0] = wgt_shape_numel(nd - 1, v->shape);
+    rows->strides[0] = row_stride;
+    rows->shape[1] = v->shape[nd - 1];
+    rows->strides[1] = v->strides[nd - 1];
+    return true;
+}
+
+wgt_tensor *wgt_gelu_linear_input_grad(wgt_tensor *dy, wgt_tensor *weight, wgt_tensor *h)
+{
+    const char *op = "wgt_gelu_linear backward";
+    wgt_tensor *args[3] = {dy, weight, h};
+    wgt_context *ctx = wgt_op_begin(op, 3, args);
+    if (!ctx) return NULL;
+    wgt_tensor_view a, o, hv;
+    bool fused = dy->view.dtype == WGT_F32 && weight->view.dtype == WGT_F32 && h->view.dtype == WGT_F32 &&
+                 weight->view.ndim == 2 && fold_rows(&dy->view, &a) && fold_rows(&h->view, &hv) &&
+                 a.shape[0] == hv.shape[0] && a.shape[1] == weight->view.shape[0] &&
+                 hv.shape[1] == weight->view.shape[1];
+    if (!fused) { /* the two calls */
+        wgt_tensor *g = wgt_matmul(dy, weight);
+        wgt_tensor *in[2] = {g, h};
+        wgt_tensor *r = g ? wgt_fused(ctx, WGT_GELU_GRAD_EXPR, in, 2) : NULL;
+        wgt_tensor_release(g);
+        return r;
+    }
+    wgt_tensor *out = wgt_tensor_alloc(ctx, WGT_F32, h->view.ndim, h->view.shape, op);
+    if (!out) return NULL;
+    if (a.shape[0] > 0 && hv.shape[1] > 0 && a.shape[1] == 0) { /* no outputs: dy @ weight is zeros */
+        if (wgt_fill(out, 0.0) != WGT_OK) {
+            wgt_tensor_release(out);
+            return NULL;
+        }
+    } else if (a.shape[0] > 0 && hv.shape[1] > 0) {
+        o = out->view;
+        o.ndim = 2;
+        o.shape[0] = hv.shape[0];
+        o.shape[1] = hv.shape[1];
+        o.strides[0] = hv.shape[1];
+        o.strides[1] = 1;
+        wgt_kernel_call call;
+        memset(&call, 0, sizeof(call));
+        call.kind = WGT_KERNEL_MATMUL;
+        call.op_name = op;
+        call.n_inputs = 3;
+        call.n_outputs = 1;
+        call.inputs[0] = a;
+        call.inputs[1] = weight->view;
+        call.inputs[2] = hv;
+        call.outputs[0] = o;
+        call.matmul.gelu_grad = true;
+        if (wgt_run_kernel(ctx, &call) != WGT_OK) {
+            wgt_tensor_release(out);
+            return NULL;
+        }
+    }
+    return out;
 }
 
 wgt_tensor *wgt_linear_ex(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype)

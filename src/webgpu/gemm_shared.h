@@ -54,6 +54,7 @@ typedef struct matmul_problem {
     const wgt_tensor_view *rope;   /* run_gemv_half's rope epilogue (run_rope): its table [4, D/2] */
     int64_t rope_pass_begin, rope_pass_end;
     bool half_math;                /* run_tiled: f16 operands multiplied in f16 (HALF_MATH of matmul_tiled.wgsl) */
+    const wgt_tensor_view *gelu_h; /* run_tiled's GELU-gradient epilogue (run_gelu_grad): h [M, N] f32, contiguous */
 } matmul_problem;
 
 /* One operand as a tile loader sees it: an outer dim (m for a, n for b) and k. */

@@ -205,4 +205,5 @@ void webgpu_knobs_read(webgpu_knobs *k)
     k->gather_rows = on_unless_zero("WGT_GATHER_ROWS");
     k->norm_subgroup = on_unless_zero("WGT_NORM_SUBGROUP");
     k->transpose_vec4 = on_unless_zero("WGT_TRANSPOSE_VEC4");
+    k->gelu_epilogue = on_unless_zero("WGT_GELU_EPILOGUE");
 }

@@ -96,6 +96,8 @@ typedef struct webgpu_knobs {
     bool matmul_split_waves;   /* "waves": the split-K count that fills whole waves of workgroups */
     bool matmul_pad_ladder;    /* "pad": keep a tile when the next smaller one pads the output alike */
     bool matmul_narrow_tiles;  /* "narrow": dy W with N < 1024 in 64 x 128 tiles of 128 invocations, W as it is */
+    bool gelu_epilogue;        /* WGT_GELU_EPILOGUE=0: MATMUL's GELU-gradient epilogue as the product and an
+                                * elementwise call, not in the tiled GEMM's epilogue; default true */
 
     /* ---- convolution (webgpu_conv.c) */
     char conv_tile[16];        /* WGT_CONV_TILE=<name> (64, 128, 64x128, 128x64, 16x256, 8x512): force that

@@ -136,6 +136,7 @@ static int64_t splitk_stride(const matmul_problem *p) { return matmul_ceil_div(p
 static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, const matmul_config *c, int64_t *part_k)
 {
     if (part_k) *part_k = p->K > 0 ? p->K : 1;
+    if (p->gelu_h) return 1; /* the GELU-gradient epilogue needs whole sums */
     int64_t tiles = matmul_ceil_div(p->M, c->bm) * matmul_ceil_div(p->N, c->bn) * p->batches;
     int64_t parts = wg->knobs.splitk;
     if (parts < 0) { /* automatic */
@@ -239,7 +240,8 @@ static void choose_layout(const matmul_problem *p, const matmul_operand *o, bool
 }
 
 static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
-                             const wgt_tensor_view *bias, const wgt_tensor_view *out, bool half_math, const char *op);
+                             const wgt_tensor_view *bias, const wgt_tensor_view *gelu_h, const wgt_tensor_view *out,
+                             bool half_math, const char *op);
 
 /* x [.., R, C] as a view of a new temporary whose dim R is contiguous (the
  * storage holds x^T): the same shape, strides (1, R). Both copies below read x
@@ -326,7 +328,7 @@ static wgt_status run_transposed(webgpu_backend *wg, const matmul_problem *p, bo
     }
     if (s == WGT_OK && tbk) s = transposed_copy(wg, p->b, &tmp_b, &b, op); /* b^T's storage: k contiguous */
     /* the copies read along m and n (or b along k): run_tiled does not come back here */
-    if (s == WGT_OK) s = run_native(wg, &a, &b, p->bias, p->out, p->half_math, op);
+    if (s == WGT_OK) s = run_native(wg, &a, &b, p->bias, p->gelu_h, p->out, p->half_math, op);
     webgpu_temp_release(wg, &tmp_a);
     webgpu_temp_release(wg, &tmp_b);
     return s;
@@ -451,6 +453,10 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
         q.bias_offset = (uint32_t)p->bias->offset;
         q.bias_col = (uint32_t)p->bias->strides[0];
     }
+    if (p->gelu_h) { /* h (m, n) = h[offset + m N + n] */
+        q.bias_offset = (uint32_t)p->gelu_h->offset;
+        q.bias_row = (uint32_t)p->N;
+    }
     matmul_fill_batches(pp, p->a_batch, p->b_batch, &q);
     s = matmul_dispatch(wg, pipe, a, b, pp, &q, (int64_t)q.tiles_m * q.tiles_n * p->batches * parts, op);
     if (s == WGT_OK && parts > 1) s = run_splitk_reduce(wg, p, &partial, parts, op);
@@ -460,12 +466,14 @@ static wgt_status run_tiled(webgpu_backend *wg, const matmul_problem *p, const c
 }
 
 static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
-                             const wgt_tensor_view *bias, const wgt_tensor_view *out, bool half_math, const char *op)
+                             const wgt_tensor_view *bias, const wgt_tensor_view *gelu_h, const wgt_tensor_view *out,
+                             bool half_math, const char *op)
 {
     matmul_problem p;
     wgt_status s = matmul_make_problem(wg, a, b, bias, out, op, &p);
     if (s != WGT_OK) return s;
     p.half_math = half_math;
+    p.gelu_h = gelu_h; /* run_gelu_grad checked the tiled kernel takes it */
     if (p.M == 1 || p.N == 1) return matmul_run_gemv(wg, &p, op);
     return run_tiled(wg, &p, op);
 }
@@ -473,7 +481,7 @@ static wgt_status run_native(webgpu_backend *wg, const wgt_tensor_view *a, const
 wgt_status webgpu_matmul_views(webgpu_backend *wg, const wgt_tensor_view *a, const wgt_tensor_view *b,
                                const wgt_tensor_view *out, const char *op)
 {
-    return run_native(wg, a, b, NULL, out, false, op);
+    return run_native(wg, a, b, NULL, NULL, out, false, op);
 }
 
 /* An f32 copy of x, converting only one copy of each broadcast (stride 0) dim
@@ -514,7 +522,7 @@ static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *ca
     if (s == WGT_OK && !direct) s = webgpu_temp_alloc(wg, WGT_F32, out->ndim, out->shape, &tout);
     if (s == WGT_OK)
         s = run_native(wg, conv_a ? &ta : &call->inputs[0], conv_b ? &tb : &call->inputs[1],
-                       conv_bias ? &tbias : has_bias ? &call->inputs[2] : NULL, direct ? out : &tout, false, op);
+                       conv_bias ? &tbias : has_bias ? &call->inputs[2] : NULL, NULL, direct ? out : &tout, false, op);
     if (s == WGT_OK && !direct) s = webgpu_convert(wg, &tout, out, op);
     if (conv_a) webgpu_temp_release(wg, &ta);
     if (conv_b) webgpu_temp_release(wg, &tb);
@@ -526,6 +534,7 @@ static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *ca
 bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     (void)wg;
+    if (call->matmul.gelu_grad) return wgt_matmul_gelu_grad_call_valid(call);
     if (call->kind != WGT_KERNEL_MATMUL || call->n_inputs < 2 || call->n_inputs > 3 + call->matmul.rope ||
         call->n_outputs != 1)
         return false;
@@ -725,6 +734,36 @@ static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, bool
 /* Whether a product of f16 operands (either or both, f32 or f16 out) runs
  * matmul_tiled's HALF_MATH: the call allows it
  * (wgt_set_matmul_precision MEDIUM) or WGT_MATMUL_HALF=1 forces it; WGT_MATMUL_HALF=0 turns it off. */
+/* MATMUL with the GELU-gradient epilogue (wgt_gelu_linear's backward; see
+ * backend.h). In the tiled GEMM's epilogue where it takes the product (rows
+ * and columns > 1, h contiguous, indices in u32; matmul_tiled's GELU_GRAD:
+ * the [M, N] gradient before the slope is never stored); else the two calls
+ * the CPU backend runs: the product into a temporary, then the elementwise
+ * WGT_GELU_GRAD_EXPR. WGT_GELU_EPILOGUE=0 takes the two calls always. */
+static wgt_status run_gelu_grad(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    const char *op = call->op_name;
+    const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *h = &call->inputs[2], *out = &call->outputs[0];
+    const int64_t M = out->shape[0], N = out->shape[1];
+    if (wg->knobs.gelu_epilogue && M > 1 && N > 1 && wgt_view_is_contiguous(h) && h->offset >= 0 &&
+        (uint64_t)h->offset + (uint64_t)(M * N) < UINT32_MAX && h->storage &&
+        ((uint64_t)h->offset + (uint64_t)(M * N)) * 4u <= h->storage->bytes &&
+        webgpu_view_buffer(h) != webgpu_view_buffer(out))
+        return run_native(wg, a, b, NULL, h, out, false, op);
+    wgt_tensor_view g;
+    wgt_status s = webgpu_temp_alloc(wg, WGT_F32, 2, out->shape, &g);
+    if (s == WGT_OK) s = run_native(wg, a, b, NULL, NULL, &g, false, op);
+    wgt_expr e;
+    wgt_kernel_call ew;
+    char err[160];
+    if (s == WGT_OK && wgt_gelu_grad_elementwise_call(op, &g, h, out, &e, &ew, err, (int)sizeof(err)))
+        s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: GELU-gradient expression: %s", op, err);
+    else if (s == WGT_OK)
+        s = webgpu_elementwise_run(wg, &ew);
+    webgpu_temp_release(wg, &g);
+    return s;
+}
+
 static bool half_math(const webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
@@ -737,6 +776,7 @@ wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     if (wgt_shape_numel(out->ndim, out->shape) == 0) return WGT_OK;
+    if (call->matmul.gelu_grad) return run_gelu_grad(wg, call);
     if (call->matmul.norm || call->matmul.swiglu || call->matmul.rope) {
         const bool emulated = !wg->has_f16 || wg->knobs.matmul_f16_emulate;
         if (call->matmul.rope) return run_rope(wg, call, emulated);
@@ -745,6 +785,6 @@ wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
     if (a->dtype == WGT_F16 || b->dtype == WGT_F16) {
         if (!wg->has_f16 || wg->knobs.matmul_f16_emulate) return run_f16_emulated(wg, call);
     }
-    return run_native(wg, a, b, call->n_inputs == 3 ? &call->inputs[2] : NULL, out, half_math(wg, call),
+    return run_native(wg, a, b, call->n_inputs == 3 ? &call->inputs[2] : NULL, NULL, out, half_math(wg, call),
                       call->op_name);
 }

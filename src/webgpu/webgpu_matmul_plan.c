@@ -184,15 +184,34 @@ const char *matmul_wgsl_type(wgt_dtype d) { return d == WGT_F16 ? "f16" : d == W
 /* The output type O and the bias specialization (see matmul_common.wgsl). */
 static void epilogue_prelude(const matmul_problem *p, int bias_binding, char *buf, size_t size)
 {
+    /* the GELU-gradient epilogue: h in the bias's binding (no bias then), the
+     * factor of WGT_GELU_GRAD_EXPR with elementwise_math's erf and exp, each
+     * rounding pinned as the elementwise kernel pins it (ew_opaque: params'
+     * split_stride is 0, as a GEMM with this epilogue is never split) */
+    if (p->gelu_h) {
+        snprintf(buf, size,
+                 "alias O = f32;\nconst BIAS: bool = false;\nconst GELU_GRAD: bool = true;\n"
+                 "@group(0) @binding(%d) var<storage, read> gelu_h: array<f32>;\n"
+                 "fn bias_load(i: u32) -> T { return T(); }\n"
+                 "fn ew_opaque(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | params.split_stride); }\n"
+                 "fn gelu_grad(g: f32, i: u32) -> f32 {\n"
+                 "    let h = gelu_h[i];\n"
+                 "    let cdf = ew_opaque(0.5 * ew_opaque(1.0 + ew_erf(ew_opaque(h * 0.707106769))));\n"
+                 "    let pdf = ew_opaque(ew_exp(ew_opaque(ew_opaque(h * h) * -0.5)) * 0.398942292);\n"
+                 "    return ew_opaque(g * ew_opaque(cdf + ew_opaque(h * pdf)));\n}\n",
+                 bias_binding);
+        return;
+    }
+    const char *no_gelu = "const GELU_GRAD: bool = false;\nfn gelu_grad(g: T, i: u32) -> T { return g; }\n";
     /* the bias as its own dtype (f32, or f16 where the prelude enables f16) */
     if (p->bias)
         snprintf(buf, size,
                  "alias O = %s;\nconst BIAS: bool = true;\n@group(0) @binding(%d) var<storage, read> bias: array<%s>;\n"
-                 "fn bias_load(i: u32) -> T { return T(bias[i]); }\n",
-                 p->out->dtype == WGT_F32 ? "f32" : "S", bias_binding, matmul_wgsl_type(p->bias->dtype));
+                 "fn bias_load(i: u32) -> T { return T(bias[i]); }\n%s",
+                 p->out->dtype == WGT_F32 ? "f32" : "S", bias_binding, matmul_wgsl_type(p->bias->dtype), no_gelu);
     else
-        snprintf(buf, size, "alias O = %s;\nconst BIAS: bool = false;\nfn bias_load(i: u32) -> T { return T(); }\n",
-                 p->out->dtype == WGT_F32 ? "f32" : "S");
+        snprintf(buf, size, "alias O = %s;\nconst BIAS: bool = false;\nfn bias_load(i: u32) -> T { return T(); }\n%s",
+                 p->out->dtype == WGT_F32 ? "f32" : "S", no_gelu);
 }
 
 /* The cached pipeline under key + the epilogue's specialization, or a new one
@@ -208,26 +227,32 @@ wgt_status matmul_get_pipeline_ex(webgpu_backend *wg, const matmul_problem *p, c
     bool reduce = strcmp(file, "matmul_splitk_reduce") == 0, mixed = sa != sb;
     char key[224];
     snprintf(key, sizeof(key), "%s:o%s:bias%s%s%s%s", base_key, wgt_dtype_name(p->out->dtype),
-             p->bias ? wgt_dtype_name(p->bias->dtype) : "0",
+             p->bias ? wgt_dtype_name(p->bias->dtype) : p->gelu_h ? "0:gelu_grad" : "0",
              mixed ? ":a" : "", mixed ? wgt_dtype_name(sa) : "", mixed ? wgt_dtype_name(sb) : "");
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
     const char *common = reduce ? "" : webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source(file);
     if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, file);
     const char *prelude = dtype_prelude(mixed ? WGT_F16 : dtype);
-    char epilogue[320];
+    char epilogue[1024];
     epilogue_prelude(p, reduce ? 3 : 4, epilogue, sizeof(epilogue));
     size_t at = strlen(epilogue);
     snprintf(epilogue + at, sizeof(epilogue) - at, "alias SA = %s;\nalias SB = %s;\n", mixed ? matmul_wgsl_type(sa) : "S",
              mixed ? matmul_wgsl_type(sb) : "S");
-    size_t n = strlen(prelude) + strlen(epilogue) + strlen(consts) + strlen(common) + strlen(body) + 1;
+    /* the GELU-gradient epilogue's erf and exp */
+    const char *ew_common = p->gelu_h ? webgpu_kernel_source("elementwise_common") : "";
+    const char *ew_math = p->gelu_h ? webgpu_kernel_source("elementwise_math") : "";
+    if (!ew_common || !ew_math)
+        return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: the elementwise snippets are not embedded", op);
+    size_t n = strlen(prelude) + strlen(epilogue) + strlen(consts) + strlen(ew_common) + strlen(ew_math) +
+               strlen(common) + strlen(body) + 3;
     char *source = malloc(n);
     if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-    snprintf(source, n, "%s%s%s%s%s", prelude, epilogue, consts, common, body);
+    snprintf(source, n, "%s%s%s%s\n%s\n%s%s", prelude, epilogue, consts, ew_common, ew_math, common, body);
     /* unchecked: every kernel bounds its own reads and writes (CHECK, row < M, ...) */
     static const bool read_only[4] = {true, true, false, true};   /* a, b, out, bias */
     static const bool reduce_read_only[3] = {true, false, true};  /* partial, out, bias */
-    int n_storage = (reduce ? 2 : 3) + (p->bias != NULL);
+    int n_storage = (reduce ? 2 : 3) + (p->bias != NULL || p->gelu_h != NULL);
     wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, n_storage, reduce ? reduce_read_only : read_only,
                                              true, false, false, op, out);
     free(source);
@@ -265,9 +290,10 @@ wgt_status matmul_dispatch(webgpu_backend *wg, webgpu_pipeline *pipe, const wgt_
     uint32_t x, y;
     wgt_status s = webgpu_grid(wg, (uint64_t)workgroups, &x, &y, op);
     if (s != WGT_OK) return s;
+    const wgt_tensor_view *fourth = p->bias ? p->bias : p->gelu_h; /* h takes the bias's binding */
     WGPUBuffer buffers[5] = {webgpu_view_buffer(first), webgpu_view_buffer(second), webgpu_view_buffer(p->out),
-                             p->bias ? webgpu_view_buffer(p->bias) : NULL, p->rope ? webgpu_view_buffer(p->rope) : NULL};
-    return webgpu_dispatch(wg, pipe, buffers, p->rope ? 5 : p->bias ? 4 : 3, q, sizeof(*q), x, y, 1, op);
+                             fourth ? webgpu_view_buffer(fourth) : NULL, p->rope ? webgpu_view_buffer(p->rope) : NULL};
+    return webgpu_dispatch(wg, pipe, buffers, p->rope ? 5 : fourth ? 4 : 3, q, sizeof(*q), x, y, 1, op);
 }
 
 const char *matmul_dtype_key(wgt_dtype dtype) { return wgt_dtype_name(dtype); }

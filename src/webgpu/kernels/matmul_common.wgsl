@@ -8,6 +8,10 @@
 //   O        element type of out (S, or f32 for f16 operands: wgt_matmul_ex)
 //   BIAS     whether a bias [N] (linear's) is added in the epilogue; when true
 //            the prelude binds it (binding 4) and bias_load(i) reads element i
+//   GELU_GRAD  (matmul_tiled, and the split-K reduction, which ignores it;
+//            webgpu_matmul_plan.c's epilogue_prelude) whether out =
+//            gelu_grad(sum, i): the sum times GELU's slope at element i of h
+//            (binding 4, no bias; backend.h's MATMUL gelu_grad); never split
 //   mad(x, y, z) = x * y + z on T, mad4 on vec4<T> (fma for floats; wrapping for i32)
 //   the kernel's tile constants (see each kernel's header)
 //
