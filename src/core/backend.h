@@ -373,7 +373,9 @@ typedef struct wgt_kernel_call {
          * [M, N] f32 (any strides) and out[m, n] = WGT_GELU_GRAD_EXPR of the
          * sum g and h[m, n] (the values the ELEMENTWISE call of
          * wgt_gelu_grad_elementwise_call over the stored sums writes; a
-         * backend MAY evaluate it on the unstored sum, which is the same f32) */
+         * backend MAY evaluate it on the unstored sum, which is the same f32,
+         * with an erf accurate to 2e-7 absolute and f32 exp of WGSL's
+         * precision: WebGPU's tiled epilogue does, to stay a GEMM) */
         bool gelu_grad;
     } matmul;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */

@@ -262,14 +262,6 @@ fn put_b(buffer: u32, lid: u32, r: ptr<function, array<vec4<W>, B_REGS>>) {
     for (var j = 0u; j < B_LOADS; j++) { store_b(buffer, lid + j * WG, (*r)[j]); }
 }
 
-// Output (m, n) as stored: finish's, or with GELU_GRAD the sum times GELU's
-// slope at h (m, n) (h [M, N] contiguous from bias_offset, row stride bias_row;
-// one batch).
-fn finish_tiled(x: T, m: u32, n: u32) -> O {
-    if (GELU_GRAD) { return O(gelu_grad(x, params.bias_offset + m * params.bias_row + n)); }
-    return finish(x, m, n);
-}
-
 // (tile_m, tile_n) of tile t of a batch: group_m tile rows at a time, column by column.
 fn tile_coords(t: u32) -> vec2<u32> {
     let per_group = params.group_m * params.tiles_n;
@@ -369,16 +361,41 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                     let n = col0 + 4u * slot;
                     let o = base.z + m * params.N + n;
                     if (!CHECK || n + 3u < params.N) {
-                        out[o] = finish_tiled(v.x, m, n);
-                        out[o + 1u] = finish_tiled(v.y, m, n + 1u);
-                        out[o + 2u] = finish_tiled(v.z, m, n + 2u);
-                        out[o + 3u] = finish_tiled(v.w, m, n + 3u);
+                        out[o] = finish(v.x, m, n);
+                        out[o + 1u] = finish(v.y, m, n + 1u);
+                        out[o + 2u] = finish(v.z, m, n + 2u);
+                        out[o + 3u] = finish(v.w, m, n + 3u);
                         continue;
                     }
                 }
                 for (var j = 0u; j < 4u; j++) {
                     let n = col0 + b_col_of(slot, j);
-                    if (!CHECK || n < params.N) { out[base.z + m * params.N + n] = finish_tiled(v[j], m, n); }
+                    if (!CHECK || n < params.N) { out[base.z + m * params.N + n] = finish(v[j], m, n); }
+                }
+            }
+        }
+    }
+    // GELU_GRAD: each invocation turns the sums it just stored into the sums
+    // times GELU's slope at h (m, n) (h [M, N] contiguous from bias_offset, row
+    // stride bias_row; one batch). A second pass over out rather than in the
+    // loop above: with the slope's exp and division inlined per accumulator the
+    // compilers stopped unrolling that loop, indexed acc dynamically and kept it
+    // in memory (the H200's [16384, 384] x [384, 1536] ran 8.3 ms, not 0.4);
+    // here acc is dead and the stores just made are still in cache.
+    if (GELU_GRAD) {
+        for (var g = 0u; g < TM / 4u; g++) {
+            for (var i = 0u; i < 4u; i++) {
+                let m = row0 + a_row_of(g * (BM / TM) + ty, i);
+                if (CHECK && m >= params.M) { continue; }
+                for (var h = 0u; h < TN / 4u; h++) {
+                    let slot = h * (BN / TN) + tx;
+                    for (var j = 0u; j < 4u; j++) {
+                        let n = col0 + b_col_of(slot, j);
+                        if (!CHECK || n < params.N) {
+                            let o = base.z + m * params.N + n;
+                            out[o] = O(gelu_grad(T(out[o]), params.bias_offset + m * params.bias_row + n));
+                        }
+                    }
                 }
             }
         }
