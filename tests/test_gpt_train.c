@@ -461,7 +461,10 @@ static void check_dispatches_per_step(void)
  * operand's value: the output projections' results went), attention's output
  * is laid out heads-innermost (the c_proj input is a view of it, not a second
  * copy) and blocks from 1 MiB up round to eighths of a power of two, not
- * quarters. What is left is what the rules read (per block: ln inputs and
+ * quarters (21.0 MiB since the MLP's GELU and second projection are one op,
+ * wgt_gelu_linear, whose rule holds gelu's input and output together while it
+ * makes dh; the CPU's GELU-gradient epilogue works in place for that reason).
+ * What is left is what the rules read (per block: ln inputs and
  * outputs, qkv, attention out, fc and gelu outputs), less than PyTorch keeps
  * (it also stores dropout masks). Find what a change added with
  * wgt_memory_trace_peak / `wgt train --bench --memory-report`; raise the bound
