@@ -375,7 +375,7 @@ typedef struct wgt_kernel_call {
          * wgt_gelu_grad_elementwise_call over the stored sums writes; a
          * backend MAY evaluate it on the unstored sum, which is the same f32,
          * with an erf accurate to 2e-7 absolute and f32 exp of WGSL's
-         * precision: WebGPU's tiled epilogue does, to stay a GEMM) */
+         * precision: WebGPU's tiled kernel does, a few operations a slope) */
         bool gelu_grad;
     } matmul;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */

@@ -166,6 +166,24 @@ static bool leading_dims_fold(const wgt_tensor_view *v, int n)
     return true;
 }
 
+/* v [..., cols] as [rows, cols] (its leading dims folded into rows), or false
+ * when their strides do not allow it */
+static bool fold_rows(const wgt_tensor_view *v, wgt_tensor_view *rows)
+{
+    int nd = v->ndim;
+    if (nd < 1 || (nd > 1 && !leading_dims_fold(v, nd - 1))) return false;
+    int64_t row_stride = 0;
+    for (int d = 0; d <= nd - 2; d++)
+        if (v->shape[d] != 1) row_stride = v->strides[d]; /* the innermost non-1 dim's stride */
+    *rows = *v;
+    rows->ndim = 2;
+    rows->shape[0] = wgt_shape_numel(nd - 1, v->shape);
+    rows->strides[0] = row_stride;
+    rows->shape[1] = v->shape[nd - 1];
+    rows->strides[1] = v->strides[nd - 1];
+    return true;
+}
+
 /* Whether x, weight, bias and out_dtype are wgt_linear's (one float dtype). */
 static bool linear_plain(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bias, wgt_dtype out_dtype)
 {
@@ -274,15 +292,7 @@ static wgt_tensor *linear_norm(wgt_tensor *x, wgt_tensor *weight, wgt_tensor *bi
         call.n_inputs = bias || norm_weight ? 3 : 2;
         call.n_outputs = 1;
         wgt_tensor_view a = *vx, b = *vw, o = out->view;
-        if (nd == 1 || leading_dims_fold(vx, nd - 1)) {
-            int64_t row_stride = 0;
-            for (int d = 0; d <= nd - 2; d++)
-                if (vx->shape[d] != 1) row_stride = vx->strides[d]; /* the innermost non-1 dim's stride */
-            a.ndim = 2;
-            a.shape[0] = rows;
-            a.strides[0] = row_stride;
-            a.shape[1] = in;
-            a.strides[1] = vx->strides[nd - 1];
+        if (fold_rows(vx, &a)) {
             o.ndim = 2;
             o.shape[0] = rows;
             o.shape[1] = shape[nd - 1];
@@ -352,23 +362,6 @@ wgt_tensor *wgt_gelu_linear(wgt_tensor *h, wgt_tensor *weight, wgt_tensor *bias)
         return NULL;
     }
     return out;
-}
-
-/* dy as [rows, cols] (its leading dims folded), or false */
-static bool fold_rows(const wgt_tensor_view *v, wgt_tensor_view *rows)
-{
-    int nd = v->ndim;
-    if (nd < 1 || (nd > 1 && !leading_dims_fold(v, nd - 1))) return false;
-    int64_t row_stride = 0;
-    for (int d = 0; d <= nd - 2; d++)
-        if (v->shape[d] != 1) row_stride = v->strides[d]; /* the innermost non-1 dim's stride */
-    *rows = *v;
-    rows->ndim = 2;
-    rows->shape[0] = wgt_shape_numel(nd - 1, v->shape);
-    rows->strides[0] = row_stride;
-    rows->shape[1] = v->shape[nd - 1];
-    rows->strides[1] = v->strides[nd - 1];
-    return true;
 }
 
 wgt_tensor *wgt_gelu_linear_input_grad(wgt_tensor *dy, wgt_tensor *weight, wgt_tensor *h)

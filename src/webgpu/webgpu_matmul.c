@@ -731,15 +731,14 @@ static wgt_status run_rope(webgpu_backend *wg, const wgt_kernel_call *call, bool
     return s;
 }
 
-/* Whether a product of f16 operands (either or both, f32 or f16 out) runs
- * matmul_tiled's HALF_MATH: the call allows it
- * (wgt_set_matmul_precision MEDIUM) or WGT_MATMUL_HALF=1 forces it; WGT_MATMUL_HALF=0 turns it off. */
 /* MATMUL with the GELU-gradient epilogue (wgt_gelu_linear's backward; see
- * backend.h). In the tiled GEMM's epilogue where it takes the product (rows
- * and columns > 1, h contiguous, indices in u32; matmul_tiled's GELU_GRAD:
- * the [M, N] gradient before the slope is never stored); else the two calls
- * the CPU backend runs: the product into a temporary, then the elementwise
- * WGT_GELU_GRAD_EXPR. WGT_GELU_EPILOGUE=0 takes the two calls always. */
+ * backend.h). In the tiled GEMM where it takes the product (rows and columns
+ * > 1, h contiguous in its own buffer, indices in u32; matmul_tiled's
+ * GELU_GRAD: each workgroup finishes the tile it stored in a second pass, so
+ * no [M, N] temporary and no second dispatch); else the product into a
+ * temporary, then the elementwise WGT_GELU_GRAD_EXPR (the CPU backend's two
+ * calls; WebGPU's elementwise kernel would copy an output that is also its
+ * input). WGT_GELU_EPILOGUE=0 takes the two calls always. */
 static wgt_status run_gelu_grad(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const char *op = call->op_name;
@@ -764,6 +763,9 @@ static wgt_status run_gelu_grad(webgpu_backend *wg, const wgt_kernel_call *call)
     return s;
 }
 
+/* Whether a product of f16 operands (either or both, f32 or f16 out) runs
+ * matmul_tiled's HALF_MATH: the call allows it
+ * (wgt_set_matmul_precision MEDIUM) or WGT_MATMUL_HALF=1 forces it; WGT_MATMUL_HALF=0 turns it off. */
 static bool half_math(const webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];

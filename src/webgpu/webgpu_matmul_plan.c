@@ -185,12 +185,13 @@ const char *matmul_wgsl_type(wgt_dtype d) { return d == WGT_F16 ? "f16" : d == W
 static void epilogue_prelude(const matmul_problem *p, int bias_binding, char *buf, size_t size)
 {
     /* the GELU-gradient epilogue: h in the bias's binding (no bias then) and
-     * GELU's slope Phi(h) + h phi(h) in a few operations, as each of a tile's
-     * 64 outputs an invocation holds inlines it: erfc(|h| / sqrt 2) by
-     * Abramowitz and Stegun 7.1.26 (absolute error under 1.5e-7) sharing its
-     * exp(-h^2 / 2) with phi. (elementwise_math's erf and exp, to the ulp and
-     * with pinned roundings, made the H200's [16384, 384] x [384, 1536]
-     * product 8.3 ms instead of 0.4.) */
+     * GELU's slope Phi(h) + h phi(h) in a few operations (matmul_tiled's
+     * second pass inlines it for each of an invocation's 64 outputs):
+     * erfc(|h| / sqrt 2) by Abramowitz and Stegun 7.1.26 (absolute error
+     * under 1.5e-7) sharing its exp(-h^2 / 2) with phi. elementwise_math's
+     * erf and exp, to the ulp, were tried only inside the store loop, where
+     * any slope cost the loop its unrolling (bench/results/h200-2026-11-29j
+     * p2, p3); this formula is the measured one. */
     if (p->gelu_h) {
         snprintf(buf, size,
                  "alias O = f32;\nconst BIAS: bool = false;\nconst GELU_GRAD: bool = true;\n"
