@@ -9,7 +9,9 @@
  * C jump by x's stride and every load is its own memory transaction (0.37 of
  * PyTorch's x.t().contiguous() at 8192 x 8192 f32). transpose_tiled.wgsl
  * stages TILE x TILE tiles in workgroup memory so reads go along R and writes
- * along C, both coalesced.
+ * along C, both coalesced; transpose_tiled_vec4.wgsl does it in 16-byte loads
+ * and stores where sides, strides and offsets are whole quads (both after
+ * transpose_common.wgsl: the parameters and where a tile lies).
  *
  * The call is seen after the elementwise collapse: size-1 dims dropped, dims
  * contiguous in both views merged. C is the innermost remaining dim, R the
@@ -193,16 +195,17 @@ wgt_status webgpu_transpose_run(webgpu_backend *wg, const wgt_kernel_call *call)
     snprintf(key, sizeof key, "%s;b32;%dx%d", kernel, P.tile, P.wg_y);
     webgpu_pipeline *pipeline = webgpu_pipeline_find(wg, key);
     if (!pipeline) {
-        const char *body = webgpu_kernel_source(kernel);
-        if (!body) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, kernel);
+        const char *common = webgpu_kernel_source("transpose_common"), *body = webgpu_kernel_source(kernel);
+        if (!common || !body) return wgt_error(ctx, WGT_ERR_INTERNAL, "%s: kernel %s is not embedded", op, kernel);
         char prelude[96];
-        int n = P.vec4 ? snprintf(prelude, sizeof prelude, "const WG: u32 = %du;\n", 32 * P.wg_y)
-                       : snprintf(prelude, sizeof prelude, "const TILE: u32 = %du;\nconst WG_Y: u32 = %du;\n", P.tile,
-                                  P.wg_y);
-        char *source = malloc((size_t)n + strlen(body) + 1);
+        if (P.vec4)
+            snprintf(prelude, sizeof prelude, "const WG: u32 = %du;\n", 32 * P.wg_y);
+        else
+            snprintf(prelude, sizeof prelude, "const TILE: u32 = %du;\nconst WG_Y: u32 = %du;\n", P.tile, P.wg_y);
+        size_t n = strlen(prelude) + strlen(common) + strlen(body) + 2;
+        char *source = malloc(n);
         if (!source) return wgt_error(ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        memcpy(source, prelude, (size_t)n);
-        strcpy(source + n, body);
+        snprintf(source, n, "%s%s\n%s", prelude, common, body);
         /* checked = false: the kernel skips every position outside R x C and
          * plan_transpose keeps both views inside their storages. */
         wgt_status s = webgpu_pipeline_create(wg, key, source, "main", 1, 1, true, false, op, &pipeline);

@@ -17,23 +17,6 @@
 // 32 x WG_Y workgroup; TILE % WG_Y == 0).
 // Bindings: 0 params (uniform), 1 src: array<u32>, 2 dst: array<u32>.
 
-struct Params {
-    rows: u32,             // R
-    cols: u32,             // C
-    in_col_stride: u32,    // x's stride along C (two's complement if negative)
-    out_row_stride: u32,   // out's stride along R
-    in_offset: u32,
-    out_offset: u32,
-    tiles_c: u32,          // ceil(C / TILE)
-    tiles_r: u32,          // ceil(R / TILE)
-    n_tiles: u32,          // tiles_c * tiles_r * batch: workgroups with work
-    n_batch: u32,          // batch dims in use (<= 6)
-    pad0: u32,
-    pad1: u32,
-    batch: array<vec4<u32>, 6>, // (size, x stride, out stride, 0), innermost first
-}
-
-@group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 
@@ -46,35 +29,19 @@ var<workgroup> tile: array<u32, TILE * PITCH>;
 @compute @workgroup_size(32, WG_Y)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
-    // Linear tile id (the host folds more than 65535 workgroups into 2-D).
-    var id = wid.x + wid.y * nwg.x;
-    if (id >= params.n_tiles) {
+    let t = tile_origin(wid, nwg);
+    if (!t.live) {
         return;
     }
-    let tc = id % params.tiles_c;
-    id /= params.tiles_c;
-    let tr = id % params.tiles_r;
-    var b = id / params.tiles_r;
-    var in_base = params.in_offset;
-    var out_base = params.out_offset;
-    for (var d = 0u; d < params.n_batch; d++) {
-        let dim = params.batch[d];
-        let i = b % dim.x;
-        b /= dim.x;
-        in_base += i * dim.y;
-        out_base += i * dim.z;
-    }
-    let r0 = tr * TILE;
-    let c0 = tc * TILE;
 
     // Read: lanes along R, where x is contiguous.
     for (var cl = lid.y; cl < TILE; cl += WG_Y) {
-        let c = c0 + cl;
+        let c = t.c0 + cl;
         if (c < params.cols) {
-            let col = in_base + c * params.in_col_stride;
+            let col = t.in_base + c * params.in_col_stride;
             for (var s = 0u; s < SPAN; s++) {
                 let rl = lid.x + s * LANES;
-                let r = r0 + rl;
+                let r = t.r0 + rl;
                 if (r < params.rows) {
                     tile[cl * PITCH + rl] = src[col + r];
                 }
@@ -85,12 +52,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
     // Write: lanes along C, where out is contiguous.
     for (var rl = lid.y; rl < TILE; rl += WG_Y) {
-        let r = r0 + rl;
+        let r = t.r0 + rl;
         if (r < params.rows) {
-            let row = out_base + r * params.out_row_stride;
+            let row = t.out_base + r * params.out_row_stride;
             for (var s = 0u; s < SPAN; s++) {
                 let cl = lid.x + s * LANES;
-                let c = c0 + cl;
+                let c = t.c0 + cl;
                 if (c < params.cols) {
                     dst[row + c] = tile[cl * PITCH + rl];
                 }
