@@ -124,6 +124,10 @@ class Lib:
         sig("wgt_gather", P, P, I, P)
         sig("wgt_embedding", P, P, P)
         sig("wgt_one_hot", P, P, I64, I)
+        sig("wgt_gelu_linear", P, P, P, P)
+        sig("wgt_tensor_set_requires_grad", I, P, B)
+        sig("wgt_backward_ex", I, P, P, B)
+        sig("wgt_tensor_grad", P, P)
         sig("wgt_scatter_add", P, P, I, P, P)
         sig("wgt_concat", P, ctypes.POINTER(P), I, I)
         sig("wgt_pad", P, P, I64P, D)
@@ -924,6 +928,40 @@ class Runner:
         return (f"attention_q8 {NAME[d]} H {H} Hkv {Hkv} Tq {Tq} Tk {Tk} D {D} causal {causal}", got, gd, want, d,
                 "transcendental", scale)
 
+    def case_gelu_linear(self, grad):
+        """wgt_gelu_linear(h, W, b) (grad False) or the gradient of sum(out * g)
+        with respect to h (grad True): (g W) * gelu'(h), which WebGPU's GEMM makes
+        with GELU's slope in a second pass over its tile (a few-operation erfc)."""
+        r = self.rng
+        rows, n_in, n_out = r.randrange(1, 40), r.randrange(1, 40), r.randrange(1, 40)
+        lead = (rows,) if r.random() < 0.5 else (1, rows) if r.random() < 0.5 else (rows, 1)
+        h = self.data(F32, lead + (n_in,), specials=False, small=True)
+        w = self.data(F32, (n_out, n_in), specials=False, small=True)
+        b = self.data(F32, (n_out,), specials=False, small=True) if r.random() < 0.5 else None
+        th, tw = self.upload(h, F32), self.upload(w, F32)
+        tb = self.upload(b, F32) if b is not None else None
+        hv, wv = value_of(h), value_of(w)
+        a = 0.5 * hv * (1 + _erf(hv / math.sqrt(2)))
+        shape = f"h {lead + (n_in,)}, W {(n_out, n_in)}{', bias' if b is not None else ''}"
+        if not grad:
+            got, gd = self.read(self.lib.gelu_linear(th, tw, tb), "wgt_gelu_linear")
+            want = a @ wv.T + (value_of(b) if b is not None else 0)
+            scale = np.abs(a) @ np.abs(wv).T + (np.abs(value_of(b)) if b is not None else 0)
+            return f"gelu_linear {shape}", got, gd, want, F32, "transcendental", scale
+        g = self.data(F32, lead + (n_out,), specials=False, small=True)
+        tg = self.upload(g, F32)
+        self.lib.tensor_set_requires_grad(th, True)
+        out = self.lib.gelu_linear(th, tw, tb)
+        self.check_call(out, "wgt_gelu_linear")
+        if self.lib.backward_ex(out, tg, False) != 0:
+            self.check_call(None, "wgt_backward_ex")
+        got, gd = self.read(self.lib.tensor_grad(th), "the gradient of h")
+        gw = value_of(g) @ wv
+        slope = 0.5 * (1 + _erf(hv / math.sqrt(2))) + hv * np.exp(-0.5 * hv * hv) / math.sqrt(2 * math.pi)
+        want = gw * slope
+        scale = (np.abs(value_of(g)) @ np.abs(wv)) * np.abs(slope) + np.abs(gw)
+        return f"gelu_linear dh {shape}", got, gd, want, F32, "transcendental", scale
+
     CASES = [("binary", 30), ("unary", 25), ("where", 5), ("reduce", 15), ("cumsum", 4), ("softmax", 4),
              ("matmul", 5), ("cast", 6), ("view_chain", 4), ("fused", 4), ("scalar", 10), ("clamp", 4),
              ("activation", 3), ("index_select", 3), ("concat", 3), ("pad", 3), ("tri", 3), ("topk", 4),
@@ -978,6 +1016,28 @@ def main():
                 lib.scope_pop(ctx)
                 if lib.context_status(ctx) != 0:
                     lib.context_clear_error(ctx)
+        # wgt_gelu_linear and its h gradient, from a generator of their own (the
+        # draws above stay what they were)
+        runner = Runner(lib, ctx, random.Random(1000003 + seed))
+        for i in range(max(1, args.cases // 10)):
+            for grad in (False, True):
+                kind = "gelu_linear_grad" if grad else "gelu_linear"
+                lib.scope_push(ctx)
+                try:
+                    desc, got, gd, want, want_dtype, k, scale = runner.case_gelu_linear(grad)
+                    runner.compare(got, gd, want, want_dtype, k, scale, desc)
+                    compared += 1
+                    per_kind[kind] = per_kind.get(kind, 0) + 1
+                    if args.verbose:
+                        print(f"ok   seed {seed} {kind} {i}: {desc}")
+                except Mismatch as m:
+                    compared += 1
+                    mismatches += 1
+                    print(f"MISMATCH seed {seed} {kind} {i}: {m}")
+                finally:
+                    lib.scope_pop(ctx)
+                    if lib.context_status(ctx) != 0:
+                        lib.context_clear_error(ctx)
     lib.context_destroy(ctx)
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(per_kind.items()))
     print(f"numpy_diff {args.backend}: seeds {args.seeds}, {compared} cases compared ({kinds}), "
