@@ -991,53 +991,43 @@ def main():
     names = [n for n, _ in Runner.CASES]
     weights = [w for _, w in Runner.CASES]
     compared, mismatches, per_kind = 0, 0, {}
+
+    def one(kind, where, make_case):
+        """Runs one case (None: skipped) in a scope of its own and counts it."""
+        nonlocal compared, mismatches
+        lib.scope_push(ctx)
+        try:
+            case = make_case()
+            if case is None:
+                return
+            desc, got, gd, want, want_dtype, k, scale = case
+            runner.compare(got, gd, want, want_dtype, k, scale, desc)
+            compared += 1
+            per_kind[kind] = per_kind.get(kind, 0) + 1
+            if args.verbose:
+                print(f"ok   {where}: {desc}")
+        except Mismatch as m:
+            compared += 1
+            mismatches += 1
+            print(f"MISMATCH {where}: {m}")
+        finally:
+            lib.scope_pop(ctx)
+            if lib.context_status(ctx) != 0:
+                lib.context_clear_error(ctx)
+
     for seed in seeds:
         rng = random.Random(seed)
         runner = Runner(lib, ctx, rng)
         for i in range(args.cases):
             kind = rng.choices(names, weights)[0]
-            lib.scope_push(ctx)
-            desc = kind
-            try:
-                case = getattr(runner, "case_" + kind)()
-                if case is None:
-                    continue
-                desc, got, gd, want, want_dtype, k, scale = case
-                runner.compare(got, gd, want, want_dtype, k, scale, desc)
-                compared += 1
-                per_kind[kind] = per_kind.get(kind, 0) + 1
-                if args.verbose:
-                    print(f"ok   seed {seed} case {i}: {desc}")
-            except Mismatch as m:
-                compared += 1
-                mismatches += 1
-                print(f"MISMATCH seed {seed} case {i}: {m}")
-            finally:
-                lib.scope_pop(ctx)
-                if lib.context_status(ctx) != 0:
-                    lib.context_clear_error(ctx)
+            one(kind, f"seed {seed} case {i}", getattr(runner, "case_" + kind))
         # wgt_gelu_linear and its h gradient, from a generator of their own (the
         # draws above stay what they were)
         runner = Runner(lib, ctx, random.Random(1000003 + seed))
         for i in range(max(1, args.cases // 10)):
             for grad in (False, True):
                 kind = "gelu_linear_grad" if grad else "gelu_linear"
-                lib.scope_push(ctx)
-                try:
-                    desc, got, gd, want, want_dtype, k, scale = runner.case_gelu_linear(grad)
-                    runner.compare(got, gd, want, want_dtype, k, scale, desc)
-                    compared += 1
-                    per_kind[kind] = per_kind.get(kind, 0) + 1
-                    if args.verbose:
-                        print(f"ok   seed {seed} {kind} {i}: {desc}")
-                except Mismatch as m:
-                    compared += 1
-                    mismatches += 1
-                    print(f"MISMATCH seed {seed} {kind} {i}: {m}")
-                finally:
-                    lib.scope_pop(ctx)
-                    if lib.context_status(ctx) != 0:
-                        lib.context_clear_error(ctx)
+                one(kind, f"seed {seed} {kind} {i}", lambda: runner.case_gelu_linear(grad))
     lib.context_destroy(ctx)
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(per_kind.items()))
     print(f"numpy_diff {args.backend}: seeds {args.seeds}, {compared} cases compared ({kinds}), "
