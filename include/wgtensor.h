@@ -387,6 +387,8 @@ typedef enum wgt_op {
     WGT_OP_DROPOUT_ADD,
     /* linear(gelu(h)): an MLP's second projection with its activation (wgt_gelu_linear) */
     WGT_OP_GELU_LINEAR,
+    /* a decode step's attention and output projection (wgt_attention_(q)linear_ex; not differentiable) */
+    WGT_OP_ATTENTION_LINEAR,
     WGT_OP_COUNT
 } wgt_op;
 
@@ -641,6 +643,20 @@ wgt_status wgt_quantize_weight(wgt_tensor *w, int bits, wgt_tensor **qweight, wg
 wgt_status wgt_qlinear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scales, int bits,
                                  wgt_tensor *norm_weight, double eps, wgt_tensor *table, int64_t pass_begin,
                                  int64_t pass_end);
+/* A decode step's attention and its output projection in one call:
+ *   a = wgt_scaled_dot_product_attention(q, k, v, causal, 0, 0), q [B, H, Tq, D]
+ *       and k, v [B, Hkv, Tk, D] of one float dtype (a in that dtype),
+ *   its heads merged into rows [B Tq, H D] (a.permute(0, 2, 1, 3).reshape),
+ *   y = wgt_linear_ex(a, weight, bias, out_dtype) (weight [N, H D]), or for
+ *   the q variant wgt_qlinear_ex(a, qweight, scales, bits, {.bias = bias}).
+ * The values of those calls. With one query row (B = Tq = 1), f16 or
+ * quantized weights and an f32 bias [N] or none, WebGPU runs the attention's
+ * combine inside the projection (one dispatch fewer a layer in LLM decode).
+ * No gradient (an argument that requires grad is refused). */
+wgt_tensor *wgt_attention_linear_ex(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal, wgt_tensor *weight,
+                                    wgt_tensor *bias, wgt_dtype out_dtype);
+wgt_tensor *wgt_attention_qlinear_ex(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal, wgt_tensor *qweight,
+                                     wgt_tensor *scales, int bits, wgt_tensor *bias);
 /* 8-bit rows, for an LLM's 8-bit KV cache (llama.cpp's q8_0 cache in
  * spirit): each run of 32 values along the last dim shares one f32 scale.
  * x [.., D] f32 or f16 (1 to 4 dims, D a multiple of 32) is written into

@@ -616,6 +616,29 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         for (int i = 0; i < 2; i++) wgt_tensor_release(kv[i]), wgt_tensor_release(qc[i]), wgt_tensor_release(sc[i]);
         break;
     }
+    case WGT_OP_ATTENTION_LINEAR: { /* one query row (WebGPU: the combine in the GEMV): v0 f16 weight [40, 8 x 32]
+                                       + bias over 150 keys (3 chunks), 4 query heads a kv head; v1 4-bit weight, no
+                                       bias, 65 keys; v2 8-bit weight + bias, 2 query rows (the composition) */
+        const int64_t Tq = v == 2 ? 2 : 1, Tk = v == 0 ? 150 : v == 1 ? 65 : 70;
+        x = upload(ctx, d, 4, SHAPE(1, 8, Tq, 32), DOMAIN_SIGNED, 78);
+        y = upload(ctx, d, 4, SHAPE(1, 2, Tk, 32), DOMAIN_SIGNED, 79);
+        z = upload(ctx, d, 4, SHAPE(1, 2, Tk, 32), DOMAIN_SIGNED, 80);
+        wgt_tensor *w = upload(ctx, WGT_F32, 2, SHAPE(40, 256), DOMAIN_SIGNED, 81);
+        wgt_tensor *bias = v == 1 ? NULL : upload(ctx, WGT_F32, 1, SHAPE(40), DOMAIN_SIGNED, 82);
+        wgt_tensor *qw = NULL, *qs = NULL;
+        if (v == 0) {
+            wgt_scope_push(ctx);
+            out[0] = wgt_scope_keep(wgt_attention_linear_ex(x, y, z, true, wgt_cast(w, WGT_F16), bias, WGT_F32));
+            wgt_scope_pop(ctx);
+        } else if (wgt_quantize_weight(w, v == 1 ? 4 : 8, &qw, &qs) == WGT_OK) {
+            out[0] = wgt_attention_qlinear_ex(x, y, z, true, qw, qs, v == 1 ? 4 : 8, bias);
+        }
+        wgt_tensor_release(qw);
+        wgt_tensor_release(qs);
+        wgt_tensor_release(w);
+        wgt_tensor_release(bias);
+        break;
+    }
     default: n = 0; break;
     }
     wgt_tensor_release(x);
@@ -716,6 +739,7 @@ static const parity_op table[] = {
     {WGT_OP_DROPOUT, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_GELU_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
+    {WGT_OP_ATTENTION_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_ATTENTION, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_ROPE, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_CONV2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 4},

@@ -78,7 +78,7 @@ static const rule_entry rules[WGT_OP_COUNT] = {
     [WGT_OP_GROUP_NORM] = {CLASS_COMPOSITE, NULL, 0}, /* layer_norm on a view + the affine ops */
     /* inference only: quantized weights have no gradient */
     [WGT_OP_QLINEAR] = NONE, [WGT_OP_QUANTIZE_ROWS] = NONE, [WGT_OP_DEQUANTIZE_ROWS] = NONE,
-    [WGT_OP_ATTENTION_Q8] = NONE,
+    [WGT_OP_ATTENTION_Q8] = NONE, [WGT_OP_ATTENTION_LINEAR] = NONE,
     /* a norm for gradient clipping, refused under recording */
     [WGT_OP_SUM_SQUARES] = NONE,
 };

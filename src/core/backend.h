@@ -340,6 +340,14 @@ typedef struct wgt_kernel_call {
          * f32(integer sum of code x * code w) * (s_x * s_w) */
         bool int8_x;
         bool dequantize;         /* QROWS: codes, scales -> x (else x -> codes, scales) */
+        /* attention (wgt_attention_qlinear_ex; M = 1): x is not an input but
+         * the output of the ATTENTION call of q = inputs[0] [1, H, 1, D] and
+         * k, v = the last two inputs [1, Hkv, Tk, D] (one float dtype;
+         * call->attention's scale and causal, no dropout), in q's dtype, its
+         * heads merged into one row [1, H D]; bias (inputs[3]) as above; no
+         * other fusion. Only where supports() says so: the op composes the
+         * two calls elsewhere. */
+        bool attention;
     } quant;
     struct {                     /* MATMUL */
         /* SwiGLU epilogue (wgt_linear_swiglu_ex): out is [.., M, N / 2] and
@@ -377,6 +385,14 @@ typedef struct wgt_kernel_call {
          * with an erf accurate to 2e-7 absolute and f32 exp of WGSL's
          * precision: WebGPU's tiled kernel does, a few operations a slope) */
         bool gelu_grad;
+        /* Attention prologue (wgt_attention_linear_ex): a is not an input but
+         * the output of the ATTENTION call of q = inputs[0] [1, H, 1, D] and
+         * k, v = the last two inputs [1, Hkv, Tk, D] (one float dtype;
+         * call->attention's scale and causal, no dropout), in q's dtype, its
+         * heads merged into one row [1, H D]; b = inputs[1] [H D, N], the
+         * bias inputs[2] when n_inputs is 5; no other fusion. Only where
+         * supports() says so: the op composes the two calls elsewhere. */
+        bool attention;
     } matmul;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */
         wgt_optimizer_kind kind; /* SGD, ADAM, ADAMW */

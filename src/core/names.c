@@ -72,6 +72,7 @@ static const char *const op_names[] = {
     "quantize_rows", "dequantize_rows", "attention_q8",
     "dropout_add",
     "gelu_linear",
+    "attention_linear",
 };
 static_assert(COUNT_OF(op_names) == WGT_OP_COUNT, "op name table out of date");
 

@@ -250,6 +250,7 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
     case WGT_KERNEL_SOFTMAX:
         return dtype_in(x->dtype, FLOAT_DTYPES) && dtype_in(out->dtype, FLOAT_DTYPES);
     case WGT_KERNEL_MATMUL:
+        if (call->matmul.attention) return false; /* its op runs the two calls it stands for */
         if (call->matmul.gelu_grad) return wgt_matmul_gelu_grad_call_valid(call);
         /* a bias of a's dtype, or f32 (wgt_linear_ex: the residual stream), or f16 beside an f16 operand;
          * with norm inputs[2] is an f32 norm weight for f32 a */
@@ -287,7 +288,7 @@ static bool cpu_supports(wgt_backend *base, const wgt_kernel_call *call)
     case WGT_KERNEL_OPTIMIZER:
         return cpu_optimizer_supports(call);
     case WGT_KERNEL_QMATMUL:
-        return cpu_quant_supports(call);
+        return !call->quant.attention && cpu_quant_supports(call); /* attention: its op composes */
     case WGT_KERNEL_QROWS:
         return cpu_quant_rows_supports(call);
     default:

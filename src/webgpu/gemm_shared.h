@@ -55,6 +55,11 @@ typedef struct matmul_problem {
     int64_t rope_pass_begin, rope_pass_end;
     bool half_math;                /* run_tiled: f16 operands multiplied in f16 (HALF_MATH of matmul_tiled.wgsl) */
     const wgt_tensor_view *gelu_h; /* run_tiled's GELU-gradient epilogue (run_gelu_grad): h [M, N] f32, contiguous */
+    /* run_gemv_half's attention prologue (wgt_attention_linear_ex): the vector is
+     * the decode attention's row, merged from these partials (a is a placeholder
+     * view of part_o); combine_f16: the attention's output dtype is f16 */
+    const webgpu_decode_partials *combine;
+    bool combine_f16;
 } matmul_problem;
 
 /* One operand as a tile loader sees it: an outer dim (m for a, n for b) and k. */

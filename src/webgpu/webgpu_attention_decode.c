@@ -130,7 +130,11 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *const *files, int
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call *call)
+/* The first pass's parameters, pipeline and temporaries, and its dispatch;
+ * *combine (if not NULL) gets the combine pass's pipeline, *params the
+ * parameters both passes read. */
+static wgt_status first_pass(webgpu_backend *wg, const wgt_kernel_call *call, webgpu_decode_partials *dp,
+                             webgpu_pipeline **combine, decode_params *params)
 {
     const char *op = call->op_name;
     const wgt_tensor_view *q = &call->inputs[0], *k = &call->inputs[1], *v = &call->inputs[2];
@@ -187,42 +191,69 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
              "const W8: u32 = %uu;\nconst PREFETCH: bool = %s;\nconst KWS: u32 = %uu;\nconst VWS: u32 = %uu;\n",
              p.D / 8, k->dtype == WGT_F16 ? "true" : "false", q8 ? "true" : "false", q->dtype == WGT_F16 ? "true" : "false", w8,
              prefetch ? "true" : "false", prefetch ? kws : 1, prefetch ? vws : 1);
-    webgpu_pipeline *first, *combine;
+    webgpu_pipeline *first;
     /* the first pass takes quant_codes' bytes4 for 8-bit k and v */
     static const char *const first_files[2] = {"quant_codes", "attention_decode"};
     static const char *const combine_files[1] = {"attention_decode_combine"};
     wgt_status s = get_pipeline(wg, first_files, 2, consts, 5, 2, op, &first);
     if (s != WGT_OK) return s;
     snprintf(consts, sizeof(consts), "const OUT_F16: bool = %s;\n", out->dtype == WGT_F16 ? "true" : "false");
-    if ((s = get_pipeline(wg, combine_files, 1, consts, 2, 2, op, &combine)) != WGT_OK) return s;
+    if (combine && (s = get_pipeline(wg, combine_files, 1, consts, 2, 2, op, combine)) != WGT_OK) return s;
 
     /* partials: o [rows, chunks, D] f32, (m, l) [rows, chunks] as f32 pairs */
-    wgt_tensor_view part_o, part_ml;
-    memset(&part_ml, 0, sizeof(part_ml));
-    s = webgpu_temp_alloc(wg, WGT_F32, 1, (int64_t[]){(int64_t)(slots * p.D)}, &part_o);
+    s = webgpu_temp_alloc(wg, WGT_F32, 1, (int64_t[]){(int64_t)(slots * p.D)}, &dp->part_o);
     if (s != WGT_OK) return s;
-    s = webgpu_temp_alloc(wg, WGT_F32, 1, (int64_t[]){(int64_t)(2 * slots)}, &part_ml);
+    s = webgpu_temp_alloc(wg, WGT_F32, 1, (int64_t[]){(int64_t)(2 * slots)}, &dp->part_ml);
     /* fresh temporaries start at element 0; the kernels index them in vec4 / vec2 units */
-    if (s == WGT_OK && (part_o.offset % 4 || part_ml.offset % 2))
+    if (s == WGT_OK && (dp->part_o.offset % 4 || dp->part_ml.offset % 2))
         s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: unaligned temporaries", op);
-    p.o_off = (uint32_t)(part_o.offset / 4);
-    p.ml_off = (uint32_t)(part_ml.offset / 2);
+    p.o_off = dp->o_off = (uint32_t)(dp->part_o.offset / 4);
+    p.ml_off = dp->ml_off = (uint32_t)(dp->part_ml.offset / 2);
+    dp->chunks = p.chunks;
+    dp->D = p.D;
     uint32_t gx, gy;
     if (s == WGT_OK) s = webgpu_grid(wg, (uint64_t)p.B * p.Hkv * p.hblocks * p.chunks, &gx, &gy, op);
     if (s == WGT_OK) {
         /* without 8-bit k, v the scale bindings repeat k and v (read-only, never read) */
         WGPUBuffer b[7] = {webgpu_view_buffer(q), webgpu_view_buffer(k), webgpu_view_buffer(v),
                            webgpu_view_buffer(q8 ? ksc : k), webgpu_view_buffer(q8 ? vsc : v),
-                           webgpu_view_buffer(&part_o), webgpu_view_buffer(&part_ml)};
+                           webgpu_view_buffer(&dp->part_o), webgpu_view_buffer(&dp->part_ml)};
         s = webgpu_dispatch(wg, first, b, 7, &p, sizeof(p), gx, gy, 1, op);
     }
-    if (s == WGT_OK) s = webgpu_grid(wg, ceil_div((int64_t)(rows * (p.D / 2)), 256), &gx, &gy, op);
+    *params = p;
+    return s;
+}
+
+void webgpu_decode_partials_release(webgpu_backend *wg, webgpu_decode_partials *dp)
+{
+    if (dp->part_o.storage) webgpu_temp_release(wg, &dp->part_o);
+    if (dp->part_ml.storage) webgpu_temp_release(wg, &dp->part_ml);
+    memset(dp, 0, sizeof(*dp));
+}
+
+wgt_status webgpu_attention_decode_partials(webgpu_backend *wg, const wgt_kernel_call *call, webgpu_decode_partials *dp)
+{
+    memset(dp, 0, sizeof(*dp));
+    decode_params p;
+    return first_pass(wg, call, dp, NULL, &p);
+}
+
+wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *out = &call->outputs[0], *lse = &call->outputs[1];
+    webgpu_decode_partials dp;
+    memset(&dp, 0, sizeof(dp));
+    webgpu_pipeline *combine = NULL;
+    decode_params p;
+    wgt_status s = first_pass(wg, call, &dp, &combine, &p);
+    const uint64_t rows = (uint64_t)p.B * p.H * p.Tq;
+    uint32_t gx, gy;
+    if (s == WGT_OK) s = webgpu_grid(wg, ceil_div((int64_t)(rows * (p.D / 2)), 256), &gx, &gy, call->op_name);
     if (s == WGT_OK) {
-        WGPUBuffer b[4] = {webgpu_view_buffer(&part_o), webgpu_view_buffer(&part_ml), webgpu_view_buffer(out),
+        WGPUBuffer b[4] = {webgpu_view_buffer(&dp.part_o), webgpu_view_buffer(&dp.part_ml), webgpu_view_buffer(out),
                            webgpu_view_buffer(lse)};
-        s = webgpu_dispatch(wg, combine, b, 4, &p, sizeof(p), gx, gy, 1, op);
+        s = webgpu_dispatch(wg, combine, b, 4, &p, sizeof(p), gx, gy, 1, call->op_name);
     }
-    webgpu_temp_release(wg, &part_o);
-    webgpu_temp_release(wg, &part_ml);
+    webgpu_decode_partials_release(wg, &dp);
     return s;
 }

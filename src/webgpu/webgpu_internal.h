@@ -443,6 +443,24 @@ wgt_status webgpu_attention_run(webgpu_backend *wg, const wgt_kernel_call *call)
 /* ATTENTION with a few query rows over many keys (webgpu_attention_decode.c) */
 bool webgpu_attention_decode_wanted(const webgpu_backend *wg, const wgt_kernel_call *call);
 wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call *call);
+/* The first pass alone (the decode ATTENTION call's partial sums over chunks
+ * of 64 keys), for a consumer that combines them itself (attention_combine_x.wgsl):
+ * part_o f32 [rows, chunks, D] from vec4 o_off, part_ml (m, l) f32 pairs
+ * [rows, chunks] from pair ml_off, both temporaries the caller releases with
+ * webgpu_decode_partials_release (also after an error). */
+typedef struct webgpu_decode_partials {
+    wgt_tensor_view part_o, part_ml;
+    uint32_t o_off, ml_off, chunks, D;
+} webgpu_decode_partials;
+wgt_status webgpu_attention_decode_partials(webgpu_backend *wg, const wgt_kernel_call *call, webgpu_decode_partials *dp);
+void webgpu_decode_partials_release(webgpu_backend *wg, webgpu_decode_partials *dp);
+/* The attention prologue of MATMUL and QMATMUL (wgt_attention_(q)linear_ex;
+ * webgpu_attention_linear.c): the ATTENTION call it stands for, with out and
+ * lse placeholders (contiguous views, never written), to ask
+ * webgpu_attention_decode_wanted and to run its first pass. */
+void webgpu_attention_prologue_call(const wgt_kernel_call *call, wgt_kernel_call *attn);
+bool webgpu_attention_linear_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* MATMUL's */
+wgt_status webgpu_attention_linear_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_optimizer_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* OPTIMIZER */
 wgt_status webgpu_optimizer_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_nn_supports(webgpu_backend *wg, const wgt_kernel_call *call);       /* NN: norms, cross-entropy */

@@ -533,7 +533,7 @@ static wgt_status run_f16_emulated(webgpu_backend *wg, const wgt_kernel_call *ca
 
 bool webgpu_matmul_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 {
-    (void)wg;
+    if (call->matmul.attention) return call->kind == WGT_KERNEL_MATMUL && webgpu_attention_linear_supports(wg, call);
     if (call->matmul.gelu_grad) return wgt_matmul_gelu_grad_call_valid(call);
     if (call->kind != WGT_KERNEL_MATMUL || call->n_inputs < 2 || call->n_inputs > 3 + call->matmul.rope ||
         call->n_outputs != 1)
@@ -778,6 +778,7 @@ wgt_status webgpu_matmul_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *a = &call->inputs[0], *b = &call->inputs[1], *out = &call->outputs[0];
     if (wgt_shape_numel(out->ndim, out->shape) == 0) return WGT_OK;
+    if (call->matmul.attention) return webgpu_attention_linear_run(wg, call);
     if (call->matmul.gelu_grad) return run_gelu_grad(wg, call);
     if (call->matmul.norm || call->matmul.swiglu || call->matmul.rope) {
         const bool emulated = !wg->has_f16 || wg->knobs.matmul_f16_emulate;

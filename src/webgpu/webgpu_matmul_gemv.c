@@ -65,7 +65,7 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
     /* the RMSNorm prologue: the vector's K / 4 slots normalized into workgroup memory (HX) by the
      * threads nn_norm.wgsl would use (NORM_THREADS), then read from there */
     const uint32_t norm_threads = p->norm ? webgpu_norm_row_threads(wg, (uint64_t)(p->K / 4)) : 0;
-    const int64_t hx = p->norm ? p->K / 4 : 1;
+    const int64_t hx = p->norm || p->combine ? p->K / 4 : 1;
     const unsigned slots = 256 / (unsigned)c->threads;
     /* the rope epilogue: an invocation's two rows are a head's i and i + D/2 */
     const unsigned rpt = p->rope ? 2 : webgpu_gemv_rows_per_thread(wg, (uint64_t)om->outer, slots, (uint64_t)p->batches);
@@ -78,18 +78,28 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
      * 689.7 tokens/s. (The same in quant_gemv_rows, 4 words and their scales
      * loaded before x is staged, made q4 decode 22% slower: not kept.) */
     const int64_t per_lane = p->K / 8 / c->threads;
-    const unsigned pre = p->norm && !wg->knobs.gemv_no_prefetch && p->K % (8 * c->threads) == 0 &&
+    const unsigned pre = (p->norm || p->combine) && !wg->knobs.gemv_no_prefetch && p->K % (8 * c->threads) == 0 &&
                                  (per_lane == 4 || per_lane == 8) ? (unsigned)per_lane : 0;
-    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld:rpt%u:rope%s%lld:pre%u", c->name,
+    /* the attention prologue: head dim D (combine_x4's CD4 = D / 4) and the rounding of its output */
+    const unsigned cd4 = p->combine ? p->combine->D / 4 : 0;
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld:rpt%u:rope%s%lld:pre%u:comb%u%d", c->name,
              wgt_dtype_name(p->out->dtype), p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16",
-             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx, rpt, rope_type, (long long)d2, pre);
+             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx, rpt, rope_type, (long long)d2, pre, cd4,
+             p->combine_f16);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
         if (!common || !body) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel matmul_gemv_half is not embedded", op);
         /* load_x8(i): the vector's 8 elements 8i.. as two vec4<f32> (f16: one
          * 16-byte word unpacked; f32: two vec4s) */
-        const char *x8 = p->norm ? "alias SB = f32;\n"
+        const char *x8 = p->combine ? "alias SB = f32;\n"
+                                      "fn norm_w(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
+                                      "fn norm_x(i: u32) -> vec4<f32> { return vec4<f32>(); }\n"
+                                      "fn load_x8(i: u32) -> array<vec4<f32>, 2> { return array(hx[2u * i], hx[2u * i + 1u]); }\n"
+                                      "@group(0) @binding(5) var<storage, read> part_ml: array<vec2<f32>>;\n"
+                                      "fn comb_o(i: u32) -> vec4<f32> { return b[i]; }\n"
+                                      "fn comb_ml(i: u32) -> vec2<f32> { return part_ml[i]; }\n"
+                         : p->norm ? "alias SB = f32;\n"
                                    "@group(0) @binding(4) var<storage, read> nw: array<vec4<f32>>;\n"
                                    "fn norm_w(i: u32) -> vec4<f32> { return nw[i]; }\n"
                                    "fn norm_x(i: u32) -> vec4<f32> { return b[i]; }\n"
@@ -115,10 +125,12 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
                  "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
                  "const ROW_THREADS: u32 = %du;\nconst RPT: u32 = %uu;\nconst SWIGLU: bool = %s;\n"
                  "const NORM: bool = %s;\nconst NORM_THREADS: u32 = %uu;\nconst HX: u32 = %lldu;\n"
-                 "const ROPE: bool = %s;\nconst D2: u32 = %lldu;\nconst PRE: u32 = %uu;\n",
+                 "const ROPE: bool = %s;\nconst D2: u32 = %lldu;\nconst PRE: u32 = %uu;\n"
+                 "const COMBINE: bool = %s;\nconst CD4: u32 = %uu;\nconst COMBINE_F16: bool = %s;\n",
                  x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads, rpt,
                  p->swiglu ? "true" : "false", p->norm ? "true" : "false", norm_threads, (long long)hx,
-                 p->rope ? "true" : "false", (long long)d2, pre);
+                 p->rope ? "true" : "false", (long long)d2, pre, p->combine ? "true" : "false", cd4 ? cd4 : 1,
+                 p->combine_f16 ? "true" : "false");
         /* the SwiGLU epilogue: WGT_SWIGLU_EXPR as webgpu_elementwise_codegen.c
          * writes it (its exp, each step's rounding pinned by ew_opaque, whose
          * uniform zero is split_stride: 0 in the GEMV kernels), stored as an
@@ -151,13 +163,19 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
             return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: the elementwise snippets are not embedded", op);
         const char *rotate = webgpu_kernel_source("gemv_rope"); /* rope_rotate, referenced by every variant */
         if (!rotate) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gemv_rope.wgsl is not embedded", op);
+        /* combine_x4, referenced by every variant: the attention prologue's, or a stub */
+        const char *combine = p->combine ? webgpu_kernel_source("attention_combine_x")
+                                         : "fn combine_x4(i: u32, o: u32, m: u32, c: u32) -> vec4<f32> { return vec4<f32>(); }\n";
+        if (!combine) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: attention_combine_x.wgsl is not embedded", op);
         size_t n = strlen(prelude) + strlen(swiglu) + strlen(rope) + strlen(ew_common) + strlen(ew_math) +
-                   strlen(common) + strlen(body) + strlen(rotate) + 4;
+                   strlen(common) + strlen(body) + strlen(rotate) + strlen(combine) + 4;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s%s%s%s\n%s\n%s%s%s", prelude, swiglu, rope, ew_common, ew_math, common, body, rotate);
-        static const bool read_only[5] = {true, true, false, true, true}; /* a, b, out, bias, rope table */
-        const int n_storage = p->rope ? 5 : p->bias || p->norm ? 4 : 3;
+        snprintf(source, n, "%s%s%s%s\n%s\n%s%s%s%s", prelude, swiglu, rope, ew_common, ew_math, common, body, rotate,
+                 combine);
+        /* a, b, out, bias, rope table (the attention prologue: part_ml) */
+        static const bool read_only[5] = {true, true, false, true, true};
+        const int n_storage = p->rope || p->combine ? 5 : p->bias || p->norm ? 4 : 3;
         wgt_status s = webgpu_pipeline_create_ex(wg, key, source, NULL, n_storage, read_only, true, false, false, op,
                                                  &pipe);
         free(source);
@@ -194,6 +212,12 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
         q.rope_row = (uint32_t)p->rope->strides[0];
         q.rope_pass_begin = (uint32_t)p->rope_pass_begin;
         q.rope_pass_end = (uint32_t)p->rope_pass_end;
+    }
+    if (p->combine) { /* part_ml takes the rope table's binding (5); without a bias part_o fills binding 4 */
+        q.rope_offset = p->combine->ml_off;
+        q.rope_row = p->combine->chunks;
+        bound.rope = &p->combine->part_ml;
+        if (!p->bias) bound.bias = &p->combine->part_o;
     }
     return matmul_dispatch(wg, pipe, mat_is_a ? p->a : p->b, mat_is_a ? p->b : p->a, &bound, &q, per_batch * p->batches, op);
 }

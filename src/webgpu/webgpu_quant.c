@@ -142,8 +142,37 @@ static bool fused_supported(const webgpu_backend *wg, const wgt_kernel_call *cal
     return wg->knobs.quant_gemv == 2 && gemv_x_slots(wg, x->shape[1], call->quant.bits) > 0;
 }
 
+/* The attention prologue (wgt_attention_qlinear_ex; backend.h): q [1, H, 1,
+ * D] whose call is the decode attention's, codes and scales as the rows
+ * kernel reads them, the row within workgroup memory (quant_gemv_rows
+ * stages it anyway: the partials are merged as it does, by x_load). */
+static bool attention_supported(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    const bool bias = call->quant.bias;
+    const wgt_tensor_view *q = &call->inputs[0], *codes = &call->inputs[1], *s = &call->inputs[2];
+    const wgt_tensor_view *out = &call->outputs[0];
+    const int bits = call->quant.bits;
+    if (call->n_inputs != 5 + bias || call->n_outputs != 1 || call->quant.norm || call->quant.swiglu ||
+        call->quant.rope || call->quant.int8_x || (bits != 4 && bits != 8) || q->ndim != 4 || q->shape[0] != 1 ||
+        q->shape[2] != 1 || wg->knobs.quant_gemv != 2)
+        return false;
+    const int64_t K = q->shape[1] * q->shape[3], N = codes->shape[0];
+    if (codes->dtype != WGT_I32 || s->dtype != WGT_F32 || out->dtype != WGT_F32 || !contiguous_aligned(codes) ||
+        codes->shape[1] != K * bits / 32 || s->ndim != 2 || s->shape[0] != N || s->shape[1] != K / 32 ||
+        !wgt_view_is_contiguous(s) || K % 32 || out->ndim != 2 || out->shape[0] != 1 || out->shape[1] != N ||
+        !wgt_view_is_contiguous(out) || gemv_x_slots(wg, K, bits) == 0)
+        return false;
+    if (bias && (call->inputs[3].dtype != WGT_F32 || call->inputs[3].ndim != 1 || call->inputs[3].shape[0] != N ||
+                 call->inputs[3].strides[0] != 1))
+        return false;
+    wgt_kernel_call attn;
+    webgpu_attention_prologue_call(call, &attn);
+    return webgpu_attention_decode_wanted(wg, &attn);
+}
+
 bool webgpu_quant_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 {
+    if (call->quant.attention) return attention_supported(wg, call);
     const wgt_tensor_view *x = &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2];
     if (call->quant.rope) { /* the norm's fused call with the rope epilogue: quant_gemv_rows alone */
         const wgt_tensor_view *t = &call->inputs[4], *o = &call->outputs[0];
@@ -167,11 +196,16 @@ bool webgpu_quant_supports(webgpu_backend *wg, const wgt_kernel_call *call)
 }
 
 /* M = 1 through quant_gemv_rows.wgsl: ROW_THREADS invocations per output,
- * with wgt_qlinear_ex's fusions where the call has them. */
-static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call, quant_params *p)
+ * with wgt_qlinear_ex's fusions where the call has them; dp (the attention
+ * prologue): x is merged from those partials as it is staged. */
+static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call, quant_params *p,
+                                const webgpu_decode_partials *dp)
 {
     const char *op = call->op_name;
-    const bool x16 = call->inputs[0].dtype == WGT_F16, norm = call->quant.norm, bias = call->quant.bias;
+    const bool x16 = !dp && call->inputs[0].dtype == WGT_F16, norm = call->quant.norm, bias = call->quant.bias;
+    /* the attention prologue: combine_x4's CD4 = D / 4 and the rounding of the attention's output */
+    const unsigned cd4 = dp ? dp->D / 4 : 0;
+    const bool comb16 = dp && call->inputs[0].dtype == WGT_F16;
     const bool swiglu = call->quant.swiglu, rope = call->quant.rope;
     const unsigned threads = gemv_row_threads(wg, p->N, p->K, (int)p->bits);
     const unsigned unroll = gemv_row_unroll(wg);
@@ -182,8 +216,8 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
     const bool out16 = call->outputs[0].dtype == WGT_F16, table16 = table && table->dtype == WGT_F16;
     const unsigned d2 = table ? (unsigned)table->shape[1] : 1;
     char key[160];
-    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u:%d%d%d%d:rpt%u:rope%d%d%d%u", threads, unroll, p->bits, xs,
-             x16, norm, bias, swiglu, rpt, rope, out16, table16, d2);
+    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u:%d%d%d%d:rpt%u:rope%d%d%d%u:comb%u%d", threads, unroll,
+             p->bits, xs, x16, norm, bias, swiglu, rpt, rope, out16, table16, d2, cd4, comb16);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *body = webgpu_kernel_source("quant_gemv_rows"), *codes = webgpu_kernel_source("quant_codes");
@@ -204,31 +238,49 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
                                       : "@group(0) @binding(6) var<storage, read> rope_tab: array<f32>;\n",
                  out16 ? "fn rope_store(v: f32) -> OUT_T { return f16(ew_f16_to_f32_exact(ew_f32_to_f16_exact(v))); }\n"
                        : "fn rope_store(v: f32) -> OUT_T { return v; }\n");
-        char prelude[1600];
+        /* x: the attention prologue's partials (part_o as x, part_ml in the
+         * table's binding 6; x_offset = part_o's first vec4, rope_offset
+         * part_ml's first pair, rope_row the chunks), an f16 or an f32 row */
+        char comb_text[900];
+        snprintf(comb_text, sizeof(comb_text),
+                 "@group(0) @binding(1) var<storage, read> part_o: array<vec4<f32>>;\n"
+                 "@group(0) @binding(6) var<storage, read> part_ml: array<vec2<f32>>;\n"
+                 "fn comb_o(i: u32) -> vec4<f32> { return part_o[i]; }\n"
+                 "fn comb_ml(i: u32) -> vec2<f32> { return part_ml[i]; }\n"
+                 "const CD4: u32 = %uu;\nconst COMBINE_F16: bool = %s;\n"
+                 "fn x_load(i: u32) -> vec4<f32> {\n"
+                 "    return combine_x4(i - params.x_offset, params.x_offset, params.rope_offset, params.rope_row);\n}\n",
+                 cd4, comb16 ? "true" : "false");
+        const char *x_text = dp ? comb_text
+                             : x16 ? "@group(0) @binding(1) var<storage, read> x: array<vec2<u32>>;   // f16, 4 a slot\n"
+                                     "fn x_load(i: u32) -> vec4<f32> {\n"
+                                     "    let w = x[i];\n"
+                                     "    return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));\n}\n"
+                                   : "@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;\n"
+                                     "fn x_load(i: u32) -> vec4<f32> { return x[i]; }\n";
+        char prelude[2400];
         snprintf(prelude, sizeof(prelude),
                  "%sconst ROW_THREADS: u32 = %uu;\nconst RPT: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\n"
                  "const XS: u32 = %uu;\nconst NORM: bool = %s;\nconst BIAS: bool = %s;\nconst SWIGLU: bool = %s;\n%s%s",
                  out16 || table16 ? "enable f16;\n" : "", threads, rpt, unroll, p->bits, xs, norm ? "true" : "false",
-                 bias ? "true" : "false", swiglu ? "true" : "false", rope_text,
-                 x16 ? "@group(0) @binding(1) var<storage, read> x: array<vec2<u32>>;   // f16, 4 a slot\n"
-                       "fn x_load(i: u32) -> vec4<f32> {\n"
-                       "    let w = x[i];\n"
-                       "    return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));\n}\n"
-                     : "@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;\n"
-                       "fn x_load(i: u32) -> vec4<f32> { return x[i]; }\n");
+                 bias ? "true" : "false", swiglu ? "true" : "false", rope_text, x_text);
         const char *rotate = webgpu_kernel_source("gemv_rope"); /* rope_rotate, referenced by every variant */
         if (!rotate) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gemv_rope.wgsl is not embedded", op);
-        size_t n = strlen(prelude) + strlen(ew) + strlen(codes) + strlen(body) + strlen(rotate) + 2;
+        const char *combine = dp ? webgpu_kernel_source("attention_combine_x") : "";
+        if (!combine) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: attention_combine_x.wgsl is not embedded", op);
+        size_t n = strlen(prelude) + strlen(ew) + strlen(codes) + strlen(body) + strlen(rotate) + strlen(combine) + 2;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s%s\n%s%s%s", prelude, ew, codes, body, rotate);
-        static const bool read_only[6] = {true, true, true, false, true, true}; /* x, q, scales, out, aux, table */
-        wgt_status st = webgpu_pipeline_create_ex(wg, key, source, NULL, rope ? 6 : 5, read_only, true, false, false, op,
-                                                  &pipe);
+        snprintf(source, n, "%s%s\n%s%s%s%s", prelude, ew, codes, body, rotate, combine);
+        /* x, q, scales, out, aux, table (the attention prologue: x is part_o, the table part_ml) */
+        static const bool read_only[6] = {true, true, true, false, true, true};
+        wgt_status st = webgpu_pipeline_create_ex(wg, key, source, NULL, rope || dp ? 6 : 5, read_only, true, false,
+                                                  false, op, &pipe);
         free(source);
         if (st != WGT_OK) return st;
     }
-    const wgt_tensor_view *x = &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2], *out = &call->outputs[0];
+    const wgt_tensor_view *x = dp ? &dp->part_o : &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2];
+    const wgt_tensor_view *out = &call->outputs[0];
     /* without a norm weight or bias the kernel still declares aux: the scales stand in, never read */
     const wgt_tensor_view *aux = norm || bias ? &call->inputs[3] : s;
     p->aux_offset = norm || bias ? (uint32_t)aux->offset : 0;
@@ -239,12 +291,40 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
         p->rope_pass_begin = (uint32_t)call->quant.rope_pass_begin;
         p->rope_pass_end = (uint32_t)call->quant.rope_pass_end;
     }
+    if (dp) {
+        p->x_offset = dp->o_off;
+        p->rope_offset = dp->ml_off;
+        p->rope_row = dp->chunks;
+        table = &dp->part_ml;
+    }
     uint32_t gx, gy;
     const uint64_t rows = (uint64_t)(256 / threads) * rpt; /* per workgroup */
     wgt_status st = webgpu_grid(wg, ((uint64_t)p->N + rows - 1) / rows, &gx, &gy, op);
     WGPUBuffer buffers[6] = {webgpu_view_buffer(x), webgpu_view_buffer(q), webgpu_view_buffer(s),
                              webgpu_view_buffer(out), webgpu_view_buffer(aux), table ? webgpu_view_buffer(table) : NULL};
-    if (st == WGT_OK) st = webgpu_dispatch(wg, pipe, buffers, rope ? 6 : 5, p, sizeof(*p), gx, gy, 1, op);
+    if (st == WGT_OK) st = webgpu_dispatch(wg, pipe, buffers, table ? 6 : 5, p, sizeof(*p), gx, gy, 1, op);
+    return st;
+}
+
+/* QMATMUL with the attention prologue (attention_supported): the decode
+ * attention's first pass, then quant_gemv_rows merging its partials into the
+ * staged row (webgpu_attention_linear.c says why). */
+static wgt_status run_attention(webgpu_backend *wg, const wgt_kernel_call *call)
+{
+    const wgt_tensor_view *q = &call->inputs[0], *codes = &call->inputs[1], *s = &call->inputs[2];
+    wgt_kernel_call attn;
+    webgpu_attention_prologue_call(call, &attn);
+    webgpu_decode_partials dp;
+    wgt_status st = webgpu_attention_decode_partials(wg, &attn, &dp);
+    quant_params p;
+    memset(&p, 0, sizeof(p));
+    p.M = 1, p.N = (uint32_t)codes->shape[0], p.K = (uint32_t)(q->shape[1] * q->shape[3]);
+    p.bits = (uint32_t)call->quant.bits;
+    p.q_offset = (uint32_t)(codes->offset / 4), p.s_offset = (uint32_t)s->offset;
+    p.out_offset = (uint32_t)call->outputs[0].offset;
+    p.row_blocks = 1;
+    if (st == WGT_OK) st = run_gemv_rows(wg, call, &p, &dp);
+    webgpu_decode_partials_release(wg, &dp);
     return st;
 }
 
@@ -256,6 +336,7 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
         return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: quantized matmul needs f32 x and i32 weights, contiguous with "
                          "offsets that are multiples of 4, K %% 32 == 0, 8 or 4 bits (fused: one row whose x fits "
                          "the workgroup memory)", op);
+    if (call->quant.attention) return run_attention(wg, call);
     const wgt_tensor_view *x = &call->inputs[0], *q = &call->inputs[1], *s = &call->inputs[2], *out = &call->outputs[0];
     const int64_t M = x->shape[0], K = x->shape[1], N = q->shape[0];
     if (M == 0 || N == 0) return WGT_OK;
@@ -276,7 +357,7 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
                                       x->dtype == WGT_F16);
     const bool gemv = M == 1 && wg->knobs.quant_gemv == 1;
     const bool tiled = M >= QUANT_TILED_MIN_M && wg->knobs.quant_tiled;
-    if (gemv_rows) return run_gemv_rows(wg, call, &p);
+    if (gemv_rows) return run_gemv_rows(wg, call, &p, NULL);
     const char *kernel = gemv ? "quant_gemv" : tiled ? "quant_matmul_tiled" : "quant_matmul";
     const quant_tile *tile = tiled ? choose_tile(wg, M, N) : NULL;
     if (tiled && !tile)

@@ -29,6 +29,12 @@
 // NORM (prelude; wgt_rms_norm_linear_ex in LLM decode): the f32 vector is
 // first RMS-normalized with the weight nw [K] (binding 4, no bias) into
 // workgroup memory hx, as the NORM kernel would write it, and read from there.
+// COMBINE (prelude; wgt_attention_linear_ex in LLM decode): the vector is the
+// decode attention's output row, merged from its first pass's partial sums
+// (part_o bound as b, from vec4 params.b_offset / 4; part_ml at binding 5,
+// from pair params.rope_offset; params.rope_row chunks) into hx by
+// combine_x4 (attention_combine_x.wgsl) and read from there, as NORM's row:
+// the attention's combine and the projection in one dispatch. One batch.
 // ROPE (prelude; wgt_rms_norm_linear_rope_into in LLM decode, with NORM):
 // RPT = 2 and an invocation's rows are i and i + D2 of one head (D = 2 D2,
 // prelude): row pair p (the workgroup's first pair + slot) is head p / D2,
@@ -43,7 +49,7 @@ const SLOTS: u32 = WG / ROW_THREADS;  // row groups per workgroup
 const ROWS: u32 = SLOTS * RPT;        // rows per workgroup
 
 var<workgroup> partial: array<f32, WG * RPT>;   // [r][lid]; NORM's tree uses [0][lid]
-var<workgroup> hx: array<vec4<f32>, HX>;   // NORM: the normalized vector (K / 4 slots)
+var<workgroup> hx: array<vec4<f32>, HX>;   // NORM, COMBINE: the vector (K / 4 slots)
 
 // dot of a word of 8 halves with 8 vector elements (load_x8)
 fn dot8(m: vec4<u32>, x: array<vec4<f32>, 2>) -> f32 {
@@ -81,8 +87,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     // PRE (prelude; > 0 only when each row has exactly PRE words per
     // invocation, PRE a multiple of 4): the invocation's PRE RPT words are
-    // loaded here, before the NORM prologue, so their memory latency overlaps
-    // the norm's reads and barriers instead of following them
+    // loaded here, before the NORM (or COMBINE) prologue, so their memory
+    // latency overlaps the prologue's reads and barriers instead of following them
     var pre: array<vec4<u32>, max(PRE * RPT, 1u)>;
     if (PRE > 0u && live) {
         for (var r = 0u; r < RPT; r++) {
@@ -120,12 +126,19 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
     }
 
+    if (COMBINE) {
+        for (var i = lid; i < (params.K >> 2u); i += WG) {
+            hx[i] = combine_x4(i, params.b_offset >> 2u, params.rope_offset, params.rope_row);
+        }
+        workgroupBarrier();
+    }
+
     // per row two sums, acc0 over words w, w + 2 RT, .. and acc1 over w + RT,
     // w + 3 RT, .. (RT = ROW_THREADS), the tail into acc0, then acc0 + acc1
     var acc0: array<f32, RPT>;
     var acc1: array<f32, RPT>;
     if (PRE > 0u && live) {   // the same sums in the same order from the registers
-        let x8 = select(base.y >> 3u, 0u, NORM);
+        let x8 = select(base.y >> 3u, 0u, NORM || COMBINE);
         for (var i = 0u; i < PRE; i += 4u) {
             let w = lane + i * ROW_THREADS;
             let x0 = load_x8(x8 + w);
@@ -138,7 +151,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
     } else if (live) {
-        let x8 = select(base.y >> 3u, 0u, NORM); // NORM: load_x8 reads hx
+        let x8 = select(base.y >> 3u, 0u, NORM || COMBINE); // NORM: load_x8 reads hx
         let words = params.K >> 3u;
         var w = lane;
         for (; w + 3u * ROW_THREADS < words; w += 4u * ROW_THREADS) {
