@@ -10,8 +10,9 @@
  * On WebGPU one query row takes the fused call (the decode attention's first
  * pass, then the GEMV merging its partials as it stages its vector): checked
  * to be two dispatches where the calls take three, and to give the calls'
- * values within f32 reassociation (the merge is the combine kernel's
- * arithmetic, rounded to the attention's dtype as the combine stores it).
+ * values within f32 rounding (the merge is the combine kernel's arithmetic,
+ * rounded to the attention's dtype as the combine stores it; with f16 q a
+ * rounding to f16 may flip, so 1e-3 there, 1e-6 with f32 q).
  * Cases: f16 and f32 q, f16 / 8-bit / 4-bit weights, a bias and none, 1 to
  * 5 chunks of 64 keys (a partial last chunk), grouped-query heads; shapes
  * the fused call does not take (two query rows, two batches) are the
@@ -120,8 +121,13 @@ static void check_case(wgt_context *ctx, const char *backend, const shape_case *
     if (f && r) {
         CHECK(nf == nc && nf == c->B * c->Tq * c->N, "%s: %lld values against %lld", label, (long long)nf, (long long)nc);
         const double e = rel_l2(f, r, nf);
-        /* f32 sums reassociated at most (the fused path merges four elements an invocation) */
-        CHECK(e <= 1e-6, "%s: %.3g (relative L2) from the calls", label, e);
+        /* the merge is the combine kernel's f32 arithmetic, but two kernels
+         * may contract its products into FMAs differently (NVIDIA's compiler
+         * did: ~1 ulp of f32); with f16 q that ulp can flip the rounding of
+         * an attention output to f16 (2^-11 of it), so f16 q allows that
+         * much, f32 q a few f32 ulps */
+        const double tol = c->qdtype == WGT_F16 ? 1e-3 : 1e-6;
+        CHECK(e <= tol, "%s: %.3g (relative L2) from the calls", label, e);
         if (expect_fused)
             CHECK(df + 1 == dc, "%s: %llu dispatches against the calls' %llu (the combine should be in the GEMV)", label,
                   (unsigned long long)df, (unsigned long long)dc);

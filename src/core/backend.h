@@ -359,7 +359,10 @@ typedef struct wgt_kernel_call {
         /* RMSNorm prologue (wgt_rms_norm_linear_ex): inputs[2] is not a bias
          * but an f32 norm weight [K], and a (f32, rows contiguous) is read as
          * the NN NORM kernel's rms output of its rows with that weight and
-         * norm_eps (the values that kernel would write). */
+         * norm_eps (the values that kernel would write, up to the order in
+         * which a row's squares are summed: WebGPU's norm kernel sums by
+         * subgroups where the adapter has them, the GEMV's prologue by a
+         * workgroup tree; rstd may then differ by an ulp). */
         bool norm;
         double norm_eps;
         /* Rotary epilogue (wgt_rms_norm_linear_rope_into; M = 1, no batch):
