@@ -125,6 +125,8 @@ class Lib:
         sig("wgt_embedding", P, P, P)
         sig("wgt_one_hot", P, P, I64, I)
         sig("wgt_gelu_linear", P, P, P, P)
+        sig("wgt_attention_linear_ex", P, P, P, P, B, P, P, I)
+        sig("wgt_attention_qlinear_ex", P, P, P, P, B, P, P, I, P)
         sig("wgt_tensor_set_requires_grad", I, P, B)
         sig("wgt_backward_ex", I, P, P, B)
         sig("wgt_tensor_grad", P, P)
@@ -962,6 +964,58 @@ class Runner:
         scale = (np.abs(value_of(g)) @ np.abs(wv)) * np.abs(slope) + np.abs(gw)
         return f"gelu_linear dh {shape}", got, gd, want, F32, "transcendental", scale
 
+    def case_attention_linear(self):
+        """wgt_attention_linear_ex (f16 weights) / wgt_attention_qlinear_ex (8-bit
+        weights in NumPy's q8_reference layout, wgt_qlinear's) against, in float64:
+        softmax(q k^T / sqrt(D), causal) v, rounded to q's dtype as the op's
+        attention output is, its heads merged, times the weight's values, plus the
+        bias. One query row mostly (WebGPU merges the attention's chunk partials in
+        the projection's GEMV there), sometimes two (the composition)."""
+        r = self.rng
+        d = self.dtype((F32, F16))
+        Hkv = r.randrange(1, 3)
+        H = Hkv * r.randrange(1, 5)
+        Tq, Tk, D = r.choice([1, 1, 1, 2]), r.randrange(1, 300), r.choice([32, 64])
+        N = r.randrange(1, 48)
+        q = self.data(d, (1, H, Tq, D), specials=False, small=True)
+        k = self.data(d, (1, Hkv, Tk, D), specials=False, small=True)
+        v = self.data(d, (1, Hkv, Tk, D), specials=False)
+        w = self.data(F32, (N, H * D), specials=False, small=True)
+        b = self.data(F32, (N,), specials=False) if r.random() < 0.5 else None
+        tq, tk, tv = self.upload(q, d), self.upload(k, d), self.upload(v, d)
+        tb = self.upload(b, F32) if b is not None else None
+        quantized = r.random() < 0.5
+        if quantized:
+            wc, ws = self.q8_reference(w)
+            wv = wc.view(np.int8).reshape(w.shape).astype(np.float64) * np.repeat(ws, 32, axis=-1)
+            out = self.lib.attention_qlinear_ex(tq, tk, tv, True, self.upload(wc, I32), self.upload(ws, F32), 8, tb)
+        else:
+            wv = value_of(w.astype(np.float16))
+            out = self.lib.attention_linear_ex(tq, tk, tv, True, self.upload(w, F16), tb, F32)
+        got, gd = self.read(out, "wgt_attention_linear_ex" if not quantized else "wgt_attention_qlinear_ex")
+        g = H // Hkv
+        kd, vd = np.repeat(value_of(k), g, axis=1), np.repeat(value_of(v), g, axis=1)
+        sc = np.matmul(value_of(q), kd.transpose(0, 1, 3, 2)) / math.sqrt(D)
+        seen = np.arange(Tk)[None, :] <= np.arange(Tq)[:, None] + Tk - Tq  # causal, bottom-right aligned
+        sc = np.where(seen, sc, -np.inf)
+        with np.errstate(all="ignore"):
+            m = np.max(sc, axis=-1, keepdims=True)
+            p = np.exp(sc - np.where(np.isfinite(m), m, 0))
+            a = np.matmul(p, vd) / np.sum(p, axis=-1, keepdims=True)
+        a = np.where(np.isnan(a), 0.0, a)
+        if d == F16:
+            a = a.astype(np.float16).astype(np.float64)
+        a = a.transpose(0, 2, 1, 3).reshape(Tq, H * D)  # heads merged: [Tq, H D]
+        want = a @ wv.T + (value_of(b) if b is not None else 0)
+        terms = np.abs(a) @ np.abs(wv).T
+        # the attention's own f32 error (a few ulps an element); with f16 q each
+        # element may round to f16 the other way (2^-11 of it): relative to the
+        # sum of |terms| at compare's 4e-6
+        scale = terms * (4.0 if d == F32 else 1.0 + 2.0 ** -11 / 4e-6) + (np.abs(value_of(b)) if b is not None else 0)
+        return (f"attention_linear q {NAME[d]} H {H} Hkv {Hkv} Tq {Tq} Tk {Tk} D {D} N {N} "
+                f"{'q8' if quantized else 'f16'} weight{', bias' if b is not None else ''}", got, gd, want, F32,
+                "transcendental", scale)
+
     CASES = [("binary", 30), ("unary", 25), ("where", 5), ("reduce", 15), ("cumsum", 4), ("softmax", 4),
              ("matmul", 5), ("cast", 6), ("view_chain", 4), ("fused", 4), ("scalar", 10), ("clamp", 4),
              ("activation", 3), ("index_select", 3), ("concat", 3), ("pad", 3), ("tri", 3), ("topk", 4),
@@ -1028,6 +1082,10 @@ def main():
             for grad in (False, True):
                 kind = "gelu_linear_grad" if grad else "gelu_linear"
                 one(kind, f"seed {seed} {kind} {i}", lambda: runner.case_gelu_linear(grad))
+        # wgt_attention_(q)linear_ex, from a generator of their own too
+        runner = Runner(lib, ctx, random.Random(2000003 + seed))
+        for i in range(max(1, args.cases // 10)):
+            one("attention_linear", f"seed {seed} attention_linear {i}", runner.case_attention_linear)
     lib.context_destroy(ctx)
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(per_kind.items()))
     print(f"numpy_diff {args.backend}: seeds {args.seeds}, {compared} cases compared ({kinds}), "
