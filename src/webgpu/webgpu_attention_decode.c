@@ -235,6 +235,7 @@ wgt_status webgpu_attention_decode_partials(webgpu_backend *wg, const wgt_kernel
 {
     memset(dp, 0, sizeof(*dp));
     decode_params p;
+    memset(&p, 0, sizeof(p));
     return first_pass(wg, call, dp, NULL, &p);
 }
 
@@ -245,6 +246,7 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
     memset(&dp, 0, sizeof(dp));
     webgpu_pipeline *combine = NULL;
     decode_params p;
+    memset(&p, 0, sizeof(p)); /* first_pass sets it once its checks pass */
     wgt_status s = first_pass(wg, call, &dp, &combine, &p);
     const uint64_t rows = (uint64_t)p.B * p.H * p.Tq;
     uint32_t gx, gy;

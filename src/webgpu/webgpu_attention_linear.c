@@ -62,8 +62,10 @@ static bool plan(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_stor
     a->strides[0] = K, a->strides[1] = 1;
     a->offset = vec_offset;
     const wgt_tensor_view *bias = call->n_inputs == 5 ? &call->inputs[2] : NULL;
+    /* (sizes past the kernels' u32s would have matmul_make_problem record an error: supports() must not) */
     if (b->ndim != 2 || b->shape[0] != K || out->ndim != 2 || out->shape[0] != 1 || out->shape[1] != b->shape[1] ||
-        (uint64_t)K * 4 + WEBGPU_GEMV_PARTIAL_BYTES > wg->limits.maxComputeWorkgroupStorageSize || K % 8)
+        (uint64_t)K * 4 + WEBGPU_GEMV_PARTIAL_BYTES > wg->limits.maxComputeWorkgroupStorageSize || K % 8 ||
+        (uint64_t)K * (uint64_t)b->shape[1] >= UINT32_MAX / 2)
         return false;
     if (matmul_make_problem(wg, a, b, bias, out, call->op_name, p) != WGT_OK) return false;
     matmul_plan_gemv(wg, p, g);
