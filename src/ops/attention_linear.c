@@ -26,17 +26,23 @@
 #include "core/tape.h"
 #include "ops/op_common.h"
 
-/* The composition that defines the op: attention, heads merged, the projection. */
-static wgt_tensor *composed(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal, wgt_tensor *weight,
-                            wgt_tensor *scales, int bits, wgt_tensor *bias, wgt_dtype out_dtype)
+/* The composition that defines the op: attention, heads merged, the
+ * projection. Its intermediates live in a scope of their own, released here
+ * whether or not the caller has one. */
+static wgt_tensor *composed(wgt_context *ctx, wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal,
+                            wgt_tensor *weight, wgt_tensor *scales, int bits, wgt_tensor *bias, wgt_dtype out_dtype)
 {
-    wgt_tensor *a = wgt_scaled_dot_product_attention(q, k, v, causal, 0.0, 0);
-    if (!a) return NULL;
-    const int64_t B = a->view.shape[0], H = a->view.shape[1], Tq = a->view.shape[2], D = a->view.shape[3];
-    wgt_tensor *merged = wgt_reshape(wgt_permute(a, (int[]){0, 2, 1, 3}), 2, (int64_t[]){B * Tq, H * D});
-    if (!merged) return NULL;
-    if (scales) return wgt_qlinear_ex(merged, weight, scales, bits, &(wgt_qlinear_fusion){.bias = bias});
-    return wgt_linear_ex(merged, weight, bias, out_dtype);
+    wgt_scope_push(ctx);
+    wgt_tensor *y = NULL, *a = wgt_scaled_dot_product_attention(q, k, v, causal, 0.0, 0);
+    if (a) {
+        const int64_t B = a->view.shape[0], H = a->view.shape[1], Tq = a->view.shape[2], D = a->view.shape[3];
+        wgt_tensor *merged = wgt_reshape(wgt_permute(a, (int[]){0, 2, 1, 3}), 2, (int64_t[]){B * Tq, H * D});
+        if (merged && scales) y = wgt_qlinear_ex(merged, weight, scales, bits, &(wgt_qlinear_fusion){.bias = bias});
+        else if (merged) y = wgt_linear_ex(merged, weight, bias, out_dtype);
+    }
+    wgt_scope_keep(y);
+    wgt_scope_pop(ctx);
+    return y;
 }
 
 /* One query row of a float q against keys and values of its dtype, with
@@ -119,7 +125,7 @@ wgt_tensor *wgt_attention_linear_ex(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v,
         wgt_tensor *y = fused(ctx, op, &call, q, k, v, causal, vw->shape[0], out_dtype);
         if (y || wgt_context_status(ctx) != WGT_OK) return y;
     }
-    return composed(q, k, v, causal, weight, NULL, 0, bias, out_dtype);
+    return composed(ctx, q, k, v, causal, weight, NULL, 0, bias, out_dtype);
 }
 
 wgt_tensor *wgt_attention_qlinear_ex(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal, wgt_tensor *qweight,
@@ -148,5 +154,5 @@ wgt_tensor *wgt_attention_qlinear_ex(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v
         wgt_tensor *y = fused(ctx, op, &call, q, k, v, causal, vw->shape[0], WGT_F32);
         if (y || wgt_context_status(ctx) != WGT_OK) return y;
     }
-    return composed(q, k, v, causal, qweight, scales, bits, bias, WGT_F32);
+    return composed(ctx, q, k, v, causal, qweight, scales, bits, bias, WGT_F32);
 }
