@@ -301,6 +301,18 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
                       "%s weights %d, llama3 rope: decode step with the rotation in the projection: %llu dispatches, "
                       "%llu at level 2 (one a layer more expected); logits %s", backend, w, n3, n2,
                       same_logits(ctx, l2, l3) ? "equal" : "differ");
+                /* level 5: the attention and the o projection in one call
+                 * (wgt_attention_(q)linear_ex), whose combine WebGPU runs in
+                 * the projection's GEMV: one dispatch a layer fewer than
+                 * level 4, the same logits (within same_logits: the merge may
+                 * round an f16 attention output the other way) */
+                float l4[50], l5[50];
+                const unsigned long long n4 = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "4", toks, l4, NULL);
+                const unsigned long long n5 = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "5", toks, l5, NULL);
+                CHECK(same_logits(ctx, l4, l5) && (!counted || n4 == n5 + (unsigned long long)cfg.n_layers),
+                      "%s weights %d, llama3 rope: decode step with the attention's combine in the o projection: "
+                      "%llu dispatches, %llu at level 4 (one a layer more expected); logits %s", backend, w, n5, n4,
+                      same_logits(ctx, l4, l5) ? "equal" : "differ");
             }
         }
         /* a greedy decode step reads back one int and nothing else (WebGPU) */
