@@ -210,8 +210,11 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
  * in the gate/up GEMV's prologue, paid there (H100, Llama-3.2-1B f16, `wgt
  * generate --bench`, three rounds of levels 2 / 3 / 4: 586.8 / 596.5 / 666.0,
  * 618.9 / 664.4 / 665.4, 543.6 / 619.4 / 638.8 tokens/s); level 5, the
- * attention's combine in the o projection's GEMV (wgt_attention_linear_ex),
- * see attention_project_add. 3 on a CPU adapter, where every workgroup
+ * attention's combine in the o projection's GEMV (wgt_attention_linear_ex,
+ * attention_project_add), paid with quantized weights and cost nothing with
+ * f16 ones (H200, three alternated rounds, means of level 4 / 5: f16 837.2 /
+ * 838.1, q8 964.7 / 985.8, q4 1,043.8 / 1,062.8 tokens/s;
+ * bench/results/h200-2026-11-29k/close). 3 on a CPU adapter, where every workgroup
  * recomputing a norm made decode 20% slower (lavapipe), and on the CPU
  * backend, which runs the fused calls as their parts anyway. */
 static int default_decode_fuse(wgt_context *ctx)
