@@ -218,6 +218,22 @@ static unsigned long long step_with(wgt_context *ctx, const llama_config *cfg, l
     return c1.dispatches - c0.dispatches;
 }
 
+/* A decode step at fusion level lo + 1 against level lo (WGT_LLAMA_DECODE_FUSE):
+ * one dispatch a layer fewer on WebGPU, the same logits (same_logits). */
+static void one_level_more(wgt_context *ctx, const llama_config *cfg, llama_weights kind, const int32_t *toks, char lo,
+                           const char *backend, int w, const char *what)
+{
+    float a[50], b[50];
+    const char lo_text[2] = {lo, 0}, hi_text[2] = {(char)(lo + 1), 0};
+    const unsigned long long n_lo = step_with(ctx, cfg, kind, "WGT_LLAMA_DECODE_FUSE", lo_text, toks, a, NULL);
+    const unsigned long long n_hi = step_with(ctx, cfg, kind, "WGT_LLAMA_DECODE_FUSE", hi_text, toks, b, NULL);
+    const bool counted = wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU;
+    CHECK(same_logits(ctx, a, b) && (!counted || n_lo == n_hi + (unsigned long long)cfg->n_layers),
+          "%s weights %d, llama3 rope: decode step with %s (level %s): %llu dispatches, %llu at level %s (one a layer "
+          "more expected); logits %s", backend, w, what, hi_text, n_hi, n_lo, lo_text,
+          same_logits(ctx, a, b) ? "equal" : "differ");
+}
+
 /* Prefill of 5 tokens then 4 decode steps gives the last rows of one 9-token
  * forward. qwen: the Qwen2/3 features (q/k/v biases, per-head q/k norms) and
  * llama3 rope scaling, which no fixture covers, at least run consistently.
@@ -294,25 +310,13 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
                  * (wgt_rms_norm_linear_rope_into, wgt_qlinear_rope_into):
                  * one dispatch a layer fewer than level 2 (WebGPU), the same
                  * logits bit for bit */
-                float l2[50], l3[50];
-                const unsigned long long n2 = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "2", toks, l2, NULL);
-                const unsigned long long n3 = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "3", toks, l3, NULL);
-                CHECK(same_logits(ctx, l2, l3) && (!counted || n2 == n3 + (unsigned long long)cfg.n_layers),
-                      "%s weights %d, llama3 rope: decode step with the rotation in the projection: %llu dispatches, "
-                      "%llu at level 2 (one a layer more expected); logits %s", backend, w, n3, n2,
-                      same_logits(ctx, l2, l3) ? "equal" : "differ");
+                one_level_more(ctx, &cfg, kinds[w], toks, '2', backend, w, "the rotation in the projection");
                 /* level 5: the attention and the o projection in one call
                  * (wgt_attention_(q)linear_ex), whose combine WebGPU runs in
                  * the projection's GEMV: one dispatch a layer fewer than
                  * level 4, the same logits (within same_logits: the merge may
                  * round an f16 attention output the other way) */
-                float l4[50], l5[50];
-                const unsigned long long n4 = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "4", toks, l4, NULL);
-                const unsigned long long n5 = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "5", toks, l5, NULL);
-                CHECK(same_logits(ctx, l4, l5) && (!counted || n4 == n5 + (unsigned long long)cfg.n_layers),
-                      "%s weights %d, llama3 rope: decode step with the attention's combine in the o projection: "
-                      "%llu dispatches, %llu at level 4 (one a layer more expected); logits %s", backend, w, n5, n4,
-                      same_logits(ctx, l4, l5) ? "equal" : "differ");
+                one_level_more(ctx, &cfg, kinds[w], toks, '4', backend, w, "the attention's combine in the o projection");
             }
         }
         /* a greedy decode step reads back one int and nothing else (WebGPU) */
