@@ -116,10 +116,7 @@ wgt_tensor *wgt_attention_linear_ex(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v,
         call.kind = WGT_KERNEL_MATMUL;
         call.matmul.attention = true;
         call.matmul.f16_reduced = ctx->matmul_precision >= WGT_MATMUL_PRECISION_MEDIUM;
-        wgt_tensor_view b = *vw; /* weight^T [in, out] */
-        b.shape[0] = vw->shape[1], b.shape[1] = vw->shape[0];
-        b.strides[0] = vw->strides[1], b.strides[1] = vw->strides[0];
-        call.inputs[1] = b;
+        call.inputs[1] = wgt_view_transposed(vw); /* weight^T [in, out] */
         call.n_inputs = 2;
         if (bias) call.inputs[call.n_inputs++] = bias->view;
         wgt_tensor *y = fused(ctx, op, &call, q, k, v, causal, vw->shape[0], out_dtype);

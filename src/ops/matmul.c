@@ -506,10 +506,7 @@ wgt_status wgt_rms_norm_linear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_ten
     call.n_inputs = 4;
     call.n_outputs = 1;
     call.inputs[0] = *vx;
-    wgt_tensor_view b = *vw; /* weight^T [in, out] */
-    b.shape[0] = K, b.shape[1] = N;
-    b.strides[0] = vw->strides[1], b.strides[1] = vw->strides[0];
-    call.inputs[1] = b;
+    call.inputs[1] = wgt_view_transposed(vw); /* weight^T [in, out] */
     call.inputs[2] = *vg;
     call.inputs[3] = *vt;
     wgt_tensor_view o = dst->view;

@@ -210,3 +210,11 @@ bool wgt_op_check_rope_into(wgt_context *ctx, const char *op, wgt_tensor *dst, w
         }
     return true;
 }
+
+wgt_tensor_view wgt_view_transposed(const wgt_tensor_view *v)
+{
+    wgt_tensor_view t = *v;
+    t.shape[0] = v->shape[1], t.shape[1] = v->shape[0];
+    t.strides[0] = v->strides[1], t.strides[1] = v->strides[0];
+    return t;
+}

@@ -16,6 +16,10 @@ bool wgt_broadcast_shapes(wgt_context *ctx, int n, const wgt_tensor_view *const 
 bool wgt_broadcast_view(wgt_context *ctx, const wgt_tensor_view *in, int ndim, const int64_t *shape, wgt_tensor_view *out,
                         const char *op);
 
+/* A 2-D view with its dims swapped (shape and strides): a weight [out, in]
+ * as the [in, out] operand of a product. */
+wgt_tensor_view wgt_view_transposed(const wgt_tensor_view *v);
+
 /* bool < u8 < i32 < f16 < f32 */
 wgt_dtype wgt_promote_dtypes(wgt_dtype a, wgt_dtype b);
 bool wgt_dtype_is_float(wgt_dtype d);

@@ -72,9 +72,11 @@ static bool plan(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_stor
     return p->M == 1 && p->batches == 1 && !g->mat_is_a && g->half;
 }
 
-bool webgpu_attention_linear_supports(webgpu_backend *wg, const wgt_kernel_call *call)
+/* The call's case, all but the product's plan: one query row the decode
+ * attention takes, an f16 weight, f32 out, an f32 bias [N] or none. */
+static bool call_ok(webgpu_backend *wg, const wgt_kernel_call *call)
 {
-    const wgt_tensor_view *b = &call->inputs[1], *out = &call->outputs[0];
+    const wgt_tensor_view *b = &call->inputs[1], *out = &call->outputs[0], *q = &call->inputs[0];
     if ((call->n_inputs != 4 && call->n_inputs != 5) || call->n_outputs != 1 || call->matmul.norm ||
         call->matmul.swiglu || call->matmul.rope || call->matmul.gelu_grad || b->dtype != WGT_F16 ||
         out->dtype != WGT_F32 || !wg->has_f16 || wg->knobs.matmul_f16_emulate)
@@ -85,17 +87,22 @@ bool webgpu_attention_linear_supports(webgpu_backend *wg, const wgt_kernel_call 
     }
     wgt_kernel_call attn;
     webgpu_attention_prologue_call(call, &attn);
-    const wgt_tensor_view *q = &call->inputs[0];
-    if (q->ndim != 4 || q->shape[0] != 1 || q->shape[2] != 1 || !webgpu_attention_decode_wanted(wg, &attn)) return false;
+    return q->ndim == 4 && q->shape[0] == 1 && q->shape[2] == 1 && webgpu_attention_decode_wanted(wg, &attn);
+}
+
+bool webgpu_attention_linear_supports(webgpu_backend *wg, const wgt_kernel_call *call)
+{
     wgt_tensor_view a;
     matmul_problem p;
     gemv_plan g;
-    return plan(wg, call, q->storage, 0, &a, &p, &g);
+    return call_ok(wg, call) && plan(wg, call, call->inputs[0].storage, 0, &a, &p, &g);
 }
 
+/* The plan is made once, on the partials (fresh temporaries start at element
+ * 0, so it is the plan supports() saw on its placeholder). */
 wgt_status webgpu_attention_linear_run(webgpu_backend *wg, const wgt_kernel_call *call)
 {
-    if (!webgpu_attention_linear_supports(wg, call))
+    if (!call_ok(wg, call))
         return wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: an attention prologue outside the decode GEMV's case "
                          "(one query row, f16 weight, f32 out)", call->op_name);
     wgt_kernel_call attn;
@@ -106,8 +113,8 @@ wgt_status webgpu_attention_linear_run(webgpu_backend *wg, const wgt_kernel_call
     matmul_problem p;
     gemv_plan g;
     if (s == WGT_OK && !plan(wg, call, dp.part_o.storage, dp.part_o.offset, &a, &p, &g))
-        s = wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: the attention prologue's product changed its plan",
-                      call->op_name);
+        s = wgt_error(wg->base.ctx, WGT_ERR_UNSUPPORTED, "%s: the attention prologue's product does not take "
+                      "the decode GEMV", call->op_name);
     if (s == WGT_OK) {
         p.combine = &dp;
         p.combine_f16 = call->inputs[0].dtype == WGT_F16;
