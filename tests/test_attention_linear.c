@@ -170,20 +170,25 @@ static void bad_arguments(wgt_context *ctx, const char *backend)
     wgt_tensor *b_bad = upload(ctx, WGT_F32, 1, (int64_t[]){95}, 6, 1.0f);
     wgt_tensor *k_bad = upload(ctx, WGT_F16, 4, (int64_t[]){1, 3, 70, 64}, 7, 1.0f); /* 8 heads over 3 */
     wgt_tensor *out = wgt_attention_linear_ex(q, k, v, true, w_bad, NULL, WGT_F32);
-    CHECK(!out && wgt_context_status(ctx) == WGT_ERR_SHAPE_MISMATCH, "%s: a weight of 500 columns for 8 x 64: %s",
-          backend, wgt_context_error_message(ctx));
+    /* the op's name first (the call the user made), then its inner call's message with the shapes */
+    CHECK(!out && wgt_context_status(ctx) == WGT_ERR_SHAPE_MISMATCH &&
+              strncmp(wgt_context_error_message(ctx), "wgt_attention_linear_ex: wgt_linear_ex: ", 40) == 0 &&
+              strstr(wgt_context_error_message(ctx), "500"),
+          "%s: a weight of 500 columns for 8 x 64: %s", backend, wgt_context_error_message(ctx));
     wgt_context_clear_error(ctx);
     out = wgt_attention_linear_ex(q, k, v, true, w_ok, b_bad, WGT_F32);
     CHECK(!out && wgt_context_status(ctx) == WGT_ERR_SHAPE_MISMATCH, "%s: a bias of 95 for 96 outputs: %s", backend,
           wgt_context_error_message(ctx));
     wgt_context_clear_error(ctx);
     out = wgt_attention_linear_ex(q, k_bad, k_bad, true, w_ok, NULL, WGT_F32);
-    CHECK(!out && wgt_context_status(ctx) == WGT_ERR_SHAPE_MISMATCH && strstr(wgt_context_error_message(ctx), "heads"),
+    CHECK(!out && wgt_context_status(ctx) == WGT_ERR_SHAPE_MISMATCH && strstr(wgt_context_error_message(ctx), "heads") &&
+              strncmp(wgt_context_error_message(ctx), "wgt_attention_linear_ex: ", 25) == 0,
           "%s: 8 query heads over 3 kv heads: %s", backend, wgt_context_error_message(ctx));
     wgt_context_clear_error(ctx);
     out = wgt_attention_qlinear_ex(q, k, v, true, w_ok, w_ok, 4, NULL); /* f16 where codes and scales go */
-    CHECK(!out && wgt_context_status(ctx) != WGT_OK, "%s: an f16 tensor as 4-bit codes: %s", backend,
-          wgt_context_error_message(ctx));
+    CHECK(!out && wgt_context_status(ctx) != WGT_OK &&
+              strncmp(wgt_context_error_message(ctx), "wgt_attention_qlinear_ex: ", 26) == 0,
+          "%s: an f16 tensor as 4-bit codes: %s", backend, wgt_context_error_message(ctx));
     wgt_context_clear_error(ctx);
     wgt_tensor *qg = upload(ctx, WGT_F32, 4, (int64_t[]){1, 8, 1, 64}, 8, 1.0f);
     wgt_tensor *kg = upload(ctx, WGT_F32, 4, (int64_t[]){1, 2, 70, 64}, 9, 1.0f);

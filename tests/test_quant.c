@@ -812,6 +812,10 @@ static void check_rms_norm_linear_all(wgt_context *ctx, const char *backend)
     wgt_tensor *w = wgt_ones(ctx, WGT_F16, 2, (int64_t[]){4, 8});
     CHECK(wgt_rms_norm_linear_ex(x, wgt_ones(ctx, WGT_F32, 1, (int64_t[]){7}), 1e-5, w, WGT_F32, false) == NULL,
           "%s: rms_norm_linear with a [7] norm weight refused", backend);
+    /* composed off the kernel's case (the weight's rows): the op named first, then wgt_rms_norm's shapes */
+    CHECK(strncmp(wgt_context_error_message(ctx), "wgt_rms_norm_linear_ex: wgt_rms_norm: ", 38) == 0 &&
+              strstr(wgt_context_error_message(ctx), "[7]"),
+          "%s: rms_norm_linear's message: %s", backend, wgt_context_error_message(ctx));
     check_error_and_recover(ctx, WGT_ERR_SHAPE_MISMATCH, "rms_norm_linear norm weight");
     CHECK(wgt_rms_norm_linear_ex(x, g8, -1.0, w, WGT_F32, false) == NULL, "%s: rms_norm_linear eps -1 refused",
           backend);

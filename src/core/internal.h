@@ -94,6 +94,12 @@ void wgt_memory_trace_free(wgt_context *ctx, wgt_storage *s);
  * cleared) and returns status. fmt names the call first: "wgt_add: ...". */
 wgt_status wgt_error(wgt_context *ctx, wgt_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* An op that runs as a composition of other calls (wgt_attention_linear_ex,
+ * wgt_rms_norm_linear_ex off their kernels' case) names itself in front of
+ * an error one of those calls recorded: "op: inner call: ...". The op began
+ * on a context with no error (wgt_op_begin refuses one), so any error now is
+ * its calls'; a fatal one (device lost) is left as it is. */
+void wgt_error_name_op(wgt_context *ctx, const char *op);
 /* Marks the context permanently failed (device lost). */
 void wgt_error_fatal(wgt_context *ctx, wgt_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

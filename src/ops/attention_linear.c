@@ -17,7 +17,8 @@
  * partials of the whole row as it stages its vector (MATMUL's and QMATMUL's
  * attention prologue, backend.h). One query row (B = Tq = 1) whose call the
  * backend runs (supports()) takes that call; anything else is the composition,
- * which also reports what is wrong with the arguments.
+ * which also reports what is wrong with the arguments (its calls' errors with
+ * this op's name in front).
  * No gradient rule: an argument that requires grad is refused by name.
  */
 #include <math.h>
@@ -42,6 +43,7 @@ static wgt_tensor *composed(wgt_context *ctx, wgt_tensor *q, wgt_tensor *k, wgt_
     }
     wgt_scope_keep(y);
     wgt_scope_pop(ctx);
+    if (!y) wgt_error_name_op(ctx, scales ? "wgt_attention_qlinear_ex" : "wgt_attention_linear_ex");
     return y;
 }
 

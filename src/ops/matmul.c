@@ -449,16 +449,18 @@ wgt_tensor *wgt_rms_norm_linear_ex(wgt_tensor *x, wgt_tensor *norm_weight, doubl
     const int nd = vx->ndim;
     /* the kernel's case: f32 x whose rows are contiguous, an f32 [K] weight
      * (contiguous), a valid eps; anything else is the two calls it stands for
-     * (which also report what is wrong with the arguments) */
+     * (which also report what is wrong with the arguments, this op's name in front) */
     bool direct = vx->dtype == WGT_F32 && vg->dtype == WGT_F32 && nd >= 1 && vg->ndim == 1 &&
                   vg->shape[0] == vx->shape[nd - 1] && vg->strides[0] == 1 && eps >= 0 && isfinite(eps) &&
                   wgt_view_is_contiguous(vx);
     if (!direct) {
-        wgt_tensor *h = wgt_rms_norm(x, norm_weight, eps);
-        if (!h) return NULL;
-        wgt_scope_remove(h);
-        wgt_tensor *y = swiglu ? wgt_linear_swiglu_ex(h, weight, out_dtype) : wgt_linear_ex(h, weight, NULL, out_dtype);
-        wgt_tensor_release(h);
+        wgt_tensor *h = wgt_rms_norm(x, norm_weight, eps), *y = NULL;
+        if (h) {
+            wgt_scope_remove(h);
+            y = swiglu ? wgt_linear_swiglu_ex(h, weight, out_dtype) : wgt_linear_ex(h, weight, NULL, out_dtype);
+            wgt_tensor_release(h);
+        }
+        if (!y) wgt_error_name_op(ctx, op);
         return y;
     }
     if ((unsigned)out_dtype >= WGT_DTYPE_COUNT) {
