@@ -657,6 +657,15 @@ wgt_tensor *wgt_attention_linear_ex(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v,
                                     wgt_tensor *bias, wgt_dtype out_dtype);
 wgt_tensor *wgt_attention_qlinear_ex(wgt_tensor *q, wgt_tensor *k, wgt_tensor *v, bool causal, wgt_tensor *qweight,
                                      wgt_tensor *scales, int bits, wgt_tensor *bias);
+/* The same over an 8-bit KV cache: a = wgt_attention_q8(q, k_codes, k_scales,
+ * v_codes, v_scales, causal) (in q's dtype), then the heads merged and the
+ * projection as above. WebGPU fuses one query row as above. */
+wgt_tensor *wgt_attention_q8_linear_ex(wgt_tensor *q, wgt_tensor *k_codes, wgt_tensor *k_scales, wgt_tensor *v_codes,
+                                       wgt_tensor *v_scales, bool causal, wgt_tensor *weight, wgt_tensor *bias,
+                                       wgt_dtype out_dtype);
+wgt_tensor *wgt_attention_q8_qlinear_ex(wgt_tensor *q, wgt_tensor *k_codes, wgt_tensor *k_scales, wgt_tensor *v_codes,
+                                        wgt_tensor *v_scales, bool causal, wgt_tensor *qweight, wgt_tensor *scales,
+                                        int bits, wgt_tensor *bias);
 /* 8-bit rows, for an LLM's 8-bit KV cache (llama.cpp's q8_0 cache in
  * spirit): each run of 32 values along the last dim shares one f32 scale.
  * x [.., D] f32 or f16 (1 to 4 dims, D a multiple of 32) is written into

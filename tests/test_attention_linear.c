@@ -1,9 +1,11 @@
 /*
  * wgt_attention_linear_ex / wgt_attention_qlinear_ex (a decode step's
- * attention and its output projection as one op) against the calls they
- * stand for, made here one by one: wgt_scaled_dot_product_attention, the
- * heads merged (permute + reshape), then wgt_linear_ex or wgt_qlinear_ex with
- * the bias. Those calls are checked on their own elsewhere (test_attention,
+ * attention and its output projection as one op) and their 8-bit KV cache
+ * forms wgt_attention_q8_linear_ex / wgt_attention_q8_qlinear_ex against the
+ * calls they stand for, made here one by one: wgt_scaled_dot_product_attention
+ * (or wgt_attention_q8 over codes wgt_quantize_rows_into wrote), the heads
+ * merged (permute + reshape), then wgt_linear_ex or wgt_qlinear_ex with the
+ * bias. Those calls are checked on their own elsewhere (test_attention,
  * test_quant, the parity table, test_golden's PyTorch fixtures, numpy_diff),
  * so they are an independent reference here.
  *
@@ -13,7 +15,8 @@
  * values within f32 rounding (the merge is the combine kernel's arithmetic,
  * rounded to the attention's dtype as the combine stores it; with f16 q a
  * rounding to f16 may flip, so 1e-3 there, 1e-6 with f32 q).
- * Cases: f16 and f32 q, f16 / 8-bit / 4-bit weights, a bias and none, 1 to
+ * Cases: f16 and f32 q, float and 8-bit keys and values, f16 / 8-bit / 4-bit
+ * weights, a bias and none, 1 to
  * 5 chunks of 64 keys (a partial last chunk), grouped-query heads; shapes
  * the fused call does not take (two query rows, two batches) are the
  * composition; bad arguments return an error and leave the context usable.
@@ -55,7 +58,20 @@ typedef struct shape_case {
     wgt_dtype qdtype;
     weights w;
     bool bias;
+    bool kv8; /* k, v as 8-bit codes and scales (wgt_quantize_rows_into) */
 } shape_case;
+
+/* x [B, Hkv, Tk, D] as 8-bit rows: codes [.., D/4] i32, scales [.., D/32] f32 */
+static void quantize_kv(wgt_context *ctx, wgt_tensor *x, wgt_tensor **codes, wgt_tensor **scales)
+{
+    int64_t shape[4];
+    for (int d = 0; d < 4; d++) shape[d] = wgt_tensor_dim(x, d);
+    shape[3] /= 4;
+    *codes = wgt_zeros(ctx, WGT_I32, 4, shape);
+    shape[3] /= 8;
+    *scales = wgt_zeros(ctx, WGT_F32, 4, shape);
+    wgt_quantize_rows_into(*codes, *scales, x);
+}
 
 /* The op (fused) or the calls it stands for; *dispatches: those it recorded. */
 static float *run(wgt_context *ctx, const shape_case *c, bool fused, int64_t *n, uint64_t *dispatches)
@@ -70,14 +86,20 @@ static float *run(wgt_context *ctx, const shape_case *c, bool fused, int64_t *n,
     if (c->w == W_F16) w = wgt_cast(w, WGT_F16);
     else if (wgt_quantize_weight(w, c->w == W_Q8 ? 8 : 4, &qw, &qs) != WGT_OK) w = NULL;
     const int bits = c->w == W_Q8 ? 8 : 4;
+    wgt_tensor *kc = NULL, *ks = NULL, *vc = NULL, *vs = NULL;
+    if (c->kv8) quantize_kv(ctx, k, &kc, &ks), quantize_kv(ctx, v, &vc, &vs);
     wgt_execution_stats before = {0}, after = {0};
     wgt_execution_stats_get(ctx, &before);
     wgt_tensor *y = NULL;
-    if (fused) {
+    if (fused && c->kv8) {
+        y = c->w == W_F16 ? wgt_attention_q8_linear_ex(q, kc, ks, vc, vs, true, w, b, WGT_F32)
+                          : wgt_attention_q8_qlinear_ex(q, kc, ks, vc, vs, true, qw, qs, bits, b);
+    } else if (fused) {
         y = c->w == W_F16 ? wgt_attention_linear_ex(q, k, v, true, w, b, WGT_F32)
                           : wgt_attention_qlinear_ex(q, k, v, true, qw, qs, bits, b);
     } else {
-        wgt_tensor *a = wgt_scaled_dot_product_attention(q, k, v, true, 0.0, 0);
+        wgt_tensor *a = c->kv8 ? wgt_attention_q8(q, kc, ks, vc, vs, true)
+                               : wgt_scaled_dot_product_attention(q, k, v, true, 0.0, 0);
         a = wgt_reshape(wgt_permute(a, (int[]){0, 2, 1, 3}), 2, (int64_t[]){c->B * c->Tq, c->H * c->D});
         y = c->w == W_F16 ? wgt_linear_ex(a, w, b, WGT_F32)
                           : wgt_qlinear_ex(a, qw, qs, bits, &(wgt_qlinear_fusion){.bias = b});
@@ -106,10 +128,10 @@ static double rel_l2(const float *a, const float *b, int64_t n)
 static void check_case(wgt_context *ctx, const char *backend, const shape_case *c, bool expect_fused)
 {
     char label[200];
-    snprintf(label, sizeof(label), "%s: q %s [%lld, %lld, %lld, %lld], kv heads %lld, %lld keys, %s weight [%lld, %lld]%s",
+    snprintf(label, sizeof(label), "%s: q %s [%lld, %lld, %lld, %lld], %s kv heads %lld, %lld keys, %s weight [%lld, %lld]%s",
              backend, wgt_dtype_name(c->qdtype), (long long)c->B, (long long)c->H, (long long)c->Tq, (long long)c->D,
-             (long long)c->Hkv, (long long)c->Tk, weight_names[c->w], (long long)c->N, (long long)(c->H * c->D),
-             c->bias ? ", bias" : "");
+             c->kv8 ? "8-bit" : "float", (long long)c->Hkv, (long long)c->Tk, weight_names[c->w], (long long)c->N,
+             (long long)(c->H * c->D), c->bias ? ", bias" : "");
     int64_t nf = 0, nc = 0;
     uint64_t df = 0, dc = 0;
     float *f = run(ctx, c, true, &nf, &df);
@@ -145,18 +167,26 @@ static void cases(wgt_context *ctx, const char *backend, bool gpu)
     const int64_t keys[5] = {1, 64, 65, 200, 300};
     for (int w = W_F16; w <= W_Q4; w++)
         for (int i = 0; i < 5; i++) {
-            shape_case c = {1, 8, 2, 1, keys[i], 64, 96, WGT_F16, (weights)w, i % 2 == 0};
+            shape_case c = {1, 8, 2, 1, keys[i], 64, 96, WGT_F16, (weights)w, i % 2 == 0, false};
             check_case(ctx, backend, &c, gpu);
         }
-    shape_case f32q = {1, 4, 4, 1, 130, 32, 64, WGT_F32, W_F16, true};  /* f32 q, k, v; no grouping */
+    /* an 8-bit cache: f16 and f32 q (the attention's output in q's dtype) */
+    for (int w = W_F16; w <= W_Q4; w++)
+        for (int i = 0; i < 5; i += 2) {
+            shape_case c = {1, 8, 2, 1, keys[i], 64, 96, w == W_Q8 ? WGT_F32 : WGT_F16, (weights)w, i == 2, true};
+            check_case(ctx, backend, &c, gpu);
+        }
+    shape_case f32q = {1, 4, 4, 1, 130, 32, 64, WGT_F32, W_F16, true, false};  /* f32 q, k, v; no grouping */
     check_case(ctx, backend, &f32q, gpu);
-    shape_case f32q4 = {1, 4, 1, 1, 150, 32, 48, WGT_F32, W_Q4, false}; /* f32 attention (128 keys and more) into 4-bit rows */
+    shape_case f32q4 = {1, 4, 1, 1, 150, 32, 48, WGT_F32, W_Q4, false, false}; /* f32 attention (128 keys and more) into 4-bit rows */
     check_case(ctx, backend, &f32q4, gpu);
     /* shapes outside the fused call: the composition everywhere */
-    shape_case rows2 = {1, 8, 2, 2, 100, 64, 96, WGT_F16, W_F16, true};
+    shape_case rows2 = {1, 8, 2, 2, 100, 64, 96, WGT_F16, W_F16, true, false};
     check_case(ctx, backend, &rows2, false);
-    shape_case batches2 = {2, 4, 2, 1, 100, 64, 40, WGT_F16, W_Q8, true};
+    shape_case batches2 = {2, 4, 2, 1, 100, 64, 40, WGT_F16, W_Q8, true, false};
     check_case(ctx, backend, &batches2, false);
+    shape_case rows2_kv8 = {1, 8, 2, 2, 100, 64, 96, WGT_F16, W_Q4, false, true};
+    check_case(ctx, backend, &rows2_kv8, false);
 }
 
 static void bad_arguments(wgt_context *ctx, const char *backend)

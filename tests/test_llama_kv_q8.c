@@ -11,6 +11,9 @@
  *    8-bit keys and values: measured values printed, bound below);
  *  - the cache holds D + D/8 bytes a key and value instead of 2 D (f16);
  *  - Llama-3's fused decode step takes one dispatch a layer more (WebGPU);
+ *  - at fusion level 5 (wgt_attention_q8_(q)linear_ex: the attention's combine
+ *    in the o projection's GEMV) a decode step takes one dispatch a layer
+ *    fewer than at level 4 (WebGPU), the same logits (CPU: bit for bit);
  *  - a head dim that is not a multiple of 32 is refused with a message. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
@@ -129,6 +132,55 @@ static void check_model(wgt_context *ctx, const char *backend, int variant)
     llama_destroy(m);
 }
 
+/* A decode step over the 8-bit cache of the llama3 model (seed 11) built at
+ * fusion level (WGT_LLAMA_DECODE_FUSE, read when a model is built): its
+ * logits into out; returns its dispatches. */
+static unsigned long long step_at_level(wgt_context *ctx, const llama_config *cfg, llama_weights kind,
+                                        const char *level, const int32_t *toks, float *out)
+{
+    char msg[256] = "";
+    setenv("WGT_LLAMA_DECODE_FUSE", level, 1);
+    llama_model *m = llama_create_random(ctx, cfg, kind, 11, msg, sizeof(msg));
+    unsetenv("WGT_LLAMA_DECODE_FUSE");
+    llama_cache *c = m ? llama_cache_create_kv(m, CONTEXT, LLAMA_KV_Q8, msg, sizeof(msg)) : NULL;
+    wgt_tensor_release(c ? llama_forward(c, toks, 3, false, msg, sizeof(msg)) : NULL);
+    wgt_synchronize(ctx);
+    wgt_execution_stats s0 = {0}, s1 = {0};
+    wgt_execution_stats_get(ctx, &s0);
+    wgt_tensor *l = c ? llama_forward(c, &toks[3], 1, false, msg, sizeof(msg)) : NULL;
+    wgt_execution_stats_get(ctx, &s1);
+    memset(out, 0, VOCAB * sizeof(float));
+    CHECK(l && wgt_tensor_read(l, out, VOCAB * sizeof(float)) == WGT_OK, "level %s, weights %d: %s", level,
+          (int)kind, msg);
+    wgt_tensor_release(l);
+    llama_cache_destroy(c);
+    llama_destroy(m);
+    return s1.dispatches - s0.dispatches;
+}
+
+/* Fusion level 5 against 4 over the 8-bit cache, for f16, 8-bit and 4-bit weights. */
+static void check_level5(wgt_context *ctx, const char *backend)
+{
+    llama_config cfg = {.model_type = "llama", .vocab_size = VOCAB, .hidden_size = 64, .intermediate_size = 96,
+                        .n_layers = 2, .n_heads = 6, .n_kv_heads = 2, .head_dim = 32, .max_position = 32,
+                        .rms_eps = 1e-5, .rope_theta = 10000.0, .bos_token_id = -1, .eos_token_id = -1,
+                        .rope_llama3 = true, .rope_factor = 8, .rope_low_freq_factor = 1, .rope_high_freq_factor = 4,
+                        .rope_original_max = 16};
+    const int32_t toks[4] = {3, 14, 15, 9};
+    static const llama_weights kinds[3] = {LLAMA_WEIGHTS_F16, LLAMA_WEIGHTS_Q8, LLAMA_WEIGHTS_Q4};
+    for (int w = 0; w < 3; w++) {
+        float a[VOCAB], b[VOCAB];
+        const unsigned long long n4 = step_at_level(ctx, &cfg, kinds[w], "4", toks, a);
+        const unsigned long long n5 = step_at_level(ctx, &cfg, kinds[w], "5", toks, b);
+        const bool webgpu = wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU;
+        /* WebGPU: the merge may round an f16 attention output the other way */
+        const double d = rel_l2(b, a, VOCAB), bound = test_exact_kernels(ctx) ? 0.0 : 1e-3;
+        CHECK(d <= bound && (!webgpu || n4 == n5 + (unsigned long long)cfg.n_layers),
+              "%s weights %d, 8-bit cache: level 5 %llu dispatches, level 4 %llu (one a layer fewer expected on "
+              "WebGPU); logits rel L2 %.3g (bound %.3g)", backend, (int)kinds[w], n5, n4, d, bound);
+    }
+}
+
 int main(void)
 {
     /* one-row and many-row products of the same sums (decode vs prefill) */
@@ -138,6 +190,7 @@ int main(void)
     for (int b = 0; b < 2; b++) {
         if (!ctxs[b]) continue;
         for (int v = 0; v < 3; v++) check_model(ctxs[b], b ? "webgpu" : "cpu", v);
+        check_level5(ctxs[b], b ? "webgpu" : "cpu");
         CHECK(wgt_context_status(ctxs[b]) == WGT_OK, "context clean: %s", wgt_context_error_message(ctxs[b]));
         wgt_context_destroy(ctxs[b]);
     }

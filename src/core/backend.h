@@ -289,6 +289,10 @@ typedef struct wgt_kernel_call {
         bool causal;
         double dropout_p;        /* 0: no dropout */
         uint64_t seed;
+        /* MATMUL's and QMATMUL's attention prologue: the last four inputs are
+         * k codes, v codes, k scales, v scales (ATTENTION's 5-input form,
+         * wgt_attention_q8_(q)linear_ex) instead of k, v */
+        bool kv_q8;
     } attention;
     struct {                     /* ROPE */
         int64_t position_offset;
@@ -343,7 +347,8 @@ typedef struct wgt_kernel_call {
         /* attention (wgt_attention_qlinear_ex; M = 1): x is not an input but
          * the output of the ATTENTION call of q = inputs[0] [1, H, 1, D] and
          * k, v = the last two inputs [1, Hkv, Tk, D] (one float dtype;
-         * call->attention's scale and causal, no dropout), in q's dtype, its
+         * call->attention's scale and causal, no dropout; attention.kv_q8:
+         * the last four, 8-bit), in q's dtype, its
          * heads merged into one row [1, H D]; bias (inputs[3]) as above; no
          * other fusion. Only where supports() says so: the op composes the
          * two calls elsewhere. */
@@ -391,9 +396,10 @@ typedef struct wgt_kernel_call {
         /* Attention prologue (wgt_attention_linear_ex): a is not an input but
          * the output of the ATTENTION call of q = inputs[0] [1, H, 1, D] and
          * k, v = the last two inputs [1, Hkv, Tk, D] (one float dtype;
-         * call->attention's scale and causal, no dropout), in q's dtype, its
+         * call->attention's scale and causal, no dropout; attention.kv_q8:
+         * the last four, 8-bit), in q's dtype, its
          * heads merged into one row [1, H D]; b = inputs[1] [H D, N], the
-         * bias inputs[2] when n_inputs is 5; no other fusion. Only where
+         * bias inputs[2] when there is one more input than that; no other fusion. Only where
          * supports() says so: the op composes the two calls elsewhere. */
         bool attention;
     } matmul;

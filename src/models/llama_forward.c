@@ -366,26 +366,33 @@ static void project_rotate_q8(llama_cache *c, int l, wgt_tensor *x, int64_t pos0
     store_kv(c, l, pos0, 1, wgt_reshape(wgt_slice(run, 0, 0, 2 * Hkv * D, 1), 4, (int64_t[]){2, Hkv, 1, D}));
 }
 
-/* Decode (T = 1) at fusion level 5 with a float cache and f16 or quantized
- * weights: the attention and the o projection (with the residual added) in
- * one call, whose combine runs in the projection's GEMV on WebGPU. */
+/* Decode (T = 1) at fusion level 5 with f16 or quantized weights: the
+ * attention and the o projection (with the residual added) in one call, whose
+ * combine runs in the projection's GEMV on WebGPU. */
 static bool attention_projected(const llama_cache *c, wgt_tensor *x, int64_t T)
 {
     const llama_model *m = c->model;
-    return T == 1 && x && wgt_tensor_dim(x, 0) == 1 && !c->q8 && decode_fuse_level(m) >= 5 &&
+    return T == 1 && x && wgt_tensor_dim(x, 0) == 1 && decode_fuse_level(m) >= 5 &&
            (m->bits || (m->wdtype == WGT_F16 && !m->cast_f16));
 }
 
 /* x + attention(q, kc, vc) W_o^T, as attention_block's last two steps compute
- * it at level 4 (project_add with the residual as the GEMV's bias): q in the
- * weights' dtype (f16), the attention's output in it, f32 sums. */
+ * it at level 4 (project_add with the residual as the GEMV's bias): f32 sums;
+ * a float cache: q in the weights' dtype (f16), the attention's output in it;
+ * an 8-bit cache (kc, vc its codes): q and the output in q's dtype, as
+ * wgt_attention_q8 there. */
 static wgt_tensor *attention_project_add(llama_cache *c, int l, wgt_tensor *x, wgt_tensor *q, wgt_tensor *kc,
-                                         wgt_tensor *vc)
+                                         wgt_tensor *vc, int64_t end)
 {
     const llama_model *m = c->model;
     const llama_layer *L = &m->layers[l];
-    if (q && wgt_tensor_dtype(q) != m->wdtype) q = wgt_cast(q, m->wdtype);
     wgt_tensor *bias = wgt_reshape(x, 1, (int64_t[]){wgt_tensor_dim(x, 1)});
+    if (c->q8) {
+        wgt_tensor *ks = wgt_slice(c->k_scales[l], 2, 0, end, 1), *vs = wgt_slice(c->v_scales[l], 2, 0, end, 1);
+        if (m->bits) return wgt_attention_q8_qlinear_ex(q, kc, ks, vc, vs, true, L->wo, L->so, m->bits, bias);
+        return wgt_attention_q8_linear_ex(q, kc, ks, vc, vs, true, L->wo, bias, WGT_F32);
+    }
+    if (q && wgt_tensor_dtype(q) != m->wdtype) q = wgt_cast(q, m->wdtype);
     if (m->bits) return wgt_attention_qlinear_ex(q, kc, vc, true, L->wo, L->so, m->bits, bias);
     return wgt_attention_linear_ex(q, kc, vc, true, L->wo, bias, WGT_F32);
 }
@@ -442,7 +449,7 @@ static wgt_tensor *attention_block(llama_cache *c, int l, wgt_tensor *x, int64_t
         store_one(c, l, true, pos0, T, heads(v, T, Hkv, D));
     }
     wgt_tensor *kc = wgt_slice(c->k[l], 2, 0, end, 1), *vc = wgt_slice(c->v[l], 2, 0, end, 1);
-    if (attention_projected(c, x, T)) return attention_project_add(c, l, x, q, kc, vc);
+    if (attention_projected(c, x, T)) return attention_project_add(c, l, x, q, kc, vc, end);
     wgt_tensor *y; /* [1, H, T, D] */
     if (c->q8) { /* q as it comes (f32 or f16): the result takes its dtype */
         y = wgt_attention_q8(q, kc, wgt_slice(c->k_scales[l], 2, 0, end, 1), vc, wgt_slice(c->v_scales[l], 2, 0, end, 1),

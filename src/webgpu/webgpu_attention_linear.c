@@ -22,6 +22,8 @@
 
 #include "webgpu/gemm_shared.h"
 
+int webgpu_attention_prologue_kv(const wgt_kernel_call *call) { return call->attention.kv_q8 ? 4 : 2; }
+
 void webgpu_attention_prologue_call(const wgt_kernel_call *call, wgt_kernel_call *attn)
 {
     memset(attn, 0, sizeof(*attn));
@@ -29,10 +31,11 @@ void webgpu_attention_prologue_call(const wgt_kernel_call *call, wgt_kernel_call
     attn->op_name = call->op_name;
     attn->attention = call->attention;
     attn->attention.dropout_p = 0.0;
-    attn->n_inputs = 3;
+    attn->attention.kv_q8 = false;
+    const int kv = webgpu_attention_prologue_kv(call);
+    attn->n_inputs = 1 + kv;
     attn->inputs[0] = call->inputs[0];
-    attn->inputs[1] = call->inputs[call->n_inputs - 2];
-    attn->inputs[2] = call->inputs[call->n_inputs - 1];
+    for (int i = 0; i < kv; i++) attn->inputs[1 + i] = call->inputs[call->n_inputs - kv + i];
     attn->n_outputs = 2;
     const wgt_tensor_view *q = &call->inputs[0];
     for (int i = 0; i < 2; i++) { /* out [B, H, Tq, D] in q's dtype, lse f32 [B, H, Tq]: contiguous, never written */
@@ -61,7 +64,7 @@ static bool plan(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_stor
     a->shape[0] = 1, a->shape[1] = K;
     a->strides[0] = K, a->strides[1] = 1;
     a->offset = vec_offset;
-    const wgt_tensor_view *bias = call->n_inputs == 5 ? &call->inputs[2] : NULL;
+    const wgt_tensor_view *bias = call->n_inputs == 3 + webgpu_attention_prologue_kv(call) ? &call->inputs[2] : NULL;
     /* (sizes past the kernels' u32s would have matmul_make_problem record an error: supports() must not) */
     if (b->ndim != 2 || b->shape[0] != K || out->ndim != 2 || out->shape[0] != 1 || out->shape[1] != b->shape[1] ||
         (uint64_t)K * 4 + WEBGPU_GEMV_PARTIAL_BYTES > wg->limits.maxComputeWorkgroupStorageSize || K % 8 ||
@@ -77,11 +80,12 @@ static bool plan(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_stor
 static bool call_ok(webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *b = &call->inputs[1], *out = &call->outputs[0], *q = &call->inputs[0];
-    if ((call->n_inputs != 4 && call->n_inputs != 5) || call->n_outputs != 1 || call->matmul.norm ||
+    const int kv = webgpu_attention_prologue_kv(call);
+    if ((call->n_inputs != 2 + kv && call->n_inputs != 3 + kv) || call->n_outputs != 1 || call->matmul.norm ||
         call->matmul.swiglu || call->matmul.rope || call->matmul.gelu_grad || b->dtype != WGT_F16 ||
         out->dtype != WGT_F32 || !wg->has_f16 || wg->knobs.matmul_f16_emulate)
         return false;
-    if (call->n_inputs == 5) {
+    if (call->n_inputs == 3 + kv) {
         const wgt_tensor_view *bias = &call->inputs[2];
         if (bias->dtype != WGT_F32 || bias->ndim != 1 || bias->shape[0] != b->shape[1]) return false;
     }

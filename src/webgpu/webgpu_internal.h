@@ -459,6 +459,9 @@ void webgpu_decode_partials_release(webgpu_backend *wg, webgpu_decode_partials *
  * lse placeholders (contiguous views, never written), to ask
  * webgpu_attention_decode_wanted and to run its first pass. */
 void webgpu_attention_prologue_call(const wgt_kernel_call *call, wgt_kernel_call *attn);
+/* How many of the call's last inputs are its keys and values: 2 (k, v) or,
+ * with attention.kv_q8, 4 (k codes, v codes, k scales, v scales). */
+int webgpu_attention_prologue_kv(const wgt_kernel_call *call);
 bool webgpu_attention_linear_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* MATMUL's */
 wgt_status webgpu_attention_linear_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_optimizer_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* OPTIMIZER */
