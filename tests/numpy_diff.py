@@ -127,6 +127,8 @@ class Lib:
         sig("wgt_gelu_linear", P, P, P, P)
         sig("wgt_attention_linear_ex", P, P, P, P, B, P, P, I)
         sig("wgt_attention_qlinear_ex", P, P, P, P, B, P, P, I, P)
+        sig("wgt_attention_q8_linear_ex", P, P, P, P, P, P, B, P, P, I)
+        sig("wgt_attention_q8_qlinear_ex", P, P, P, P, P, P, B, P, P, I, P)
         sig("wgt_tensor_set_requires_grad", I, P, B)
         sig("wgt_backward_ex", I, P, P, B)
         sig("wgt_tensor_grad", P, P)
@@ -970,7 +972,9 @@ class Runner:
         softmax(q k^T / sqrt(D), causal) v, rounded to q's dtype as the op's
         attention output is, its heads merged, times the weight's values, plus the
         bias. One query row mostly (WebGPU merges the attention's chunk partials in
-        the projection's GEMV there), sometimes two (the composition)."""
+        the projection's GEMV there), sometimes two (the composition). Half the
+        cases read an 8-bit KV cache (wgt_attention_q8_(q)linear_ex over NumPy's
+        q8_reference codes of k and v; the float64 attention over their values)."""
         r = self.rng
         d = self.dtype((F32, F16))
         Hkv = r.randrange(1, 3)
@@ -982,19 +986,30 @@ class Runner:
         v = self.data(d, (1, Hkv, Tk, D), specials=False)
         w = self.data(F32, (N, H * D), specials=False, small=True)
         b = self.data(F32, (N,), specials=False) if r.random() < 0.5 else None
-        tq, tk, tv = self.upload(q, d), self.upload(k, d), self.upload(v, d)
-        tb = self.upload(b, F32) if b is not None else None
-        quantized = r.random() < 0.5
+        tq, tb = self.upload(q, d), self.upload(b, F32) if b is not None else None
+        quantized, kv8 = r.random() < 0.5, r.random() < 0.5
+        if kv8:  # the cache's codes and scales, and the values they stand for
+            kc, ks = self.q8_reference(k.astype(np.float32))
+            vc, vs = self.q8_reference(v.astype(np.float32))
+            kvals = kc.view(np.int8).reshape(k.shape).astype(np.float64) * np.repeat(ks, 32, axis=-1)
+            vvals = vc.view(np.int8).reshape(v.shape).astype(np.float64) * np.repeat(vs, 32, axis=-1)
+            cache = [self.upload(a, I32 if a.dtype == np.int32 else F32) for a in (kc, ks, vc, vs)]
+        else:
+            kvals, vvals = value_of(k), value_of(v)
+            cache = [self.upload(k, d), self.upload(v, d)]
         if quantized:
             wc, ws = self.q8_reference(w)
             wv = wc.view(np.int8).reshape(w.shape).astype(np.float64) * np.repeat(ws, 32, axis=-1)
-            out = self.lib.attention_qlinear_ex(tq, tk, tv, True, self.upload(wc, I32), self.upload(ws, F32), 8, tb)
+            tail = (True, self.upload(wc, I32), self.upload(ws, F32), 8, tb)
+            name = "wgt_attention_q8_qlinear_ex" if kv8 else "wgt_attention_qlinear_ex"
         else:
             wv = value_of(w.astype(np.float16))
-            out = self.lib.attention_linear_ex(tq, tk, tv, True, self.upload(w, F16), tb, F32)
-        got, gd = self.read(out, "wgt_attention_linear_ex" if not quantized else "wgt_attention_qlinear_ex")
+            tail = (True, self.upload(w, F16), tb, F32)
+            name = "wgt_attention_q8_linear_ex" if kv8 else "wgt_attention_linear_ex"
+        out = getattr(self.lib, name[4:])(tq, *cache, *tail)
+        got, gd = self.read(out, name)
         g = H // Hkv
-        kd, vd = np.repeat(value_of(k), g, axis=1), np.repeat(value_of(v), g, axis=1)
+        kd, vd = np.repeat(kvals, g, axis=1), np.repeat(vvals, g, axis=1)
         sc = np.matmul(value_of(q), kd.transpose(0, 1, 3, 2)) / math.sqrt(D)
         seen = np.arange(Tk)[None, :] <= np.arange(Tq)[:, None] + Tk - Tq  # causal, bottom-right aligned
         sc = np.where(seen, sc, -np.inf)
@@ -1013,7 +1028,8 @@ class Runner:
         # sum of |terms| at compare's 4e-6
         scale = terms * (4.0 if d == F32 else 1.0 + 2.0 ** -11 / 4e-6) + (np.abs(value_of(b)) if b is not None else 0)
         return (f"attention_linear q {NAME[d]} H {H} Hkv {Hkv} Tq {Tq} Tk {Tk} D {D} N {N} "
-                f"{'q8' if quantized else 'f16'} weight{', bias' if b is not None else ''}", got, gd, want, F32,
+                f"{'q8' if quantized else 'f16'} weight{', bias' if b is not None else ''}{', 8-bit cache' if kv8 else ''}", got,
+                gd, want, F32,
                 "transcendental", scale)
 
     CASES = [("binary", 30), ("unary", 25), ("where", 5), ("reduce", 15), ("cumsum", 4), ("softmax", 4),

@@ -618,8 +618,9 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
     }
     case WGT_OP_ATTENTION_LINEAR: { /* one query row (WebGPU: the combine in the GEMV): v0 f16 weight [40, 8 x 32]
                                        + bias over 150 keys (3 chunks), 4 query heads a kv head; v1 4-bit weight, no
-                                       bias, 65 keys; v2 8-bit weight + bias, 2 query rows (the composition) */
-        const int64_t Tq = v == 2 ? 2 : 1, Tk = v == 0 ? 150 : v == 1 ? 65 : 70;
+                                       bias, 65 keys; v2 8-bit weight + bias, 2 query rows (the composition); v3 an
+                                       8-bit cache of 100 keys (wgt_attention_q8_linear_ex), f16 weight + bias */
+        const int64_t Tq = v == 2 ? 2 : 1, Tk = v == 0 ? 150 : v == 1 ? 65 : v == 2 ? 70 : 100;
         x = upload(ctx, d, 4, SHAPE(1, 8, Tq, 32), DOMAIN_SIGNED, 78);
         y = upload(ctx, d, 4, SHAPE(1, 2, Tk, 32), DOMAIN_SIGNED, 79);
         z = upload(ctx, d, 4, SHAPE(1, 2, Tk, 32), DOMAIN_SIGNED, 80);
@@ -629,6 +630,17 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         if (v == 0) {
             wgt_scope_push(ctx);
             out[0] = wgt_scope_keep(wgt_attention_linear_ex(x, y, z, true, wgt_cast(w, WGT_F16), bias, WGT_F32));
+            wgt_scope_pop(ctx);
+        } else if (v == 3) { /* k and v as 8-bit rows [1, 2, Tk, 32 / 4] and [1, 2, Tk, 1] */
+            wgt_scope_push(ctx);
+            wgt_tensor *cache[4];
+            for (int i = 0; i < 2; i++) {
+                cache[2 * i] = wgt_zeros(ctx, WGT_I32, 4, SHAPE(1, 2, Tk, 8));
+                cache[2 * i + 1] = wgt_zeros(ctx, WGT_F32, 4, SHAPE(1, 2, Tk, 1));
+                wgt_quantize_rows_into(cache[2 * i], cache[2 * i + 1], i ? z : y);
+            }
+            out[0] = wgt_scope_keep(wgt_attention_q8_linear_ex(x, cache[0], cache[1], cache[2], cache[3], true,
+                                                               wgt_cast(w, WGT_F16), bias, WGT_F32));
             wgt_scope_pop(ctx);
         } else if (wgt_quantize_weight(w, v == 1 ? 4 : 8, &qw, &qs) == WGT_OK) {
             out[0] = wgt_attention_qlinear_ex(x, y, z, true, qw, qs, v == 1 ? 4 : 8, bias);
@@ -739,7 +751,7 @@ static const parity_op table[] = {
     {WGT_OP_DROPOUT, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_GELU_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
-    {WGT_OP_ATTENTION_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
+    {WGT_OP_ATTENTION_LINEAR, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 4},
     {WGT_OP_ATTENTION, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_ROPE, KIND_OWN, FLOATS, TOL_APPROX, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_CONV2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 4},
