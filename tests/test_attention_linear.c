@@ -17,7 +17,8 @@
  * rounding to f16 may flip, so 1e-3 there, 1e-6 with f32 q).
  * Cases: f16 and f32 q, float and 8-bit keys and values, f16 / 8-bit / 4-bit
  * weights, a bias and none, 1 to
- * 5 chunks of 64 keys (a partial last chunk), grouped-query heads; shapes
+ * 5 chunks of 64 keys (a partial last chunk) and 800 keys (past the fold's
+ * bound with f16 weights, within it quantized), grouped-query heads; shapes
  * the fused call does not take (two query rows, two batches) are the
  * composition; bad arguments return an error and leave the context usable.
  * On the CPU backend every call is the composition.
@@ -180,6 +181,12 @@ static void cases(wgt_context *ctx, const char *backend, bool gpu)
     check_case(ctx, backend, &f32q, gpu);
     shape_case f32q4 = {1, 4, 1, 1, 150, 32, 48, WGT_F32, W_Q4, false, false}; /* f32 attention (128 keys and more) into 4-bit rows */
     check_case(ctx, backend, &f32q4, gpu);
+    /* 800 keys: past the fold's bound with f16 weights (768: the composition),
+     * within it with quantized ones (2048) */
+    shape_case long_f16 = {1, 8, 2, 1, 800, 64, 96, WGT_F16, W_F16, true, false};
+    check_case(ctx, backend, &long_f16, false);
+    shape_case long_q4 = {1, 8, 2, 1, 800, 64, 96, WGT_F16, W_Q4, true, false};
+    check_case(ctx, backend, &long_q4, gpu);
     /* shapes outside the fused call: the composition everywhere */
     shape_case rows2 = {1, 8, 2, 2, 100, 64, 96, WGT_F16, W_F16, true, false};
     check_case(ctx, backend, &rows2, false);

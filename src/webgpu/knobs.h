@@ -166,6 +166,9 @@ typedef struct webgpu_knobs {
                                   * number sets both; default 65536,64 (H200, bench/results/
                                   * h200-2026-11-28g p2, p3) */
     webgpu_decode_attn decode_attn; /* WGT_DECODE_ATTN, above */
+    int64_t attention_fold_keys; /* WGT_ATTENTION_FOLD_KEYS=n: the attention prologue of a projection (its
+                                  * combine folded into the GEMV, webgpu_attention_linear.c) up to n keys,
+                                  * 0 never; default -1: up to 768 keys with f16 weights, 2048 quantized */
 
     /* ---- quantized matmul (webgpu_quant.c) */
     char quant_tile[32];       /* WGT_QUANT_TILE=<bm>x<bn> (128x128, 128x64, 64x64): force that tile where it

@@ -24,6 +24,19 @@
 
 int webgpu_attention_prologue_kv(const wgt_kernel_call *call) { return call->attention.kv_q8 ? 4 : 2; }
 
+/* Every workgroup of the projection rereads all the partials (H chunks (D +
+ * 2) floats), which grow with the keys while the dispatch saved stays one: on
+ * an H200 (Llama-3.2-1B shape, bench/results/h200-2026-11-29l/p1, level 5
+ * against 4) f16 weights gained at 512 keys (+1.6%) and lost from 1024 on
+ * (-2.8% at 1024, -9.5% at 2048, -28% at 8192); 4-bit weights, whose GEMV
+ * has fewer workgroups to reread them, gained up to 2048 (+6.6%) and lost
+ * from 4096 (-2.2%, -14% at 8192). Past the bound the op composes. */
+bool webgpu_attention_prologue_keys_ok(const webgpu_backend *wg, const wgt_kernel_call *attn, bool quantized)
+{
+    const int64_t cap = wg->knobs.attention_fold_keys >= 0 ? wg->knobs.attention_fold_keys : quantized ? 2048 : 768;
+    return attn->inputs[1].shape[2] <= cap;
+}
+
 void webgpu_attention_prologue_call(const wgt_kernel_call *call, wgt_kernel_call *attn)
 {
     memset(attn, 0, sizeof(*attn));
@@ -91,7 +104,8 @@ static bool call_ok(webgpu_backend *wg, const wgt_kernel_call *call)
     }
     wgt_kernel_call attn;
     webgpu_attention_prologue_call(call, &attn);
-    return q->ndim == 4 && q->shape[0] == 1 && q->shape[2] == 1 && webgpu_attention_decode_wanted(wg, &attn);
+    return q->ndim == 4 && q->shape[0] == 1 && q->shape[2] == 1 && webgpu_attention_prologue_keys_ok(wg, &attn, false) &&
+           webgpu_attention_decode_wanted(wg, &attn);
 }
 
 bool webgpu_attention_linear_supports(webgpu_backend *wg, const wgt_kernel_call *call)

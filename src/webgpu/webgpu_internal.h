@@ -462,6 +462,10 @@ void webgpu_attention_prologue_call(const wgt_kernel_call *call, wgt_kernel_call
 /* How many of the call's last inputs are its keys and values: 2 (k, v) or,
  * with attention.kv_q8, 4 (k codes, v codes, k scales, v scales). */
 int webgpu_attention_prologue_kv(const wgt_kernel_call *call);
+/* Whether the attention call's keys are few enough for its combine to fold
+ * into the projection's GEMV (quantized: quant_gemv_rows, else
+ * matmul_gemv_half; WGT_ATTENTION_FOLD_KEYS) */
+bool webgpu_attention_prologue_keys_ok(const webgpu_backend *wg, const wgt_kernel_call *attn, bool quantized);
 bool webgpu_attention_linear_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* MATMUL's */
 wgt_status webgpu_attention_linear_run(webgpu_backend *wg, const wgt_kernel_call *call);
 bool webgpu_optimizer_supports(webgpu_backend *wg, const wgt_kernel_call *call); /* OPTIMIZER */

@@ -167,7 +167,7 @@ static bool attention_supported(webgpu_backend *wg, const wgt_kernel_call *call)
         return false;
     wgt_kernel_call attn;
     webgpu_attention_prologue_call(call, &attn);
-    return webgpu_attention_decode_wanted(wg, &attn);
+    return webgpu_attention_prologue_keys_ok(wg, &attn, true) && webgpu_attention_decode_wanted(wg, &attn);
 }
 
 bool webgpu_quant_supports(webgpu_backend *wg, const wgt_kernel_call *call)
