@@ -9,6 +9,8 @@
  *    cache [1, Hkv, context, D] and q a permuted view, as llama_forward passes;
  *  - f16 takes the path at any Tk, f32 from 128 keys; rows that see no key
  *    (Tq > Tk, forced with WGT_DECODE_ATTN=1): out 0, lse -inf;
+ *  - past 32 chunks of keys (2100 to 4200 keys; D 64, 80, 128) the combine
+ *    that takes a workgroup a row;
  *  - the path is taken (2 dispatches for f16 in and out, where the general
  *    kernels need 5) and WGT_DECODE_ATTN=0 gives the general kernels back with
  *    the same results. */
@@ -219,6 +221,10 @@ int main(void)
         {"f16_short_tk20",           1, 4, 2, 1, 20, 64, true, true, false, 0},   /* f16: taken at any Tk */
         {"f16_tq4_tk700",            1, 8, 2, 4, 700, 64, true, true, false, 0},  /* 11 chunks, the last short */
         {"f16_tk1000_view",          1, 4, 1, 1, 1000, 64, true, true, true, 1100},
+        /* past 32 chunks: the combine a workgroup a row (attention_decode_combine_split) */
+        {"f16_tk2100_split",         1, 8, 2, 1, 2100, 64, true, true, false, 0},
+        {"tq2_d128_tk4200_split",    1, 4, 1, 2, 4200, 128, true, false, false, 0},
+        {"d80_tk2500_view_split",    1, 8, 1, 1, 2500, 80, true, false, true, 2600},
     };
     /* the knob is read when a context is created: one context per setting */
     wgt_context *general = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "0", NULL});

@@ -177,6 +177,7 @@ static void read_attention(webgpu_knobs *k)
     k->decode_attn = decode && strcmp(decode, "0") == 0   ? WEBGPU_DECODE_ATTN_OFF
                      : decode && strcmp(decode, "1") == 0 ? WEBGPU_DECODE_ATTN_FORCED
                                                           : WEBGPU_DECODE_ATTN_AUTO;
+    k->decode_combine_split = on_unless_zero("WGT_DECODE_COMBINE_SPLIT");
     const int64_t fold = count("WGT_ATTENTION_FOLD_KEYS");
     k->attention_fold_keys = fold >= 0 ? fold : -1;
 }

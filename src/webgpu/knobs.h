@@ -166,6 +166,9 @@ typedef struct webgpu_knobs {
                                   * number sets both; default 65536,64 (H200, bench/results/
                                   * h200-2026-11-28g p2, p3) */
     webgpu_decode_attn decode_attn; /* WGT_DECODE_ATTN, above */
+    bool decode_combine_split;   /* WGT_DECODE_COMBINE_SPLIT=0: the decode attention's combine one invocation
+                                  * per column pair at any number of chunks; default true (a workgroup a row
+                                  * past 32 chunks, webgpu_attention_decode.c) */
     int64_t attention_fold_keys; /* WGT_ATTENTION_FOLD_KEYS=n: the attention prologue of a projection (its
                                   * combine folded into the GEMV, webgpu_attention_linear.c) up to n keys,
                                   * 0 never; default -1: up to 768 keys with f16 weights, 2048 quantized */

@@ -9,6 +9,8 @@
  *                             rows of its grouped heads, chunk of 64 keys):
  *                             partial max, sum and p V of the chunk
  *   attention_decode_combine  merges the chunks per row into out and lse
+ *                             (past DECODE_SPLIT_CHUNKS chunks a row:
+ *                             attention_decode_combine_split, a workgroup a row)
  * Why: with Tq = 1 the general forward kernel (webgpu_attention.c) has B H
  * workgroups that each walk all Tk keys alone, and f16 inputs first go through
  * f32 copies of the whole cache (5 dispatches): on an H100 in `wgt generate`
@@ -36,6 +38,11 @@
 #define DECODE_CHUNK 64       /* CH of attention_decode.wgsl */
 #define DECODE_ROWS 4         /* R of attention_decode.wgsl */
 #define DECODE_PREFETCH_WORDS 32 /* 16-byte words an invocation may load up front (128 registers) */
+/* Rows of more chunks than this are merged by attention_decode_combine_split
+ * (its sums in another order: not within the keys whose combine the
+ * projection's GEMV folds by default, 2048 = 32 chunks, whose values repeat
+ * attention_decode_combine's). WGT_DECODE_COMBINE_SPLIT=0: never. */
+#define DECODE_SPLIT_CHUNKS 32
 
 /* Mirrors struct Params of attention_decode.wgsl and attention_decode_combine.wgsl. */
 typedef struct decode_params {
@@ -194,7 +201,8 @@ static wgt_status first_pass(webgpu_backend *wg, const wgt_kernel_call *call, we
     webgpu_pipeline *first;
     /* the first pass takes quant_codes' bytes4 for 8-bit k and v */
     static const char *const first_files[2] = {"quant_codes", "attention_decode"};
-    static const char *const combine_files[1] = {"attention_decode_combine"};
+    const bool split = p.chunks > DECODE_SPLIT_CHUNKS && wg->knobs.decode_combine_split;
+    const char *const combine_files[1] = {split ? "attention_decode_combine_split" : "attention_decode_combine"};
     wgt_status s = get_pipeline(wg, first_files, 2, consts, 5, 2, op, &first);
     if (s != WGT_OK) return s;
     snprintf(consts, sizeof(consts), "const OUT_F16: bool = %s;\n", out->dtype == WGT_F16 ? "true" : "false");
@@ -249,8 +257,11 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
     memset(&p, 0, sizeof(p)); /* first_pass sets it once its checks pass */
     wgt_status s = first_pass(wg, call, &dp, &combine, &p);
     const uint64_t rows = (uint64_t)p.B * p.H * p.Tq;
+    const bool split = p.chunks > DECODE_SPLIT_CHUNKS && wg->knobs.decode_combine_split; /* as first_pass chose */
     uint32_t gx, gy;
-    if (s == WGT_OK) s = webgpu_grid(wg, ceil_div((int64_t)(rows * (p.D / 2)), 256), &gx, &gy, call->op_name);
+    if (s == WGT_OK)
+        s = webgpu_grid(wg, split ? rows : (uint64_t)ceil_div((int64_t)(rows * (p.D / 2)), 256), &gx, &gy,
+                        call->op_name);
     if (s == WGT_OK) {
         WGPUBuffer b[4] = {webgpu_view_buffer(&dp.part_o), webgpu_view_buffer(&dp.part_ml), webgpu_view_buffer(out),
                            webgpu_view_buffer(lse)};
