@@ -116,29 +116,20 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
                                    "    let w = b[i];\n"
                                    "    return array(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),\n"
                                    "                 vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));\n}\n";
-        /* the norm's sum by subgroups (nn_norm_subgroup.wgsl's loop and
-         * subgroupAdd over lanes of the entry's SubgroupIds), or a stub. The
-         * loop's stride is the subgroup size, unknown to the compiler: eight
-         * slots are loaded at once, then added in order (the norm kernel's
-         * order), so a lane waits on L2 twice at 512 slots, not 16 times
-         * (rolled, H200 f16 decode was 3% slower than the workgroup tree) */
+        /* the norm's sum by subgroups: nn_norm_subgroup.wgsl's lane-strided
+         * loop over the slots' sums of squares (hx[i].x, written by the
+         * whole workgroup) and subgroupAdd, over the entry's SubgroupIds; or
+         * a stub. (Each subgroup loading its 16 slots from storage itself,
+         * eight at a time, made H200 f16 decode 2% slower than the tree,
+         * 821.1-825.0 against 840.3-841.8 tokens/s: bench/results/h200-2026-11-29l/p2) */
         const char *norm_sum =
             norm_sg ? "struct SubgroupIds { @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32, }\n"
-                      "fn norm_sq(c: vec4<f32>) -> f32 { let c2 = (c - vec4<f32>(0.0)) * (c - vec4<f32>(0.0)); "
-                      "return (c2.x + c2.y) + (c2.z + c2.w); }\n"
-                      "fn norm_subgroup_sum(xb: u32, slots: u32, sgi: SubgroupIds) -> f32 {\n"
+                      "fn norm_subgroup_sum(slots: u32, sgi: SubgroupIds) -> f32 {\n"
                       "    var q = 0.0;\n"
-                      "    let st = sgi.size;\n"
-                      "    var i = sgi.lane;\n"
-                      "    for (; i + 7u * st < slots; i += 8u * st) {\n"
-                      "        var c: array<vec4<f32>, 8>;\n"
-                      "        for (var u = 0u; u < 8u; u++) { c[u] = norm_x(xb + i + u * st); }\n"
-                      "        for (var u = 0u; u < 8u; u++) { q += norm_sq(c[u]); }\n"
-                      "    }\n"
-                      "    for (; i < slots; i += st) { q += norm_sq(norm_x(xb + i)); }\n"
+                      "    for (var i = sgi.lane; i < slots; i += sgi.size) { q += hx[i].x; }\n"
                       "    return subgroupAdd(q);\n}\n"
                     : "struct SubgroupIds { @builtin(global_invocation_id) unused: vec3<u32>, }\n"
-                      "fn norm_subgroup_sum(xb: u32, slots: u32, sgi: SubgroupIds) -> f32 { return 0.0; }\n";
+                      "fn norm_subgroup_sum(slots: u32, sgi: SubgroupIds) -> f32 { return 0.0; }\n";
         char prelude[3072], bias[160];
         snprintf(bias, sizeof(bias),
                  p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<%s>;\n"

@@ -103,16 +103,26 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // RMSNorm of the f32 vector (one batch) as WebGPU's norm kernel
         // computes a row, the same operations in the same order, so the same
         // values: with subgroups (NORM_SUBGROUP, nn_norm_subgroup.wgsl) lane l
-        // of every subgroup sums the squares of slots l, l + size, ... and
-        // subgroupAdd adds the lanes' sums (each subgroup the whole row: no
-        // barrier); else (nn_norm.wgsl) thread t < NORM_THREADS sums slots t,
+        // of every subgroup adds the squares of slots l, l + size, ... in
+        // order and subgroupAdd adds the lanes' sums (each subgroup the whole
+        // row, three barriers against the tree's eleven); else (nn_norm.wgsl) thread t < NORM_THREADS sums slots t,
         // t + NORM_THREADS, ... and a tree adds those. Then rstd =
         // inverseSqrt(sum / K + eps) and each slot ((x - 0) * rstd) * weight.
         let slots = params.K >> 2u;
         let xb = base.y >> 2u;
         var total = 0.0;
         if (NORM_SUBGROUP) {
-            total = norm_subgroup_sum(xb, slots, sgi);
+            // each slot's squares summed by the workgroup (one load an
+            // invocation, as the tree's), then every subgroup adds the slots'
+            // sums lane-strided from workgroup memory (norm_subgroup_sum)
+            for (var i = lid; i < slots; i += WG) {
+                let c = norm_x(xb + i) - vec4<f32>(0.0);
+                let c2 = c * c;
+                hx[i] = vec4<f32>((c2.x + c2.y) + (c2.z + c2.w), 0.0, 0.0, 0.0);
+            }
+            workgroupBarrier();
+            total = norm_subgroup_sum(slots, sgi);
+            workgroupBarrier();   // every subgroup has read hx before the row overwrites it
         } else {
             var q = 0.0;
             if (lid < NORM_THREADS) {
