@@ -364,11 +364,12 @@ typedef struct wgt_kernel_call {
         /* RMSNorm prologue (wgt_rms_norm_linear_ex): inputs[2] is not a bias
          * but an f32 norm weight [K], and a (f32, rows contiguous) is read as
          * the NN NORM kernel's rms output of its rows with that weight and
-         * norm_eps (the values that kernel would write: WebGPU's GEMV
-         * prologue sums a row's squares as its norm kernel does, by subgroups
-         * where the adapter has them; an adapter that gave two kernels
-         * subgroups of different sizes would sum in another order, rstd an
-         * ulp apart). */
+         * norm_eps (the values that kernel would write, up to the order in
+         * which a row's squares are summed: WebGPU's norm kernel sums by
+         * subgroups where the adapter has them, the GEMV's prologue by a
+         * workgroup tree; rstd may then differ by an ulp. A prologue summing
+         * as the subgroup kernel does made H200 f16 decode ~2% slower,
+         * bench/results/h200-2026-11-29l/p2, p3: not kept). */
         bool norm;
         double norm_eps;
         /* Rotary epilogue (wgt_rms_norm_linear_rope_into; M = 1, no batch):

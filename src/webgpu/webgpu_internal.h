@@ -475,9 +475,6 @@ wgt_status webgpu_nn_run(webgpu_backend *wg, const wgt_kernel_call *call);
 /* Threads nn_norm.wgsl reduces a row of `slots` vec4s with (its summation
  * order, which matmul_gemv_half's RMSNorm prologue repeats) */
 uint32_t webgpu_norm_row_threads(const webgpu_backend *wg, uint64_t slots);
-/* Whether the NORM kernel sums a vec4 row by subgroups (nn_norm_subgroup.wgsl;
- * WGT_NORM_SUBGROUP=0 turns it off): the GEMV's norm prologue sums as it does. */
-bool webgpu_norm_by_subgroup(const webgpu_backend *wg);
 /* Rows per invocation (1, 2 or 4) of the decode GEMV kernels (matmul_gemv_half,
  * quant_gemv_rows) for `rows` rows in workgroups of `slots` row groups. */
 unsigned webgpu_gemv_rows_per_thread(const webgpu_backend *wg, uint64_t rows, unsigned slots, uint64_t batches);

@@ -65,7 +65,6 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
     /* the RMSNorm prologue: the vector's K / 4 slots normalized into workgroup memory (HX) by the
      * threads nn_norm.wgsl would use (NORM_THREADS), then read from there */
     const uint32_t norm_threads = p->norm ? webgpu_norm_row_threads(wg, (uint64_t)(p->K / 4)) : 0;
-    const bool norm_sg = p->norm && webgpu_norm_by_subgroup(wg); /* as the norm kernel sums a vec4 row */
     const int64_t hx = p->norm || p->combine ? p->K / 4 : 1;
     const unsigned slots = 256 / (unsigned)c->threads;
     /* the rope epilogue: an invocation's two rows are a head's i and i + D/2 */
@@ -83,10 +82,10 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
                                  (per_lane == 4 || per_lane == 8) ? (unsigned)per_lane : 0;
     /* the attention prologue: head dim D (combine_x4's CD4 = D / 4) and the rounding of its output */
     const unsigned cd4 = p->combine ? p->combine->D / 4 : 0;
-    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u%s:%lld:rpt%u:rope%s%lld:pre%u:comb%u%d",
-             c->name, wgt_dtype_name(p->out->dtype), p->bias ? wgt_dtype_name(p->bias->dtype) : "0",
-             vec_f32 ? "f32" : "f16", p->swiglu ? ":swiglu" : "", norm_threads, norm_sg ? "sg" : "", (long long)hx, rpt,
-             rope_type, (long long)d2, pre, cd4, p->combine_f16);
+    snprintf(key, sizeof(key), "matmul_gemv_half:%s:o%s:bias%s:x%s%s:norm%u:%lld:rpt%u:rope%s%lld:pre%u:comb%u%d", c->name,
+             wgt_dtype_name(p->out->dtype), p->bias ? wgt_dtype_name(p->bias->dtype) : "0", vec_f32 ? "f32" : "f16",
+             p->swiglu ? ":swiglu" : "", norm_threads, (long long)hx, rpt, rope_type, (long long)d2, pre, cd4,
+             p->combine_f16);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *common = webgpu_kernel_source("matmul_common"), *body = webgpu_kernel_source("matmul_gemv_half");
@@ -116,37 +115,22 @@ wgt_status matmul_run_gemv_half(webgpu_backend *wg, const matmul_problem *p, con
                                    "    let w = b[i];\n"
                                    "    return array(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),\n"
                                    "                 vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));\n}\n";
-        /* the norm's sum by subgroups: nn_norm_subgroup.wgsl's lane-strided
-         * loop over the slots' sums of squares (hx[i].x, written by the
-         * whole workgroup) and subgroupAdd, over the entry's SubgroupIds; or
-         * a stub. (Each subgroup loading its 16 slots from storage itself,
-         * eight at a time, made H200 f16 decode 2% slower than the tree,
-         * 821.1-825.0 against 840.3-841.8 tokens/s: bench/results/h200-2026-11-29l/p2) */
-        const char *norm_sum =
-            norm_sg ? "struct SubgroupIds { @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32, }\n"
-                      "fn norm_subgroup_sum(slots: u32, sgi: SubgroupIds) -> f32 {\n"
-                      "    var q = 0.0;\n"
-                      "    for (var i = sgi.lane; i < slots; i += sgi.size) { q += hx[i].x; }\n"
-                      "    return subgroupAdd(q);\n}\n"
-                    : "struct SubgroupIds { @builtin(global_invocation_id) unused: vec3<u32>, }\n"
-                      "fn norm_subgroup_sum(slots: u32, sgi: SubgroupIds) -> f32 { return 0.0; }\n";
-        char prelude[3072], bias[160];
+        char prelude[2048], bias[160];
         snprintf(bias, sizeof(bias),
                  p->bias ? "@group(0) @binding(4) var<storage, read> bias: array<%s>;\n"
                            "fn bias_load(i: u32) -> T { return T(bias[i]); }\n"
                          : "fn bias_load(i: u32) -> T { return T(); }\n%s",
                  p->bias ? matmul_wgsl_type(p->bias->dtype) : "");
         snprintf(prelude, sizeof(prelude),
-                 "enable f16;\n%salias S = u32;\nalias SA = u32;\n%s%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
+                 "enable f16;\nalias S = u32;\nalias SA = u32;\n%salias T = f32;\nalias O = %s;\nconst BIAS: bool = %s;\n%s"
                  "const ROW_THREADS: u32 = %du;\nconst RPT: u32 = %uu;\nconst SWIGLU: bool = %s;\n"
                  "const NORM: bool = %s;\nconst NORM_THREADS: u32 = %uu;\nconst HX: u32 = %lldu;\n"
                  "const ROPE: bool = %s;\nconst D2: u32 = %lldu;\nconst PRE: u32 = %uu;\n"
-                 "const COMBINE: bool = %s;\nconst CD4: u32 = %uu;\nconst COMBINE_F16: bool = %s;\n"
-                 "const NORM_SUBGROUP: bool = %s;\n",
-                 norm_sg ? webgpu_native_subgroups_directive() : "", x8, norm_sum, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads, rpt,
+                 "const COMBINE: bool = %s;\nconst CD4: u32 = %uu;\nconst COMBINE_F16: bool = %s;\n",
+                 x8, p->out->dtype == WGT_F32 ? "f32" : "f16", p->bias ? "true" : "false", bias, c->threads, rpt,
                  p->swiglu ? "true" : "false", p->norm ? "true" : "false", norm_threads, (long long)hx,
                  p->rope ? "true" : "false", (long long)d2, pre, p->combine ? "true" : "false", cd4 ? cd4 : 1,
-                 p->combine_f16 ? "true" : "false", norm_sg ? "true" : "false");
+                 p->combine_f16 ? "true" : "false");
         /* the SwiGLU epilogue: WGT_SWIGLU_EXPR as webgpu_elementwise_codegen.c
          * writes it (its exp, each step's rounding pinned by ew_opaque, whose
          * uniform zero is split_stride: 0 in the GEMV kernels), stored as an

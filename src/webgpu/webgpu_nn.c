@@ -196,11 +196,6 @@ static uint32_t vec_width(int64_t d, const wgt_tensor_view *const *views, int n)
     return 4;
 }
 
-bool webgpu_norm_by_subgroup(const webgpu_backend *wg)
-{
-    return wg->has_subgroups && wg->knobs.norm_subgroup && !webgpu_native_subgroup_uniformity_checked();
-}
-
 /* NORM_SUBGROUP_ROWS must equal ROWS of kernels/nn_norm_subgroup.wgsl. */
 #define NORM_SUBGROUP_ROWS 8u
 
@@ -215,7 +210,8 @@ static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     nn_shape sh = shape_for(wg, pr->d / width, width, true);
     /* vec4 rows with subgroups: a row per subgroup (nn_norm_subgroup.wgsl; WGT_NORM_SUBGROUP=0: a row per
      * workgroup); not where the compiler checks subgroup uniformity (browsers), which its row loop fails */
-    const bool by_subgroup = width == 4 && webgpu_norm_by_subgroup(wg);
+    const bool by_subgroup = wg->has_subgroups && wg->knobs.norm_subgroup && width == 4 &&
+                             !webgpu_native_subgroup_uniformity_checked();
     if (by_subgroup) sh = (nn_shape){NN_MAX_THREADS, 4, 1, false, true};
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, by_subgroup ? "nn_norm_subgroup" : "nn_norm", &sh, 3, 2, call->op_name, &p);

@@ -29,9 +29,6 @@
 // NORM (prelude; wgt_rms_norm_linear_ex in LLM decode): the f32 vector is
 // first RMS-normalized with the weight nw [K] (binding 4, no bias) into
 // workgroup memory hx, as the NORM kernel would write it, and read from there.
-// NORM_SUBGROUP (prelude): that kernel sums by subgroups (the prelude's
-// norm_subgroup_sum, over the entry's SubgroupIds builtins; without it a
-// stub and a struct of an unused builtin).
 // COMBINE (prelude; wgt_attention_linear_ex in LLM decode): the vector is the
 // decode attention's output row, merged from its first pass's partial sums
 // (part_o bound as b, from vec4 params.b_offset / 4; part_ml at binding 5,
@@ -66,7 +63,7 @@ fn row_sum(lr: u32) -> f32 { return partial[(lr % RPT) * WG + (lr / RPT) * ROW_T
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>, sgi: SubgroupIds) {
+        @builtin(num_workgroups) nwg: vec3<u32>) {
     let id = wid.x + wid.y * nwg.x;
     if (id >= params.tiles_m * params.batches) { return; }
     let batch = id / params.tiles_m;
@@ -100,48 +97,29 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
 
     if (NORM) {
-        // RMSNorm of the f32 vector (one batch) as WebGPU's norm kernel
-        // computes a row, the same operations in the same order, so the same
-        // values: with subgroups (NORM_SUBGROUP, nn_norm_subgroup.wgsl) lane l
-        // of every subgroup adds the squares of slots l, l + size, ... in
-        // order and subgroupAdd adds the lanes' sums (each subgroup the whole
-        // row, three barriers against the tree's eleven); else (nn_norm.wgsl) thread t < NORM_THREADS sums slots t,
-        // t + NORM_THREADS, ... and a tree adds those. Then rstd =
-        // inverseSqrt(sum / K + eps) and each slot ((x - 0) * rstd) * weight.
+        // RMSNorm of the f32 vector (one batch) as nn_norm.wgsl computes a
+        // row: thread t < NORM_THREADS sums the squares of slots t,
+        // t + NORM_THREADS, ... in order, a tree over those partials, rstd =
+        // inverseSqrt(sum / K + eps), each slot ((x - 0) * rstd) * weight;
+        // the same operations in the same order, so the same values
         let slots = params.K >> 2u;
         let xb = base.y >> 2u;
-        var total = 0.0;
-        if (NORM_SUBGROUP) {
-            // each slot's squares summed by the workgroup (one load an
-            // invocation, as the tree's), then every subgroup adds the slots'
-            // sums lane-strided from workgroup memory (norm_subgroup_sum)
-            for (var i = lid; i < slots; i += WG) {
+        var q = 0.0;
+        if (lid < NORM_THREADS) {
+            for (var i = lid; i < slots; i += NORM_THREADS) {
                 let c = norm_x(xb + i) - vec4<f32>(0.0);
                 let c2 = c * c;
-                hx[i] = vec4<f32>((c2.x + c2.y) + (c2.z + c2.w), 0.0, 0.0, 0.0);
+                q += (c2.x + c2.y) + (c2.z + c2.w);
             }
-            workgroupBarrier();
-            total = norm_subgroup_sum(slots, sgi);
-            workgroupBarrier();   // every subgroup has read hx before the row overwrites it
-        } else {
-            var q = 0.0;
-            if (lid < NORM_THREADS) {
-                for (var i = lid; i < slots; i += NORM_THREADS) {
-                    let c = norm_x(xb + i) - vec4<f32>(0.0);
-                    let c2 = c * c;
-                    q += (c2.x + c2.y) + (c2.z + c2.w);
-                }
-            }
-            partial[lid] = q;
-            workgroupBarrier();
-            for (var s = NORM_THREADS / 2u; s > 0u; s >>= 1u) {
-                if (lid < s) { partial[lid] = partial[lid] + partial[lid + s]; }
-                workgroupBarrier();
-            }
-            total = partial[0];
+        }
+        partial[lid] = q;
+        workgroupBarrier();
+        for (var s = NORM_THREADS / 2u; s > 0u; s >>= 1u) {
+            if (lid < s) { partial[lid] = partial[lid] + partial[lid + s]; }
             workgroupBarrier();
         }
-        let rstd = inverseSqrt(total * (1.0 / f32(params.K)) + params.norm_eps);
+        let rstd = inverseSqrt(partial[0] * (1.0 / f32(params.K)) + params.norm_eps);
+        workgroupBarrier();
         let r = vec4<f32>(rstd);
         let wb = params.norm_offset >> 2u;
         for (var i = lid; i < slots; i += WG) { hx[i] = ((norm_x(xb + i) - vec4<f32>(0.0)) * r) * norm_w(wb + i); }
