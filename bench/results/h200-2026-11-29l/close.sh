@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Closing measurements of the 2026-11-29 twelfth session, one call on the lent H200:
+# Closing measurements of the 2026-11-29 twelfth session, one call on the lent H200 (close1: the same before
+# the bench warmed its decode at the timed keys):
 #   source scripts/device-env.sh; bash bench/results/h200-2026-11-29l/close.sh
 # issue 12: wgt generate --bench (Llama-3.2-1B shape, random weights, 128 decoded tokens):
 #  - 512-token prompt: f16 / q8 / q4 and q4 with the 8-bit KV cache (now at level 5), three rounds;
