@@ -129,7 +129,8 @@ static double rel_l2(const float *a, const float *b, int64_t n)
 static void check_case(wgt_context *ctx, const char *backend, const shape_case *c, bool expect_fused)
 {
     char label[200];
-    snprintf(label, sizeof(label), "%s: q %s [%lld, %lld, %lld, %lld], %s kv heads %lld, %lld keys, %s weight [%lld, %lld]%s",
+    snprintf(label, sizeof(label),
+             "%s: q %s [%lld, %lld, %lld, %lld], %s kv heads %lld, %lld keys, %s weight [%lld, %lld]%s",
              backend, wgt_dtype_name(c->qdtype), (long long)c->B, (long long)c->H, (long long)c->Tq, (long long)c->D,
              c->kv8 ? "8-bit" : "float", (long long)c->Hkv, (long long)c->Tk, weight_names[c->w], (long long)c->N,
              (long long)(c->H * c->D), c->bias ? ", bias" : "");
@@ -179,7 +180,8 @@ static void cases(wgt_context *ctx, const char *backend, bool gpu)
         }
     shape_case f32q = {1, 4, 4, 1, 130, 32, 64, WGT_F32, W_F16, true, false};  /* f32 q, k, v; no grouping */
     check_case(ctx, backend, &f32q, gpu);
-    shape_case f32q4 = {1, 4, 1, 1, 150, 32, 48, WGT_F32, W_Q4, false, false}; /* f32 attention (128 keys and more) into 4-bit rows */
+    /* f32 attention (128 keys and more) into 4-bit rows */
+    shape_case f32q4 = {1, 4, 1, 1, 150, 32, 48, WGT_F32, W_Q4, false, false};
     check_case(ctx, backend, &f32q4, gpu);
     /* 800 keys: past the fold's bound with f16 weights (768: the composition),
      * within it with quantized ones (2048) */
@@ -218,8 +220,8 @@ static void bad_arguments(wgt_context *ctx, const char *backend)
           wgt_context_error_message(ctx));
     wgt_context_clear_error(ctx);
     out = wgt_attention_linear_ex(q, k_bad, k_bad, true, w_ok, NULL, WGT_F32);
-    CHECK(!out && wgt_context_status(ctx) == WGT_ERR_SHAPE_MISMATCH && strstr(wgt_context_error_message(ctx), "heads") &&
-              strncmp(wgt_context_error_message(ctx), "wgt_attention_linear_ex: ", 25) == 0,
+    CHECK(!out && wgt_context_status(ctx) == WGT_ERR_SHAPE_MISMATCH &&
+              strstr(wgt_context_error_message(ctx), "heads") && strncmp(wgt_context_error_message(ctx), "wgt_attention_linear_ex: ", 25) == 0,
           "%s: 8 query heads over 3 kv heads: %s", backend, wgt_context_error_message(ctx));
     wgt_context_clear_error(ctx);
     out = wgt_attention_qlinear_ex(q, k, v, true, w_ok, w_ok, 4, NULL); /* f16 where codes and scales go */

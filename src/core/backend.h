@@ -401,8 +401,9 @@ typedef struct wgt_kernel_call {
          * call->attention's scale and causal, no dropout; attention.kv_q8:
          * the last four, 8-bit), in q's dtype, its
          * heads merged into one row [1, H D]; b = inputs[1] [H D, N], the
-         * bias inputs[2] when there is one more input than that; no other fusion. Only where
-         * supports() says so: the op composes the two calls elsewhere. */
+         * bias inputs[2] when there is one input more than q, b, k and v
+         * need; no other fusion. Only where supports() says so: the op
+         * composes the two calls elsewhere. */
         bool attention;
     } matmul;
     struct {                     /* OPTIMIZER (src/nn/optimizer.c) */

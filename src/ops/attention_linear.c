@@ -79,11 +79,12 @@ static bool one_row(const wgt_tensor *q, const kv_source *kv, const wgt_tensor *
     if (vq->ndim != 4 || vk->ndim != 4 || (vq->dtype != WGT_F32 && vq->dtype != WGT_F16)) return false;
     const int64_t *qd = vq->shape, Hkv = vk->shape[1], Tk = vk->shape[2], D = qd[3];
     if (qd[0] != 1 || qd[2] != 1 || qd[1] < 1 || D < 1 || Hkv < 1 || qd[1] % Hkv || Tk < 1) return false;
-    if (kv->q8 ? D % 32 || !cache_shaped(kv->k, WGT_I32, Hkv, Tk, D / 4) || !cache_shaped(kv->v, WGT_I32, Hkv, Tk, D / 4) ||
-                     !cache_shaped(kv->k_scales, WGT_F32, Hkv, Tk, D / 32) ||
-                     !cache_shaped(kv->v_scales, WGT_F32, Hkv, Tk, D / 32)
-               : !cache_shaped(kv->k, vq->dtype, Hkv, Tk, D) || !cache_shaped(kv->v, vq->dtype, Hkv, Tk, D))
-        return false;
+    const bool kv_ok = kv->q8 ? D % 32 == 0 && cache_shaped(kv->k, WGT_I32, Hkv, Tk, D / 4) &&
+                                    cache_shaped(kv->v, WGT_I32, Hkv, Tk, D / 4) &&
+                                    cache_shaped(kv->k_scales, WGT_F32, Hkv, Tk, D / 32) &&
+                                    cache_shaped(kv->v_scales, WGT_F32, Hkv, Tk, D / 32)
+                              : cache_shaped(kv->k, vq->dtype, Hkv, Tk, D) && cache_shaped(kv->v, vq->dtype, Hkv, Tk, D);
+    if (!kv_ok) return false;
     if (weight->view.ndim != 2 || columns != qd[1] * D) return false;
     const int64_t N = weight->view.shape[0];
     return !bias || (bias->view.ndim == 1 && bias->view.shape[0] == N && bias->view.dtype == WGT_F32);

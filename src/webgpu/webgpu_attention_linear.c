@@ -104,8 +104,8 @@ static bool call_ok(webgpu_backend *wg, const wgt_kernel_call *call)
     }
     wgt_kernel_call attn;
     webgpu_attention_prologue_call(call, &attn);
-    return q->ndim == 4 && q->shape[0] == 1 && q->shape[2] == 1 && webgpu_attention_prologue_keys_ok(wg, &attn, false) &&
-           webgpu_attention_decode_wanted(wg, &attn);
+    return q->ndim == 4 && q->shape[0] == 1 && q->shape[2] == 1 &&
+           webgpu_attention_prologue_keys_ok(wg, &attn, false) && webgpu_attention_decode_wanted(wg, &attn);
 }
 
 bool webgpu_attention_linear_supports(webgpu_backend *wg, const wgt_kernel_call *call)

@@ -152,9 +152,9 @@ static bool attention_supported(webgpu_backend *wg, const wgt_kernel_call *call)
     const wgt_tensor_view *q = &call->inputs[0], *codes = &call->inputs[1], *s = &call->inputs[2];
     const wgt_tensor_view *out = &call->outputs[0];
     const int bits = call->quant.bits;
-    if (call->n_inputs != 3 + webgpu_attention_prologue_kv(call) + bias || call->n_outputs != 1 || call->quant.norm || call->quant.swiglu ||
-        call->quant.rope || call->quant.int8_x || (bits != 4 && bits != 8) || q->ndim != 4 || q->shape[0] != 1 ||
-        q->shape[2] != 1 || wg->knobs.quant_gemv != 2)
+    if (call->n_inputs != 3 + webgpu_attention_prologue_kv(call) + bias || call->n_outputs != 1 || call->quant.norm ||
+        call->quant.swiglu || call->quant.rope || call->quant.int8_x || (bits != 4 && bits != 8) || q->ndim != 4 ||
+        q->shape[0] != 1 || q->shape[2] != 1 || wg->knobs.quant_gemv != 2)
         return false;
     const int64_t K = q->shape[1] * q->shape[3], N = codes->shape[0];
     if (codes->dtype != WGT_I32 || s->dtype != WGT_F32 || out->dtype != WGT_F32 || !contiguous_aligned(codes) ||
