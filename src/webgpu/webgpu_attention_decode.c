@@ -44,7 +44,7 @@
  * attention_decode_combine's). WGT_DECODE_COMBINE_SPLIT=0: never. */
 #define DECODE_SPLIT_CHUNKS 32
 
-/* Mirrors struct Params of attention_decode.wgsl and attention_decode_combine.wgsl. */
+/* Mirrors struct Params of attention_decode.wgsl and attention_decode_combine_common.wgsl. */
 typedef struct decode_params {
     uint32_t B, H, Hkv, group;
     uint32_t Tq, Tk, D, causal;
@@ -202,11 +202,12 @@ static wgt_status first_pass(webgpu_backend *wg, const wgt_kernel_call *call, we
     /* the first pass takes quant_codes' bytes4 for 8-bit k and v */
     static const char *const first_files[2] = {"quant_codes", "attention_decode"};
     const bool split = p.chunks > DECODE_SPLIT_CHUNKS && wg->knobs.decode_combine_split;
-    const char *const combine_files[1] = {split ? "attention_decode_combine_split" : "attention_decode_combine"};
+    const char *const combine_files[2] = {"attention_decode_combine_common",
+                                          split ? "attention_decode_combine_split" : "attention_decode_combine"};
     wgt_status s = get_pipeline(wg, first_files, 2, consts, 5, 2, op, &first);
     if (s != WGT_OK) return s;
     snprintf(consts, sizeof(consts), "const OUT_F16: bool = %s;\n", out->dtype == WGT_F16 ? "true" : "false");
-    if (combine && (s = get_pipeline(wg, combine_files, 1, consts, 2, 2, op, combine)) != WGT_OK) return s;
+    if (combine && (s = get_pipeline(wg, combine_files, 2, consts, 2, 2, op, combine)) != WGT_OK) return s;
 
     /* partials: o [rows, chunks, D] f32, (m, l) [rows, chunks] as f32 pairs */
     s = webgpu_temp_alloc(wg, WGT_F32, 1, (int64_t[]){(int64_t)(slots * p.D)}, &dp->part_o);

@@ -9,26 +9,7 @@
 // One invocation per (row, pair of columns): it owns one output word when out
 // is f16 (the pair), two when f32. Same Params as attention_decode.
 
-struct Params {
-    B: u32, H: u32, Hkv: u32, group: u32,
-    Tq: u32, Tk: u32, D: u32, causal: u32,
-    q_st: vec4<u32>, k_st: vec4<u32>, v_st: vec4<u32>,
-    q_off: u32, k_off: u32, v_off: u32, out_off: u32,    // out_off: elements (even for f16)
-    o_off: u32, ml_off: u32, lse_off: u32, chunks: u32,
-    scale_log2: f32, hb: u32, hblocks: u32, rows: u32,
-}
-
-// Browsers' WGSL compiler rejects a constant expression whose value is -inf,
-// so the bit pattern is a private variable, bitcast at run time.
-var<private> decode_bits_ff800000: u32 = 0xff800000u;
-
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> part_o: array<vec2<f32>>;
-@group(0) @binding(2) var<storage, read> part_ml: array<vec2<f32>>;
-@group(0) @binding(3) var<storage, read_write> out: array<u32>;
-@group(0) @binding(4) var<storage, read_write> lse: array<f32>;
-
-const LN2: f32 = 0.6931471805599453;
+// Params, bindings, store_pair and store_lse: attention_decode_combine_common.wgsl.
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -53,14 +34,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     let inv = select(0.0, 1.0 / l, l > 0.0);
     o *= inv;
-    let e = params.out_off + row * params.D + 2u * pr;
-    if (OUT_F16) {
-        out[e >> 1u] = pack2x16float(o);
-    } else {
-        out[e] = bitcast<u32>(o.x);
-        out[e + 1u] = bitcast<u32>(o.y);
-    }
-    if (pr == 0u) {
-        lse[params.lse_off + row] = select(bitcast<f32>(decode_bits_ff800000), (mx + log2(l)) * LN2, l > 0.0);
-    }
+    store_pair(row, pr, o);
+    if (pr == 0u) { store_lse(row, mx, l); }
 }

@@ -17,25 +17,9 @@
 // only past DECODE_SPLIT_CHUNKS, beyond the keys the GEMV's folded combine
 // (attention_combine_x.wgsl, which repeats that kernel's order) takes by default.
 
-struct Params {
-    B: u32, H: u32, Hkv: u32, group: u32,
-    Tq: u32, Tk: u32, D: u32, causal: u32,
-    q_st: vec4<u32>, k_st: vec4<u32>, v_st: vec4<u32>,
-    q_off: u32, k_off: u32, v_off: u32, out_off: u32,    // out_off: elements (even for f16)
-    o_off: u32, ml_off: u32, lse_off: u32, chunks: u32,
-    scale_log2: f32, hb: u32, hblocks: u32, rows: u32,
-}
-
-var<private> decode_bits_ff800000: u32 = 0xff800000u;   // -inf (see attention_decode_combine.wgsl)
-
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> part_o: array<vec2<f32>>;
-@group(0) @binding(2) var<storage, read> part_ml: array<vec2<f32>>;
-@group(0) @binding(3) var<storage, read_write> out: array<u32>;
-@group(0) @binding(4) var<storage, read_write> lse: array<f32>;
+// Params, bindings, store_pair and store_lse: attention_decode_combine_common.wgsl.
 
 const WG: u32 = 256u;
-const LN2: f32 = 0.6931471805599453;
 
 var<workgroup> red: array<f32, WG>;              // the row max's tree
 var<workgroup> o_sum: array<vec2<f32>, WG>;      // [group][pair]
@@ -85,14 +69,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         os += o_sum[g * pairs + lid];
     }
     os *= select(0.0, 1.0 / ls, ls > 0.0);
-    let e = params.out_off + row * params.D + 2u * lid;
-    if (OUT_F16) {
-        out[e >> 1u] = pack2x16float(os);
-    } else {
-        out[e] = bitcast<u32>(os.x);
-        out[e + 1u] = bitcast<u32>(os.y);
-    }
-    if (lid == 0u) {
-        lse[params.lse_off + row] = select(bitcast<f32>(decode_bits_ff800000), (m + log2(ls)) * LN2, ls > 0.0);
-    }
+    store_pair(row, lid, os);
+    if (lid == 0u) { store_lse(row, m, ls); }
 }
