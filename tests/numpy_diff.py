@@ -121,6 +121,7 @@ class Lib:
         sig("wgt_quantize_rows_into", I, P, P, P)
         sig("wgt_dequantize_rows", P, P, P, I)
         sig("wgt_attention_q8", P, P, P, P, P, P, B)
+        sig("wgt_scaled_dot_product_attention", P, P, P, P, B, D, ctypes.c_uint64)
         sig("wgt_gather", P, P, I, P)
         sig("wgt_embedding", P, P, P)
         sig("wgt_one_hot", P, P, I64, I)
@@ -932,6 +933,47 @@ class Runner:
         return (f"attention_q8 {NAME[d]} H {H} Hkv {Hkv} Tq {Tq} Tk {Tk} D {D} causal {causal}", got, gd, want, d,
                 "transcendental", scale)
 
+    def case_attention_long(self):
+        """Decode attention over a long cache: 1-4 query rows against 2049-2700
+        keys (WebGPU: past 32 chunks of 64 keys the chunks are merged a
+        workgroup a row, attention_decode_combine_split.wgsl), float keys
+        (wgt_scaled_dot_product_attention) or 8-bit ones (wgt_attention_q8),
+        causal, against softmax(q k^T / sqrt(D)) v in float64 (over the 8-bit
+        codes' values). The long arrays come from a NumPy generator seeded by
+        the case's draws (per-element draws would take seconds a case)."""
+        r = self.rng
+        d = self.dtype((F32, F16))
+        Hkv = r.randrange(1, 3)
+        H = Hkv * r.randrange(1, 5)
+        Tq, Tk, D = r.randrange(1, 5), r.randrange(2049, 2700), r.choice([32, 64])
+        g = np.random.default_rng(r.randrange(2 ** 32))
+        q = g.uniform(-2, 2, (1, H, Tq, D)).astype(NP_DTYPE[d])
+        q8 = r.random() < 0.5
+        kv_dtype = F32 if q8 else d
+        k = g.uniform(-2, 2, (1, Hkv, Tk, D)).astype(NP_DTYPE[kv_dtype])
+        v = g.normal(0, 3, (1, Hkv, Tk, D)).astype(NP_DTYPE[kv_dtype])
+        if q8:
+            kc, ks = self.q8_reference(k)
+            vc, vs = self.q8_reference(v)
+            args = [self.upload(a, I32 if a.dtype == np.int32 else F32) for a in (kc, ks, vc, vs)]
+            got, gd = self.read(self.lib.attention_q8(self.upload(q, d), *args, True), "wgt_attention_q8")
+            kd = kc.view(np.int8).reshape(k.shape).astype(np.float64) * np.repeat(ks, 32, axis=-1)
+            vd = vc.view(np.int8).reshape(v.shape).astype(np.float64) * np.repeat(vs, 32, axis=-1)
+        else:
+            out = self.lib.scaled_dot_product_attention(self.upload(q, d), self.upload(k, d), self.upload(v, d), True,
+                                                        0.0, 0)
+            got, gd = self.read(out, "wgt_scaled_dot_product_attention")
+            kd, vd = value_of(k), value_of(v)
+        kd, vd = np.repeat(kd, H // Hkv, axis=1), np.repeat(vd, H // Hkv, axis=1)
+        sc = np.matmul(value_of(q), kd.transpose(0, 1, 3, 2)) / math.sqrt(D)
+        seen = np.arange(Tk)[None, :] <= np.arange(Tq)[:, None] + Tk - Tq  # causal, bottom-right aligned
+        sc = np.where(seen, sc, -np.inf)
+        p = np.exp(sc - np.max(sc, axis=-1, keepdims=True))
+        want = np.matmul(p, vd) / np.sum(p, axis=-1, keepdims=True)
+        scale = np.full(want.shape, 4.0 * np.max(np.abs(vd), initial=0.0))
+        return (f"attention_long {'q8' if q8 else NAME[d]} keys, q {NAME[d]} H {H} Hkv {Hkv} Tq {Tq} Tk {Tk} D {D}",
+                got, gd, want, d, "transcendental", scale)
+
     def case_gelu_linear(self, grad):
         """wgt_gelu_linear(h, W, b) (grad False) or the gradient of sum(out * g)
         with respect to h (grad True): (g W) * gelu'(h), which WebGPU's GEMM makes
@@ -1102,6 +1144,9 @@ def main():
         runner = Runner(lib, ctx, random.Random(2000003 + seed))
         for i in range(max(1, args.cases // 10)):
             one("attention_linear", f"seed {seed} attention_linear {i}", runner.case_attention_linear)
+        # decode attention over a long cache, one a seed, from a generator of its own
+        runner = Runner(lib, ctx, random.Random(3000003 + seed))
+        one("attention_long", f"seed {seed} attention_long", runner.case_attention_long)
     lib.context_destroy(ctx)
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(per_kind.items()))
     print(f"numpy_diff {args.backend}: seeds {args.seeds}, {compared} cases compared ({kinds}), "
