@@ -139,9 +139,12 @@ static unsigned long long step_at_level(wgt_context *ctx, const llama_config *cf
                                         const char *level, const int32_t *toks, float *out)
 {
     char msg[256] = "";
+    const char *was = getenv("WGT_LLAMA_DECODE_FUSE");
+    char *saved = was ? strdup(was) : NULL; /* the caller's setting, back after the build */
     setenv("WGT_LLAMA_DECODE_FUSE", level, 1);
     llama_model *m = llama_create_random(ctx, cfg, kind, 11, msg, sizeof(msg));
-    unsetenv("WGT_LLAMA_DECODE_FUSE");
+    if (saved) setenv("WGT_LLAMA_DECODE_FUSE", saved, 1), free(saved);
+    else unsetenv("WGT_LLAMA_DECODE_FUSE");
     llama_cache *c = m ? llama_cache_create_kv(m, CONTEXT, LLAMA_KV_Q8, msg, sizeof(msg)) : NULL;
     wgt_tensor_release(c ? llama_forward(c, toks, 3, false, msg, sizeof(msg)) : NULL);
     wgt_synchronize(ctx);
