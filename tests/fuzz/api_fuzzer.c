@@ -432,10 +432,32 @@ static void call_compute(fuzzer *f)
                                               t ? t : a, 1e-5, w ? w : a, pb, pe));
         break;
     }
-    case 22: { /* the decode fusions of the GEMVs */
-        if (chance(f, 2)) tensor_call(f, "wgt_rms_norm_linear_ex",
-                                      wgt_rms_norm_linear_ex(a, b ? b : a, 1e-5, c ? c : a, random_dtype(f), chance(f, 2)));
-        else tensor_call(f, "wgt_linear_swiglu_ex", wgt_linear_swiglu_ex(a, b ? b : a, random_dtype(f)));
+    case 22: { /* the decode fusions of the GEMVs, and the attention with its projection (float or 8-bit
+                * keys and values): pool tensors in every role, NULL biases, bad bit widths */
+        const int kind = below(f, 4);
+        wgt_tensor *d = small(f), *e = small(f), *g = small(f), *h = small(f);
+        if (kind == 0) {
+            tensor_call(f, "wgt_rms_norm_linear_ex",
+                        wgt_rms_norm_linear_ex(a, b ? b : a, 1e-5, c ? c : a, random_dtype(f), chance(f, 2)));
+        } else if (kind == 1) {
+            tensor_call(f, "wgt_linear_swiglu_ex", wgt_linear_swiglu_ex(a, b ? b : a, random_dtype(f)));
+        } else if (kind == 2 && chance(f, 2)) {
+            tensor_call(f, "wgt_attention_linear_ex",
+                        wgt_attention_linear_ex(a, b ? b : a, c ? c : a, chance(f, 2), d ? d : a, chance(f, 2) ? e : NULL,
+                                                random_dtype(f)));
+        } else if (kind == 2) {
+            tensor_call(f, "wgt_attention_qlinear_ex",
+                        wgt_attention_qlinear_ex(a, b ? b : a, c ? c : a, chance(f, 2), d ? d : a, e ? e : a,
+                                                 chance(f, 2) ? 4 : 3, chance(f, 2) ? g : NULL));
+        } else if (chance(f, 2)) {
+            tensor_call(f, "wgt_attention_q8_linear_ex",
+                        wgt_attention_q8_linear_ex(a, b ? b : a, c ? c : a, d ? d : a, e ? e : a, chance(f, 2),
+                                                   g ? g : a, chance(f, 2) ? h : NULL, random_dtype(f)));
+        } else {
+            tensor_call(f, "wgt_attention_q8_qlinear_ex",
+                        wgt_attention_q8_qlinear_ex(a, b ? b : a, c ? c : a, d ? d : a, e ? e : a, chance(f, 2),
+                                                    g ? g : a, h ? h : a, chance(f, 2) ? 8 : 5, chance(f, 2) ? b : NULL));
+        }
         break;
     }
     default: tensor_call(f, "wgt_dropout", wgt_dropout(a, chance(f, 4) ? 1.5 : 0.25, fuzz_next(&f->rng))); break;
