@@ -14,6 +14,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "core/tape.h"
 #include "ops/attention_internal.h"
 #include "ops/op_common.h"
@@ -65,8 +66,12 @@ static bool check_attention_args(wgt_context *ctx, const char *op, wgt_tensor *q
         wgt_error(ctx, WGT_ERR_INVALID_ARGUMENT, "%s: dropout_p %g outside [0, 1)", op, dropout_p);
         return false;
     }
-    /* the kernels number rows and keys in u32 (and the dropout counter) */
-    if (qd[0] * qd[1] * qd[2] >= (int64_t)UINT32_MAX || kd[2] >= (int64_t)UINT32_MAX) {
+    /* the kernels number rows and keys in u32 (and the dropout counter); the
+     * rows' product is checked: a q of D = 0 has no elements whatever its
+     * other sizes (api_fuzzer found 19 x 7.9e18 wrapping) */
+    int64_t rows = 0;
+    if (!wgt_checked_mul(qd[0], qd[1], &rows) || !wgt_checked_mul(rows, qd[2], &rows) ||
+        rows >= (int64_t)UINT32_MAX || kd[2] >= (int64_t)UINT32_MAX) {
         wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: q %s, k %s: more than 2^32 rows", op, qs, ks);
         return false;
     }

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "core/tape.h"
 #include "ops/op_common.h"
 
@@ -173,7 +174,9 @@ static bool check_attention_q8(wgt_context *ctx, const char *op, wgt_tensor *con
                   "last strides, H a multiple of Hkv", op, s[0], s[1], s[2], s[3], s[4]);
         return false;
     }
-    if (q->shape[0] * q->shape[1] * q->shape[2] >= (int64_t)UINT32_MAX || a[1]->view.shape[2] >= (int64_t)UINT32_MAX) {
+    int64_t rows = 0; /* checked: a q of D = 0 has no elements whatever its other sizes */
+    if (!wgt_checked_mul(q->shape[0], q->shape[1], &rows) || !wgt_checked_mul(rows, q->shape[2], &rows) ||
+        rows >= (int64_t)UINT32_MAX || a[1]->view.shape[2] >= (int64_t)UINT32_MAX) {
         wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: q %s, k codes %s: more than 2^32 rows", op, s[0], s[1]);
         return false;
     }
