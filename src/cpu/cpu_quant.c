@@ -116,11 +116,13 @@ float cpu_quantize_group8(const float *x, int8_t codes[32])
     return s;
 }
 
-/* QMATMUL with int8_x (wgt_set_matmul_precision MEDIUM): x quantized per row
- * and group, integer sums of code products per group, then the f32 sum over
- * groups in order of isum * (s_x * s_w): the reference for WebGPU's
- * quant_matmul_dp4a. */
-static wgt_status qmatmul_int8_x(cpu_backend *b, const wgt_kernel_call *call, int64_t M, int64_t K, int64_t N)
+/* QMATMUL's sums with int8_x (wgt_set_matmul_precision MEDIUM): the rows of
+ * x (xd [M, K] f32: the call's x, or its normalized rows in a fused call)
+ * quantized per row and group, integer sums of code products per group, then
+ * the f32 sum over groups in order of isum * (s_x * s_w) into od [M, N]: the
+ * reference for WebGPU's quant_matmul_dp4a and quant_gemv_rows' INT8_X. */
+static wgt_status qmatmul_int8_x(cpu_backend *b, const wgt_kernel_call *call, const float *xd, float *od, int64_t M,
+                                 int64_t K, int64_t N)
 {
     const int64_t G = K / 32, words = K * call->quant.bits / 32;
     int8_t *xc = malloc((size_t)(M * K));
@@ -130,9 +132,8 @@ static wgt_status qmatmul_int8_x(cpu_backend *b, const wgt_kernel_call *call, in
         return cpu_fail(b, call, WGT_ERR_OUT_OF_MEMORY, "qmatmul: host buffers for [%lld, %lld]", (long long)M,
                         (long long)K);
     }
-    const float *xd = (const float *)cpu_view_data(&call->inputs[0]), *sd = (const float *)cpu_view_data(&call->inputs[2]);
+    const float *sd = (const float *)cpu_view_data(&call->inputs[2]);
     const int32_t *qd = (const int32_t *)cpu_view_data(&call->inputs[1]);
-    float *od = (float *)cpu_view_data(&call->outputs[0]);
     for (int64_t m = 0; m < M; m++)
         for (int64_t g = 0; g < G; g++) xs[m * G + g] = cpu_quantize_group8(xd + m * K + g * 32, xc + m * K + g * 32);
 #pragma omp parallel for num_threads(b->threads) schedule(static) if (M * N * K > CPU_PARALLEL_THRESHOLD)
@@ -173,11 +174,6 @@ wgt_status cpu_run_qmatmul(cpu_backend *b, const wgt_kernel_call *call)
         out->shape[1] != (call->quant.swiglu ? N / 2 : N) || (call->quant.swiglu && N % 2) ||
         (call->quant.norm && call->inputs[3].shape[0] != K) || (call->quant.bias && call->inputs[3].shape[0] != N))
         return cpu_fail(b, call, WGT_ERR_SHAPE_MISMATCH, "qmatmul: inconsistent shapes");
-    if (call->quant.int8_x) {
-        if (fused || x->dtype != WGT_F32)
-            return cpu_fail(b, call, WGT_ERR_UNSUPPORTED, "qmatmul: int8 x needs f32 x and no fusion");
-        return qmatmul_int8_x(b, call, M, K, N);
-    }
     float *rows = fused ? fused_rows(call, M, K) : NULL;
     /* fused: the sums go to a temporary [M, N], the epilogue writes out */
     float *sums = fused ? malloc((size_t)(M * N) * sizeof(float)) : NULL;
@@ -189,27 +185,35 @@ wgt_status cpu_run_qmatmul(cpu_backend *b, const wgt_kernel_call *call)
     const float *xd = fused ? rows : (const float *)cpu_view_data(x), *sd = (const float *)cpu_view_data(s);
     const int32_t *qd = (const int32_t *)cpu_view_data(q);
     float *od = fused ? sums : (float *)cpu_view_data(out);
-    const int64_t words = K * bits / 32;
+    wgt_status st = WGT_OK;
+    if (call->quant.int8_x) {
+        st = qmatmul_int8_x(b, call, xd, od, M, K, N);
+    } else {
+        const int64_t words = K * bits / 32;
 #pragma omp parallel for num_threads(b->threads) schedule(static) if (M * N * K > CPU_PARALLEL_THRESHOLD)
-    for (int64_t n = 0; n < N; n++) {
-        float codes[32];
-        for (int64_t m0 = 0; m0 < M; m0 += 8) {
-            double sum[8] = {0};
-            const int64_t mm = M - m0 < 8 ? M - m0 : 8;
-            for (int64_t g = 0; g < G; g++) {
-                group_codes(qd + n * words, bits, g, codes);
-                const float scale = sd[n * G + g];
-                for (int64_t i = 0; i < mm; i++) {
-                    const float *xr = xd + (m0 + i) * K + g * 32;
-                    float dot = 0.0f;
-                    for (int j = 0; j < 32; j++) dot += xr[j] * codes[j];
-                    sum[i] += (double)(dot * scale);
+        for (int64_t n = 0; n < N; n++) {
+            float codes[32];
+            for (int64_t m0 = 0; m0 < M; m0 += 8) {
+                double sum[8] = {0};
+                const int64_t mm = M - m0 < 8 ? M - m0 : 8;
+                for (int64_t g = 0; g < G; g++) {
+                    group_codes(qd + n * words, bits, g, codes);
+                    const float scale = sd[n * G + g];
+                    for (int64_t i = 0; i < mm; i++) {
+                        const float *xr = xd + (m0 + i) * K + g * 32;
+                        float dot = 0.0f;
+                        for (int j = 0; j < 32; j++) dot += xr[j] * codes[j];
+                        sum[i] += (double)(dot * scale);
+                    }
                 }
+                for (int64_t i = 0; i < mm; i++) od[(m0 + i) * N + n] = (float)sum[i];
             }
-            for (int64_t i = 0; i < mm; i++) od[(m0 + i) * N + n] = (float)sum[i];
         }
     }
-    if (!fused) return WGT_OK;
+    if (!fused || st != WGT_OK) {
+        free(rows), free(sums);
+        return st;
+    }
     float *o = (float *)cpu_view_data(out);
     const float *bias = call->quant.bias ? (const float *)cpu_view_data(&call->inputs[3]) : NULL;
     for (int64_t m = 0; m < M; m++) {

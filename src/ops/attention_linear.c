@@ -187,6 +187,7 @@ static wgt_tensor *qlinear(const char *op, wgt_tensor *q, const kv_source *kv, b
         call.quant.bits = bits;
         call.quant.attention = true;
         call.quant.bias = bias != NULL;
+        call.quant.int8_x = ctx->matmul_precision >= WGT_MATMUL_PRECISION_MEDIUM; /* as wgt_qlinear_ex's */
         call.inputs[1] = *vw;
         call.inputs[2] = *vs;
         call.n_inputs = 3;

@@ -199,8 +199,8 @@ static wgt_tensor *qlinear(wgt_tensor *x, wgt_tensor *qweight, wgt_tensor *scale
         call.quant.norm = f->norm_weight != NULL, call.quant.bias = f->bias != NULL;
         call.quant.swiglu = f->swiglu, call.quant.eps = (float)f->norm_eps;
     }
-    call.quant.int8_x = ctx->matmul_precision >= WGT_MATMUL_PRECISION_MEDIUM && M > 1 && x->view.dtype == WGT_F32 &&
-                        !call.quant.norm && !call.quant.bias && !call.quant.swiglu;
+    /* MEDIUM: x (its normalized rows in a fused call) quantized like the weights, any M */
+    call.quant.int8_x = ctx->matmul_precision >= WGT_MATMUL_PRECISION_MEDIUM;
     call.n_inputs = n_in;
     for (int i = 0; ok && i < n_in; i++) call.inputs[i] = in[i]->view;
     call.inputs[0].ndim = 2;
@@ -316,6 +316,7 @@ wgt_status wgt_qlinear_rope_into(wgt_tensor *dst, wgt_tensor *x, wgt_tensor *qwe
         call.quant.rope = true;
         call.quant.rope_pass_begin = pass_begin;
         call.quant.rope_pass_end = pass_end;
+        call.quant.int8_x = ctx->matmul_precision >= WGT_MATMUL_PRECISION_MEDIUM;
         call.n_inputs = 5;
         for (int i = 0; i < 4; i++) call.inputs[i] = in[i]->view;
         call.inputs[4] = table->view;

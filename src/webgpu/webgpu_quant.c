@@ -127,8 +127,18 @@ static unsigned gemv_x_slots(const webgpu_backend *wg, int64_t K, int bits)
     return wg->knobs.quant_gemv_shared && fits ? (unsigned)slots : 0;
 }
 
+/* Whether quant_gemv_rows can take one row of K with int8_x (INT8_X): x's
+ * codes (K bytes) and each group's scale and code sum (8 bytes a group) fit
+ * the workgroup memory next to the partial sums. */
+static bool gemv_int8_fits(const webgpu_backend *wg, int64_t K)
+{
+    return wg->knobs.quant_gemv == 2 &&
+           (uint64_t)K + (uint64_t)K / 32 * 8 + WEBGPU_GEMV_PARTIAL_BYTES <= wg->limits.maxComputeWorkgroupStorageSize;
+}
+
 /* The fused calls of wgt_qlinear_ex (norm, bias, SwiGLU, f16 x) run only
- * through quant_gemv_rows with the row staged: one row of x. */
+ * through quant_gemv_rows with the row staged (with int8_x: its codes): one
+ * row of x. */
 static bool fused_supported(const webgpu_backend *wg, const wgt_kernel_call *call)
 {
     const wgt_tensor_view *x = &call->inputs[0];
@@ -139,6 +149,7 @@ static bool fused_supported(const webgpu_backend *wg, const wgt_kernel_call *cal
     if (call->quant.swiglu && (call->inputs[1].shape[0] % 2 ||
                                256 / gemv_row_threads(wg, call->inputs[1].shape[0], x->shape[1], call->quant.bits) < 2))
         return false;
+    if (call->quant.int8_x) return gemv_int8_fits(wg, x->shape[1]);
     return wg->knobs.quant_gemv == 2 && gemv_x_slots(wg, x->shape[1], call->quant.bits) > 0;
 }
 
@@ -153,14 +164,14 @@ static bool attention_supported(webgpu_backend *wg, const wgt_kernel_call *call)
     const wgt_tensor_view *out = &call->outputs[0];
     const int bits = call->quant.bits;
     if (call->n_inputs != 3 + webgpu_attention_prologue_kv(call) + bias || call->n_outputs != 1 || call->quant.norm ||
-        call->quant.swiglu || call->quant.rope || call->quant.int8_x || (bits != 4 && bits != 8) || q->ndim != 4 ||
+        call->quant.swiglu || call->quant.rope || (bits != 4 && bits != 8) || q->ndim != 4 ||
         q->shape[0] != 1 || q->shape[2] != 1 || wg->knobs.quant_gemv != 2)
         return false;
     const int64_t K = q->shape[1] * q->shape[3], N = codes->shape[0];
     if (codes->dtype != WGT_I32 || s->dtype != WGT_F32 || out->dtype != WGT_F32 || !contiguous_aligned(codes) ||
         codes->shape[1] != K * bits / 32 || s->ndim != 2 || s->shape[0] != N || s->shape[1] != K / 32 ||
         !wgt_view_is_contiguous(s) || K % 32 || out->ndim != 2 || out->shape[0] != 1 || out->shape[1] != N ||
-        !wgt_view_is_contiguous(out) || gemv_x_slots(wg, K, bits) == 0)
+        !wgt_view_is_contiguous(out) || (call->quant.int8_x ? !gemv_int8_fits(wg, K) : gemv_x_slots(wg, K, bits) == 0))
         return false;
     if (bias && (call->inputs[3].dtype != WGT_F32 || call->inputs[3].ndim != 1 || call->inputs[3].shape[0] != N ||
                  call->inputs[3].strides[0] != 1))
@@ -209,20 +220,23 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
     const bool swiglu = call->quant.swiglu, rope = call->quant.rope;
     const unsigned threads = gemv_row_threads(wg, p->N, p->K, (int)p->bits);
     const unsigned unroll = gemv_row_unroll(wg);
-    const unsigned xs = gemv_x_slots(wg, p->K, (int)p->bits);
+    /* int8_x: x's codes in workgroup memory instead of the f32 row */
+    const bool int8 = call->quant.int8_x;
+    const unsigned xs = int8 ? 0 : gemv_x_slots(wg, p->K, (int)p->bits), xg = int8 ? p->K / 32 : 0;
     /* the rope epilogue: an invocation's two rows are a head's i and i + D/2 */
     const unsigned rpt = rope ? 2 : webgpu_gemv_rows_per_thread(wg, p->N, 256 / threads, 1);
     const wgt_tensor_view *table = rope ? &call->inputs[4] : NULL;
     const bool out16 = call->outputs[0].dtype == WGT_F16, table16 = table && table->dtype == WGT_F16;
     const unsigned d2 = table ? (unsigned)table->shape[1] : 1;
     char key[160];
-    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u:%d%d%d%d:rpt%u:rope%d%d%d%u:comb%u%d", threads, unroll,
-             p->bits, xs, x16, norm, bias, swiglu, rpt, rope, out16, table16, d2, cd4, comb16);
+    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u:%d%d%d%d:rpt%u:rope%d%d%d%u:comb%u%d:i8%u", threads,
+             unroll, p->bits, xs, x16, norm, bias, swiglu, rpt, rope, out16, table16, d2, cd4, comb16, xg);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *body = webgpu_kernel_source("quant_gemv_rows"), *codes = webgpu_kernel_source("quant_codes");
         const char *ew = rope && out16 ? webgpu_kernel_source("elementwise_common") : "";
-        if (!body || !codes || !ew)
+        const char *group8 = webgpu_kernel_source("quant_q8_group"); /* INT8_X's rule; unused otherwise */
+        if (!body || !codes || !ew || !group8)
             return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: kernel quant_gemv_rows is not embedded", op);
         /* out, and with ROPE the table and the epilogue's helpers (ew_opaque's
          * uniform zero is params._p0) */
@@ -261,17 +275,19 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
         char prelude[2400];
         snprintf(prelude, sizeof(prelude),
                  "%sconst ROW_THREADS: u32 = %uu;\nconst RPT: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\n"
-                 "const XS: u32 = %uu;\nconst NORM: bool = %s;\nconst BIAS: bool = %s;\nconst SWIGLU: bool = %s;\n%s%s",
+                 "const XS: u32 = %uu;\nconst NORM: bool = %s;\nconst BIAS: bool = %s;\nconst SWIGLU: bool = %s;\n"
+                 "const INT8_X: bool = %s;\nconst XG: u32 = %uu;\n%s%s",
                  out16 || table16 ? "enable f16;\n" : "", threads, rpt, unroll, p->bits, xs, norm ? "true" : "false",
-                 bias ? "true" : "false", swiglu ? "true" : "false", rope_text, x_text);
+                 bias ? "true" : "false", swiglu ? "true" : "false", int8 ? "true" : "false", xg, rope_text, x_text);
         const char *rotate = webgpu_kernel_source("gemv_rope"); /* rope_rotate, referenced by every variant */
         if (!rotate) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gemv_rope.wgsl is not embedded", op);
         const char *combine = dp ? webgpu_kernel_source("attention_combine_x") : "";
         if (!combine) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: attention_combine_x.wgsl is not embedded", op);
-        size_t n = strlen(prelude) + strlen(ew) + strlen(codes) + strlen(body) + strlen(rotate) + strlen(combine) + 2;
+        size_t n = strlen(prelude) + strlen(ew) + strlen(codes) + strlen(group8) + strlen(body) + strlen(rotate) +
+                   strlen(combine) + 2;
         char *source = malloc(n);
         if (!source) return wgt_error(wg->base.ctx, WGT_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-        snprintf(source, n, "%s%s\n%s%s%s%s", prelude, ew, codes, body, rotate, combine);
+        snprintf(source, n, "%s%s\n%s%s%s%s%s", prelude, ew, codes, group8, body, rotate, combine);
         /* x, q, scales, out, aux, table (the attention prologue: x is part_o, the table part_ml) */
         static const bool read_only[6] = {true, true, true, false, true, true};
         wgt_status st = webgpu_pipeline_create_ex(wg, key, source, NULL, rope || dp ? 6 : 5, read_only, true, false,
@@ -346,7 +362,8 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
         (uint64_t)out->offset + (uint64_t)(M * N) >= limit)
         return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: [%lld, %lld] x [%lld, %lld] exceeds 2^32 elements", op,
                          (long long)M, (long long)K, (long long)N, (long long)K);
-    if (call->quant.int8_x) return webgpu_quant_run_int8_x(wg, call);
+    /* int8_x: one row through quant_gemv_rows where its codes fit (INT8_X), else two passes */
+    if (call->quant.int8_x && !(M == 1 && gemv_int8_fits(wg, K))) return webgpu_quant_run_int8_x(wg, call);
     quant_params p;
     memset(&p, 0, sizeof(p));
     p.M = (uint32_t)M, p.N = (uint32_t)N, p.K = (uint32_t)K, p.bits = (uint32_t)call->quant.bits;
@@ -354,7 +371,7 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
     p.s_offset = (uint32_t)s->offset, p.out_offset = (uint32_t)out->offset;
     p.row_blocks = (uint32_t)((M + QUANT_ROWS - 1) / QUANT_ROWS);
     const bool gemv_rows = M == 1 && (wg->knobs.quant_gemv == 2 || call->n_inputs >= 4 || call->quant.swiglu ||
-                                      x->dtype == WGT_F16);
+                                      x->dtype == WGT_F16 || call->quant.int8_x);
     const bool gemv = M == 1 && wg->knobs.quant_gemv == 1;
     const bool tiled = M >= QUANT_TILED_MIN_M && wg->knobs.quant_tiled;
     if (gemv_rows) return run_gemv_rows(wg, call, &p, NULL);

@@ -37,9 +37,23 @@
 // rope_pass_end), through rope_store (out f32 or f16, rounded to nearest
 // even): the q/k/v projection and the rotation into the KV cache in one
 // dispatch.
+// INT8_X (prelude; QMATMUL's int8_x, wgt_set_matmul_precision MEDIUM): the
+// row (normalized with NORM) is quantized per group of 32 as it is read
+// (quant_q8_group.wgsl's rule, prepended: the same codes and scales as
+// quant_rows_int8 and the CPU's), into workgroup memory as 8-bit codes (K
+// bytes, against 4 K for the staged f32 row: XS is 0), and a word's products
+// are dot4I8Packed of its codes and x's: four products an instruction
+// (DP4A on NVIDIA) where the f32 path spent ~5 instructions a weight on
+// unpacking and FMAs, which bounded 4-bit decode GEMVs below the memory's
+// rate. A 4-bit word is one group: its even and odd nibbles (c & 0x0f0f0f0f,
+// (c >> 4) & 0x0f0f0f0f) meet x's codes of the group's even and odd elements
+// (staged apart), and the codes' offset of 8 comes off as 8 times the sum of
+// x's codes of the group. An 8-bit word is half a group. Each word adds
+// f32(its integer sum) * (s_x * s_w) to its lane's f32 sum.
 // Prelude: ROW_THREADS (a power of two <= 256), UNROLL (words in flight per
 // step), BITS (4 or 8), XS (vec4 slots of the staged x, 0: not staged),
-// NORM, BIAS, SWIGLU, and the x binding with its x_load(i) (vec4 i as f32).
+// NORM, BIAS, SWIGLU, INT8_X and XG (groups of x, K / 32, with INT8_X), and
+// the x binding with its x_load(i) (vec4 i as f32).
 // Word w of row n holds weights WPW w .. WPW w + WPW - 1 with WPW = 128 /
 // BITS; the group of its scale is w * WPW / 32.
 // The sum of a row is the f32 sum over its words in a fixed order (each
@@ -68,6 +82,12 @@ const WPG: u32 = 32u / WPW;            // words per scale group
 
 var<workgroup> partial: array<f32, WG * RPT>;   // [r][lid]; NORM's tree uses [0][lid]
 var<workgroup> xs: array<vec4<f32>, max(XS, 1u)>;   // x, a padding slot after every XV (XS > 0)
+// INT8_X: x's codes, 16 a vec4 (BITS 8: word w's at [w]; BITS 4: group g's
+// even elements' at [g], its odd ones' at [XG + g]), each group's scale and
+// (BITS 4) the sum of its codes
+var<workgroup> xq: array<vec4<u32>, select(1u, 2u * XG, INT8_X)>;
+var<workgroup> xq_scale: array<f32, select(1u, XG, INT8_X)>;
+var<workgroup> xq_sum: array<i32, select(1u, XG, INT8_X)>;
 
 // x's vec4 i (elements 4 i .. 4 i + 3)
 fn xv(i: u32) -> vec4<f32> {
@@ -119,6 +139,86 @@ fn word_dot(row_words: u32, row_groups: u32, n: u32, w: u32, xw: array<vec4<f32>
     return d * scales[params.s_offset + n * row_groups + w / WPG];
 }
 
+// INT8_X: x's codes, scale and code sum for word w (BITS 4: group w; BITS 8:
+// half of group w / 2)
+struct XCodes { even: vec4<u32>, odd: vec4<u32>, scale: f32, sum: i32 }
+fn word_xq(w: u32) -> XCodes {
+    if (BITS == 4u) { return XCodes(xq[w], xq[XG + w], xq_scale[w], xq_sum[w]); }
+    return XCodes(xq[w], vec4<u32>(), xq_scale[w / 2u], 0);
+}
+
+// INT8_X: word_dot's integer form, f32(the word's integer sum) * (s_x * s_w)
+fn word_dot_xq(row_words: u32, row_groups: u32, n: u32, w: u32, xc: XCodes) -> f32 {
+    let c = q[params.q_offset + n * row_words + w];
+    var isum: i32;
+    if (BITS == 4u) {
+        let m = 0x0f0f0f0fu;
+        isum = dot4I8Packed(c.x & m, xc.even.x) + dot4I8Packed((c.x >> 4u) & m, xc.odd.x) +
+               dot4I8Packed(c.y & m, xc.even.y) + dot4I8Packed((c.y >> 4u) & m, xc.odd.y) +
+               dot4I8Packed(c.z & m, xc.even.z) + dot4I8Packed((c.z >> 4u) & m, xc.odd.z) +
+               dot4I8Packed(c.w & m, xc.even.w) + dot4I8Packed((c.w >> 4u) & m, xc.odd.w) - 8 * xc.sum;
+    } else {
+        isum = dot4I8Packed(c.x, xc.even.x) + dot4I8Packed(c.y, xc.even.y) + dot4I8Packed(c.z, xc.even.z) +
+               dot4I8Packed(c.w, xc.even.w);
+    }
+    return f32(isum) * (xc.scale * scales[params.s_offset + n * row_groups + w / WPG]);
+}
+
+// INT8_X: x quantized into xq, xq_scale and xq_sum by groups of 32, each read
+// once through x_load (NORM: a first pass sums the squares; the normalized
+// value is (x * rstd) * w, the staged path's expression)
+fn stage_codes(lid: u32) {
+    var rstd = 1.0;
+    if (NORM) {
+        var ss = 0.0;
+        for (var i = lid; i < params.K / 4u; i += WG) {
+            let v = x_load(params.x_offset + i);
+            ss += dot(v, v);
+        }
+        partial[lid] = ss;
+        workgroupBarrier();
+        for (var s = WG / 2u; s > 0u; s >>= 1u) {
+            if (lid < s) { partial[lid] += partial[lid + s]; }
+            workgroupBarrier();
+        }
+        rstd = inverseSqrt(partial[0] / f32(params.K) + params.eps);
+    }
+    for (var g = lid; g < XG; g += WG) {
+        var v: array<vec4<f32>, 8>;
+        for (var i = 0u; i < 8u; i++) {
+            v[i] = x_load(params.x_offset + g * 8u + i);
+            if (NORM) {
+                let a = params.aux_offset + 4u * (g * 8u + i);
+                v[i] = (v[i] * rstd) * vec4<f32>(aux[a], aux[a + 1u], aux[a + 2u], aux[a + 3u]);
+            }
+        }
+        let s = q8_group_scale(v);   // quant_q8_group.wgsl
+        xq_scale[g] = s;
+        if (BITS == 8u) {
+            for (var h = 0u; h < 2u; h++) {
+                xq[2u * g + h] = vec4<u32>(q8_group_word(v[4u * h], s), q8_group_word(v[4u * h + 1u], s),
+                                           q8_group_word(v[4u * h + 2u], s), q8_group_word(v[4u * h + 3u], s));
+            }
+        } else {
+            // code word k of a 4-bit row holds elements 8k .. 8k + 7 (v[2k], v[2k + 1]), nibble j element 8k + j
+            var even: vec4<u32>;
+            var odd: vec4<u32>;
+            var sum = 0;
+            for (var k = 0u; k < 4u; k++) {
+                let a = v[2u * k];
+                let b = v[2u * k + 1u];
+                even[k] = q8_group_word(vec4<f32>(a.x, a.z, b.x, b.z), s);
+                odd[k] = q8_group_word(vec4<f32>(a.y, a.w, b.y, b.w), s);
+                sum += dot4I8Packed(even[k], 0x01010101u) + dot4I8Packed(odd[k], 0x01010101u);
+            }
+            xq[g] = even;
+            xq[XG + g] = odd;
+            xq_sum[g] = sum;
+        }
+    }
+    workgroupBarrier();
+}
+
 // the reduced sum of the workgroup's row lr (< ROWS): row group lr / RPT, its r = lr % RPT
 fn row_sum(lr: u32) -> f32 { return partial[(lr % RPT) * WG + (lr / RPT) * ROW_THREADS]; }
 
@@ -150,6 +250,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         workgroupBarrier();
     }
+    if (INT8_X) { stage_codes(lid); }
     let lane = lid % ROW_THREADS;
     // this invocation's rows: n0 + r (r < RPT), or (ROPE) n0 + r D2
     let pair = id * SLOTS + lid / ROW_THREADS;        // ROPE: its (i, i + D2) pair
@@ -170,13 +271,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         var w = lane;
         for (; w + (UNROLL - 1u) * ROW_THREADS < row_words; w += UNROLL * ROW_THREADS) {
             for (var u = 0u; u < UNROLL; u++) {
-                let xw = word_x(w + u * ROW_THREADS);
-                for (var r = 0u; r < RPT; r++) { accs[r][u] += word_dot(row_words, row_groups, rows[r], w + u * ROW_THREADS, xw); }
+                let wu = w + u * ROW_THREADS;
+                if (INT8_X) {
+                    let xc = word_xq(wu);
+                    for (var r = 0u; r < RPT; r++) { accs[r][u] += word_dot_xq(row_words, row_groups, rows[r], wu, xc); }
+                } else {
+                    let xw = word_x(wu);
+                    for (var r = 0u; r < RPT; r++) { accs[r][u] += word_dot(row_words, row_groups, rows[r], wu, xw); }
+                }
             }
         }
         for (; w < row_words; w += ROW_THREADS) {
-            let xw = word_x(w);
-            for (var r = 0u; r < RPT; r++) { accs[r][0] += word_dot(row_words, row_groups, rows[r], w, xw); }
+            if (INT8_X) {
+                let xc = word_xq(w);
+                for (var r = 0u; r < RPT; r++) { accs[r][0] += word_dot_xq(row_words, row_groups, rows[r], w, xc); }
+            } else {
+                let xw = word_x(w);
+                for (var r = 0u; r < RPT; r++) { accs[r][0] += word_dot(row_words, row_groups, rows[r], w, xw); }
+            }
         }
     }
     for (var r = 0u; r < RPT; r++) {
