@@ -128,12 +128,14 @@ static unsigned gemv_x_slots(const webgpu_backend *wg, int64_t K, int bits)
 }
 
 /* Whether quant_gemv_rows can take one row of K with int8_x (INT8_X): x's
- * codes (K bytes) and each group's scale and code sum (8 bytes a group) fit
- * the workgroup memory next to the partial sums. */
-static bool gemv_int8_fits(const webgpu_backend *wg, int64_t K)
+ * codes (32 bytes a group), each group's scale, code sums and max (36 bytes)
+ * and, with the norm, the staged f32 row (gemv_x_slots) fit the workgroup
+ * memory next to the partial sums. */
+static bool gemv_int8_fits(const webgpu_backend *wg, int64_t K, int bits, bool norm)
 {
-    return wg->knobs.quant_gemv == 2 &&
-           (uint64_t)K + (uint64_t)K / 32 * 8 + WEBGPU_GEMV_PARTIAL_BYTES <= wg->limits.maxComputeWorkgroupStorageSize;
+    const uint64_t staged = norm ? (uint64_t)gemv_x_slots(wg, K, bits) * 16 : 0;
+    return wg->knobs.quant_gemv == 2 && (!norm || staged > 0) &&
+           (uint64_t)K / 32 * 68 + staged + WEBGPU_GEMV_PARTIAL_BYTES <= wg->limits.maxComputeWorkgroupStorageSize;
 }
 
 /* The fused calls of wgt_qlinear_ex (norm, bias, SwiGLU, f16 x) run only
@@ -149,7 +151,7 @@ static bool fused_supported(const webgpu_backend *wg, const wgt_kernel_call *cal
     if (call->quant.swiglu && (call->inputs[1].shape[0] % 2 ||
                                256 / gemv_row_threads(wg, call->inputs[1].shape[0], x->shape[1], call->quant.bits) < 2))
         return false;
-    if (call->quant.int8_x) return gemv_int8_fits(wg, x->shape[1]);
+    if (call->quant.int8_x) return gemv_int8_fits(wg, x->shape[1], call->quant.bits, call->quant.norm);
     return wg->knobs.quant_gemv == 2 && gemv_x_slots(wg, x->shape[1], call->quant.bits) > 0;
 }
 
@@ -171,7 +173,7 @@ static bool attention_supported(webgpu_backend *wg, const wgt_kernel_call *call)
     if (codes->dtype != WGT_I32 || s->dtype != WGT_F32 || out->dtype != WGT_F32 || !contiguous_aligned(codes) ||
         codes->shape[1] != K * bits / 32 || s->ndim != 2 || s->shape[0] != N || s->shape[1] != K / 32 ||
         !wgt_view_is_contiguous(s) || K % 32 || out->ndim != 2 || out->shape[0] != 1 || out->shape[1] != N ||
-        !wgt_view_is_contiguous(out) || (call->quant.int8_x ? !gemv_int8_fits(wg, K) : gemv_x_slots(wg, K, bits) == 0))
+        !wgt_view_is_contiguous(out) || (call->quant.int8_x ? !gemv_int8_fits(wg, K, bits, false) : gemv_x_slots(wg, K, bits) == 0))
         return false;
     if (bias && (call->inputs[3].dtype != WGT_F32 || call->inputs[3].ndim != 1 || call->inputs[3].shape[0] != N ||
                  call->inputs[3].strides[0] != 1))
@@ -220,9 +222,9 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
     const bool swiglu = call->quant.swiglu, rope = call->quant.rope;
     const unsigned threads = gemv_row_threads(wg, p->N, p->K, (int)p->bits);
     const unsigned unroll = gemv_row_unroll(wg);
-    /* int8_x: x's codes in workgroup memory instead of the f32 row */
+    /* int8_x: x's codes in workgroup memory (and the f32 row only to normalize it) */
     const bool int8 = call->quant.int8_x;
-    const unsigned xs = int8 ? 0 : gemv_x_slots(wg, p->K, (int)p->bits), xg = int8 ? p->K / 32 : 0;
+    const unsigned xs = int8 && !norm ? 0 : gemv_x_slots(wg, p->K, (int)p->bits), xg = int8 ? p->K / 32 : 0;
     /* the rope epilogue: an invocation's two rows are a head's i and i + D/2 */
     const unsigned rpt = rope ? 2 : webgpu_gemv_rows_per_thread(wg, p->N, 256 / threads, 1);
     const wgt_tensor_view *table = rope ? &call->inputs[4] : NULL;
@@ -363,7 +365,8 @@ wgt_status webgpu_quant_run(webgpu_backend *wg, const wgt_kernel_call *call)
         return wgt_error(ctx, WGT_ERR_UNSUPPORTED, "%s: [%lld, %lld] x [%lld, %lld] exceeds 2^32 elements", op,
                          (long long)M, (long long)K, (long long)N, (long long)K);
     /* int8_x: one row through quant_gemv_rows where its codes fit (INT8_X), else two passes */
-    if (call->quant.int8_x && !(M == 1 && gemv_int8_fits(wg, K))) return webgpu_quant_run_int8_x(wg, call);
+    if (call->quant.int8_x && !(M == 1 && gemv_int8_fits(wg, K, call->quant.bits, call->quant.norm)))
+        return webgpu_quant_run_int8_x(wg, call);
     quant_params p;
     memset(&p, 0, sizeof(p));
     p.M = (uint32_t)M, p.N = (uint32_t)N, p.K = (uint32_t)K, p.bits = (uint32_t)call->quant.bits;

@@ -38,10 +38,10 @@
 // even): the q/k/v projection and the rotation into the KV cache in one
 // dispatch.
 // INT8_X (prelude; QMATMUL's int8_x, wgt_set_matmul_precision MEDIUM): the
-// row (normalized with NORM) is quantized per group of 32 as it is read
-// (quant_q8_group.wgsl's rule, prepended: the same codes and scales as
-// quant_rows_int8 and the CPU's), into workgroup memory as 8-bit codes (K
-// bytes, against 4 K for the staged f32 row: XS is 0), and a word's products
+// row (staged and normalized first with NORM, else read as it is) is
+// quantized per group of 32 (quant_q8_group.wgsl's rule, prepended: the same
+// codes and scales as quant_rows_int8 and the CPU's), into workgroup memory
+// as 8-bit codes (K bytes; without NORM no f32 row, XS 0), and a word's products
 // are dot4I8Packed of its codes and x's: four products an instruction
 // (DP4A on NVIDIA) where the f32 path spent ~5 instructions a weight on
 // unpacking and FMAs, which bounded 4-bit decode GEMVs below the memory's
@@ -87,7 +87,8 @@ var<workgroup> xs: array<vec4<f32>, max(XS, 1u)>;   // x, a padding slot after e
 // (BITS 4) the sum of its codes
 var<workgroup> xq: array<vec4<u32>, select(1u, 2u * XG, INT8_X)>;
 var<workgroup> xq_scale: array<f32, select(1u, XG, INT8_X)>;
-var<workgroup> xq_sum: array<i32, select(1u, XG, INT8_X)>;
+var<workgroup> xq_sum: array<vec4<i32>, select(1u, XG, INT8_X)>;    // [group][quarter]
+var<workgroup> xq_amax: array<vec4<u32>, select(1u, XG, INT8_X)>;   // [group][quarter]: max |x| bits
 
 // x's vec4 i (elements 4 i .. 4 i + 3)
 fn xv(i: u32) -> vec4<f32> {
@@ -143,7 +144,10 @@ fn word_dot(row_words: u32, row_groups: u32, n: u32, w: u32, xw: array<vec4<f32>
 // half of group w / 2)
 struct XCodes { even: vec4<u32>, odd: vec4<u32>, scale: f32, sum: i32 }
 fn word_xq(w: u32) -> XCodes {
-    if (BITS == 4u) { return XCodes(xq[w], xq[XG + w], xq_scale[w], xq_sum[w]); }
+    if (BITS == 4u) {
+        let q = xq_sum[w];
+        return XCodes(xq[w], xq[XG + w], xq_scale[w], (q.x + q.y) + (q.z + q.w));
+    }
     return XCodes(xq[w], vec4<u32>(), xq_scale[w / 2u], 0);
 }
 
@@ -164,56 +168,45 @@ fn word_dot_xq(row_words: u32, row_groups: u32, n: u32, w: u32, xc: XCodes) -> f
     return f32(isum) * (xc.scale * scales[params.s_offset + n * row_groups + w / WPG]);
 }
 
-// INT8_X: x quantized into xq, xq_scale and xq_sum by groups of 32, each read
-// once through x_load (NORM: a first pass sums the squares; the normalized
-// value is (x * rstd) * w, the staged path's expression)
+// INT8_X: x quantized into xq, xq_scale and xq_sum by groups of 32, four
+// invocations a group (8 elements each, a group's max through xq_amax), all
+// WG invocations busy as in the f32 staging: a first form with one
+// invocation a group (8 loads in a row each, a quarter of them busy) made the
+// prologues of an H200's decode GEMVs slower than the products gained. x is
+// read through xv: the staged, normalized row with NORM, else x_load.
 fn stage_codes(lid: u32) {
-    var rstd = 1.0;
-    if (NORM) {
-        var ss = 0.0;
-        for (var i = lid; i < params.K / 4u; i += WG) {
-            let v = x_load(params.x_offset + i);
-            ss += dot(v, v);
+    let t = lid % 4u;   // elements 8t .. 8t + 7 of the group
+    for (var g0 = 0u; g0 < XG; g0 += WG / 4u) {   // uniform: the barrier below is reached by all
+        let g = g0 + lid / 4u;
+        var a = vec4<f32>();
+        var b = vec4<f32>();
+        if (g < XG) {
+            a = xv(g * 8u + 2u * t);
+            b = xv(g * 8u + 2u * t + 1u);
+            // max |x| as bits (they order as the floats do), all ones for a value not finite (by its exponent bits)
+            let inf = vec4<u32>(0x7f800000u);
+            let bad = any((bitcast<vec4<u32>>(a) & inf) == inf) || any((bitcast<vec4<u32>>(b) & inf) == inf);
+            let m = max(abs(a), abs(b));
+            xq_amax[g][t] = select(bitcast<u32>(max(max(m.x, m.y), max(m.z, m.w))), 0xffffffffu, bad);
         }
-        partial[lid] = ss;
         workgroupBarrier();
-        for (var s = WG / 2u; s > 0u; s >>= 1u) {
-            if (lid < s) { partial[lid] += partial[lid + s]; }
-            workgroupBarrier();
-        }
-        rstd = inverseSqrt(partial[0] / f32(params.K) + params.eps);
-    }
-    for (var g = lid; g < XG; g += WG) {
-        var v: array<vec4<f32>, 8>;
-        for (var i = 0u; i < 8u; i++) {
-            v[i] = x_load(params.x_offset + g * 8u + i);
-            if (NORM) {
-                let a = params.aux_offset + 4u * (g * 8u + i);
-                v[i] = (v[i] * rstd) * vec4<f32>(aux[a], aux[a + 1u], aux[a + 2u], aux[a + 3u]);
+        if (g < XG) {
+            let mb = xq_amax[g];
+            let top = max(max(mb.x, mb.y), max(mb.z, mb.w));
+            // quant_q8_group.wgsl's scale: max|x| * (1/127 rounded to f32), NaN for a value not finite
+            let s = select(bitcast<f32>(top) * bitcast<f32>(0x3c010204u), bitcast<f32>(0x7fc00000u), top == 0xffffffffu);
+            if (t == 0u) { xq_scale[g] = s; }
+            if (BITS == 8u) {   // words 2t and 2t + 1 of the group
+                xq[2u * g + t / 2u][2u * (t % 2u)] = q8_group_word(a, s);
+                xq[2u * g + t / 2u][2u * (t % 2u) + 1u] = q8_group_word(b, s);
+            } else {
+                // code word t of a 4-bit row holds elements 8t .. 8t + 7, nibble j element 8t + j
+                let even = q8_group_word(vec4<f32>(a.x, a.z, b.x, b.z), s);
+                let odd = q8_group_word(vec4<f32>(a.y, a.w, b.y, b.w), s);
+                xq[g][t] = even;
+                xq[XG + g][t] = odd;
+                xq_sum[g][t] = dot4I8Packed(even, 0x01010101u) + dot4I8Packed(odd, 0x01010101u);
             }
-        }
-        let s = q8_group_scale(v);   // quant_q8_group.wgsl
-        xq_scale[g] = s;
-        if (BITS == 8u) {
-            for (var h = 0u; h < 2u; h++) {
-                xq[2u * g + h] = vec4<u32>(q8_group_word(v[4u * h], s), q8_group_word(v[4u * h + 1u], s),
-                                           q8_group_word(v[4u * h + 2u], s), q8_group_word(v[4u * h + 3u], s));
-            }
-        } else {
-            // code word k of a 4-bit row holds elements 8k .. 8k + 7 (v[2k], v[2k + 1]), nibble j element 8k + j
-            var even: vec4<u32>;
-            var odd: vec4<u32>;
-            var sum = 0;
-            for (var k = 0u; k < 4u; k++) {
-                let a = v[2u * k];
-                let b = v[2u * k + 1u];
-                even[k] = q8_group_word(vec4<f32>(a.x, a.z, b.x, b.z), s);
-                odd[k] = q8_group_word(vec4<f32>(a.y, a.w, b.y, b.w), s);
-                sum += dot4I8Packed(even[k], 0x01010101u) + dot4I8Packed(odd[k], 0x01010101u);
-            }
-            xq[g] = even;
-            xq[XG + g] = odd;
-            xq_sum[g] = sum;
         }
     }
     workgroupBarrier();
