@@ -531,14 +531,19 @@ wgt_tensor *wgt_matmul_ex(wgt_tensor *a, wgt_tensor *b, wgt_dtype out_dtype);
  *    register-blocked GEMM, M > 1 and N > 1; GEMVs and the CPU backend keep
  *    f32 sums). Operands and a run's sum must stay below f16's 65504 in
  *    magnitude (beyond it they become infinite).
- *  - wgt_qlinear of more than one row of f32 x (no fusion) DOES quantize x
- *    like the weights, every backend alike: per row and group of 32 along k,
- *    s = max|x| * (1/127) (f32) and code = round-to-even(x / s) (all 0 when max|x| = 0;
- *    a group holding a NaN or an infinity: s = NaN, so its sums are NaN),
- *    then out[m, n] = sum over groups of (sum of code x * code w, exact in
- *    integers) * s_x * s_w in f32, groups in order. GPUs then multiply 8-bit
- *    integers four at a time (WGSL dot4I8Packed). The codes of a value within
- *    a rounding of a tie may differ by one between backends (x / s rounds).
+ *  - wgt_qlinear, wgt_qlinear_ex, wgt_qlinear_rope_into and
+ *    wgt_attention_qlinear_ex (and its 8-bit-cache form) DO quantize their x
+ *    like the weights, any number of rows, every backend alike (x is the
+ *    normalized row with a norm, the merged attention output with the
+ *    attention): per row and group of 32 along k, s = max|x| * (1/127) (f32)
+ *    and code = round-to-even(x / s) (all 0 when max|x| = 0; a group holding
+ *    a NaN or an infinity: s = NaN, so its sums are NaN), then out[m, n] =
+ *    sum over groups of (sum of code x * code w, exact in integers) * (s_x *
+ *    s_w) in f32 (the CPU and the GPU GEMMs add the groups in order; a GPU's
+ *    one-row kernel in its own order, 8-bit groups in two halves). GPUs
+ *    multiply 8-bit integers four at a time (WGSL dot4I8Packed). The codes of
+ *    a value within a rounding of a tie may differ by one between backends
+ *    (x / s rounds; a norm's rstd too).
  * Env WGT_MATMUL_HALF=0 keeps the f16 products' f32 sums whatever the setting
  * (1 takes the f16 sums even at HIGHEST), for timing. */
 typedef enum wgt_matmul_precision {

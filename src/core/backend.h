@@ -335,13 +335,15 @@ typedef struct wgt_kernel_call {
          * [rope_pass_begin, rope_pass_end) stored as y) */
         bool rope;
         int64_t rope_pass_begin, rope_pass_end;
-        /* int8_x (wgt_set_matmul_precision MEDIUM; no fusion, f32 x, M > 1):
-         * x is quantized like the weights before the product, every backend
-         * alike: per row and group of 32 along k, s = max|x| * (1/127) (f32),
-         * code = round-to-even(x / s) in [-127, 127] (0 when max|x| = 0; a
-         * group holding a NaN or an infinity: s = NaN, codes 0);
-         * out[m, n] = the f32 sum over groups, in order, of
-         * f32(integer sum of code x * code w) * (s_x * s_w) */
+        /* int8_x (wgt_set_matmul_precision MEDIUM; any M, with any fusion):
+         * x (the normalized row with norm, the merged attention output with
+         * attention) is quantized like the weights before the product, every
+         * backend alike: per row and group of 32 along k, s = max|x| *
+         * (1/127) (f32), code = round-to-even(x / s) in [-127, 127] (0 when
+         * max|x| = 0; a group holding a NaN or an infinity: s = NaN, codes
+         * 0); out[m, n] = the f32 sum over groups of f32(integer sum of
+         * code x * code w) * (s_x * s_w) (in order, but for a GPU's one-row
+         * kernel, which may split an 8-bit group's sum in two) */
         bool int8_x;
         bool dequantize;         /* QROWS: codes, scales -> x (else x -> codes, scales) */
         /* attention (wgt_attention_qlinear_ex; M = 1): x is not an input but

@@ -7,7 +7,8 @@
  * Fused calls (wgt_qlinear_ex, see backend.h): x's row RMS-normalized first
  * (f64 mean of squares, as cpu_nn.c's norm), a bias added to the sums, or the
  * SwiGLU of rows 2i and 2i + 1 (out [M, N / 2]). With int8_x (backend.h),
- * x is quantized per group first and the groups' sums are integers. */
+ * x (normalized first in a fused call) is quantized per group and the
+ * groups' sums are integers. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
