@@ -63,6 +63,12 @@ def promote_tensors(a, a_ndim, b, b_ndim):
     return promote(a, b)
 
 
+class QlinearFusion(ctypes.Structure):
+    """wgt_qlinear_fusion (wgtensor.h)."""
+    _fields_ = [("norm_weight", ctypes.c_void_p), ("norm_eps", ctypes.c_double), ("bias", ctypes.c_void_p),
+                ("swiglu", ctypes.c_bool)]
+
+
 class Lib:
     """The few public calls the test needs, with their C signatures."""
 
@@ -130,6 +136,8 @@ class Lib:
         sig("wgt_attention_qlinear_ex", P, P, P, P, B, P, P, I, P)
         sig("wgt_attention_q8_linear_ex", P, P, P, P, P, P, B, P, P, I)
         sig("wgt_attention_q8_qlinear_ex", P, P, P, P, P, P, B, P, P, I, P)
+        sig("wgt_qlinear_ex", P, P, P, P, I, ctypes.POINTER(QlinearFusion))
+        sig("wgt_set_matmul_precision", I, P, I)
         sig("wgt_tensor_set_requires_grad", I, P, B)
         sig("wgt_backward_ex", I, P, P, B)
         sig("wgt_tensor_grad", P, P)
@@ -1074,6 +1082,51 @@ class Runner:
                 gd, want, F32,
                 "transcendental", scale)
 
+    def case_qlinear_medium(self):
+        """wgt_qlinear_ex at WGT_MATMUL_PRECISION_MEDIUM (x quantized like the
+        weights, wgtensor.h), mostly one row (LLM decode: WebGPU's INT8_X GEMV),
+        plain, with a bias or with SwiGLU, 8- or 4-bit weight codes drawn at
+        random with random scales, against float64: x's codes and scales by
+        q8_reference, the exact integer sum of code products per group, times
+        s_x s_w, summed over groups (then the bias, then silu(g) u)."""
+        r = self.rng
+        M, K, bits = r.choice([1, 1, 1, 2, 3]), 32 * r.randrange(1, 9), r.choice([4, 8])
+        fusion = r.choice(["plain", "bias", "swiglu"])
+        N = 2 * r.randrange(1, 24) if fusion == "swiglu" else r.randrange(1, 48)
+        x = self.data(F32, (M, K), specials=False)
+        lo, hi = (-8, 7) if bits == 4 else (-127, 127)
+        wcodes = np.array([r.randint(lo, hi) for _ in range(N * K)], np.int64).reshape(N, K)
+        ws = np.array([r.uniform(0.001, 0.1) for _ in range(N * K // 32)], np.float32).reshape(N, K // 32)
+        if bits == 8:
+            b = (wcodes & 0xFF).astype(np.uint32).reshape(N, K // 4, 4)
+            words = b[..., 0] | b[..., 1] << 8 | b[..., 2] << 16 | b[..., 3] << 24
+        else:
+            b = (wcodes + 8).astype(np.uint32).reshape(N, K // 8, 8)
+            words = sum(b[..., j] << (4 * j) for j in range(8))
+        bias = self.data(F32, (N,), specials=False) if fusion == "bias" else None
+        xc, xs = self.q8_reference(x)
+        xcodes = xc.view(np.int8).reshape(M, K).astype(np.int64)
+        G = K // 32
+        isum = np.einsum("mgj,ngj->mng", xcodes.reshape(M, G, 32), wcodes.reshape(N, G, 32))
+        terms = isum.astype(np.float64) * (xs[:, None, :].astype(np.float64) * ws[None, :, :].astype(np.float64))
+        want, scale = terms.sum(axis=-1), np.abs(terms).sum(axis=-1)
+        if bias is not None:
+            want, scale = want + value_of(bias), scale + np.abs(value_of(bias))
+        if fusion == "swiglu":
+            g, u = want[:, 0::2], want[:, 1::2]
+            with np.errstate(over="ignore"):  # exp(-g) of a large negative g: inf, silu 0
+                silu = g / (1 + np.exp(-g))
+            want = silu * u
+            # each sum's error (relative to its |terms|) carries through silu(g) u
+            scale = scale[:, 0::2] * np.abs(u) * 1.2 + scale[:, 1::2] * np.abs(silu)
+        f = QlinearFusion(None, 0.0, self.upload(bias, F32) if bias is not None else None, fusion == "swiglu")
+        tw, ts = self.upload(words.view(np.int32), I32), self.upload(ws, F32)
+        old = self.lib.set_matmul_precision(self.ctx, 1)
+        out = self.lib.qlinear_ex(self.upload(x, F32), tw, ts, bits, ctypes.byref(f))
+        self.lib.set_matmul_precision(self.ctx, old)
+        got, gd = self.read(out, "wgt_qlinear_ex")
+        return f"qlinear_medium x [{M}, {K}] {bits}-bit [{N}, {K}] {fusion}", got, gd, want, F32, "transcendental", scale
+
     CASES = [("binary", 30), ("unary", 25), ("where", 5), ("reduce", 15), ("cumsum", 4), ("softmax", 4),
              ("matmul", 5), ("cast", 6), ("view_chain", 4), ("fused", 4), ("scalar", 10), ("clamp", 4),
              ("activation", 3), ("index_select", 3), ("concat", 3), ("pad", 3), ("tri", 3), ("topk", 4),
@@ -1147,6 +1200,10 @@ def main():
         # decode attention over a long cache, one a seed, from a generator of its own
         runner = Runner(lib, ctx, random.Random(3000003 + seed))
         one("attention_long", f"seed {seed} attention_long", runner.case_attention_long)
+        # wgt_qlinear_ex at MEDIUM precision (int8 x), from a generator of its own
+        runner = Runner(lib, ctx, random.Random(4000003 + seed))
+        for i in range(max(1, args.cases // 10)):
+            one("qlinear_medium", f"seed {seed} qlinear_medium {i}", runner.case_qlinear_medium)
     lib.context_destroy(ctx)
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(per_kind.items()))
     print(f"numpy_diff {args.backend}: seeds {args.seeds}, {compared} cases compared ({kinds}), "
