@@ -528,15 +528,19 @@ static int run_own(const parity_op *p, wgt_context *ctx, wgt_tensor *const *in, 
         break;
     case WGT_OP_QLINEAR: { /* v0 8-bit GEMV x [1, 256] (decode), v1 4-bit GEMV, v2 4-bit x [2, 11, 96] (22 rows: 5 four-row blocks + 2)
                               all against W [37, K] quantized on the host (the same codes on both backends);
-                              v3, v4: v2's shapes at MEDIUM precision (x quantized too: int8_x), 8 and 4 bits */
-        const int bits = v == 0 || v == 3 ? 8 : 4;
-        const bool rows = v >= 2;
+                              v3, v4: v2's shapes at MEDIUM precision (x quantized too: int8_x), 8 and 4 bits;
+                              v5, v6: the GEMV at MEDIUM (WebGPU: quant_gemv_rows' INT8_X), 8 bits, and 4 bits
+                              with a bias (wgt_qlinear_ex) */
+        const int bits = v == 0 || v == 3 || v == 5 ? 8 : 4;
+        const bool rows = v >= 2 && v <= 4;
         x = upload(ctx, WGT_F32, rows ? 3 : 2, rows ? SHAPE(2, 11, 96) : SHAPE(1, 256), DOMAIN_SIGNED, 48);
         y = upload(ctx, WGT_F32, 2, rows ? SHAPE(37, 96) : SHAPE(37, 256), DOMAIN_SIGNED, 49);
         wgt_tensor *qw = NULL, *qs = NULL;
         const wgt_matmul_precision before =
             wgt_set_matmul_precision(ctx, v >= 3 ? WGT_MATMUL_PRECISION_MEDIUM : WGT_MATMUL_PRECISION_HIGHEST);
-        if (wgt_quantize_weight(y, bits, &qw, &qs) == WGT_OK) out[0] = wgt_qlinear(x, qw, qs, bits);
+        z = v == 6 ? upload(ctx, WGT_F32, 1, SHAPE(37), DOMAIN_SIGNED, 50) : NULL;
+        const wgt_qlinear_fusion f = {.bias = z};
+        if (wgt_quantize_weight(y, bits, &qw, &qs) == WGT_OK) out[0] = wgt_qlinear_ex(x, qw, qs, bits, &f);
         wgt_set_matmul_precision(ctx, before);
         wgt_tensor_release(qw);
         wgt_tensor_release(qs);
@@ -761,7 +765,7 @@ static const parity_op table[] = {
     {WGT_OP_ADAPTIVE_AVG_POOL2D, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_BATCH_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_GROUP_NORM, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 2},
-    {WGT_OP_QLINEAR, KIND_OWN, BIT(WGT_F32), TOL_REDUCE, run_own, DOMAIN_SIGNED, 5},
+    {WGT_OP_QLINEAR, KIND_OWN, BIT(WGT_F32), TOL_REDUCE, run_own, DOMAIN_SIGNED, 7},
     {WGT_OP_SUM_SQUARES, KIND_OWN, FLOATS, TOL_REDUCE, run_own, DOMAIN_SIGNED, 3},
     {WGT_OP_QUANTIZE_ROWS, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
     {WGT_OP_DEQUANTIZE_ROWS, KIND_OWN, FLOATS, TOL_EXACT, run_own, DOMAIN_SIGNED, 2},
