@@ -196,6 +196,7 @@ void webgpu_knobs_read(webgpu_knobs *k)
     const char *qg = env("WGT_QUANT_GEMV");
     k->quant_gemv = qg && (qg[0] == '0' || qg[0] == '1') && !qg[1] ? qg[0] - '0' : 2;
     k->quant_gemv_shared = on_unless_zero("WGT_QUANT_GEMV_SHARED");
+    k->quant_gemv_pre = on_unless_zero("WGT_QUANT_GEMV_PRE");
     const char *qr = env("WGT_QUANT_GEMV_ROWS");
     unsigned *r = k->quant_gemv_rows;
     if (!qr || sscanf(qr, "%u,%u", &r[0], &r[1]) != 2 || r[0] < 1 || r[0] > 256 || (r[0] & (r[0] - 1)) ||

@@ -231,14 +231,16 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
     /* int8_x: x's codes in workgroup memory (and the f32 row only to normalize it) */
     const bool int8 = call->quant.int8_x;
     const unsigned xs = int8 && !norm ? 0 : gemv_x_slots(wg, p->K, (int)p->bits), xg = int8 ? p->K / 32 : 0;
+    /* PRE: the first words before the prologue (INT8_X; WGT_QUANT_GEMV_PRE=1) */
+    const bool pre = int8 && wg->knobs.quant_gemv_pre;
     /* the rope epilogue: an invocation's two rows are a head's i and i + D/2 */
     const unsigned rpt = rope ? 2 : webgpu_gemv_rows_per_thread(wg, p->N, 256 / threads, 1);
     const wgt_tensor_view *table = rope ? &call->inputs[4] : NULL;
     const bool out16 = call->outputs[0].dtype == WGT_F16, table16 = table && table->dtype == WGT_F16;
     const unsigned d2 = table ? (unsigned)table->shape[1] : 1;
     char key[160];
-    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u:%d%d%d%d:rpt%u:rope%d%d%d%u:comb%u%d:i8%u", threads,
-             unroll, p->bits, xs, x16, norm, bias, swiglu, rpt, rope, out16, table16, d2, cd4, comb16, xg);
+    snprintf(key, sizeof(key), "quant_gemv_rows:%u:%u:%u:%u:%d%d%d%d:rpt%u:rope%d%d%d%u:comb%u%d:i8%u%d", threads,
+             unroll, p->bits, xs, x16, norm, bias, swiglu, rpt, rope, out16, table16, d2, cd4, comb16, xg, pre);
     webgpu_pipeline *pipe = webgpu_pipeline_find(wg, key);
     if (!pipe) {
         const char *body = webgpu_kernel_source("quant_gemv_rows"), *codes = webgpu_kernel_source("quant_codes");
@@ -284,9 +286,10 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
         snprintf(prelude, sizeof(prelude),
                  "%sconst ROW_THREADS: u32 = %uu;\nconst RPT: u32 = %uu;\nconst UNROLL: u32 = %uu;\nconst BITS: u32 = %uu;\n"
                  "const XS: u32 = %uu;\nconst NORM: bool = %s;\nconst BIAS: bool = %s;\nconst SWIGLU: bool = %s;\n"
-                 "const INT8_X: bool = %s;\nconst XG: u32 = %uu;\n%s%s",
+                 "const INT8_X: bool = %s;\nconst XG: u32 = %uu;\nconst PRE: bool = %s;\n%s%s",
                  out16 || table16 ? "enable f16;\n" : "", threads, rpt, unroll, p->bits, xs, norm ? "true" : "false",
-                 bias ? "true" : "false", swiglu ? "true" : "false", int8 ? "true" : "false", xg, rope_text, x_text);
+                 bias ? "true" : "false", swiglu ? "true" : "false", int8 ? "true" : "false", xg, pre ? "true" : "false",
+                 rope_text, x_text);
         const char *rotate = webgpu_kernel_source("gemv_rope"); /* rope_rotate, referenced by every variant */
         if (!rotate) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gemv_rope.wgsl is not embedded", op);
         const char *combine = dp ? webgpu_kernel_source("attention_combine_x") : "";

@@ -52,8 +52,9 @@
 // f32(its integer sum) * (s_x * s_w) to its lane's f32 sum.
 // Prelude: ROW_THREADS (a power of two <= 256), UNROLL (words in flight per
 // step), BITS (4 or 8), XS (vec4 slots of the staged x, 0: not staged),
-// NORM, BIAS, SWIGLU, INT8_X and XG (groups of x, K / 32, with INT8_X), and
-// the x binding with its x_load(i) (vec4 i as f32).
+// NORM, BIAS, SWIGLU, INT8_X and XG (groups of x, K / 32, with INT8_X), PRE
+// (INT8_X: the first words loaded before the prologue), and the x binding
+// with its x_load(i) (vec4 i as f32).
 // Word w of row n holds weights WPW w .. WPW w + WPW - 1 with WPW = 128 /
 // BITS; the group of its scale is w * WPW / 32.
 // The sum of a row is the f32 sum over its words in a fixed order (each
@@ -151,9 +152,9 @@ fn word_xq(w: u32) -> XCodes {
     return XCodes(xq[w], vec4<u32>(), xq_scale[w / 2u], 0);
 }
 
-// INT8_X: word_dot's integer form, f32(the word's integer sum) * (s_x * s_w)
-fn word_dot_xq(row_words: u32, row_groups: u32, n: u32, w: u32, xc: XCodes) -> f32 {
-    let c = q[params.q_offset + n * row_words + w];
+// INT8_X: word_dot's integer form for code word c of scale sw: f32(the
+// word's integer sum) * (s_x * sw)
+fn word_dot_xq(c: vec4<u32>, sw: f32, xc: XCodes) -> f32 {
     var isum: i32;
     if (BITS == 4u) {
         let m = 0x0f0f0f0fu;
@@ -165,7 +166,13 @@ fn word_dot_xq(row_words: u32, row_groups: u32, n: u32, w: u32, xc: XCodes) -> f
         isum = dot4I8Packed(c.x, xc.even.x) + dot4I8Packed(c.y, xc.even.y) + dot4I8Packed(c.z, xc.even.z) +
                dot4I8Packed(c.w, xc.even.w);
     }
-    return f32(isum) * (xc.scale * scales[params.s_offset + n * row_groups + w / WPG]);
+    return f32(isum) * (xc.scale * sw);
+}
+
+// Word w of row n and its scale
+struct RowWord { c: vec4<u32>, sw: f32 }
+fn row_word(row_words: u32, row_groups: u32, n: u32, w: u32) -> RowWord {
+    return RowWord(q[params.q_offset + n * row_words + w], scales[params.s_offset + n * row_groups + w / WPG]);
 }
 
 // INT8_X: x quantized into xq, xq_scale and xq_sum by groups of 32, four
@@ -220,6 +227,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32) {
     let id = wid.x + wid.y * nwg.x;
     if (id * ROWS >= params.N) { return; }   // uniform per workgroup
+    let lane = lid % ROW_THREADS;
+    // this invocation's rows: n0 + r (r < RPT), or (ROPE) n0 + r D2
+    let pair = id * SLOTS + lid / ROW_THREADS;        // ROPE: its (i, i + D2) pair
+    var n0 = id * ROWS + (lid / ROW_THREADS) * RPT;
+    var step = 1u;
+    var live = n0 < params.N;
+    if (ROPE) {
+        n0 = rope_row(pair);   // gemv_rope.wgsl
+        step = D2;
+        live = pair < params.N / 2u;
+    }
+    let row_words = params.K / WPW;
+    let row_groups = params.K / 32u;
+    var rows: array<u32, RPT>;
+    for (var r = 0u; r < RPT; r++) { rows[r] = min(n0 + r * step, params.N - 1u); }   // past N: dropped below
+    // PRE (INT8_X): the lane's first UNROLL words of each row and their scales,
+    // loaded before the prologue so that their memory latency overlaps it
+    var pre: array<array<RowWord, UNROLL>, RPT>;
+    if (PRE && live) {
+        for (var u = 0u; u < UNROLL; u++) {
+            let wu = min(lane + u * ROW_THREADS, row_words - 1u);   // past the row: never used
+            for (var r = 0u; r < RPT; r++) { pre[r][u] = row_word(row_words, row_groups, rows[r], wu); }
+        }
+    }
     if (XS > 0u) {
         let slots = params.K / 4u;
         var ss = 0.0;
@@ -244,30 +275,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         workgroupBarrier();
     }
     if (INT8_X) { stage_codes(lid); }
-    let lane = lid % ROW_THREADS;
-    // this invocation's rows: n0 + r (r < RPT), or (ROPE) n0 + r D2
-    let pair = id * SLOTS + lid / ROW_THREADS;        // ROPE: its (i, i + D2) pair
-    var n0 = id * ROWS + (lid / ROW_THREADS) * RPT;
-    var step = 1u;
-    var live = n0 < params.N;
-    if (ROPE) {
-        n0 = rope_row(pair);   // gemv_rope.wgsl
-        step = D2;
-        live = pair < params.N / 2u;
-    }
     var accs: array<array<f32, UNROLL>, RPT>;
     if (live) {
-        let row_words = params.K / WPW;
-        let row_groups = params.K / 32u;
-        var rows: array<u32, RPT>;
-        for (var r = 0u; r < RPT; r++) { rows[r] = min(n0 + r * step, params.N - 1u); }   // past N: dropped below
         var w = lane;
         for (; w + (UNROLL - 1u) * ROW_THREADS < row_words; w += UNROLL * ROW_THREADS) {
             for (var u = 0u; u < UNROLL; u++) {
                 let wu = w + u * ROW_THREADS;
                 if (INT8_X) {
                     let xc = word_xq(wu);
-                    for (var r = 0u; r < RPT; r++) { accs[r][u] += word_dot_xq(row_words, row_groups, rows[r], wu, xc); }
+                    for (var r = 0u; r < RPT; r++) {
+                        var rw: RowWord;
+                        if (PRE && w == lane) { rw = pre[r][u]; } else { rw = row_word(row_words, row_groups, rows[r], wu); }
+                        accs[r][u] += word_dot_xq(rw.c, rw.sw, xc);
+                    }
                 } else {
                     let xw = word_x(wu);
                     for (var r = 0u; r < RPT; r++) { accs[r][u] += word_dot(row_words, row_groups, rows[r], wu, xw); }
@@ -277,7 +297,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         for (; w < row_words; w += ROW_THREADS) {
             if (INT8_X) {
                 let xc = word_xq(w);
-                for (var r = 0u; r < RPT; r++) { accs[r][0] += word_dot_xq(row_words, row_groups, rows[r], w, xc); }
+                for (var r = 0u; r < RPT; r++) {
+                    var rw: RowWord;   // w == lane: the first word, prefetched when the loop above did not run
+                    if (PRE && w == lane) { rw = pre[r][0]; } else { rw = row_word(row_words, row_groups, rows[r], w); }
+                    accs[r][0] += word_dot_xq(rw.c, rw.sw, xc);
+                }
             } else {
                 let xw = word_x(w);
                 for (var r = 0u; r < RPT; r++) { accs[r][0] += word_dot(row_words, row_groups, rows[r], w, xw); }
