@@ -231,7 +231,10 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
     /* int8_x: x's codes in workgroup memory (and the f32 row only to normalize it) */
     const bool int8 = call->quant.int8_x;
     const unsigned xs = int8 && !norm ? 0 : gemv_x_slots(wg, p->K, (int)p->bits), xg = int8 ? p->K / 32 : 0;
-    /* PRE: the first words before the prologue (INT8_X; WGT_QUANT_GEMV_PRE=1) */
+    /* PRE: the first words before the prologue (INT8_X; WGT_QUANT_GEMV_PRE=0 turns it off). H200,
+     * Llama-3.2-1B decode, three alternated rounds (bench/results/h200-2026-11-29m/p3): q8 979.9 / 980.4 /
+     * 978.0 tokens/s against 950.3 / 968.1 / 958.0, q4 1,190.6 / 1,187.3 / 1,192.3 against 997.4 / 1,182.8 /
+     * 1,188.2. (The f32 path's PRE made q4 22% slower on an H100: matmul_gemv_half's note.) */
     const bool pre = int8 && wg->knobs.quant_gemv_pre;
     /* the rope epilogue: an invocation's two rows are a head's i and i + D/2 */
     const unsigned rpt = rope ? 2 : webgpu_gemv_rows_per_thread(wg, p->N, 256 / threads, 1);
