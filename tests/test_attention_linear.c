@@ -253,6 +253,18 @@ int main(void)
         cases(gpu, "webgpu", true);
         bad_arguments(gpu, "webgpu");
     }
+    /* WGT_ATTENTION_FOLD_KEYS lifted: 2100 keys (33 chunks) still compose,
+     * since the composed combine splits there (another order of sums than
+     * the fold's); 700 keys fold */
+    wgt_context *lifted = gpu ? test_context_env(NULL, (const char *[]){"WGT_ATTENTION_FOLD_KEYS", "1000000", NULL})
+                              : NULL;
+    if (lifted) {
+        shape_case split_q4 = {1, 8, 2, 1, 2100, 64, 96, WGT_F16, W_Q4, false, false};
+        check_case(lifted, "webgpu, WGT_ATTENTION_FOLD_KEYS=1000000", &split_q4, false);
+        shape_case folded_f16 = {1, 8, 2, 1, 700, 64, 96, WGT_F16, W_F16, true, false};
+        check_case(lifted, "webgpu, WGT_ATTENTION_FOLD_KEYS=1000000", &folded_f16, true);
+        wgt_context_destroy(lifted);
+    }
     CHECK(cpu && gpu, "contexts");
     wgt_context_destroy(gpu);
     wgt_context_destroy(cpu);

@@ -39,9 +39,8 @@
 #define DECODE_ROWS 4         /* R of attention_decode.wgsl */
 #define DECODE_PREFETCH_WORDS 32 /* 16-byte words an invocation may load up front (128 registers) */
 /* Rows of more chunks than this are merged by attention_decode_combine_split
- * (its sums in another order: not within the keys whose combine the
- * projection's GEMV folds by default, 2048 = 32 chunks, whose values repeat
- * attention_decode_combine's). WGT_DECODE_COMBINE_SPLIT=0: never. */
+ * (its sums in another order; a projection's GEMV never folds those, see
+ * webgpu_attention_prologue_keys_ok). WGT_DECODE_COMBINE_SPLIT=0: never. */
 #define DECODE_SPLIT_CHUNKS 32
 
 /* Mirrors struct Params of attention_decode.wgsl and attention_decode_combine_common.wgsl. */
@@ -137,6 +136,11 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *const *files, int
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+bool webgpu_attention_decode_splits(const webgpu_backend *wg, int64_t keys)
+{
+    return ceil_div(keys, DECODE_CHUNK) > DECODE_SPLIT_CHUNKS && wg->knobs.decode_combine_split;
+}
+
 /* The first pass's parameters, pipeline and temporaries, and its dispatch;
  * *combine (if not NULL) gets the combine pass's pipeline, *params the
  * parameters both passes read. */
@@ -201,7 +205,7 @@ static wgt_status first_pass(webgpu_backend *wg, const wgt_kernel_call *call, we
     webgpu_pipeline *first;
     /* the first pass takes quant_codes' bytes4 for 8-bit k and v */
     static const char *const first_files[2] = {"quant_codes", "attention_decode"};
-    const bool split = p.chunks > DECODE_SPLIT_CHUNKS && wg->knobs.decode_combine_split;
+    const bool split = webgpu_attention_decode_splits(wg, p.Tk);
     const char *const combine_files[2] = {"attention_decode_combine_common",
                                           split ? "attention_decode_combine_split" : "attention_decode_combine"};
     wgt_status s = get_pipeline(wg, first_files, 2, consts, 5, 2, op, &first);
@@ -220,6 +224,7 @@ static wgt_status first_pass(webgpu_backend *wg, const wgt_kernel_call *call, we
     p.ml_off = dp->ml_off = (uint32_t)(dp->part_ml.offset / 2);
     dp->chunks = p.chunks;
     dp->D = p.D;
+    dp->split = split;
     uint32_t gx, gy;
     if (s == WGT_OK) s = webgpu_grid(wg, (uint64_t)p.B * p.Hkv * p.hblocks * p.chunks, &gx, &gy, op);
     if (s == WGT_OK) {
@@ -258,10 +263,9 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
     memset(&p, 0, sizeof(p)); /* first_pass sets it once its checks pass */
     wgt_status s = first_pass(wg, call, &dp, &combine, &p);
     const uint64_t rows = (uint64_t)p.B * p.H * p.Tq;
-    const bool split = p.chunks > DECODE_SPLIT_CHUNKS && wg->knobs.decode_combine_split; /* as first_pass chose */
     uint32_t gx, gy;
     if (s == WGT_OK)
-        s = webgpu_grid(wg, split ? rows : (uint64_t)ceil_div((int64_t)(rows * (p.D / 2)), 256), &gx, &gy,
+        s = webgpu_grid(wg, dp.split ? rows : (uint64_t)ceil_div((int64_t)(rows * (p.D / 2)), 256), &gx, &gy,
                         call->op_name);
     if (s == WGT_OK) {
         WGPUBuffer b[4] = {webgpu_view_buffer(&dp.part_o), webgpu_view_buffer(&dp.part_ml), webgpu_view_buffer(out),

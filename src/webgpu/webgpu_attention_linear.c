@@ -30,11 +30,14 @@ int webgpu_attention_prologue_kv(const wgt_kernel_call *call) { return call->att
  * against 4) f16 weights gained at 512 keys (+1.6%) and lost from 1024 on
  * (-2.8% at 1024, -9.5% at 2048, -28% at 8192); 4-bit weights, whose GEMV
  * has fewer workgroups to reread them, gained up to 2048 (+6.6%) and lost
- * from 4096 (-2.2%, -14% at 8192). Past the bound the op composes. */
+ * from 4096 (-2.2%, -14% at 8192). Past the bound the op composes; so it
+ * does where the composed combine would split (its sums in another order
+ * than the fold's), whatever WGT_ATTENTION_FOLD_KEYS says. */
 bool webgpu_attention_prologue_keys_ok(const webgpu_backend *wg, const wgt_kernel_call *attn, bool quantized)
 {
     const int64_t cap = wg->knobs.attention_fold_keys >= 0 ? wg->knobs.attention_fold_keys : quantized ? 2048 : 768;
-    return attn->inputs[1].shape[2] <= cap;
+    const int64_t keys = attn->inputs[1].shape[2];
+    return keys <= cap && !webgpu_attention_decode_splits(wg, keys);
 }
 
 void webgpu_attention_prologue_call(const wgt_kernel_call *call, wgt_kernel_call *attn)

@@ -451,7 +451,14 @@ wgt_status webgpu_attention_decode_run(webgpu_backend *wg, const wgt_kernel_call
 typedef struct webgpu_decode_partials {
     wgt_tensor_view part_o, part_ml;
     uint32_t o_off, ml_off, chunks, D;
+    bool split; /* the combine a workgroup a row (webgpu_attention_decode_splits) */
 } webgpu_decode_partials;
+/* Whether the decode attention's combine over these chunks of keys is
+ * attention_decode_combine_split (a workgroup a query row, its sums in
+ * another order): past DECODE_SPLIT_CHUNKS chunks, unless
+ * WGT_DECODE_COMBINE_SPLIT=0. A projection's GEMV folds only a combine that
+ * does not split (it repeats attention_decode_combine's order). */
+bool webgpu_attention_decode_splits(const webgpu_backend *wg, int64_t keys);
 wgt_status webgpu_attention_decode_partials(webgpu_backend *wg, const wgt_kernel_call *call, webgpu_decode_partials *dp);
 void webgpu_decode_partials_release(webgpu_backend *wg, webgpu_decode_partials *dp);
 /* The attention prologue of MATMUL and QMATMUL (wgt_attention_(q)linear_ex;
