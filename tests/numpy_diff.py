@@ -978,7 +978,9 @@ class Runner:
         sc = np.where(seen, sc, -np.inf)
         p = np.exp(sc - np.max(sc, axis=-1, keepdims=True))
         want = np.matmul(p, vd) / np.sum(p, axis=-1, keepdims=True)
-        scale = np.full(want.shape, 4.0 * np.max(np.abs(vd), initial=0.0))
+        # the output's terms: the p-weighted mean of |v| (not attention_q8's
+        # 4 max|v|, under which f16 draws missed a dropped chunk of keys)
+        scale = 4.0 * np.matmul(p, np.abs(vd)) / np.sum(p, axis=-1, keepdims=True)
         return (f"attention_long {'q8' if q8 else NAME[d]} keys, q {NAME[d]} H {H} Hkv {Hkv} Tq {Tq} Tk {Tk} D {D}",
                 got, gd, want, d, "transcendental", scale)
 
