@@ -36,7 +36,8 @@ static void usage(FILE *f)
             "  --sequential: greedy decoding reads each token before recording the next step (by default the\n"
             "                host records step n+1 while the device runs step n)\n"
             "  --precision: the forward pass's matmul precision (default medium for f16 and quantized weights:\n"
-            "               prefill quantizes x to 8 bits for quantized weights, sums f16 products in f16 runs;\n"
+            "               quantized weights' products quantize x to 8 bits (prefill and decode), f16 prefill\n"
+            "               sums products in f16 runs;\n"
             "               highest: f32 x and f32 sums, as with f32 weights; see docs/llm.md)\n");
 }
 
