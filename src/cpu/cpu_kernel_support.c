@@ -12,6 +12,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/checked.h"
 #include "cpu/cpu_internal.h"
 
 /* ----------------------------------------------------------------- scratch */
@@ -79,12 +80,17 @@ void cpu_walk_init(cpu_walk *w, int ndim, const int64_t *shape, int n_views, con
         if (shape[d] == 1) continue; /* size-1 dims never move */
         int k = w->ndim;
         bool merges = k > 0;
-        /* dim d continues dim k-1 when stepping k-1 equals stepping d all the way */
+        /* dim d continues dim k-1 when stepping k-1 equals stepping d all the
+         * way; products that overflow (a view of no elements may have any
+         * sizes and strides: the api_fuzzer under UBSan) never merge */
+        int64_t merged_size = 0;
+        merges = merges && wgt_checked_mul(w->shape[k - 1], shape[d], &merged_size);
         for (int v = 0; v < n_views && merges; v++) {
-            merges = w->strides[v][k - 1] == strides[v][d] * shape[d];
+            int64_t span;
+            merges = wgt_checked_mul(strides[v][d], shape[d], &span) && w->strides[v][k - 1] == span;
         }
         if (merges) {
-            w->shape[k - 1] *= shape[d];
+            w->shape[k - 1] = merged_size;
             for (int v = 0; v < n_views; v++) w->strides[v][k - 1] = strides[v][d];
         } else {
             w->shape[k] = shape[d];

@@ -28,6 +28,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "core/tape.h"
 #include "ops/op_common.h"
 
@@ -85,7 +86,7 @@ static bool one_row(const wgt_tensor *q, const kv_source *kv, const wgt_tensor *
                                     cache_shaped(kv->v_scales, WGT_F32, Hkv, Tk, D / 32)
                               : cache_shaped(kv->k, vq->dtype, Hkv, Tk, D) && cache_shaped(kv->v, vq->dtype, Hkv, Tk, D);
     if (!kv_ok) return false;
-    if (weight->view.ndim != 2 || columns != qd[1] * D) return false;
+    if (weight->view.ndim != 2 || columns != qd[1] * D) return false; /* q [1, H, 1, D] exists: H D is its numel */
     const int64_t N = weight->view.shape[0];
     return !bias || (bias->view.ndim == 1 && bias->view.shape[0] == N && bias->view.dtype == WGT_F32);
 }
@@ -176,7 +177,10 @@ static wgt_tensor *qlinear(const char *op, wgt_tensor *q, const kv_source *kv, b
     wgt_context *ctx = begin(op, gather_args(q, kv, (wgt_tensor *[]){qweight, scales, bias}, 3, args), args);
     if (!ctx) return NULL;
     const wgt_tensor_view *vw = &qweight->view, *vs = &scales->view;
-    const int64_t K = q->view.ndim == 4 ? q->view.shape[1] * q->view.shape[3] : -1;
+    /* H D, checked: a q with a zero size elsewhere has no elements whatever H
+     * and D are (the api_fuzzer's INT64_MAX x 5 under UBSan); -1 refuses */
+    int64_t K = -1;
+    if (q->view.ndim != 4 || !wgt_checked_mul(q->view.shape[1], q->view.shape[3], &K) || K > WGT_MAX_NUMEL) K = -1;
     /* qweight [N, K bits / 32] i32 and scales [N, K / 32] f32 as wgt_qlinear reads them */
     if ((bits == 4 || bits == 8) && vw->dtype == WGT_I32 && vs->dtype == WGT_F32 && vw->ndim == 2 && vs->ndim == 2 &&
         K > 0 && K % 32 == 0 && vw->shape[1] == K * bits / 32 && vs->shape[0] == vw->shape[0] &&
