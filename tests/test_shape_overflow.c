@@ -94,6 +94,29 @@ static void empty_shapes(wgt_context *ctx)
         wgt_tensor *c = wgt_contiguous(z);
         expect_ok(ctx, "contiguous of an empty tensor");
         wgt_tensor_release(c);
+        /* reductions of empty views whose dims' strides x sizes do not fit
+         * (the CPU walk's merge of dims, found by the api_fuzzer under UBSan) */
+        int axes[2] = {1, 2};
+        wgt_tensor *t = wgt_transpose(z, 1, 2);
+        wgt_tensor *sums[3] = {wgt_sum(z, axes, 2, false), t ? wgt_sum(t, axes, 1, true) : NULL,
+                               t ? wgt_max(t, axes, 1, false) : NULL};
+        for (int i = 0; i < 3; i++) {
+            CHECK(sums[i] != NULL, "reduction %d of an empty view: %s", i, wgt_context_error_message(ctx));
+            wgt_context_clear_error(ctx);
+            wgt_tensor_release(sums[i]);
+        }
+        wgt_tensor_release(t);
+        /* an attention with projection over q [0, 2^40, 1, 2^40]: H D does not
+         * fit (UBSan), refused */
+        int64_t qs[4] = {0, P40, 1, P40}, ks[4] = {1, 1, 4, 32};
+        wgt_tensor *q = wgt_zeros(ctx, WGT_F16, 4, qs), *k = wgt_zeros(ctx, WGT_F16, 4, ks);
+        wgt_tensor *w = wgt_zeros(ctx, WGT_F32, 2, (int64_t[]){4, 32}), *qw = NULL, *qsc = NULL;
+        if (w) wgt_quantize_weight(w, 8, &qw, &qsc);
+        expect_ok(ctx, "q [0, 2^40, 1, 2^40], k, v, an 8-bit weight");
+        expect_refused(ctx, !wgt_attention_qlinear_ex(q, k, k, true, qw, qsc, 8, NULL), WGT_ERR_SHAPE_MISMATCH,
+                       WGT_ERR_INVALID_ARGUMENT, "wgt_attention_qlinear_ex", NULL, "attention_qlinear_ex, H D overflows");
+        wgt_tensor_release(q), wgt_tensor_release(k), wgt_tensor_release(w);
+        wgt_tensor_release(qw), wgt_tensor_release(qsc);
     }
     wgt_tensor_release(z);
     wgt_tensor_release(z1);
