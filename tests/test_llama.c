@@ -3,7 +3,9 @@
  *    GPU machine) and from an independent NumPy model (make_numpy_fixture.py):
  *    prompt logits (f32 weights: rel L2 <= 1e-4; f16: <= 1e-2) and greedy
  *    tokens through the KV-cache decode path; a missing fixture is a failure;
- *  - prefill + one-token decode steps give the logits of one full forward;
+ *  - prefill + one-token decode steps give the logits of one full forward
+ *    (HIGHEST precision, every weight kind; MEDIUM, quantized weights, where
+ *    both quantize x);
  *  - config / weight errors: unsupported architecture, missing field, missing
  *    tensor, shape mismatch, each refused with a message naming it. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, setenv, strdup */
@@ -240,6 +242,46 @@ static void one_level_more(wgt_context *ctx, const llama_config *cfg, llama_weig
  * llama3: llama3 rope scaling alone (Llama-3.2's path: k | v | q rows, the
  * cache by position, a decode step's rotation storing k and v into the cache
  * and q into its scratch rows in one kernel). */
+/* At MEDIUM precision (the models' default) quantized weights' products
+ * quantize x in prefill (several rows) and in a decode step (one row) alike
+ * since the thirteenth session, so the cached decode steps give the full
+ * forward's logits there too; before, a step's one row kept f32 x and parted
+ * from the prefill's by x's int8 rounding. */
+static void check_cache_medium(wgt_context *ctx, const char *backend)
+{
+    llama_config cfg = {.model_type = "llama", .vocab_size = 50, .hidden_size = 64, .intermediate_size = 128,
+                        .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16, .max_position = 32,
+                        .rms_eps = 1e-5, .rope_theta = 10000.0, .bos_token_id = -1, .eos_token_id = -1};
+    const int32_t toks[9] = {3, 14, 15, 9, 26, 5, 35, 8, 9};
+    char msg[256] = "";
+    static const llama_weights kinds[2] = {LLAMA_WEIGHTS_Q8, LLAMA_WEIGHTS_Q4};
+    for (int w = 0; w < 2; w++) {
+        llama_model *m = llama_create_random(ctx, &cfg, kinds[w], 11, msg, sizeof(msg));
+        CHECK(m != NULL, "random model: %s", msg);
+        if (!m) continue;
+        llama_cache *full = llama_cache_create(m, 16, msg, sizeof(msg)), *inc = llama_cache_create(m, 16, msg, sizeof(msg));
+        float all[9 * 50], step[50];
+        wgt_tensor *ref = llama_forward(full, toks, 9, true, msg, sizeof(msg));
+        CHECK(ref && wgt_tensor_read(ref, all, sizeof(all)) == WGT_OK, "full forward: %s", msg);
+        wgt_tensor_release(ref);
+        wgt_tensor_release(llama_forward(inc, toks, 5, false, msg, sizeof(msg)));
+        double worst = 0;
+        for (int t = 5; t < 9; t++) {
+            wgt_tensor *l = llama_forward(inc, &toks[t], 1, false, msg, sizeof(msg));
+            CHECK(l && wgt_tensor_read(l, step, sizeof(step)) == WGT_OK, "decode step %d: %s", t, msg);
+            double e = rel_l2(step, all + t * 50, 50);
+            worst = e > worst ? e : worst;
+            wgt_tensor_release(l);
+        }
+        printf("%-18s %-6s %s: MEDIUM, cached decode vs full forward rel L2 %.3g\n", "random", backend,
+               w ? "q4" : "q8", worst);
+        CHECK(worst <= 2e-3, "%s %s weights, MEDIUM: cached decode vs full forward rel L2 %.3g", backend,
+              w ? "q4" : "q8", worst);
+        llama_cache_destroy(full), llama_cache_destroy(inc);
+        llama_destroy(m);
+    }
+}
+
 static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool llama3)
 {
     llama_config cfg = {.model_type = "llama", .vocab_size = 50, .hidden_size = 32, .intermediate_size = 64,
@@ -519,6 +561,7 @@ static void run_backend(wgt_context *ctx, const char *backend)
     check_fixture(ctx, "tiny-llama-bf16", backend, true);
     check_fixture(ctx, "tiny-llama3-rope", backend, true);
     check_precision(ctx, backend);
+    check_cache_medium(ctx, backend);
     check_cache(ctx, backend, false, false);
     check_cache(ctx, backend, true, false);
     check_cache(ctx, backend, false, true);
