@@ -1127,7 +1127,8 @@ class Runner:
         out = self.lib.qlinear_ex(self.upload(x, F32), tw, ts, bits, ctypes.byref(f))
         self.lib.set_matmul_precision(self.ctx, old)
         got, gd = self.read(out, "wgt_qlinear_ex")
-        return f"qlinear_medium x [{M}, {K}] {bits}-bit [{N}, {K}] {fusion}", got, gd, want, F32, "transcendental", scale
+        desc = f"qlinear_medium x [{M}, {K}] {bits}-bit [{N}, {K}] {fusion}"
+        return desc, got, gd, want, F32, "transcendental", scale
 
     CASES = [("binary", 30), ("unary", 25), ("where", 5), ("reduce", 15), ("cumsum", 4), ("softmax", 4),
              ("matmul", 5), ("cast", 6), ("view_chain", 4), ("fused", 4), ("scalar", 10), ("clamp", 4),

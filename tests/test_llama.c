@@ -259,7 +259,8 @@ static void check_cache_medium(wgt_context *ctx, const char *backend)
         llama_model *m = llama_create_random(ctx, &cfg, kinds[w], 11, msg, sizeof(msg));
         CHECK(m != NULL, "random model: %s", msg);
         if (!m) continue;
-        llama_cache *full = llama_cache_create(m, 16, msg, sizeof(msg)), *inc = llama_cache_create(m, 16, msg, sizeof(msg));
+        llama_cache *full = llama_cache_create(m, 16, msg, sizeof(msg));
+        llama_cache *inc = llama_cache_create(m, 16, msg, sizeof(msg));
         float all[9 * 50], step[50];
         wgt_tensor *ref = llama_forward(full, toks, 9, true, msg, sizeof(msg));
         CHECK(ref && wgt_tensor_read(ref, all, sizeof(all)) == WGT_OK, "full forward: %s", msg);

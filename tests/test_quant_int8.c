@@ -322,7 +322,8 @@ static void run(wgt_context *ctx, const char *backend)
         check(ctx, backend, bits, 1, 40, 64, NULL);
         check(ctx, backend, bits, 1, 72, 2048, NULL);
         check(ctx, backend, bits, 1, 8, 32768, NULL);
-        for (int fusion = 0; fusion < 5; fusion++) check_decode(ctx, backend, bits, fusion, 64, fusion == 1 ? 96 : 1024);
+        for (int fusion = 0; fusion < 5; fusion++)
+            check_decode(ctx, backend, bits, fusion, 64, fusion == 1 ? 96 : 1024);
     }
     if (wgt_context_backend(ctx) != WGT_BACKEND_WEBGPU) return;
     /* WGT_QUANT_GEMV=0: one row takes the two-pass kernels, fused calls compose */

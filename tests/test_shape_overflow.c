@@ -114,7 +114,8 @@ static void empty_shapes(wgt_context *ctx)
         if (w) wgt_quantize_weight(w, 8, &qw, &qsc);
         expect_ok(ctx, "q [0, 2^40, 1, 2^40], k, v, an 8-bit weight");
         expect_refused(ctx, !wgt_attention_qlinear_ex(q, k, k, true, qw, qsc, 8, NULL), WGT_ERR_SHAPE_MISMATCH,
-                       WGT_ERR_INVALID_ARGUMENT, "wgt_attention_qlinear_ex", NULL, "attention_qlinear_ex, H D overflows");
+                       WGT_ERR_INVALID_ARGUMENT, "wgt_attention_qlinear_ex", NULL,
+                       "attention_qlinear_ex, H D overflows");
         wgt_tensor_release(q), wgt_tensor_release(k), wgt_tensor_release(w);
         wgt_tensor_release(qw), wgt_tensor_release(qsc);
     }

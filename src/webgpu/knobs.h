@@ -183,7 +183,8 @@ typedef struct webgpu_knobs {
                                   * row (a power of two <= 256) and words in flight (1-8); default 0,0: chosen */
     bool quant_gemv_by_words;  /* WGT_QUANT_GEMV_ROWS=words: the former choice (lanes by the row's words,
                                 * one word in flight), to compare; default false */
-    bool quant_gemv_pre;       /* WGT_QUANT_GEMV_PRE=0: quant_gemv_rows with int8 x loads no words before its prologue */
+    bool quant_gemv_pre;       /* WGT_QUANT_GEMV_PRE=0: quant_gemv_rows with int8 x loads no words before its
+                                  prologue */
     bool quant_gemv_shared;    /* WGT_QUANT_GEMV_SHARED=0: quant_gemv_rows reads x from storage, not staged in
                                 * workgroup memory; default true */
     char quant_dp4a_tile[32];  /* WGT_QUANT_DP4A_TILE=<bm>x<bn>: the int8-x GEMM's tile (webgpu_quant_int8.c) */

@@ -179,7 +179,8 @@ static bool attention_supported(webgpu_backend *wg, const wgt_kernel_call *call)
     if (codes->dtype != WGT_I32 || s->dtype != WGT_F32 || out->dtype != WGT_F32 || !contiguous_aligned(codes) ||
         codes->shape[1] != K * bits / 32 || s->ndim != 2 || s->shape[0] != N || s->shape[1] != K / 32 ||
         !wgt_view_is_contiguous(s) || K % 32 || out->ndim != 2 || out->shape[0] != 1 || out->shape[1] != N ||
-        !wgt_view_is_contiguous(out) || (call->quant.int8_x ? !gemv_int8_fits(wg, K, bits, false) : gemv_x_slots(wg, K, bits) == 0))
+        !wgt_view_is_contiguous(out) ||
+        (call->quant.int8_x ? !gemv_int8_fits(wg, K, bits, false) : gemv_x_slots(wg, K, bits) == 0))
         return false;
     if (bias && (call->inputs[3].dtype != WGT_F32 || call->inputs[3].ndim != 1 || call->inputs[3].shape[0] != N ||
                  call->inputs[3].strides[0] != 1))
@@ -291,8 +292,8 @@ static wgt_status run_gemv_rows(webgpu_backend *wg, const wgt_kernel_call *call,
                  "const XS: u32 = %uu;\nconst NORM: bool = %s;\nconst BIAS: bool = %s;\nconst SWIGLU: bool = %s;\n"
                  "const INT8_X: bool = %s;\nconst XG: u32 = %uu;\nconst PRE: bool = %s;\n%s%s",
                  out16 || table16 ? "enable f16;\n" : "", threads, rpt, unroll, p->bits, xs, norm ? "true" : "false",
-                 bias ? "true" : "false", swiglu ? "true" : "false", int8 ? "true" : "false", xg, pre ? "true" : "false",
-                 rope_text, x_text);
+                 bias ? "true" : "false", swiglu ? "true" : "false", int8 ? "true" : "false", xg,
+                 pre ? "true" : "false", rope_text, x_text);
         const char *rotate = webgpu_kernel_source("gemv_rope"); /* rope_rotate, referenced by every variant */
         if (!rotate) return wgt_error(wg->base.ctx, WGT_ERR_INTERNAL, "%s: gemv_rope.wgsl is not embedded", op);
         const char *combine = dp ? webgpu_kernel_source("attention_combine_x") : "";

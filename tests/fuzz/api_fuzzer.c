@@ -348,7 +348,8 @@ static void call_compute(fuzzer *f)
         if (kind == 0) tensor_call(f, "wgt_matmul_ex", wgt_matmul_ex(a, b ? b : a, random_dtype(f)));
         else if (kind == 1) tensor_call(f, "wgt_qlinear", wgt_qlinear(a, b ? b : a, c ? c : a, chance(f, 2) ? 8 : 4));
         else if (kind == 2 && chance(f, 2)) { /* the fusions (int8 x at MEDIUM: the norm's row quantized) */
-            const wgt_qlinear_fusion fu = {.norm_weight = chance(f, 2) ? c : NULL, .norm_eps = chance(f, 8) ? -1.0 : 1e-5,
+            const wgt_qlinear_fusion fu = {.norm_weight = chance(f, 2) ? c : NULL,
+                                           .norm_eps = chance(f, 8) ? -1.0 : 1e-5,
                                            .bias = chance(f, 3) ? a : NULL, .swiglu = chance(f, 2)};
             tensor_call(f, "wgt_qlinear_ex", wgt_qlinear_ex(a, b ? b : a, c ? c : a, chance(f, 2) ? 8 : 4, &fu));
         } else tensor_call(f, "wgt_matmul", wgt_matmul(a, b ? b : a));

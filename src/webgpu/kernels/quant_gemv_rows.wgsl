@@ -201,7 +201,8 @@ fn stage_codes(lid: u32) {
             let mb = xq_amax[g];
             let top = max(max(mb.x, mb.y), max(mb.z, mb.w));
             // quant_q8_group.wgsl's scale: max|x| * (1/127 rounded to f32), NaN for a value not finite
-            let s = select(bitcast<f32>(top) * bitcast<f32>(0x3c010204u), bitcast<f32>(0x7fc00000u), top == 0xffffffffu);
+            let s = select(bitcast<f32>(top) * bitcast<f32>(0x3c010204u), bitcast<f32>(0x7fc00000u),
+                           top == 0xffffffffu);
             if (t == 0u) { xq_scale[g] = s; }
             if (BITS == 8u) {   // words 2t and 2t + 1 of the group
                 xq[2u * g + t / 2u][2u * (t % 2u)] = q8_group_word(a, s);
@@ -285,7 +286,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     let xc = word_xq(wu);
                     for (var r = 0u; r < RPT; r++) {
                         var rw: RowWord;
-                        if (PRE && w == lane) { rw = pre[r][u]; } else { rw = row_word(row_words, row_groups, rows[r], wu); }
+                        if (PRE && w == lane) {
+                            rw = pre[r][u];
+                        } else {
+                            rw = row_word(row_words, row_groups, rows[r], wu);
+                        }
                         accs[r][u] += word_dot_xq(rw.c, rw.sw, xc);
                     }
                 } else {
