@@ -116,6 +116,15 @@ static void empty_shapes(wgt_context *ctx)
         expect_refused(ctx, !wgt_attention_qlinear_ex(q, k, k, true, qw, qsc, 8, NULL), WGT_ERR_SHAPE_MISMATCH,
                        WGT_ERR_INVALID_ARGUMENT, "wgt_attention_qlinear_ex", NULL,
                        "attention_qlinear_ex, H D overflows");
+        /* the same q against keys of its H and D (no elements either): the
+         * attention runs, its heads merged [B Tq, H D] do not fit (UBSan) */
+        int64_t kbig[4] = {0, P40, 4, P40};
+        wgt_tensor *kb = wgt_zeros(ctx, WGT_F16, 4, kbig), *wf = wgt_zeros(ctx, WGT_F16, 2, (int64_t[]){4, 32});
+        expect_ok(ctx, "k [0, 2^40, 4, 2^40], an f16 weight");
+        expect_refused(ctx, !wgt_attention_linear_ex(q, kb, kb, true, wf, NULL, WGT_F32), WGT_ERR_SHAPE_MISMATCH,
+                       WGT_ERR_INVALID_ARGUMENT, "wgt_attention_linear_ex", NULL,
+                       "attention_linear_ex, merged heads overflow");
+        wgt_tensor_release(kb), wgt_tensor_release(wf);
         wgt_tensor_release(q), wgt_tensor_release(k), wgt_tensor_release(w);
         wgt_tensor_release(qw), wgt_tensor_release(qsc);
     }

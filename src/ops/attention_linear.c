@@ -49,9 +49,17 @@ static wgt_tensor *composed(wgt_context *ctx, const char *op, wgt_tensor *q, con
     wgt_tensor *y = NULL;
     wgt_tensor *a = kv->q8 ? wgt_attention_q8(q, kv->k, kv->k_scales, kv->v, kv->v_scales, causal)
                            : wgt_scaled_dot_product_attention(q, kv->k, kv->v, causal, 0.0, 0);
+    const int64_t *as = a ? a->view.shape : NULL;
+    int64_t rows = 0, cols = 0;
+    /* [B Tq, H D], checked: an output with no elements may have any other sizes */
+    if (a && (!wgt_checked_mul(as[0], as[2], &rows) || !wgt_checked_mul(as[1], as[3], &cols))) {
+        wgt_error(ctx, WGT_ERR_SHAPE_MISMATCH, "%s: attention output [%lld, %lld, %lld, %lld]: its heads merged "
+                  "[B Tq, H D] overflow int64", op, (long long)as[0], (long long)as[1], (long long)as[2],
+                  (long long)as[3]);
+        a = NULL;
+    }
     if (a) {
-        const int64_t B = a->view.shape[0], H = a->view.shape[1], Tq = a->view.shape[2], D = a->view.shape[3];
-        wgt_tensor *merged = wgt_reshape(wgt_permute(a, (int[]){0, 2, 1, 3}), 2, (int64_t[]){B * Tq, H * D});
+        wgt_tensor *merged = wgt_reshape(wgt_permute(a, (int[]){0, 2, 1, 3}), 2, (int64_t[]){rows, cols});
         if (merged && scales) y = wgt_qlinear_ex(merged, weight, scales, bits, &(wgt_qlinear_fusion){.bias = bias});
         else if (merged) y = wgt_linear_ex(merged, weight, bias, out_dtype);
     }
