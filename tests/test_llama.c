@@ -242,6 +242,28 @@ static void one_level_more(wgt_context *ctx, const llama_config *cfg, llama_weig
  * llama3: llama3 rope scaling alone (Llama-3.2's path: k | v | q rows, the
  * cache by position, a decode step's rotation storing k and v into the cache
  * and q into its scratch rows in one kernel). */
+/* The 9 tokens' full forward into `full` (*ref: its logits, for the caller
+ * to release), then the first 5 as a prefill into `inc` and the other 4 as
+ * one-token decode steps; returns the worst rel L2 of a step's logits from
+ * the full forward's row (vocabulary 50). */
+static double full_then_steps(llama_cache *full, llama_cache *inc, const int32_t toks[9], wgt_tensor **ref)
+{
+    char msg[256] = "";
+    float all[9 * 50], step[50];
+    *ref = llama_forward(full, toks, 9, true, msg, sizeof(msg));
+    CHECK(*ref && wgt_tensor_read(*ref, all, sizeof(all)) == WGT_OK, "full forward: %s", msg);
+    wgt_tensor_release(llama_forward(inc, toks, 5, false, msg, sizeof(msg)));
+    double worst = 0;
+    for (int t = 5; t < 9; t++) {
+        wgt_tensor *l = llama_forward(inc, &toks[t], 1, false, msg, sizeof(msg));
+        CHECK(l && wgt_tensor_read(l, step, sizeof(step)) == WGT_OK, "decode step %d: %s", t, msg);
+        double e = rel_l2(step, all + t * 50, 50);
+        worst = e > worst ? e : worst;
+        wgt_tensor_release(l);
+    }
+    return worst;
+}
+
 /* At MEDIUM precision (the models' default) quantized weights' products
  * quantize x in prefill (several rows) and in a decode step (one row) alike
  * since the thirteenth session, so the cached decode steps give the full
@@ -261,19 +283,9 @@ static void check_cache_medium(wgt_context *ctx, const char *backend)
         if (!m) continue;
         llama_cache *full = llama_cache_create(m, 16, msg, sizeof(msg));
         llama_cache *inc = llama_cache_create(m, 16, msg, sizeof(msg));
-        float all[9 * 50], step[50];
-        wgt_tensor *ref = llama_forward(full, toks, 9, true, msg, sizeof(msg));
-        CHECK(ref && wgt_tensor_read(ref, all, sizeof(all)) == WGT_OK, "full forward: %s", msg);
+        wgt_tensor *ref = NULL;
+        const double worst = full_then_steps(full, inc, toks, &ref);
         wgt_tensor_release(ref);
-        wgt_tensor_release(llama_forward(inc, toks, 5, false, msg, sizeof(msg)));
-        double worst = 0;
-        for (int t = 5; t < 9; t++) {
-            wgt_tensor *l = llama_forward(inc, &toks[t], 1, false, msg, sizeof(msg));
-            CHECK(l && wgt_tensor_read(l, step, sizeof(step)) == WGT_OK, "decode step %d: %s", t, msg);
-            double e = rel_l2(step, all + t * 50, 50);
-            worst = e > worst ? e : worst;
-            wgt_tensor_release(l);
-        }
         printf("%-18s %-6s %s: MEDIUM, cached decode vs full forward rel L2 %.3g\n", "random", backend,
                w ? "q4" : "q8", worst);
         CHECK(worst <= 2e-3, "%s %s weights, MEDIUM: cached decode vs full forward rel L2 %.3g", backend,
@@ -310,18 +322,8 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
         CHECK(m != NULL, "random model: %s", msg);
         if (!m) continue;
         llama_cache *full = llama_cache_create(m, 16, msg, sizeof(msg)), *inc = llama_cache_create(m, 16, msg, sizeof(msg));
-        float all[9 * 50], step[50];
-        wgt_tensor *ref = llama_forward(full, toks, 9, true, msg, sizeof(msg));
-        CHECK(ref && wgt_tensor_read(ref, all, sizeof(all)) == WGT_OK, "full forward: %s", msg);
-        wgt_tensor_release(llama_forward(inc, toks, 5, false, msg, sizeof(msg)));
-        double worst = 0;
-        for (int t = 5; t < 9; t++) {
-            wgt_tensor *l = llama_forward(inc, &toks[t], 1, false, msg, sizeof(msg));
-            CHECK(l && wgt_tensor_read(l, step, sizeof(step)) == WGT_OK, "decode step %d: %s", t, msg);
-            double e = rel_l2(step, all + t * 50, 50);
-            worst = e > worst ? e : worst;
-            wgt_tensor_release(l);
-        }
+        wgt_tensor *ref = NULL;
+        const double worst = full_then_steps(full, inc, toks, &ref);
         CHECK(worst <= (w ? 2e-3 : 1e-5), "%s weights %d: cached decode vs full forward rel L2 %.3g", backend, w, worst);
         if (llama3) {
             /* the decode step's rotation and cache append in one kernel

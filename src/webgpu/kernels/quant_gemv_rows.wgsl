@@ -190,19 +190,16 @@ fn stage_codes(lid: u32) {
         if (g < XG) {
             a = xv(g * 8u + 2u * t);
             b = xv(g * 8u + 2u * t + 1u);
-            // max |x| as bits (they order as the floats do), all ones for a value not finite (by its exponent bits)
-            let inf = vec4<u32>(0x7f800000u);
-            let bad = any((bitcast<vec4<u32>>(a) & inf) == inf) || any((bitcast<vec4<u32>>(b) & inf) == inf);
+            // max |x| as bits (they order as the floats do), all ones for a value not finite
             let m = max(abs(a), abs(b));
-            xq_amax[g][t] = select(bitcast<u32>(max(max(m.x, m.y), max(m.z, m.w))), 0xffffffffu, bad);
+            xq_amax[g][t] = select(0xffffffffu, bitcast<u32>(max(max(m.x, m.y), max(m.z, m.w))),
+                                   q8_finite(a) && q8_finite(b));
         }
         workgroupBarrier();
         if (g < XG) {
             let mb = xq_amax[g];
             let top = max(max(mb.x, mb.y), max(mb.z, mb.w));
-            // quant_q8_group.wgsl's scale: max|x| * (1/127 rounded to f32), NaN for a value not finite
-            let s = select(bitcast<f32>(top) * bitcast<f32>(0x3c010204u), bitcast<f32>(0x7fc00000u),
-                           top == 0xffffffffu);
+            let s = q8_scale_of(bitcast<f32>(top), top != 0xffffffffu);   // quant_q8_group.wgsl
             if (t == 0u) { xq_scale[g] = s; }
             if (BITS == 8u) {   // words 2t and 2t + 1 of the group
                 xq[2u * g + t / 2u][2u * (t % 2u)] = q8_group_word(a, s);

@@ -17,11 +17,23 @@ fn q8_group_scale(v: array<vec4<f32>, 8>) -> f32 {
     var amax = 0.0;
     var finite = true;
     for (var i = 0u; i < 8u; i++) {
-        finite = finite && !any((bitcast<vec4<u32>>(v[i]) & vec4<u32>(0x7f800000u)) == vec4<u32>(0x7f800000u));
+        finite = finite && q8_finite(v[i]);
         let a = abs(v[i]);
         amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
     }
-    return select(bitcast<f32>(0x7fc00000u), amax * bitcast<f32>(0x3c010204u), finite);   // 1/127 rounded to f32
+    return q8_scale_of(amax, finite);
+}
+
+// Whether four values are finite, by their exponent bits.
+fn q8_finite(v: vec4<f32>) -> bool {
+    return !any((bitcast<vec4<u32>>(v) & vec4<u32>(0x7f800000u)) == vec4<u32>(0x7f800000u));
+}
+
+// The scale of a group of max |x| amax: amax * (1/127 rounded to f32), NaN
+// when a value is not finite (quant_gemv_rows' INT8_X finds amax over four
+// invocations and calls this too).
+fn q8_scale_of(amax: f32, finite: bool) -> f32 {
+    return select(bitcast<f32>(0x7fc00000u), amax * bitcast<f32>(0x3c010204u), finite);
 }
 
 // The word of codes of four values of a group of scale s (x / s per element,
