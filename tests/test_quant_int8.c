@@ -324,6 +324,8 @@ static void run(wgt_context *ctx, const char *backend)
         check(ctx, backend, bits, 1, 8, 32768, NULL);
         for (int fusion = 0; fusion < 5; fusion++)
             check_decode(ctx, backend, bits, fusion, 64, fusion == 1 ? 96 : 1024);
+        /* the norm prologue's slots past 2 a thread of 256 (its first two are loaded up front) */
+        check_decode(ctx, backend, bits, 0, 32, 2080);
     }
     if (wgt_context_backend(ctx) != WGT_BACKEND_WEBGPU) return;
     /* WGT_QUANT_GEMV=0: one row takes the two-pass kernels, fused calls compose */

@@ -198,6 +198,14 @@ static uint32_t vec_width(int64_t d, const wgt_tensor_view *const *views, int n)
 
 /* NORM_SUBGROUP_ROWS must equal ROWS of kernels/nn_norm_subgroup.wgsl. */
 #define NORM_SUBGROUP_ROWS 8u
+/* Rows of at most this many vec4 slots take a subgroup each. A subgroup's
+ * lanes walk a row's slots in turn, three passes, each load a round of memory
+ * latency: at 2048 elements (Llama's decode: one row) that is 16 rounds a
+ * pass where a workgroup per row (nn_norm.wgsl, the row cached in registers)
+ * takes one; the final norm of an H200 decode token took 14.5 us profiled, a
+ * one-element cast 5.7 (bench/results/h200-2026-11-29l/p2). The GPT's rows of
+ * 384 (3 slots a lane) are what the subgroup kernel is for. */
+#define NORM_SUBGROUP_MAX_SLOTS 128u
 
 static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v, nn_params *pr)
 {
@@ -211,7 +219,7 @@ static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, cons
     /* vec4 rows with subgroups: a row per subgroup (nn_norm_subgroup.wgsl; WGT_NORM_SUBGROUP=0: a row per
      * workgroup); not where the compiler checks subgroup uniformity (browsers), which its row loop fails */
     const bool by_subgroup = wg->has_subgroups && wg->knobs.norm_subgroup && width == 4 &&
-                             !webgpu_native_subgroup_uniformity_checked();
+                             pr->d / width <= NORM_SUBGROUP_MAX_SLOTS && !webgpu_native_subgroup_uniformity_checked();
     if (by_subgroup) sh = (nn_shape){NN_MAX_THREADS, 4, 1, false, true};
     webgpu_pipeline *p;
     wgt_status s = get_pipeline(wg, by_subgroup ? "nn_norm_subgroup" : "nn_norm", &sh, 3, 2, call->op_name, &p);

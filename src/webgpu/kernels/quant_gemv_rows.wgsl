@@ -217,6 +217,12 @@ fn stage_codes(lid: u32) {
     workgroupBarrier();
 }
 
+// NORM: the norm weight's vec4 i (aux, elements 4 i .. 4 i + 3)
+fn norm_weight(i: u32) -> vec4<f32> {
+    let a = params.aux_offset + 4u * i;
+    return vec4<f32>(aux[a], aux[a + 1u], aux[a + 2u], aux[a + 3u]);
+}
+
 // the reduced sum of the workgroup's row lr (< ROWS): row group lr / RPT, its r = lr % RPT
 fn row_sum(lr: u32) -> f32 { return partial[(lr % RPT) * WG + (lr / RPT) * ROW_THREADS]; }
 
@@ -251,9 +257,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     if (XS > 0u) {
         let slots = params.K / 4u;
+        // The invocation's first two slots of the row (lid, lid + WG: all of
+        // them up to K = 2048) and, with NORM, of the norm weight are loaded
+        // up front, in one round of memory latency (the weight's used to
+        // follow the sum's tree: a round more, ~1 us on an H200, where these
+        // GEMVs are chains of such rounds); later slots load in the loops.
+        let x0 = x_load(params.x_offset + min(lid, slots - 1u));
+        let x1 = x_load(params.x_offset + min(lid + WG, slots - 1u));
+        var w0 = vec4<f32>();
+        var w1 = vec4<f32>();
+        if (NORM) {
+            w0 = norm_weight(min(lid, slots - 1u));
+            w1 = norm_weight(min(lid + WG, slots - 1u));
+        }
         var ss = 0.0;
         for (var i = lid; i < slots; i += WG) {
-            let v = x_load(params.x_offset + i);
+            var v = x0;
+            if (i >= lid + 2u * WG) { v = x_load(params.x_offset + i); } else if (i != lid) { v = x1; }
             xs[i + i / XV] = v;
             ss += dot(v, v);
         }
@@ -266,8 +286,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
             let rstd = inverseSqrt(partial[0] / f32(params.K) + params.eps);
             for (var i = lid; i < slots; i += WG) {
-                let a = params.aux_offset + 4u * i;
-                xs[i + i / XV] = (xs[i + i / XV] * rstd) * vec4<f32>(aux[a], aux[a + 1u], aux[a + 2u], aux[a + 3u]);
+                var w = w0;
+                if (i >= lid + 2u * WG) { w = norm_weight(i); } else if (i != lid) { w = w1; }
+                xs[i + i / XV] = (xs[i + i / XV] * rstd) * w;
             }
         }
         workgroupBarrier();
