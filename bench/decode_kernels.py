@@ -18,3 +18,4 @@ for e in ev[-n - 2:]:
     prev = [prev[1], e["name"]]
 for k, us in tot.most_common(14):
     print(f"{k:<100} {calls[k]:6d} calls {us / calls[k]:8.2f} us/call")
+print(f"{sum(calls.values())} dispatches, {sum(tot.values()):.1f} us of GPU time in all")

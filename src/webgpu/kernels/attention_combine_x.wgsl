@@ -15,34 +15,16 @@
 fn combine_x4(i: u32, o_off: u32, ml_off: u32, chunks: u32) -> vec4<f32> {
     let h = i / CD4;
     let base = ml_off + h * chunks;
-    let ob = o_off + h * chunks * CD4 + i % CD4;
-    // Four chunks' loads are issued before their values are used (the last
-    // group's clamped into the row, their terms dropped): each loop is a chain
-    // of rounds of memory latency, a quarter as many as one chunk a step; the
-    // sums take the chunks one by one, in order, as the combine kernel does.
     var mx = -1.0e30;
-    for (var c0 = 0u; c0 < chunks; c0 += 4u) {
-        var m4: array<f32, 4>;
-        for (var j = 0u; j < 4u; j++) { m4[j] = comb_ml(base + min(c0 + j, chunks - 1u)).x; }
-        for (var j = 0u; j < 4u; j++) { mx = max(mx, m4[j]); }   // a clamped repeat changes no max
-    }
+    for (var c = 0u; c < chunks; c++) { mx = max(mx, comb_ml(base + c).x); }
     var l = 0.0;
     var o = vec4<f32>();
-    for (var c0 = 0u; c0 < chunks; c0 += 4u) {
-        var ml4: array<vec2<f32>, 4>;
-        var o4: array<vec4<f32>, 4>;
-        for (var j = 0u; j < 4u; j++) {
-            let c = min(c0 + j, chunks - 1u);
-            ml4[j] = comb_ml(base + c);
-            o4[j] = comb_o(ob + c * CD4);
-        }
-        for (var j = 0u; j < 4u; j++) {
-            if (c0 + j < chunks) {
-                let w = exp2(ml4[j].x - mx);
-                l += ml4[j].y * w;
-                o += o4[j] * w;
-            }
-        }
+    let ob = o_off + h * chunks * CD4 + i % CD4;
+    for (var c = 0u; c < chunks; c++) {
+        let ml = comb_ml(base + c);
+        let w = exp2(ml.x - mx);
+        l += ml.y * w;
+        o += comb_o(ob + c * CD4) * w;
     }
     let inv = select(0.0, 1.0 / l, l > 0.0);
     o *= inv;

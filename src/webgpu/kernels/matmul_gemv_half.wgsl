@@ -104,21 +104,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // the same operations in the same order, so the same values
         let slots = params.K >> 2u;
         let xb = base.y >> 2u;
-        let wb = params.norm_offset >> 2u;
-        // the invocation's first two slots of the row and the weight for the
-        // output loop below (lid, lid + WG: all of them up to K = 2048),
-        // loaded before the sum, so that loop waits on no memory after the
-        // tree (a round of latency, ~1 us on an H200; later slots load there)
-        let xa = norm_x(xb + min(lid, slots - 1u));
-        let xc = norm_x(xb + min(lid + WG, slots - 1u));
-        let wa = norm_w(wb + min(lid, slots - 1u));
-        let wc = norm_w(wb + min(lid + WG, slots - 1u));
         var q = 0.0;
         if (lid < NORM_THREADS) {
             for (var i = lid; i < slots; i += NORM_THREADS) {
-                var v = xa;
-                if (i == lid + WG) { v = xc; } else if (i != lid) { v = norm_x(xb + i); }
-                let c = v - vec4<f32>(0.0);
+                let c = norm_x(xb + i) - vec4<f32>(0.0);
                 let c2 = c * c;
                 q += (c2.x + c2.y) + (c2.z + c2.w);
             }
@@ -132,18 +121,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let rstd = inverseSqrt(partial[0] * (1.0 / f32(params.K)) + params.norm_eps);
         workgroupBarrier();
         let r = vec4<f32>(rstd);
-        for (var i = lid; i < slots; i += WG) {
-            var v = xa;
-            var w = wa;
-            if (i >= lid + 2u * WG) {
-                v = norm_x(xb + i);
-                w = norm_w(wb + i);
-            } else if (i != lid) {
-                v = xc;
-                w = wc;
-            }
-            hx[i] = ((v - vec4<f32>(0.0)) * r) * w;
-        }
+        let wb = params.norm_offset >> 2u;
+        for (var i = lid; i < slots; i += WG) { hx[i] = ((norm_x(xb + i) - vec4<f32>(0.0)) * r) * norm_w(wb + i); }
         workgroupBarrier();
     }
 
