@@ -268,7 +268,14 @@ static double full_then_steps(llama_cache *full, llama_cache *inc, const int32_t
  * quantize x in prefill (several rows) and in a decode step (one row) alike
  * since the thirteenth session, so the cached decode steps give the full
  * forward's logits there too; before, a step's one row kept f32 x and parted
- * from the prefill's by x's int8 rounding. */
+ * from the prefill's by x's int8 rounding (7.4e-3 here). That holds to 2e-3
+ * where kernels are exact (the CPU, a software adapter: ~1e-7). A GPU may
+ * sum a norm in another order in the decode GEMV's prologue than in the norm
+ * kernel prefill takes (both allowed, backend.h), and an ulp of the
+ * normalized x can cross a code's rounding boundary: an H200 gave 6.8e-3
+ * (q8) and 9.3e-3 (q4) before and after the fourteenth session's changes
+ * (bench/results/h200-2026-11-29n/p2); there the bound is the q8 prompt logits
+ * against transformers (QUANT8_TOL), which a wrong cache row or position misses. */
 static void check_cache_medium(wgt_context *ctx, const char *backend)
 {
     llama_config cfg = {.model_type = "llama", .vocab_size = 50, .hidden_size = 64, .intermediate_size = 128,
@@ -288,8 +295,9 @@ static void check_cache_medium(wgt_context *ctx, const char *backend)
         wgt_tensor_release(ref);
         printf("%-18s %-6s %s: MEDIUM, cached decode vs full forward rel L2 %.3g\n", "random", backend,
                w ? "q4" : "q8", worst);
-        CHECK(worst <= 2e-3, "%s %s weights, MEDIUM: cached decode vs full forward rel L2 %.3g", backend,
-              w ? "q4" : "q8", worst);
+        const double bound = test_exact_kernels(ctx) ? 2e-3 : QUANT8_TOL;
+        CHECK(worst <= bound, "%s %s weights, MEDIUM: cached decode vs full forward rel L2 %.3g (bound %g)", backend,
+              w ? "q4" : "q8", worst, bound);
         llama_cache_destroy(full), llama_cache_destroy(inc);
         llama_destroy(m);
     }

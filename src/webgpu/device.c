@@ -237,13 +237,10 @@ static bool request_device(webgpu_backend *wg)
     WGPULimits limits = WGPU_LIMITS_INIT;
     wgpuAdapterGetLimits(wg->adapter, &limits);
 
-    WGPUFeatureName features[6];
+    WGPUFeatureName features[5];
     size_t n_features = 0;
     if (wg->info.shader_f16) features[n_features++] = WGPUFeatureName_ShaderF16;
     if (wg->info.timestamp_query) features[n_features++] = WGPUFeatureName_TimestampQuery;
-    /* timestamps between a pass's dispatches: the profiler's WGT_PROFILE_IN_PASS mode */
-    WGPUFeatureName pass_stamps = wg->info.timestamp_query ? webgpu_native_pass_timestamps_feature(wg->adapter) : 0;
-    if (pass_stamps) features[n_features++] = pass_stamps;
     WGPUFeatureName subgroups = webgpu_native_subgroups_feature(wg->adapter);
     if (subgroups) features[n_features++] = subgroups;
     /* 64-bit integers: Philox's 32 x 32 -> 64-bit products in one multiply */
@@ -304,7 +301,6 @@ static bool request_device(webgpu_backend *wg)
     wgpuDeviceGetLimits(wg->device, &wg->limits);
     wg->has_f16 = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_ShaderF16);
     wg->has_timestamps = wgpuDeviceHasFeature(wg->device, WGPUFeatureName_TimestampQuery);
-    wg->has_pass_timestamps = pass_stamps && wgpuDeviceHasFeature(wg->device, pass_stamps);
     wg->has_subgroups = subgroups && wgpuDeviceHasFeature(wg->device, subgroups);
     wg->has_int64 = int64 && wgpuDeviceHasFeature(wg->device, int64);
     return true;

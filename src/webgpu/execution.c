@@ -251,17 +251,6 @@ wgt_status webgpu_dispatch(webgpu_backend *wg, webgpu_pipeline *p, WGPUBuffer co
 
 WGPUComputePassEncoder webgpu_open_pass(webgpu_backend *wg)
 {
-    if (wg->profiler && wg->knobs.profile_in_pass) {
-        /* the shared pass, a timestamp before the dispatch (and after it: webgpu_dispatch_recorded) */
-        if (webgpu_profiler_full(wg)) webgpu_flush(wg);
-        ensure_encoder(wg);
-        if (!wg->pass) {
-            WGPUComputePassDescriptor cpd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
-            wg->pass = wgpuCommandEncoderBeginComputePass(wg->encoder, &cpd);
-        }
-        webgpu_profiler_stamp(wg, wg->pass, wg->current_op ? wg->current_op : "kernel", false);
-        return wg->pass;
-    }
     if (wg->profiler) {
         /* One pass per dispatch, each with its own begin/end timestamps. */
         end_pass(wg);
@@ -285,8 +274,7 @@ WGPUComputePassEncoder webgpu_open_pass(webgpu_backend *wg)
  * batches let it start on the first layers meanwhile. */
 wgt_status webgpu_dispatch_recorded(webgpu_backend *wg)
 {
-    if (wg->profiler && wg->knobs.profile_in_pass) webgpu_profiler_stamp(wg, wg->pass, NULL, true);
-    else if (wg->profiler) end_pass(wg);
+    if (wg->profiler) end_pass(wg);
     wg->exec.dispatches++;
     if (++wg->batch_dispatches >= wg->knobs.batch_dispatches) return webgpu_flush(wg);
     return WGT_OK;

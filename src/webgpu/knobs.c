@@ -57,8 +57,6 @@ static void read_general(webgpu_knobs *k)
     k->philox_mul16 = int64 && strcmp(int64, "0") == 0;
     const char *fold = env("WGT_WEBGPU_GRID_LIMIT");
     k->grid_limit = fold ? strtoull(fold, NULL, 10) : 0;
-    const char *in_pass = env("WGT_PROFILE_IN_PASS");
-    k->profile_in_pass = in_pass && in_pass[0] && strcmp(in_pass, "0") != 0;
     const char *batch = env("WGT_BATCH_DISPATCHES");
     long n = batch ? strtol(batch, NULL, 10) : 0;
     k->batch_dispatches = n >= 1 && n <= WEBGPU_BATCH_DISPATCHES_MAX ? (uint32_t)n : WEBGPU_BATCH_DISPATCHES;

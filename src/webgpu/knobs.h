@@ -57,9 +57,6 @@ typedef struct webgpu_knobs {
                                 * of n workgroups sooner (a testing aid); default 0: only past the device limit */
     uint32_t bind_group_slots; /* WGT_BIND_GROUP_CACHE=n in [16, WEBGPU_BIND_GROUP_CACHE]: slots of the bind
                                 * group cache in use; default WEBGPU_BIND_GROUP_SLOTS (4096; 256 before) */
-    bool profile_in_pass;      /* WGT_PROFILE_IN_PASS=1: the profiler times each dispatch where it runs, in the
-                                * shared pass (a timestamp before and after it), not alone in a pass of its
-                                * own; needs timestamps inside passes (wgpu-native); default false */
     uint32_t batch_dispatches; /* WGT_BATCH_DISPATCHES=n in [1, WEBGPU_BATCH_DISPATCHES_MAX]: submit every n
                                 * dispatches; default (unset or out of range) WEBGPU_BATCH_DISPATCHES (64) */
     int transpose_tile, transpose_rows; /* WGT_WEBGPU_TRANSPOSE=TxY: the transpose's tile and workgroup rows

@@ -105,17 +105,6 @@ WGPUShaderModule webgpu_native_create_unchecked_module(WGPUDevice device, const 
 
 double webgpu_native_timestamp_period(WGPUQueue queue) { return (double)wgpuQueueGetTimestampPeriod(queue); }
 
-WGPUFeatureName webgpu_native_pass_timestamps_feature(WGPUAdapter adapter)
-{
-    const WGPUFeatureName f = (WGPUFeatureName)WGPUNativeFeature_TimestampQueryInsidePasses;
-    return wgpuAdapterHasFeature(adapter, f) ? f : (WGPUFeatureName)0;
-}
-
-void webgpu_native_pass_timestamp(WGPUComputePassEncoder pass, WGPUQuerySet set, uint32_t index)
-{
-    wgpuComputePassEncoderWriteTimestamp(pass, set, index);
-}
-
 void webgpu_native_version(char *buf, size_t size)
 {
     uint32_t v = wgpuGetVersion();

@@ -1,13 +1,7 @@
 /* GPU profiling with timestamp queries: when enabled, each dispatch runs in its
  * own compute pass whose begin/end timestamps land in a query set; at each
  * submit the queries are resolved and read back (profiling therefore
- * synchronizes every batch — it measures kernels, not the pipeline).
- * WGT_PROFILE_IN_PASS=1 keeps the dispatches in the shared pass and writes a
- * timestamp before and after each (webgpu_profiler_stamp): on Vulkan both
- * latch when the commands before them have finished, so a dispatch's time is
- * what it adds to a chain of dependent dispatches (its barrier, launch and
- * run), without the pass boundaries that cost an H200 ~3.7 us a dispatch in
- * the first mode (LLM decode: a one-element cast took 5.7-6.1 us). Results:
+ * synchronizes every batch — it measures kernels, not the pipeline). Results:
  * a per-op table (calls, total and mean GPU time, GB/s, GFLOP/s) and a trace
  * file in the Chrome trace format that Perfetto and chrome://tracing open.
  * When disabled the cost is one branch per dispatch. */
@@ -87,30 +81,16 @@ void webgpu_profiler_set_work(webgpu_backend *wg, double bytes, double flops)
     wg->profiler->pending_flops = flops;
 }
 
-/* The next slot, for a dispatch of op. */
-static uint32_t take_slot(webgpu_profiler *p, const char *op)
+/* Opens the pass for the next dispatch with begin/end timestamps. */
+WGPUComputePassEncoder webgpu_profiler_begin_pass(webgpu_backend *wg, WGPUCommandEncoder encoder, const char *op)
 {
+    webgpu_profiler *p = wg->profiler;
     uint32_t slot = p->used++;
     p->names[slot] = op;
     /* the op's work counts once, on its first dispatch */
     p->bytes[slot] = p->pending_bytes;
     p->flops[slot] = p->pending_flops;
     p->pending_bytes = p->pending_flops = 0;
-    return slot;
-}
-
-void webgpu_profiler_stamp(webgpu_backend *wg, WGPUComputePassEncoder pass, const char *op, bool after)
-{
-    webgpu_profiler *p = wg->profiler;
-    const uint32_t slot = after ? p->used - 1 : take_slot(p, op);
-    webgpu_native_pass_timestamp(pass, p->queries, 2 * slot + (after ? 1 : 0));
-}
-
-/* Opens the pass for the next dispatch with begin/end timestamps. */
-WGPUComputePassEncoder webgpu_profiler_begin_pass(webgpu_backend *wg, WGPUCommandEncoder encoder, const char *op)
-{
-    webgpu_profiler *p = wg->profiler;
-    uint32_t slot = take_slot(p, op);
     WGPUPassTimestampWrites tw = WGPU_PASS_TIMESTAMP_WRITES_INIT;
     tw.querySet = p->queries;
     tw.beginningOfPassWriteIndex = 2 * slot;

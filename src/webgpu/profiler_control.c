@@ -20,10 +20,6 @@ wgt_status webgpu_profiler_enable(wgt_backend *b, bool enable)
     if (!wg->has_timestamps)
         return wgt_error(b->ctx, WGT_ERR_UNSUPPORTED, "wgt_profiler_enable: adapter \"%s\" has no timestamp queries",
                          wg->info.name);
-    if (wg->knobs.profile_in_pass && !wg->has_pass_timestamps)
-        return wgt_error(b->ctx, WGT_ERR_UNSUPPORTED,
-                         "wgt_profiler_enable: WGT_PROFILE_IN_PASS=1, but adapter \"%s\" has no timestamps inside passes",
-                         wg->info.name);
     webgpu_flush(wg); /* earlier work is not profiled */
     return webgpu_profiler_create(wg);
 }

@@ -67,18 +67,6 @@ WGPUFeatureName webgpu_native_subgroups_feature(WGPUAdapter adapter)
     return wgpuAdapterHasFeature(adapter, WGPUFeatureName_Subgroups) ? WGPUFeatureName_Subgroups : (WGPUFeatureName)0;
 }
 
-/* Browsers write timestamps only at a pass's beginning and end. */
-WGPUFeatureName webgpu_native_pass_timestamps_feature(WGPUAdapter adapter)
-{
-    (void)adapter;
-    return (WGPUFeatureName)0;
-}
-
-void webgpu_native_pass_timestamp(WGPUComputePassEncoder pass, WGPUQuerySet set, uint32_t index)
-{
-    (void)pass, (void)set, (void)index;
-}
-
 /* WGSL in browsers has no 64-bit integers. */
 WGPUFeatureName webgpu_native_int64_feature(WGPUAdapter adapter)
 {

@@ -148,7 +148,7 @@ typedef struct webgpu_backend {
     WGPUQueue queue;
     wgt_adapter_info info;
     WGPULimits limits;                  /* as granted to the device */
-    bool has_f16, has_subgroups, has_timestamps, has_pass_timestamps;
+    bool has_f16, has_subgroups, has_timestamps;
     bool has_int64;                     /* u64 in shaders (wgpu-native's ShaderInt64): philox_mul64.wgsl */
     uint32_t timeout_ms;
     webgpu_knobs knobs;                 /* kernel-choice knobs, read from the environment at creation (knobs.h) */
@@ -226,10 +226,6 @@ void webgpu_native_poll(WGPUInstance instance, WGPUDevice device);
 WGPUShaderModule webgpu_native_create_unchecked_module(WGPUDevice device, const WGPUShaderModuleDescriptor *desc);
 /* Nanoseconds per timestamp tick. */
 double webgpu_native_timestamp_period(WGPUQueue queue);
-/* The feature that allows timestamps between a pass's commands (wgpu-native's
- * TimestampQueryInsidePasses), 0 when there is none (browsers), and the write. */
-WGPUFeatureName webgpu_native_pass_timestamps_feature(WGPUAdapter adapter);
-void webgpu_native_pass_timestamp(WGPUComputePassEncoder pass, WGPUQuerySet set, uint32_t index);
 /* "wgpu-native 29.0.1.1" */
 void webgpu_native_version(char *buf, size_t size);
 /* Bytes of workgroup memory a WGSL module's var<workgroup> variables take by
@@ -377,9 +373,6 @@ void webgpu_profiler_print_trace(const webgpu_backend *wg, FILE *f);
 /* Bytes and flops of the op about to be recorded (counted on its first dispatch). */
 void webgpu_profiler_set_work(webgpu_backend *wg, double bytes, double flops);
 WGPUComputePassEncoder webgpu_profiler_begin_pass(webgpu_backend *wg, WGPUCommandEncoder encoder, const char *op);
-/* WGT_PROFILE_IN_PASS: a timestamp into the shared pass before a dispatch of
- * op (taking its slot), or after it (after: the slot taken last). */
-void webgpu_profiler_stamp(webgpu_backend *wg, WGPUComputePassEncoder pass, const char *op, bool after);
 bool webgpu_profiler_full(const webgpu_backend *wg);
 void webgpu_profiler_resolve(webgpu_backend *wg, WGPUCommandEncoder encoder);
 wgt_status webgpu_profiler_collect(webgpu_backend *wg);
