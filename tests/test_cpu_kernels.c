@@ -15,6 +15,7 @@
 
 #include "core/backend.h"
 #include "core/internal.h"
+#include "cpu/cpu_internal.h"
 #include "test_util.h"
 
 #define PI 3.14159265358979323846
@@ -562,6 +563,27 @@ static void test_casts_and_stores(void)
 }
 
 /* ---------------------------------------- strided, broadcast, big, empty */
+
+/* The strided walk's dim merging (cpu_walk_init): dims whose strides chain
+ * merge into one run, others stay apart, and a view of no elements with sizes
+ * whose products overflow int64 (any sizes are valid there) merges nothing:
+ * the api_fuzzer's seed 34 under UBSan reached an unchecked product. */
+static void test_walk_merges(void)
+{
+    cpu_walk w;
+    const int64_t contiguous[3] = {12, 4, 1}, transposed[3] = {1, 2, 6};
+    const int64_t *both[2] = {contiguous, transposed};
+    cpu_walk_init(&w, 3, (const int64_t[]){2, 3, 4}, 1, both);
+    CHECK(w.ndim == 1 && w.shape[0] == 24 && w.strides[0][0] == 1, "walk: contiguous [2, 3, 4] is one run of 24 (got "
+          "%d dims, first %lld)", w.ndim, (long long)w.shape[0]);
+    cpu_walk_init(&w, 3, (const int64_t[]){2, 3, 4}, 2, both);
+    CHECK(w.ndim == 3, "walk: beside a permuted view nothing merges (got %d dims)", w.ndim);
+    const int64_t huge = (int64_t)1 << 62, strides[3] = {0, 4, 1};
+    const int64_t *one[1] = {strides};
+    cpu_walk_init(&w, 3, (const int64_t[]){0, huge, 4}, 1, one);
+    CHECK(w.ndim == 3 && w.shape[0] == 0 && w.shape[1] == huge && w.shape[2] == 4,
+          "walk: [0, 2^62, 4] (products past int64) keeps its dims (got %d dims)", w.ndim);
+}
 
 static void test_views(void)
 {
@@ -1611,6 +1633,7 @@ int main(void)
     test_int_ops();
     test_casts_and_stores();
     test_views();
+    test_walk_merges();
     test_index_and_random();
     test_reduce();
     test_cumsum();
