@@ -175,6 +175,25 @@ fn row_word(row_words: u32, row_groups: u32, n: u32, w: u32) -> RowWord {
     return RowWord(q[params.q_offset + n * row_words + w], scales[params.s_offset + n * row_groups + w / WPG]);
 }
 
+// Word w of each of the invocation's rows into its sums' slot u: with
+// INT8_X the integer products with x's codes (PRE: the lane's first step,
+// first, takes the words loaded before the prologue, pre[.][u]), else the
+// f32 products with x.
+fn add_word(rows: array<u32, RPT>, row_words: u32, row_groups: u32, w: u32, u: u32, first: bool,
+            pre: ptr<function, array<array<RowWord, UNROLL>, RPT>>, accs: ptr<function, array<array<f32, UNROLL>, RPT>>) {
+    if (INT8_X) {
+        let xc = word_xq(w);
+        for (var r = 0u; r < RPT; r++) {
+            var rw: RowWord;
+            if (PRE && first) { rw = (*pre)[r][u]; } else { rw = row_word(row_words, row_groups, rows[r], w); }
+            (*accs)[r][u] += word_dot_xq(rw.c, rw.sw, xc);
+        }
+    } else {
+        let xw = word_x(w);
+        for (var r = 0u; r < RPT; r++) { (*accs)[r][u] += word_dot(row_words, row_groups, rows[r], w, xw); }
+    }
+}
+
 // INT8_X: x quantized into xq, xq_scale and xq_sum by groups of 32, four
 // invocations a group (8 elements each, a group's max through xq_amax), all
 // WG invocations busy as in the f32 staging: a first form with one
@@ -299,37 +318,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         var w = lane;
         for (; w + (UNROLL - 1u) * ROW_THREADS < row_words; w += UNROLL * ROW_THREADS) {
             for (var u = 0u; u < UNROLL; u++) {
-                let wu = w + u * ROW_THREADS;
-                if (INT8_X) {
-                    let xc = word_xq(wu);
-                    for (var r = 0u; r < RPT; r++) {
-                        var rw: RowWord;
-                        if (PRE && w == lane) {
-                            rw = pre[r][u];
-                        } else {
-                            rw = row_word(row_words, row_groups, rows[r], wu);
-                        }
-                        accs[r][u] += word_dot_xq(rw.c, rw.sw, xc);
-                    }
-                } else {
-                    let xw = word_x(wu);
-                    for (var r = 0u; r < RPT; r++) { accs[r][u] += word_dot(row_words, row_groups, rows[r], wu, xw); }
-                }
+                add_word(rows, row_words, row_groups, w + u * ROW_THREADS, u, w == lane, &pre, &accs);
             }
         }
-        for (; w < row_words; w += ROW_THREADS) {
-            if (INT8_X) {
-                let xc = word_xq(w);
-                for (var r = 0u; r < RPT; r++) {
-                    var rw: RowWord;   // w == lane: the first word, prefetched when the loop above did not run
-                    if (PRE && w == lane) { rw = pre[r][0]; } else { rw = row_word(row_words, row_groups, rows[r], w); }
-                    accs[r][0] += word_dot_xq(rw.c, rw.sw, xc);
-                }
-            } else {
-                let xw = word_x(w);
-                for (var r = 0u; r < RPT; r++) { accs[r][0] += word_dot(row_words, row_groups, rows[r], w, xw); }
-            }
-        }
+        // w == lane here: the first word, prefetched (slot 0) when the loop above did not run
+        for (; w < row_words; w += ROW_THREADS) { add_word(rows, row_words, row_groups, w, 0u, w == lane, &pre, &accs); }
     }
     for (var r = 0u; r < RPT; r++) {
         var acc = 0.0;
