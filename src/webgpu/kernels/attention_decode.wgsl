@@ -65,7 +65,7 @@ const NO_MAX: f32 = -1.0e30;
 var<workgroup> q_tile: array<vec4<f32>, R * D4>;     // [row][d4]
 var<workgroup> red: array<vec4<f32>, WG>;            // [t] -> rows 0..3 (max tree)
 var<workgroup> p_tile: array<vec4<f32>, CH>;         // [key] -> rows 0..3
-var<workgroup> o_part: array<vec4<f32>, R * WG>;      // [t][row of a half][2]: half the rows at a time
+var<workgroup> o_part: array<vec4<f32>, 2u * R * WG>; // [t][row][2]
 var<workgroup> l_part: array<vec4<f32>, SL>;         // [slice] -> rows 0..3
 
 fn q_elem(e: u32) -> f32 {
@@ -243,44 +243,34 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 }
             }
         }
+        for (var r = 0u; r < R; r++) {
+            o_part[(lid * R + r) * 2u] = o0[r];
+            o_part[(lid * R + r) * 2u + 1u] = o1[r];
+        }
         if (c == 0u) { l_part[sl] = lsum; }
     }
+    workgroupBarrier();
 
-    // slices summed, rows 0, 1 then 2, 3 through o_part (half the rows' 8 KiB
-    // at D = 64: with all four, the workgroup's 11 KiB of workgroup memory let
-    // 5 of them share an SM of an H200, ~64 KiB; 7 KiB let 9): invocation
-    // (r, c) writes row r's columns 8c .. 8c + 7 (R D8 / 2 is up to 64 for
-    // D = 256: one round)
-    for (var half = 0u; half < 2u; half++) {
-        if (sl < SL) {   // rows 2 half and 2 half + 1 (R = 4), indexed by constants: o0, o1 stay in registers
-            let second = half == 1u;
-            o_part[lid * 4u] = select(o0[0], o0[2], second);
-            o_part[lid * 4u + 1u] = select(o1[0], o1[2], second);
-            o_part[lid * 4u + 2u] = select(o0[1], o0[3], second);
-            o_part[lid * 4u + 3u] = select(o1[1], o1[3], second);
-        }
-        workgroupBarrier();
-        for (var t = lid; t < (R / 2u) * D8; t += WG) {
-            let rr = t / D8;
-            let r = half * (R / 2u) + rr;
-            let cc = t % D8;
-            if (row_ok[r]) {
-                var a0 = vec4<f32>();
-                var a1 = vec4<f32>();
-                var l = 0.0;
-                for (var s = 0u; s < SL; s++) {
-                    a0 += o_part[((s * D8 + cc) * (R / 2u) + rr) * 2u];
-                    a1 += o_part[((s * D8 + cc) * (R / 2u) + rr) * 2u + 1u];
-                    l += l_part[s][r];
-                }
-                let h = g * params.group + hblock * params.hb + r / Tq;
-                let row = (b * params.H + h) * Tq + r % Tq;
-                let slot = row * params.chunks + chunk;
-                part_o[params.o_off + slot * D4 + 2u * cc] = a0;
-                part_o[params.o_off + slot * D4 + 2u * cc + 1u] = a1;
-                if (cc == 0u) { part_ml[params.ml_off + slot] = vec2<f32>(m[r], l); }
+    // slices summed: invocation (r, c) writes row r's columns 8c .. 8c + 7
+    // (R D8 is up to 128 for D = 256: two rounds)
+    for (var t = lid; t < R * D8; t += WG) {
+        let r = t / D8;
+        let cc = t % D8;
+        if (row_ok[r]) {
+            var a0 = vec4<f32>();
+            var a1 = vec4<f32>();
+            var l = 0.0;
+            for (var s = 0u; s < SL; s++) {
+                a0 += o_part[((s * D8 + cc) * R + r) * 2u];
+                a1 += o_part[((s * D8 + cc) * R + r) * 2u + 1u];
+                l += l_part[s][r];
             }
+            let h = g * params.group + hblock * params.hb + r / Tq;
+            let row = (b * params.H + h) * Tq + r % Tq;
+            let slot = row * params.chunks + chunk;
+            part_o[params.o_off + slot * D4 + 2u * cc] = a0;
+            part_o[params.o_off + slot * D4 + 2u * cc + 1u] = a1;
+            if (cc == 0u) { part_ml[params.ml_off + slot] = vec2<f32>(m[r], l); }
         }
-        workgroupBarrier();   // the second half overwrites o_part
     }
 }
