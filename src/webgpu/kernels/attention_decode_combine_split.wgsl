@@ -50,11 +50,25 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var o = vec2<f32>();
     if (gi < groups) {
         let ob = 2u * params.o_off + row * params.chunks * pairs + pr;
-        for (var c = gi; c < params.chunks; c += groups) {
-            let ml = part_ml[base + c];
-            let w = exp2(ml.x - m);
-            l += ml.y * w;
-            o += part_o[ob + c * pairs] * w;
+        // four of its chunks' loads issued before their sums (the last ones
+        // clamped into the row, their terms dropped): a quarter of the rounds
+        // of memory latency of one chunk a step (16 at 8192 keys and D = 64)
+        let last = params.chunks - 1u;
+        for (var c = gi; c < params.chunks; c += 4u * groups) {
+            var ml4: array<vec2<f32>, 4>;
+            var o4: array<vec2<f32>, 4>;
+            for (var j = 0u; j < 4u; j++) {
+                let cj = min(c + j * groups, last);
+                ml4[j] = part_ml[base + cj];
+                o4[j] = part_o[ob + cj * pairs];
+            }
+            for (var j = 0u; j < 4u; j++) {
+                if (c + j * groups < params.chunks) {
+                    let w = exp2(ml4[j].x - m);
+                    l += ml4[j].y * w;
+                    o += o4[j] * w;
+                }
+            }
         }
         o_sum[lid] = o;
         if (pr == 0u) { l_sum[gi] = l; }
