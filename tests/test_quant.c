@@ -783,7 +783,7 @@ static void check_rms_norm_linear_all(wgt_context *ctx, const char *backend)
     check_rms_norm_linear(ctx, backend, 1, 300, 2048, 8, false, false, WGT_F32);  /* 256 norm threads, offset x */
     check_rms_norm_linear(ctx, backend, 1, 140, 64, 0, false, true, WGT_F16);     /* with the SwiGLU epilogue */
     check_rms_norm_linear(ctx, backend, 1, 600, 2048, 0, false, true, WGT_F16);
-    check_rms_norm_linear(ctx, backend, 1, 70, 2080, 0, false, false, WGT_F16);   /* slots past 2 a thread of 256 */
+    check_rms_norm_linear(ctx, backend, 1, 70, 2080, 0, false, false, WGT_F16);   /* > 2 slots a thread of 256 */
     check_rms_norm_linear(ctx, backend, 1, 40, 8192, 0, false, false, WGT_F32);   /* past workgroup memory: 2 calls */
     check_rms_norm_linear(ctx, backend, 1, 33, 100, 0, false, false, WGT_F32);    /* K % 8 != 0: 2 calls */
     check_rms_norm_linear(ctx, backend, 1, 40, 64, 0, true, false, WGT_F32);      /* f32 weights: 2 calls */

@@ -202,9 +202,9 @@ static uint32_t vec_width(int64_t d, const wgt_tensor_view *const *views, int n)
  * lanes walk a row's slots in turn, three passes, each load a round of memory
  * latency: at 2048 elements (Llama's decode: one row) that is 16 rounds a
  * pass where a workgroup per row (nn_norm.wgsl, the row cached in registers)
- * takes one; the final norm of an H200 decode token took 14.5 us profiled, a
- * one-element cast 5.7 (bench/results/h200-2026-11-29l/p2). The GPT's rows of
- * 384 (3 slots a lane) are what the subgroup kernel is for. */
+ * takes one: the final norm of an H200 decode token, 14.9 -> 6.9 us profiled,
+ * where a one-element cast takes 6.0 (bench/results/h200-2026-11-29n/p1).
+ * The GPT's rows of 384 (3 slots a lane) are what the subgroup kernel is for. */
 #define NORM_SUBGROUP_MAX_SLOTS 128u
 
 static wgt_status run_norm(webgpu_backend *wg, const wgt_kernel_call *call, const webgpu_f32_views *v, nn_params *pr)

@@ -28,8 +28,9 @@
  * each thread's serial f32 sum short). The least is small because a thread's
  * loads are a chain of rounds of memory latency (two in flight): at 64 a
  * thread, LLM decode's argmax over 128256 logits ran 8 workgroups of 8 rounds
- * each (15.5 us profiled on an H200, a one-element cast 5.7); at 8, 63
- * workgroups of one round, and the second pass merges 63 states. */
+ * each; at 8, 63 workgroups of one round, and the second pass merges 63
+ * states: 16.0 -> 9.5 us profiled on an H200, where a one-element cast takes
+ * 6.0 (bench/results/h200-2026-11-29n/p1). */
 #define MIN_PER_THREAD 8u
 #define MAX_PER_THREAD 16384u
 

@@ -180,7 +180,8 @@ fn row_word(row_words: u32, row_groups: u32, n: u32, w: u32) -> RowWord {
 // first, takes the words loaded before the prologue, pre[.][u]), else the
 // f32 products with x.
 fn add_word(rows: array<u32, RPT>, row_words: u32, row_groups: u32, w: u32, u: u32, first: bool,
-            pre: ptr<function, array<array<RowWord, UNROLL>, RPT>>, accs: ptr<function, array<array<f32, UNROLL>, RPT>>) {
+            pre: ptr<function, array<array<RowWord, UNROLL>, RPT>>,
+            accs: ptr<function, array<array<f32, UNROLL>, RPT>>) {
     if (INT8_X) {
         let xc = word_xq(w);
         for (var r = 0u; r < RPT; r++) {
@@ -278,9 +279,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let slots = params.K / 4u;
         // The invocation's first two slots of the row (lid, lid + WG: all of
         // them up to K = 2048) and, with NORM, of the norm weight are loaded
-        // up front, in one round of memory latency (the weight's used to
-        // follow the sum's tree: a round more, ~1 us on an H200, where these
-        // GEMVs are chains of such rounds); later slots load in the loops.
+        // up front, in one round of memory latency; the weight's used to
+        // follow the sum's tree, a round more (H200, Llama-3.2-1B q4: q/k/v
+        // 11.9 -> 11.5 us, gate/up 18.2 -> 17.8 profiled,
+        // bench/results/h200-2026-11-29n/p1). Later slots load in the loops.
         let x0 = x_load(params.x_offset + min(lid, slots - 1u));
         let x1 = x_load(params.x_offset + min(lid + WG, slots - 1u));
         var w0 = vec4<f32>();
@@ -322,7 +324,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
         }
         // w == lane here: the first word, prefetched (slot 0) when the loop above did not run
-        for (; w < row_words; w += ROW_THREADS) { add_word(rows, row_words, row_groups, w, 0u, w == lane, &pre, &accs); }
+        for (; w < row_words; w += ROW_THREADS) {
+            add_word(rows, row_words, row_groups, w, 0u, w == lane, &pre, &accs);
+        }
     }
     for (var r = 0u; r < RPT; r++) {
         var acc = 0.0;
