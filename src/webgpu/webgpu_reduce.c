@@ -24,13 +24,18 @@
 
 /* Workgroups to aim for before splitting rows (a few waves on a large GPU). */
 #define TARGET_GROUPS 2048u
-/* Elements per thread per split: at least (worth a workgroup), at most (keeps
- * each thread's serial f32 sum short). The least is small because a thread's
+/* Rows up to SPLIT_FROM elements a thread stay one workgroup's (one pass);
+ * longer ones split into workgroups of at least MIN_PER_THREAD elements a
+ * thread (worth a workgroup) and at most MAX_PER_THREAD (keeps each
+ * thread's serial f32 sum short). MIN_PER_THREAD is small because a thread's
  * loads are a chain of rounds of memory latency (two in flight): at 64 a
  * thread, LLM decode's argmax over 128256 logits ran 8 workgroups of 8 rounds
  * each; at 8, 63 workgroups of one round, and the second pass merges 63
  * states: 16.0 -> 9.5 us profiled on an H200, where a one-element cast takes
- * 6.0 (bench/results/h200-2026-11-29n/p1). */
+ * 6.0 (bench/results/h200-2026-11-29n/p1). SPLIT_FROM keeps shorter rows in
+ * one pass: splitting them too (8 a thread from 2048 elements) cost the
+ * training step 0.1 ms in second passes (32.4 against 32.3 ms, p7). */
+#define SPLIT_FROM 64u
 #define MIN_PER_THREAD 8u
 #define MAX_PER_THREAD 16384u
 
@@ -71,7 +76,7 @@ static wgt_status reduce_record(webgpu_backend *wg, const wgt_kernel_call *call,
 
     /* Splits: few row tiles and long rows -> several workgroups per tile. */
     uint64_t len = (uint64_t)r->row_len, tiles = ((uint64_t)r->n_rows + wx - 1) / wx, splits = 1;
-    if (tiles < TARGET_GROUPS) {
+    if (tiles < TARGET_GROUPS && len > (uint64_t)wy * SPLIT_FROM) {
         splits = (TARGET_GROUPS + tiles - 1) / tiles;
         uint64_t useful = (len + (uint64_t)wy * MIN_PER_THREAD - 1) / ((uint64_t)wy * MIN_PER_THREAD);
         if (splits > useful) splits = useful;
