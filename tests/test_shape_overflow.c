@@ -106,6 +106,31 @@ static void empty_shapes(wgt_context *ctx)
             wgt_tensor_release(sums[i]);
         }
         wgt_tensor_release(t);
+        /* an empty reduction keeping dims whose strides walk past int64 (x
+         * [0, 13, 2^30, 2^30, 5]: its dim of 13 has stride 5 2^60), and a
+         * gather along an empty axis of such an x (every index out of range):
+         * the CPU walked x's offsets (api_fuzzer seeds 149 and 271, UBSan) */
+        int64_t xs5[5] = {0, 13, (int64_t)1 << 30, (int64_t)1 << 30, 5};
+        wgt_tensor *x5 = wgt_zeros(ctx, WGT_F32, 5, xs5);
+        int kept_out[3] = {0, 2, 3};
+        wgt_tensor *r5 = x5 ? wgt_sum(x5, kept_out, 3, false) : NULL;
+        expect_ok(ctx, "sum of x [0, 13, 2^30, 2^30, 5] over its dims 0, 2, 3");
+        float r5v[65] = {1};
+        CHECK(r5 && wgt_tensor_numel(r5) == 65 && wgt_tensor_read(r5, r5v, sizeof(r5v)) == WGT_OK && r5v[0] == 0 &&
+                  r5v[64] == 0,
+              "empty sums over x [0, 13, 2^30, 2^30, 5]: 13 x 5 zeros");
+        wgt_tensor_release(r5);
+        int64_t xg[4] = {0, 13, (int64_t)1 << 60, 1}, ig[4] = {1, 13, 1, 1};
+        wgt_tensor *x4 = wgt_zeros(ctx, WGT_F32, 4, xg), *i4 = wgt_zeros(ctx, WGT_I32, 4, ig);
+        expect_ok(ctx, "x [0, 13, 2^60, 1], index [1, 13, 1, 1]");
+        wgt_tensor *g4 = x4 && i4 ? wgt_gather(x4, 0, i4) : NULL;
+        wgt_status gs = g4 ? wgt_tensor_read(g4, r5v, 13 * sizeof(float)) : wgt_context_status(ctx);
+        /* (the CPU: the index is out of range; WebGPU refuses x's size past its binding limit) */
+        CHECK((gs == WGT_ERR_INVALID_ARGUMENT && strstr(wgt_context_error_message(ctx), "out of range")) ||
+                  (gs == WGT_ERR_UNSUPPORTED && strstr(wgt_context_error_message(ctx), "wgt_gather")),
+              "gather along an empty axis: %s (%s)", wgt_status_string(gs), wgt_context_error_message(ctx));
+        wgt_context_clear_error(ctx);
+        wgt_tensor_release(g4), wgt_tensor_release(x4), wgt_tensor_release(i4), wgt_tensor_release(x5);
         /* an attention with projection over q [0, 2^40, 1, 2^40]: H D does not
          * fit (UBSan), refused */
         int64_t qs[4] = {0, P40, 1, P40}, ks[4] = {1, 1, 4, 32};

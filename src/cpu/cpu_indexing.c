@@ -117,6 +117,12 @@ wgt_status cpu_run_gather(cpu_backend *b, const wgt_kernel_call *call)
     if (!same_shape(&out, &index)) return shape_error(b, call, "out and index shapes differ", &out, &index);
     if (!fits_inside(&index, &x, axis)) return shape_error(b, call, "index larger than x off the axis", &index, &x);
     if (cpu_numel(out.ndim, out.shape) == 0) return WGT_OK;
+    /* x of no elements (D = 0, as index has elements off the axis): every
+     * index is out of range and x is never read, but its strides (any sizes
+     * are valid for a view of no elements) would still be walked, whose
+     * offsets can overflow (the api_fuzzer's seed 271 under UBSan) */
+    if (x.shape[axis] == 0)
+        for (int d = 0; d < x.ndim; d++) x.strides[d] = 0;
 
     const wgt_tensor_view *views[3] = {&out, &index, &x};
     along_axis a;

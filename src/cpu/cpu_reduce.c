@@ -504,13 +504,19 @@ wgt_status cpu_run_reduce(cpu_backend *b, const wgt_kernel_call *call)
     const int64_t *reduced_strides[1] = {reduced_x};
     cpu_walk_init(&p.kept, n_kept, kept_shape, 2, kept_strides);
     cpu_walk_init(&p.reduced, n_reduced, reduced_shape, 1, reduced_strides);
-    if (p.n_reduced == 0) { /* empty reductions read nothing: x may have no storage */
+    if (p.n_reduced == 0) {
+        /* empty reductions read nothing: x may have no storage, and its
+         * strides (any, for a view of no elements) are not walked, whose
+         * offsets can overflow (the api_fuzzer's seed 149 under UBSan) */
+        const int64_t *out_strides[1] = {kept_out};
+        cpu_walk outputs;
+        cpu_walk_init(&outputs, n_kept, kept_shape, 1, out_strides);
         reduce_partial none = partial_init(&p);
         cpu_walk_position pos;
-        cpu_walk_seek(&p.kept, 0, &pos);
+        cpu_walk_seek(&outputs, 0, &pos);
         for (int64_t o = 0; o < p.n_outputs; o++) {
-            finish(&p, &none, &none, p.out + pos.offsets[1] * (int64_t)cpu_dtype_size(out->dtype));
-            if (o + 1 < p.n_outputs) cpu_walk_advance(&p.kept, &pos, 1);
+            finish(&p, &none, &none, p.out + pos.offsets[0] * (int64_t)cpu_dtype_size(out->dtype));
+            if (o + 1 < p.n_outputs) cpu_walk_advance(&outputs, &pos, 1);
         }
         return WGT_OK;
     }
