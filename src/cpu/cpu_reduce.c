@@ -500,10 +500,6 @@ wgt_status cpu_run_reduce(cpu_backend *b, const wgt_kernel_call *call)
     p.n_reduced = cpu_numel(n_reduced, reduced_shape);
     if (p.n_outputs == 0) return WGT_OK;
     p.out = cpu_view_data(out);
-    const int64_t *kept_strides[2] = {kept_x, kept_out};
-    const int64_t *reduced_strides[1] = {reduced_x};
-    cpu_walk_init(&p.kept, n_kept, kept_shape, 2, kept_strides);
-    cpu_walk_init(&p.reduced, n_reduced, reduced_shape, 1, reduced_strides);
     if (p.n_reduced == 0) {
         /* empty reductions read nothing: x may have no storage, and its
          * strides (any, for a view of no elements) are not walked, whose
@@ -520,6 +516,10 @@ wgt_status cpu_run_reduce(cpu_backend *b, const wgt_kernel_call *call)
         }
         return WGT_OK;
     }
+    const int64_t *kept_strides[2] = {kept_x, kept_out};
+    const int64_t *reduced_strides[1] = {reduced_x};
+    cpu_walk_init(&p.kept, n_kept, kept_shape, 2, kept_strides);
+    cpu_walk_init(&p.reduced, n_reduced, reduced_shape, 1, reduced_strides);
 
     /* The order of operations depends on the layout only, never on the thread
      * count. Products stay sequential: chunk products that over- and underflow
