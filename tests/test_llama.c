@@ -221,18 +221,18 @@ static unsigned long long step_with(wgt_context *ctx, const llama_config *cfg, l
 }
 
 /* A decode step at fusion level lo + 1 against level lo (WGT_LLAMA_DECODE_FUSE):
- * one dispatch a layer fewer on WebGPU, the same logits (same_logits). */
+ * `fewer` dispatches fewer on WebGPU, the same logits (same_logits). */
 static void one_level_more(wgt_context *ctx, const llama_config *cfg, llama_weights kind, const int32_t *toks, char lo,
-                           const char *backend, int w, const char *what)
+                           unsigned long long fewer, const char *backend, int w, const char *what)
 {
     float a[50], b[50];
     const char lo_text[2] = {lo, 0}, hi_text[2] = {(char)(lo + 1), 0};
     const unsigned long long n_lo = step_with(ctx, cfg, kind, "WGT_LLAMA_DECODE_FUSE", lo_text, toks, a, NULL);
     const unsigned long long n_hi = step_with(ctx, cfg, kind, "WGT_LLAMA_DECODE_FUSE", hi_text, toks, b, NULL);
     const bool counted = wgt_context_backend(ctx) == WGT_BACKEND_WEBGPU;
-    CHECK(same_logits(ctx, a, b) && (!counted || n_lo == n_hi + (unsigned long long)cfg->n_layers),
-          "%s weights %d, llama3 rope: decode step with %s (level %s): %llu dispatches, %llu at level %s (one a layer "
-          "more expected); logits %s", backend, w, what, hi_text, n_hi, n_lo, lo_text,
+    CHECK(same_logits(ctx, a, b) && (!counted || n_lo == n_hi + fewer),
+          "%s weights %d, llama3 rope: decode step with %s (level %s): %llu dispatches, %llu at level %s (%llu more "
+          "expected); logits %s", backend, w, what, hi_text, n_hi, n_lo, lo_text, fewer,
           same_logits(ctx, a, b) ? "equal" : "differ");
 }
 
@@ -363,13 +363,21 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
                  * (wgt_rms_norm_linear_rope_into, wgt_qlinear_rope_into):
                  * one dispatch a layer fewer than level 2 (WebGPU), the same
                  * logits bit for bit */
-                one_level_more(ctx, &cfg, kinds[w], toks, '2', backend, w, "the rotation in the projection");
+                const unsigned long long layers = (unsigned long long)cfg.n_layers;
+                one_level_more(ctx, &cfg, kinds[w], toks, '2', layers, backend, w, "the rotation in the projection");
                 /* level 5: the attention and the o projection in one call
                  * (wgt_attention_(q)linear_ex), whose combine WebGPU runs in
                  * the projection's GEMV: one dispatch a layer fewer than
                  * level 4, the same logits (within same_logits: the merge may
                  * round an f16 attention output the other way) */
-                one_level_more(ctx, &cfg, kinds[w], toks, '4', backend, w, "the attention's combine in the o projection");
+                one_level_more(ctx, &cfg, kinds[w], toks, '4', layers, backend, w,
+                               "the attention's combine in the o projection");
+                /* level 6: the final norm in the f16 head's GEMV, one
+                 * dispatch a step fewer than level 5, the same logits
+                 * (wgt_rms_norm_linear_ex: bit for bit); quantized heads
+                 * keep the norm kernel */
+                one_level_more(ctx, &cfg, kinds[w], toks, '5', w == 1 ? 1 : 0, backend, w,
+                               "the final norm in the head");
             }
         }
         /* a greedy decode step reads back one int and nothing else (WebGPU) */
@@ -403,7 +411,7 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
                  * attention norm is its own dispatch again, where the fused
                  * step computes it in the q/k/v projection */
                 const unsigned long long now = step_with(ctx, &cfg, kinds[w], "WGT_LLAMA_DECODE_FUSE", "3", toks,
-                                                         level3, NULL); /* the default on a CPU adapter, 4 on a GPU */
+                                                         level3, NULL); /* the default on a CPU adapter */
                 const unsigned long long saved = 3ull * (unsigned long long)llama_model_config(m)->n_layers + 1;
                 CHECK(cast == now + saved && next_cast == next,
                       "f16 decode step: %llu dispatches, %llu with the casts (%llu fewer expected); tokens %d, %d", now,
@@ -426,7 +434,7 @@ static void check_cache(wgt_context *ctx, const char *backend, bool qwen, bool l
                 CHECK(unf == at3 + adds && same_logits(ctx, fused, unfused),
                       "f16 decode step: %llu dispatches fused (level 3), %llu unfused (%llu more expected); logits %s",
                       at3, unf, adds, same_logits(ctx, fused, unfused) ? "equal" : "differ");
-                /* (the default level is 3 on a CPU adapter, 4 on a GPU: both named) */
+                /* (the default level is 3 on a CPU adapter, 6 on a GPU: both named) */
                 float level4[50];
                 const unsigned long long l3 = at3;
                 const unsigned long long l4 =

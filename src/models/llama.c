@@ -206,7 +206,7 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
 }
 
 /* The decode fusion level when WGT_LLAMA_DECODE_FUSE is unset
- * (llama_forward.c's decode_fuse_level): 5 on a GPU. Level 4, the MLP's RMSNorm
+ * (llama_forward.c's decode_fuse_level): 6 on a GPU. Level 4, the MLP's RMSNorm
  * in the gate/up GEMV's prologue, paid there (H100, Llama-3.2-1B f16, `wgt
  * generate --bench`, three rounds of levels 2 / 3 / 4: 586.8 / 596.5 / 666.0,
  * 618.9 / 664.4 / 665.4, 543.6 / 619.4 / 638.8 tokens/s); level 5, the
@@ -214,14 +214,16 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
  * attention_project_add), paid with quantized weights and cost nothing with
  * f16 ones (H200, three alternated rounds, means of level 4 / 5: f16 837.2 /
  * 838.1, q8 964.7 / 985.8, q4 1,043.8 / 1,062.8 tokens/s;
- * bench/results/h200-2026-11-29k/close). 3 on a CPU adapter, where every workgroup
+ * bench/results/h200-2026-11-29k/close); level 6, the final norm in the f16
+ * head's GEMV (head_logits): f16 848.0 / 847.7 against 747.9 / 839.3 tokens/s
+ * at level 5, alternated (bench/results/h200-2026-11-29o/p1). 3 on a CPU adapter, where every workgroup
  * recomputing a norm made decode 20% slower (lavapipe), and on the CPU
  * backend, which runs the fused calls as their parts anyway. */
 static int default_decode_fuse(wgt_context *ctx)
 {
     wgt_adapter_info info;
     if (wgt_context_backend(ctx) != WGT_BACKEND_WEBGPU || wgt_context_adapter_info(ctx, &info) != WGT_OK) return 3;
-    return info.type == WGT_ADAPTER_CPU ? 3 : 5;
+    return info.type == WGT_ADAPTER_CPU ? 3 : 6;
 }
 
 /* Joins a, b (and c) along rows into a new tensor held by the model and drops
@@ -276,7 +278,7 @@ static llama_model *build(wgt_context *ctx, const llama_config *cfg, llama_weigh
     const char *cast = getenv("WGT_LLAMA_CAST_F16");
     m->cast_f16 = cast && strcmp(cast, "1") == 0;
     const char *fuse = getenv("WGT_LLAMA_DECODE_FUSE");
-    m->decode_fuse = fuse && fuse[0] >= '0' && fuse[0] <= '5' && !fuse[1] ? fuse[0] - '0' : default_decode_fuse(ctx);
+    m->decode_fuse = fuse && fuse[0] >= '0' && fuse[0] <= '6' && !fuse[1] ? fuse[0] - '0' : default_decode_fuse(ctx);
     m->kv_first = cfg->rope_llama3 && !cfg->qk_norm;
     /* MEDIUM matmul precision for 16-bit and quantized weights: the prefill's
      * f16 GEMMs may sum runs of 16 products in f16 (what cuBLAS may do by

@@ -149,7 +149,8 @@ static wgt_tensor *project(const llama_model *m, wgt_tensor *x, wgt_tensor *w, w
  * rotation in that GEMV's epilogue, storing into the cache (7:
  * project_rotate_into_cache, llama3 tables), 4 the MLP's RMSNorm in
  * the gate/up GEMV's prologue too (6), 5 the attention's combine in the o
- * projection's GEMV too (5: attention_project_add). Every workgroup of a GEMV recomputes its prologue's
+ * projection's GEMV too (5: attention_project_add), 6 (the default on a GPU)
+ * the final norm in the head's GEMV too, f16 weights (head_logits). Every workgroup of a GEMV recomputes its prologue's
  * norm (reads of 8 bytes an input against 16 a row group's weights), a cost
  * that grows with the rows where the dispatch saved does not: on lavapipe
  * (llama-3.2-1b-slice) the q/k/v norm is free, the gate/up one (16384 rows)
@@ -313,6 +314,21 @@ static bool norm_in_projection(const llama_model *m, wgt_tensor *x)
 {
     return x && wgt_tensor_dim(x, 0) == 1 && m->wdtype == WGT_F16 && !m->bits && !m->cast_f16 &&
            decode_fuse_level(m) >= 2;
+}
+
+/* The logits of the rows x [T, C]: the final RMSNorm, then the head. At
+ * fusion level 6, with f16 weights (norm_in_projection), a decode row's norm
+ * runs in the head GEMV's prologue: one dispatch fewer a token (H200, p1 of
+ * bench/results/h200-2026-11-29o: 127.6 us profiled against 126.9 + 7.2 for
+ * the head and the norm kernel). Quantized heads keep the norm kernel: their
+ * GEMV stages and renormalizes the row in each of its workgroups, which cost
+ * more than the dispatch saved (q4 60.1 us against 52.0 + 6.9, q8 97.3
+ * against 91.8 + 6.9; decode unchanged, p2). */
+static wgt_tensor *head_logits(const llama_model *m, wgt_tensor *x, double eps)
+{
+    if (norm_in_projection(m, x) && decode_fuse_level(m) >= 6)
+        return wgt_rms_norm_linear_ex(x, m->norm, eps, m->head, WGT_F32, false);
+    return project(m, wgt_rms_norm(x, m->norm, eps), m->head, m->head_scales, NULL);
 }
 
 /* Quantized weights in fused decode: each projection is one wgt_qlinear_ex
@@ -538,7 +554,7 @@ static wgt_tensor *forward(llama_cache *c, const int32_t *tokens, wgt_tensor *to
         wgt_scope_pop(ctx);
     }
     if (!all_logits) x = wgt_slice(x, 0, T - 1, T, 1);
-    wgt_tensor *logits = wgt_scope_keep(project(m, wgt_rms_norm(x, m->norm, eps), m->head, m->head_scales, NULL));
+    wgt_tensor *logits = wgt_scope_keep(head_logits(m, x, eps));
     wgt_set_matmul_precision(ctx, precision_before);
     wgt_scope_pop(ctx);
     wgt_no_grad_pop(ctx);
