@@ -79,6 +79,19 @@ def attn_gpt_f(dropout):
     return run
 
 
+def attn_prefill_make():
+    """An LLM prefill's attention (wgt bench's attn_prefill_f16_512): q the 32 heads of a [512, 2048] f16
+    projection, k and v the first 512 positions of [1, 8, 1024, 64] f16 caches (grouped-query)."""
+    q = randn(1, 512, 32, 64, dtype=torch.float16).permute(0, 2, 1, 3)
+    cache = randn(2, 8, 1024, 64, dtype=torch.float16)
+    return q, cache[0:1, :, :512], cache[1:2, :, :512]
+
+
+def attn_prefill(q, k, v):
+    with torch.no_grad():
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
 def linear_make():
     return (randn(4096, 4096), randn(4096, 4096), randn(4096))
 
@@ -155,6 +168,7 @@ def case_list():
         ("attn_fb_gpt_256_nodrop", attn_gpt_make, attn_gpt_fb_nodrop, 0, 3.5 * 2 * 64 * 6 * 256 * 256 * 64, 20),
         ("attn_f_gpt_256", attn_gpt_make, attn_gpt_f(0.2), 0, 2 * 64 * 6 * 256 * 256 * 64, 20),
         ("attn_f_gpt_256_nodrop", attn_gpt_make, attn_gpt_f(0.0), 0, 2 * 64 * 6 * 256 * 256 * 64, 20),
+        ("attn_prefill_f16_512", attn_prefill_make, attn_prefill, 0, 2 * 32 * 512 * 512 * 64, 20),
         # a linear layer's GEMMs: x W^T + b, A B^T, A^T B (A B is gemm_f32_4096)
         ("linear_f32_4096", linear_make, lambda x, w, b: torch.nn.functional.linear(x, w, b), 0, 2 * 4096 ** 3, 5),
         ("gemm_nt_f32_4096", linear_make, lambda a, b, _: a @ b.t(), 0, 2 * 4096 ** 3, 5),

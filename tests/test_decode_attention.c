@@ -11,9 +11,10 @@
  *    (Tq > Tk, forced with WGT_DECODE_ATTN=1): out 0, lse -inf;
  *  - past 32 chunks of keys (2100 to 4200 keys; D 64, 80, 128) the combine
  *    that takes a workgroup a row;
- *  - the path is taken (2 dispatches for f16 in and out, where the general
- *    kernels need 5) and WGT_DECODE_ATTN=0 gives the general kernels back with
- *    the same results. */
+ *  - the path is taken (2 dispatches for f16 in and out) and WGT_DECODE_ATTN=0
+ *    gives the general kernels back with the same results, reading f16 q, k,
+ *    v in place (2 dispatches: the forward, out's conversion) or, with
+ *    WGT_ATTENTION_F16_COPIES=1, through f32 copies (5). */
 #define _POSIX_C_SOURCE 200809L /* setenv, strdup: WGT_DECODE_ATTN */
 #include <math.h>
 #include <stdlib.h>
@@ -149,9 +150,12 @@ static double lse_error(const float *got, const double *want, int64_t n)
     return err;
 }
 
-/* general: a WebGPU context created with WGT_DECODE_ATTN=0 (the knob is read
- * when a context is created), where the general kernels run; NULL: skip. */
-static void check_case(wgt_context *gpu, wgt_context *general, wgt_context *cpu, const dcase *c, bool expect_decode)
+/* general: WebGPU contexts created with WGT_DECODE_ATTN=0 (the knob is read
+ * when a context is created), where the general kernels run: [0] reading f16
+ * q, k, v in place (the forward and out's conversion: 2 dispatches), [1] with
+ * WGT_ATTENTION_F16_COPIES=1 too (f32 copies first: 5); NULL: skip. */
+static void check_case(wgt_context *gpu, wgt_context *const *general, wgt_context *cpu, const dcase *c,
+                       bool expect_decode)
 {
     const int64_t qn = c->B * c->H * c->Tq * c->D, kn = c->B * c->Hkv * c->Tk * c->D, rows = qn / c->D;
     float *q = malloc((size_t)qn * 4), *k = malloc((size_t)kn * 4), *v = malloc((size_t)kn * 4);
@@ -175,8 +179,8 @@ static void check_case(wgt_context *gpu, wgt_context *general, wgt_context *cpu,
         CHECK(out_error(got, want, qn) < tol, "%s: out error %.3g", c->name, out_error(got, want, qn));
         CHECK(lse_error(got_lse, want_lse, rows) < lse_tol, "%s: lse error %.3g", c->name,
               lse_error(got_lse, want_lse, rows));
-        /* decode: 2 dispatches (first pass, combine); the general kernels take 3
-         * more for f16 (f32 copies of q, k, v) and one to convert out */
+        /* decode: 2 dispatches (first pass, combine); the general kernels the
+         * forward and, for f16, one to convert out (below) */
         if (expect_decode) CHECK(n_gpu == 2, "%s: %llu dispatches, decode path expected (2)", c->name,
                                  (unsigned long long)n_gpu);
     }
@@ -189,11 +193,13 @@ static void check_case(wgt_context *gpu, wgt_context *general, wgt_context *cpu,
             le = fmax(le, isinf(cpu_lse[i]) ? (got_lse[i] == cpu_lse[i] ? 0 : INFINITY) : fabs(got_lse[i] - cpu_lse[i]));
         CHECK(le < lse_tol, "%s: WebGPU vs CPU lse difference %.3g", c->name, le);
     }
-    if (expect_decode && general) { /* the general kernels, switched back on, agree */
-        if (run_case(general, c, q, k, v, old, old_lse, &n_old)) {
-            CHECK(n_old > 2 || !c->f16, "%s: WGT_DECODE_ATTN=0 still took %llu dispatches", c->name,
-                  (unsigned long long)n_old);
-            CHECK(out_error(old, want, qn) < tol, "%s: general kernels' error %.3g", c->name, out_error(old, want, qn));
+    for (int g = 0; expect_decode && general && g < 2; g++) { /* the general kernels, switched back on, agree */
+        if (general[g] && run_case(general[g], c, q, k, v, old, old_lse, &n_old)) {
+            const uint64_t want_n = g ? 5 : 2;
+            CHECK(n_old == want_n || !c->f16, "%s: WGT_DECODE_ATTN=0%s took %llu dispatches (%llu expected)", c->name,
+                  g ? ", WGT_ATTENTION_F16_COPIES=1" : "", (unsigned long long)n_old, (unsigned long long)want_n);
+            CHECK(out_error(old, want, qn) < tol, "%s: general kernels' error %.3g%s", c->name,
+                  out_error(old, want, qn), g ? " (f32 copies)" : "");
         }
     }
     free(q), free(k), free(v), free(want), free(want_lse), free(got), free(got_lse);
@@ -227,9 +233,12 @@ int main(void)
         {"d80_tk2500_view_split",    1, 8, 1, 1, 2500, 80, true, false, true, 2600},
     };
     /* the knob is read when a context is created: one context per setting */
-    wgt_context *general = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "0", NULL});
+    wgt_context *general[2] = {
+        test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "0", NULL}),
+        test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "0", "WGT_ATTENTION_F16_COPIES", "1", NULL})};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) check_case(gpu, general, cpu, &cases[i], true);
-    wgt_context_destroy(general);
+    wgt_context_destroy(general[0]);
+    wgt_context_destroy(general[1]);
 
     /* forced for short K: rows that see no key (Tq > Tk, causal) and a single chunk */
     wgt_context *forced_gpu = test_context_env(NULL, (const char *[]){"WGT_DECODE_ATTN", "1", NULL});

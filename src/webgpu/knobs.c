@@ -140,6 +140,8 @@ static void read_attention(webgpu_knobs *k)
     const char *tiles = env("WGT_ATTENTION_TILES");
     unsigned *v = k->attention_tiles;
     k->attention_tiles_set = tiles && sscanf(tiles, "%u,%u,%u,%u,%u", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5;
+    const char *copies = env("WGT_ATTENTION_F16_COPIES");
+    k->attention_f16_copies = copies && strcmp(copies, "1") == 0;
     const char *fwd = env("WGT_ATTENTION_FORWARD");
     k->attention_forward = !fwd                       ? WEBGPU_ATTN_FORWARD_DEFAULT
                            : strcmp(fwd, "rows") == 0  ? WEBGPU_ATTN_FORWARD_ROWS

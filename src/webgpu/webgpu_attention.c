@@ -61,7 +61,9 @@
  * kernels 10.3-10.4 ms (their dk/dv and dq take 4.5 ms each).
  * Specialized per head dim by a prelude of constants (D4 vec4s per row, tile
  * sizes that fit the device's workgroup memory). The kernels compute in f32 on
- * f32 data of any strides; f16 tensors go through f32 temporaries.
+ * f32 data of any strides; the forward reads f16 q, k, v in place
+ * (WGT_ATTENTION_F16_COPIES=1: through f32 copies, as the backward and rope
+ * take f16 tensors).
  */
 #include <math.h>
 #include <stdio.h>
@@ -130,7 +132,12 @@ bool webgpu_attention_supports(webgpu_backend *wg, const wgt_kernel_call *call)
  * bit 1 dv; bit 2: MASK_BITS, the dropout mask passed from dk/dv to dq as
  * bits; bit 3: VEC_IN, attention_backward_fused reads its inputs as vec4s,
  * IN_T; bit 4: the kernel uses subgroup built-ins; bit 5: it stages K and V
- * with kv_quads(), attention_kv_quads.wgsl), cached under a key naming them. */
+ * with kv_quads(), attention_kv_quads.wgsl, and reads q, k, v through ld_q,
+ * ld_k, ld_v; bit 6: two rows a quad; bit 7, F16_IN: those read f16 in place,
+ * attention_load_f16.wgsl, else f32, attention_load_f32.wgsl), cached under
+ * a key naming them. */
+#define F16_IN 128u
+
 static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4, uint32_t bq, uint32_t bk,
                                unsigned want, int n_read_only, int n_read_write, const char *op, webgpu_pipeline **out)
 {
@@ -138,17 +145,18 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
     snprintf(key, sizeof(key), "%s:d%u:q%u:k%u:w%u", file, d4, bq, bk, want);
     *out = webgpu_pipeline_find(wg, key);
     if (*out) return WGT_OK;
-    char consts[400];
+    char consts[440];
     snprintf(consts, sizeof(consts),
              "%sconst D4: u32 = %uu;\nconst BQ: u32 = %uu;\nconst BK: u32 = %uu;\nconst WANT_DK: bool = %s;\n"
              "const WANT_DV: bool = %s;\nconst MASK_BITS: bool = %s;\nconst VEC_IN: bool = %s;\nalias IN_T = %s;\n"
-             "const QR: u32 = %uu;\n",
+             "const QR: u32 = %uu;\nalias QKV_WORD = %s;\n",
              want & 16 ? webgpu_native_subgroups_directive() : "", d4, bq, bk, want & 1 ? "true" : "false",
              want & 2 ? "true" : "false", want & 4 ? "true" : "false", want & 8 ? "true" : "false",
-             want & 8 ? "vec4<f32>" : "f32", want & 64 ? 2u : 4u);
+             want & 8 ? "vec4<f32>" : "f32", want & 64 ? 2u : 4u, want & F16_IN ? "u32" : "f32");
     /* unchecked: every kernel bounds its reads (row_ok, j < Tk, d < D) */
-    const char *files[5] = {"philox", webgpu_philox_mul_file(wg), "attention_common", file, "attention_kv_quads"};
-    return webgpu_pipeline_assemble(wg, key, consts, files, want & 32 ? 5 : 4, n_read_only, n_read_write, false, op,
+    const char *files[6] = {"philox",   webgpu_philox_mul_file(wg), "attention_common", file, "attention_kv_quads",
+                            want & F16_IN ? "attention_load_f16" : "attention_load_f32"};
+    return webgpu_pipeline_assemble(wg, key, consts, files, want & 32 ? 6 : 4, n_read_only, n_read_write, false, op,
                                     out);
 }
 
@@ -347,7 +355,8 @@ static uint32_t tiled_forward_rows(const webgpu_backend *wg, const attention_til
     return 0;
 }
 
-static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in)
+/* in: q, k, v as f32, or (f16_in) all three f16, read in place */
+static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, const wgt_tensor_view *in, bool f16_in)
 {
     const char *op = call->op_name;
     const wgt_tensor_view *out = &call->outputs[0], *lse = &call->outputs[1];
@@ -368,8 +377,8 @@ static wgt_status run_forward(webgpu_backend *wg, const wgt_kernel_call *call, c
     /* attention_forward_quad's rows a quad (QR 2: want bit 6; 4 else): a step takes 16 / QR keys of a tile */
     bool two_rows = kernel == FORWARD_QUAD && wg->knobs.attention_quad_rows == 2 && bk >= 8;
     unsigned quad = kernel != FORWARD_QUAD ? 0 : two_rows ? 16 | 64 : 16;
-    wgt_status s = get_pipeline(wg, files[kernel], d4, rows, kernel == FORWARD_ROWS ? t.keys : bk, 32 | quad, 3, 2, op,
-                                &pipe);
+    wgt_status s = get_pipeline(wg, files[kernel], d4, rows, kernel == FORWARD_ROWS ? t.keys : bk,
+                                32 | quad | (f16_in ? F16_IN : 0), 3, 2, op, &pipe);
     if (s != WGT_OK) return s;
     wgt_tensor_view target = *out;
     bool temp = out->dtype != WGT_F32;
@@ -739,10 +748,19 @@ wgt_status webgpu_attention_run(webgpu_backend *wg, const wgt_kernel_call *call)
     if (webgpu_attention_decode_wanted(wg, call)) return webgpu_attention_decode_run(wg, call);
     wgt_tensor_view in[6];
     bool temp[6] = {false};
+    /* the forward reads f16 q, k, v in place (an LLM prefill's: three
+     * dispatches fewer than their f32 copies) */
+    const bool f16_in = call->kind == WGT_KERNEL_ATTENTION && call->inputs[0].dtype == WGT_F16 &&
+                        call->inputs[1].dtype == WGT_F16 && call->inputs[2].dtype == WGT_F16 &&
+                        !wg->knobs.attention_f16_copies;
+    if (f16_in) {
+        memcpy(in, call->inputs, 3 * sizeof(in[0]));
+        return run_forward(wg, call, in, true);
+    }
     wgt_status s = inputs_as_f32(wg, call, in, temp);
     if (s == WGT_OK) {
         switch (call->kind) {
-        case WGT_KERNEL_ATTENTION: s = run_forward(wg, call, in); break;
+        case WGT_KERNEL_ATTENTION: s = run_forward(wg, call, in, false); break;
         case WGT_KERNEL_ATTENTION_BACKWARD: s = run_backward(wg, call, in); break;
         default: s = run_rope(wg, call, &in[0]); break;
         }

@@ -251,7 +251,7 @@ static bool setup_attention_decode(bench_state *s)
     s->d = cache;
     return s->b && s->c;
 }
-static wgt_tensor *step_attention_decode(bench_state *s)
+static wgt_tensor *step_attention_causal(bench_state *s)
 {
     if (wgt_no_grad_push(s->ctx) != WGT_OK) return NULL;
     wgt_tensor *y = wgt_scaled_dot_product_attention(s->a, s->b, s->c, true, 0.0, 0);
@@ -259,6 +259,24 @@ static wgt_tensor *step_attention_decode(bench_state *s)
     return y;
 }
 static double bytes_attention_decode(const bench_state *s) { return 2.0 * 2 * 8 * 64 * (double)s->n; }
+/* An LLM prefill's attention (Llama-3.2-1B: 32 query heads, 8 kv heads, D 64):
+ * q the heads of a [n, 2048] f16 projection ([1, 32, n, 64], strided), k and v
+ * the first n positions of [1, 8, 2n, 64] f16 caches, causal */
+static bool setup_attention_prefill(bench_state *s)
+{
+    int64_t sq[4] = {1, s->n, 32, 64}, sc[4] = {2, 8, 2 * s->n, 64};
+    wgt_tensor *q32 = randn(s, 4, sq, 8), *c32 = randn(s, 4, sc, 7);
+    wgt_tensor *q16 = q32 ? wgt_cast(q32, WGT_F16) : NULL, *cache = c32 ? wgt_cast(c32, WGT_F16) : NULL;
+    wgt_tensor_release(q32), wgt_tensor_release(c32);
+    s->a = q16 ? wgt_permute(q16, (int[]){0, 2, 1, 3}) : NULL;
+    wgt_tensor *k = cache ? wgt_slice(cache, 0, 0, 1, 1) : NULL, *v = cache ? wgt_slice(cache, 0, 1, 2, 1) : NULL;
+    s->b = k ? wgt_slice(k, 2, 0, s->n, 1) : NULL;
+    s->c = v ? wgt_slice(v, 2, 0, s->n, 1) : NULL;
+    wgt_tensor_release(q16), wgt_tensor_release(k), wgt_tensor_release(v), wgt_tensor_release(cache);
+    return s->a && s->b && s->c;
+}
+static double flops_attention_prefill(const bench_state *s) { return 2.0 * 32 * (double)s->n * (double)s->n * 64; }
+
 /* The same decode shape over an 8-bit cache (wgt_attention_q8): codes [2, 8, n, 16]
  * and scales [2, 8, n, 2] (k | v) in b and c, quantized from the f32 keys and values */
 static bool setup_attention_decode_q8(bench_state *s)
@@ -518,12 +536,13 @@ static const bench_case cases[] = {
     {"attn_fb_1024", "8x12x1024x64 causal fwd+bwd", 1024, 8, 64, 16, 0, NULL, flops_attention_fb, setup_attention, step_attention_fb, 10},
     {"attn_fb_gpt_256", "64x6x256x64 causal drop 0.2 fwd+bwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_fb, setup_attention_gpt, step_attention_gpt_fb, 20},
     {"attn_fb_gpt_256_nodrop", "64x6x256x64 causal fwd+bwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_fb, setup_attention_gpt, step_attention_gpt_fb_nodrop, 20},
-    {"attn_decode_f16_560", "q 32x64 f16, k/v 8x560x64 f16 cache", 560, 0, 0, 1, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_decode, 50},
-    {"attn_decode_f16_256", "q 32x64 f16, k/v 8x256x64 f16 cache", 256, 0, 0, 1, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_decode, 50},
-    {"attn_decode_f16_1024", "q 32x64 f16, k/v 8x1024x64 f16 cache", 1024, 0, 0, 2, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_decode, 50},
-    {"attn_decode_f16_8192", "q 32x64 f16, k/v 8x8192x64 f16 cache", 8192, 0, 0, 16, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_decode, 50},
+    {"attn_decode_f16_560", "q 32x64 f16, k/v 8x560x64 f16 cache", 560, 0, 0, 1, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_causal, 50},
+    {"attn_decode_f16_256", "q 32x64 f16, k/v 8x256x64 f16 cache", 256, 0, 0, 1, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_causal, 50},
+    {"attn_decode_f16_1024", "q 32x64 f16, k/v 8x1024x64 f16 cache", 1024, 0, 0, 2, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_causal, 50},
+    {"attn_decode_f16_8192", "q 32x64 f16, k/v 8x8192x64 f16 cache", 8192, 0, 0, 16, 0, bytes_attention_decode, NULL, setup_attention_decode, step_attention_causal, 50},
     {"attn_decode_q8_560", "q 32x64 f16, k/v 8x560x64 8-bit cache", 560, 0, 0, 1, 0, bytes_attention_decode_q8, NULL, setup_attention_decode_q8, step_attention_decode_q8, 50},
     {"attn_decode_q8_8192", "q 32x64 f16, k/v 8x8192x64 8-bit cache", 8192, 0, 0, 16, 0, bytes_attention_decode_q8, NULL, setup_attention_decode_q8, step_attention_decode_q8, 50},
+    {"attn_prefill_f16_512", "q 1x32x512x64 f16, k/v 1x8x512x64 f16 causal fwd", 512, 0, 0, 4, 0, NULL, flops_attention_prefill, setup_attention_prefill, step_attention_causal, 20},
     {"attn_f_gpt_256", "64x6x256x64 causal drop 0.2 fwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_f, setup_attention_gpt, step_attention_gpt_f, 20},
     {"attn_f_gpt_256_nodrop", "64x6x256x64 causal fwd", 256, 64, 64, 8, 0, NULL, flops_attention_gpt_f, setup_attention_gpt, step_attention_gpt_f_nodrop, 20},
     {"linear_f32_4096", "4096^3 x W^T + bias", 4096, 4096, 4096, 32, 0, NULL, flops_gemm, setup_linear, step_linear, 5},

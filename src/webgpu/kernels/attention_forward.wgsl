@@ -14,9 +14,9 @@
 // inf or NaN, so these bit patterns are private variables, bitcast at run time.
 var<private> attn_fwd_bits_ff800000: u32 = 0xff800000u;
 
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(1) var<storage, read> q: array<QKV_WORD>;   // ld_q
+@group(0) @binding(2) var<storage, read> k: array<QKV_WORD>;   // ld_k
+@group(0) @binding(3) var<storage, read> v: array<QKV_WORD>;   // ld_v
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 
@@ -42,7 +42,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var d4 = 0u; d4 < D4; d4++) {
             for (var c = 0u; c < 4u; c++) {
                 let d = d4 * 4u + c;
-                if (d < params.D) { qr[d4][c] = q[elem(params.offsets[0].x, params.q_st, b, h, i, d)] * params.scale_log2; }
+                if (d < params.D) { qr[d4][c] = ld_q(elem(params.offsets[0].x, params.q_st, b, h, i, d)) * params.scale_log2; }
             }
         }
     }

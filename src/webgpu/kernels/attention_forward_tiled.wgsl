@@ -20,9 +20,9 @@
 // inf or NaN, so these bit patterns are private variables, bitcast at run time.
 var<private> attn_tiled_bits_ff800000: u32 = 0xff800000u;
 
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(1) var<storage, read> q: array<QKV_WORD>;   // ld_q
+@group(0) @binding(2) var<storage, read> k: array<QKV_WORD>;   // ld_k
+@group(0) @binding(3) var<storage, read> v: array<QKV_WORD>;   // ld_v
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read_write> lse: array<f32>;
 
@@ -60,7 +60,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var qv = vec4<f32>();
         if (i < params.Tq) {
             for (var c = 0u; c < 4u; c++) {
-                if (d0 + c < params.D) { qv[c] = q[elem(params.offsets[0].x, params.q_st, b, h, i, d0 + c)] * params.scale_log2; }
+                if (d0 + c < params.D) { qv[c] = ld_q(elem(params.offsets[0].x, params.q_st, b, h, i, d0 + c)) * params.scale_log2; }
             }
         }
         q_tile[r * QS + s % D4] = qv;
