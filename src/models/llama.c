@@ -215,8 +215,9 @@ static bool rope_tables(llama_model *m, char *msg, size_t msg_size)
  * f16 ones (H200, three alternated rounds, means of level 4 / 5: f16 837.2 /
  * 838.1, q8 964.7 / 985.8, q4 1,043.8 / 1,062.8 tokens/s;
  * bench/results/h200-2026-11-29k/close); level 6, the final norm in the f16
- * head's GEMV (head_logits): f16 848.0 / 847.7 against 747.9 / 839.3 tokens/s
- * at level 5, alternated (bench/results/h200-2026-11-29o/p1). 3 on a CPU adapter, where every workgroup
+ * head's GEMV (head_logits): f16 848.8 / 848.4 / 847.2 / 848.4 tokens/s
+ * against 843.6 / 847.9 / 846.0 / 843.4 at level 5, alternated
+ * (bench/results/h200-2026-11-29o/p7). 3 on a CPU adapter, where every workgroup
  * recomputing a norm made decode 20% slower (lavapipe), and on the CPU
  * backend, which runs the fused calls as their parts anyway. */
 static int default_decode_fuse(wgt_context *ctx)

@@ -318,12 +318,12 @@ static bool norm_in_projection(const llama_model *m, wgt_tensor *x)
 
 /* The logits of the rows x [T, C]: the final RMSNorm, then the head. At
  * fusion level 6, with f16 weights (norm_in_projection), a decode row's norm
- * runs in the head GEMV's prologue: one dispatch fewer a token (H200, p1 of
- * bench/results/h200-2026-11-29o: 127.6 us profiled against 126.9 + 7.2 for
- * the head and the norm kernel). Quantized heads keep the norm kernel: their
- * GEMV stages and renormalizes the row in each of its workgroups, which cost
- * more than the dispatch saved (q4 60.1 us against 52.0 + 6.9, q8 97.3
- * against 91.8 + 6.9; decode unchanged, p2). */
+ * runs in the head GEMV's prologue: one dispatch fewer a token (H200,
+ * bench/results/h200-2026-11-29o/close: 128.3 us profiled against 126.6 + 7.4
+ * for the head and the norm kernel; p7: decode +0.3%). Quantized heads keep
+ * the norm kernel: their GEMV stages and renormalizes the row in each of its
+ * workgroups, which cost more than the dispatch saved (p2: q4 60.1 us against
+ * 52.0 + 6.9, q8 97.3 against 91.8 + 6.9; decode unchanged). */
 static wgt_tensor *head_logits(const llama_model *m, wgt_tensor *x, double eps)
 {
     if (norm_in_projection(m, x) && decode_fuse_level(m) >= 6)
