@@ -762,6 +762,12 @@ static void check_kernel_variants(void)
                      (long long)c->Tq, (long long)c->Tk, (long long)c->D, c->causal ? " causal" : "");
             check_attention(ctx, label, *c, false, 0.0);
         }
+        /* f16 q, k, v, which the forward kernels read in place
+         * (attention_load_f16.wgsl): the GPU's fallback and the tiled kernel */
+        if (v < 2) {
+            snprintf(label, sizeof(label), "webgpu %s=%s", variants[v][0], variants[v][1]);
+            check_attention_f16(ctx, label);
+        }
         wgt_context_destroy(ctx);
     }
 }
@@ -817,6 +823,10 @@ static void check_quad_forward(void)
         check_attention(ctx, label, *c, cases[i].permuted, cases[i].dropout);
         wgt_context_destroy(ctx);
     }
+    /* f16 q, k, v read in place by the quad kernel (a GPU's default forward) */
+    wgt_context *ctx = test_context_env(NULL, (const char *[]){"WGT_ATTENTION_FORWARD", "quad", NULL});
+    if (ctx) check_attention_f16(ctx, "webgpu quad forward");
+    wgt_context_destroy(ctx);
 }
 
 /* attention_backward_dkdv (dk and dv in one pass, 4 invocations per key; the

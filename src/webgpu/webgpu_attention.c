@@ -154,7 +154,7 @@ static wgt_status get_pipeline(webgpu_backend *wg, const char *file, uint32_t d4
              want & 2 ? "true" : "false", want & 4 ? "true" : "false", want & 8 ? "true" : "false",
              want & 8 ? "vec4<f32>" : "f32", want & 64 ? 2u : 4u, want & F16_IN ? "u32" : "f32");
     /* unchecked: every kernel bounds its reads (row_ok, j < Tk, d < D) */
-    const char *files[6] = {"philox",   webgpu_philox_mul_file(wg), "attention_common", file, "attention_kv_quads",
+    const char *files[6] = {"philox", webgpu_philox_mul_file(wg), "attention_common", file, "attention_kv_quads",
                             want & F16_IN ? "attention_load_f16" : "attention_load_f32"};
     return webgpu_pipeline_assemble(wg, key, consts, files, want & 32 ? 6 : 4, n_read_only, n_read_write, false, op,
                                     out);
