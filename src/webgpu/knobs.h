@@ -157,6 +157,8 @@ typedef struct webgpu_knobs {
                                   * instead of reading dk/dv's bits; default true */
     unsigned attention_fused_tile; /* WGT_ATTENTION_FUSED_TILE=16 or 32: keys (= rows) per block of
                                     * attention_backward_fused; default 32 (other values: 32) */
+    bool attention_f16_copies; /* WGT_ATTENTION_F16_COPIES=1: the attention forward copies f16 q, k, v to f32 first
+                                  (before the fifteenth session) instead of reading them in place */
     unsigned attention_quad_rows; /* WGT_ATTENTION_QUAD_ROWS=2|4: rows a quad of attention_forward_quad;
                                    * default 2 */
     unsigned attention_order[2]; /* WGT_ATTENTION_ORDER="f,b": the causal quad forward (f) and fused
@@ -187,8 +189,6 @@ typedef struct webgpu_knobs {
                                   prologue */
     bool quant_gemv_shared;    /* WGT_QUANT_GEMV_SHARED=0: quant_gemv_rows reads x from storage, not staged in
                                 * workgroup memory; default true */
-    bool attention_f16_copies; /* WGT_ATTENTION_F16_COPIES=1: the attention forward copies f16 q, k, v to f32 first
-                                  (before the fifteenth session) instead of reading them in place */
     char quant_dp4a_tile[32];  /* WGT_QUANT_DP4A_TILE=<bm>x<bn>: the int8-x GEMM's tile (webgpu_quant_int8.c) */
     unsigned quant_dp4a_gps;   /* WGT_QUANT_DP4A_GPS=1|2|4: its quantization groups per slice (0: default) */
     bool quant_tiled;          /* WGT_QUANT_TILED=0: prefill through the per-column kernel; default true */
