@@ -183,7 +183,11 @@ static const matmul_config *choose_tiled(const webgpu_backend *wg, const matmul_
      * H100, a 512-token prefill's products (gate/up, qkv, o, down; one call,
      * bench/results/h100-2026-11-28c/probes p1, p2): 0.92 / 0.20 / 0.15 / 0.56
      * ms against 1.01 / 0.28 / 0.16 / 0.54 for the f32 sums' own choice, and
-     * 1.12 / 0.26 / 0.18 / 0.62 for HALF_MATH in 128 x 128 x 8 tiles */
+     * 1.12 / 0.26 / 0.18 / 0.62 for HALF_MATH in 128 x 128 x 8 tiles. Their
+     * operands read along k fetched in 4 x 4 blocks (b): on an H200 0.888 /
+     * 0.190 / 0.136 / 0.519 against 0.916-0.924 / 0.200-0.209 / 0.152-0.157 /
+     * 0.558-0.570 (bench/results/h200-2026-11-29p, p3) */
+    if (p->half_math && (c = matmul_find_config("tile64x64k16b")) && matmul_config_fits(wg, c)) return c;
     if (p->half_math && (c = matmul_find_config("tile64x64k16")) && matmul_config_fits(wg, c)) return c;
     const char *tuned = wg->matmul_tuned[webgpu_tune_bucket(p->M, p->N)];
     if (tuned[0] && (c = matmul_find_config(tuned)) && c->kernel == KERNEL_TILED && matmul_config_fits(wg, c)) return c;

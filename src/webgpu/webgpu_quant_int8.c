@@ -35,7 +35,11 @@ typedef struct dp4a_tile {
 static const dp4a_tile dp4a_tiles[] = {{128, 128, 8, 8}, {128, 64, 8, 4}, {64, 128, 4, 8}, {64, 64, 4, 4}};
 #define DP4A_N_TILES (int)(sizeof(dp4a_tiles) / sizeof(dp4a_tiles[0]))
 /* Workgroups from which the default takes 128 x 128 over 64 x 64 (~3 waves of
- * an H100's 132 SMs). H100, a 512-token prefill's products, q8 / q4 ms
+ * an H100's 132 SMs), for 4-bit weights only: with 8-bit weights 64 x 64
+ * (two groups a slice) ran 512 x 16384 x 2048 in 0.512 / 0.501 ms against
+ * 0.537 / 0.541 for 128 x 128 on an H200, where 4-bit weights ran both alike
+ * (0.526 / 0.522 against 0.522 / 0.520; bench/results/h200-2026-11-29p, p3).
+ * H100, a 512-token prefill's products, q8 / q4 ms
  * (`wgt bench --only qmatmul_q --precision medium`, WGT_QUANT_DP4A_TILE, one
  * group a slice; two: below):
  * 512 x 16384 x 2048: 128x128 0.548 / 0.590, 128x64 0.578 / 0.578, 64x64
@@ -64,11 +68,12 @@ static uint64_t tile_shared(const dp4a_tile *t, unsigned gps)
     return 2ull * (uint64_t)(t->bm + t->bn) * (2 * gps + 1) * 16 + 2ull * (uint64_t)(t->bm + t->bn) * gps * 4;
 }
 
-/* The tile for an M x N output and *gps its groups a slice: WGT_QUANT_DP4A_TILE
- * (a table entry) when set, else 128 x 128 from ~3 waves of workgroups, else
- * 64 x 64; fewer groups a slice, then the 64 x 64 tile, where the device's
- * workgroup memory is short (lavapipe: 32 KiB). NULL: the knob names no tile. */
-static const dp4a_tile *choose_tile(const webgpu_backend *wg, int64_t M, int64_t N, unsigned *gps)
+/* The tile for an M x N output with bits-bit weights and *gps its groups a
+ * slice: WGT_QUANT_DP4A_TILE (a table entry) when set, else for 4-bit weights
+ * 128 x 128 from ~3 waves of workgroups, else 64 x 64; fewer groups a slice,
+ * then the 64 x 64 tile, where the device's workgroup memory is short
+ * (lavapipe: 32 KiB). NULL: the knob names no tile. */
+static const dp4a_tile *choose_tile(const webgpu_backend *wg, int64_t M, int64_t N, int bits, unsigned *gps)
 {
     const char *env = wg->knobs.quant_dp4a_tile;
     const dp4a_tile *t = NULL;
@@ -81,7 +86,7 @@ static const dp4a_tile *choose_tile(const webgpu_backend *wg, int64_t M, int64_t
     if (!t) {
         const dp4a_tile *large = &dp4a_tiles[0];
         int64_t tiles = ((M + large->bm - 1) / large->bm) * ((N + large->bn - 1) / large->bn);
-        t = tiles >= DP4A_LARGE_TILE_MIN_WORKGROUPS ? large : &dp4a_tiles[DP4A_N_TILES - 1];
+        t = bits == 4 && tiles >= DP4A_LARGE_TILE_MIN_WORKGROUPS ? large : &dp4a_tiles[DP4A_N_TILES - 1];
     }
     const uint64_t limit = wg->limits.maxComputeWorkgroupStorageSize;
     *gps = groups_per_slice(wg);
@@ -121,7 +126,7 @@ wgt_status webgpu_quant_run_int8_x(webgpu_backend *wg, const wgt_kernel_call *ca
     const int64_t M = x->shape[0], K = x->shape[1], N = q->shape[0];
     const int bits = call->quant.bits;
     unsigned gps = 1;
-    const dp4a_tile *tile = choose_tile(wg, M, N, &gps);
+    const dp4a_tile *tile = choose_tile(wg, M, N, bits, &gps);
     if (!tile)
         return wgt_error(wg->base.ctx, WGT_ERR_INVALID_ARGUMENT, "%s: [%lld, %lld] x [%lld, %lld]^T: "
                          "WGT_QUANT_DP4A_TILE=\"%s\" names no tile (128x128, 128x64, 64x128 or 64x64)", op,
