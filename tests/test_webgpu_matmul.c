@@ -608,6 +608,22 @@ static void test_split_k(void)
     use_knobs((const char *[]){"WGT_SPLITK", "0", NULL});
     check_split(WGT_F32, 40, 36, 2500, 0, 0, false);
     check_linear("off [20, 2304] -> 28", WGT_F32, 2, x1, 0, 28, false);
+    /* HALF_MATH (MEDIUM, f16 operands) with K >= 8192 splits where the tiles
+     * number one to two targets (the LLM prefill's down projection), f32 sums
+     * (HIGHEST) do not: WGT_SPLITK_TARGET=8, 128 x 256 outputs (8 tiles of
+     * 64 x 64), K = 8192. Counted where f16 is read natively (shader-f16). */
+    wgt_adapter_info info;
+    memset(&info, 0, sizeof(info));
+    if (wgt_context_adapter_info(gpu, &info) == WGT_OK && info.shader_f16) {
+        use_knobs((const char *[]){"WGT_SPLITK_TARGET", "8", NULL});
+        for (int medium = 1; medium >= 0; medium--) {
+            wgt_set_matmul_precision(gpu, medium ? WGT_MATMUL_PRECISION_MEDIUM : WGT_MATMUL_PRECISION_HIGHEST);
+            check_mnk(WGT_F16, 128, 256, 8192, 0, TRANSPOSED);
+            CHECK(last_dispatches == (medium ? 2u : 1u), "f16 128x256x8192 %s, 8 tiles, target 8: %llu dispatches, "
+                  "expected %u", medium ? "MEDIUM" : "HIGHEST", (unsigned long long)last_dispatches, medium ? 2u : 1u);
+        }
+        wgt_set_matmul_precision(gpu, WGT_MATMUL_PRECISION_HIGHEST);
+    }
 
     /* forced parts on odd sizes, partial tiles, K not a multiple of BK or of the parts */
     use_knobs((const char *[]){"WGT_SPLITK", "3", NULL});

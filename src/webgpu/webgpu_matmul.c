@@ -141,12 +141,22 @@ static int64_t choose_split(const webgpu_backend *wg, const matmul_problem *p, c
     int64_t parts = wg->knobs.splitk;
     if (parts < 0) { /* automatic */
         int64_t target = wg->knobs.splitk_target > 0 ? wg->knobs.splitk_target : SPLITK_TARGET;
-        if (p->K < SPLITK_MIN_K || 2 * tiles >= target) return 1;
-        bool waves = wg->knobs.matmul_split_waves && wg->knobs.splitk_target <= 0;
-        parts = waves ? wave_parts(tiles, p->K / SPLITK_MIN_PART_K) : 0;
-        if (parts == 0) {
-            parts = target / tiles;
-            if (parts > p->K / SPLITK_MIN_PART_K) parts = p->K / SPLITK_MIN_PART_K;
+        if (p->K < SPLITK_MIN_K) return 1;
+        if (2 * tiles >= target) {
+            /* HALF_MATH with a long K over up to two targets of tiles: parts of
+             * SPLITK_MIN_K. An LLM prefill's down projection (512 x 2048 x 8192,
+             * 256 tiles of 64 x 64) on an H200: 4 parts 0.473 / 0.480 ms against
+             * 0.515 / 0.520 unsplit, 2 parts 0.527 / 0.530; the K = 2048
+             * products lost with any split (bench/results/h200-2026-11-29p, p8) */
+            if (!p->half_math || p->K < 4 * SPLITK_MIN_K || tiles >= 2 * target) return 1;
+            parts = p->K / SPLITK_MIN_K;
+        } else {
+            bool waves = wg->knobs.matmul_split_waves && wg->knobs.splitk_target <= 0;
+            parts = waves ? wave_parts(tiles, p->K / SPLITK_MIN_PART_K) : 0;
+            if (parts == 0) {
+                parts = target / tiles;
+                if (parts > p->K / SPLITK_MIN_PART_K) parts = p->K / SPLITK_MIN_PART_K;
+            }
         }
     }
     int64_t slices = matmul_ceil_div(p->K, c->bk);
