@@ -433,6 +433,16 @@ static void test_configs(void)
  * 3. General f32 x f16 data against a double-precision reference: within the
  *    documented error (about 16 f16 roundings a run; bound 4e-3 relative to
  *    the row's sum of |products|), and within f32 rounding with the flag off. */
+/* Whether the GPU adapter reads and multiplies f16 natively (shader-f16):
+ * else f16 operands go through converting temporaries (more dispatches) and
+ * HALF_MATH does not apply. */
+static bool gpu_reads_f16(void)
+{
+    wgt_adapter_info info;
+    memset(&info, 0, sizeof(info));
+    return wgt_context_adapter_info(gpu, &info) == WGT_OK && info.shader_f16;
+}
+
 static double max_rel_error(const float *got, const float *x, const float *w, int64_t M, int64_t N, int64_t K)
 {
     double worst = 0;
@@ -463,9 +473,7 @@ static void test_f16_reduced(void)
     int64_t a1[4] = {3, 1, 33, 20}, b1[4] = {1, 4, 20, 17};
     check_product("reduced [3,1,M,K] x [1,4,K,N]", WGT_F16, 4, a1, TRANSPOSED, 4, b1, STEP2);
 
-    wgt_adapter_info info;
-    memset(&info, 0, sizeof(info));
-    bool f16 = wgt_context_adapter_info(gpu, &info) == WGT_OK && info.shader_f16;
+    bool f16 = gpu_reads_f16();
     printf("f16_reduced: shader-f16 %s (reduced sums %s)\n", f16 ? "yes" : "no", f16 ? "checked" : "not available");
     const int64_t M = 64, N = 64, K = 16;
     float *ones = malloc((size_t)(M * K) * 4), *got = malloc((size_t)(M * N) * 4);
@@ -612,9 +620,7 @@ static void test_split_k(void)
      * number one to two targets (the LLM prefill's down projection), f32 sums
      * (HIGHEST) do not: WGT_SPLITK_TARGET=8, 128 x 256 outputs (8 tiles of
      * 64 x 64), K = 8192. Counted where f16 is read natively (shader-f16). */
-    wgt_adapter_info info;
-    memset(&info, 0, sizeof(info));
-    if (wgt_context_adapter_info(gpu, &info) == WGT_OK && info.shader_f16) {
+    if (gpu_reads_f16()) {
         use_knobs((const char *[]){"WGT_SPLITK_TARGET", "8", NULL});
         for (int medium = 1; medium >= 0; medium--) {
             wgt_set_matmul_precision(gpu, medium ? WGT_MATMUL_PRECISION_MEDIUM : WGT_MATMUL_PRECISION_HIGHEST);
